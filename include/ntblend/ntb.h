@@ -1,0 +1,136 @@
+/*
+ * ntblend low-level NTB API: Linux include/linux/ntb.h semantics for an application running on
+ * an emulated host (`ntblend run --host H -- prog`). One handle per NTB adapter ("port").
+ *
+ * Memory windows follow the Linux split:
+ *   - inbound ("mw"): the windows a peer uses to reach *our* memory; ntb_mw_set_trans() points
+ *     one at a local DMA address (as ntb_perf and ntb_transport do on the receiving side);
+ *   - outbound ("peer_mw"): our adapter's window BAR; ntb_peer_mw_map() maps it into this
+ *     process so plain loads and stores reach the peer, with no software in between.
+ * Both are entries of an adapter's address look-up table (LUT): widx is the entry index.
+ *
+ * All functions return 0 or a negative errno unless stated otherwise. Not async-signal-safe.
+ */
+#ifndef NTBLEND_NTB_H
+#define NTBLEND_NTB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ntb_dev;
+
+/* ---- opening ---- */
+/* Number of NTB adapters on this host ($NTBLEND_FABRIC / $NTBLEND_HOST, set by ntblend run). */
+int ntb_adapter_count(void);
+/* Open adapter `index` of this host. NULL + errno (ENOENT: no such fabric/host/adapter;
+ * ECONNREFUSED: the host's agent is not running). */
+struct ntb_dev *ntb_open(int index);
+void ntb_close(struct ntb_dev *ntb);
+/* Adapter name ("host.adapter") and this host's node id. */
+const char *ntb_name(const struct ntb_dev *ntb);
+uint32_t ntb_node_id(const struct ntb_dev *ntb);
+
+/* ---- ports and peers ---- */
+int ntb_port_number(const struct ntb_dev *ntb);     /* our node id */
+int ntb_peer_port_count(const struct ntb_dev *ntb);
+int ntb_peer_port_number(const struct ntb_dev *ntb, int pidx); /* peer's node id */
+int ntb_peer_port_idx(const struct ntb_dev *ntb, int port);    /* -EINVAL if not a peer */
+
+/* ---- link ---- */
+/* Bitmask of peers (by pidx) whose link is up. */
+uint64_t ntb_link_is_up(struct ntb_dev *ntb, int *speed, int *width);
+int ntb_link_enable(struct ntb_dev *ntb);
+/* Returns once no more writes from this port cross the link. */
+int ntb_link_disable(struct ntb_dev *ntb);
+/* Wait until the link state differs from `*seen` (pass 0 first); updates *seen. */
+int ntb_link_event_wait(struct ntb_dev *ntb, uint64_t *seen, int timeout_ms);
+
+/* ---- inbound memory windows (peer -> us) ---- */
+int ntb_mw_count(struct ntb_dev *ntb, int pidx);
+int ntb_mw_get_align(struct ntb_dev *ntb, int pidx, int widx, uint64_t *addr_align,
+                     uint64_t *size_align, uint64_t *size_max);
+/* Point the peer's window widx at our DMA address. -EBUSY if the entry is in use. */
+int ntb_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx, uint64_t dma_addr, uint64_t size);
+int ntb_mw_clear_trans(struct ntb_dev *ntb, int pidx, int widx);
+
+/* ---- outbound memory windows (us -> peer) ---- */
+int ntb_peer_mw_count(struct ntb_dev *ntb);
+int ntb_peer_mw_get_addr(struct ntb_dev *ntb, int widx, uint64_t *phys, uint64_t *size);
+/* Program our entry widx -> (peer pidx, peer bus address). */
+int ntb_peer_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx, uint64_t addr, uint64_t size);
+int ntb_peer_mw_clear_trans(struct ntb_dev *ntb, int pidx, int widx);
+/* Claim a free outbound entry (-ENOSPC when the LUT is exhausted); release with clear_trans. */
+int ntb_peer_mw_alloc(struct ntb_dev *ntb);
+/* Map window entries [widx, widx+count) into this process; NULL + errno. The mapping follows
+ * the hardware: stores land in the peer's memory, loads read it; entries not programmed, or
+ * behind a downed link, read all ones and drop writes. */
+void *ntb_peer_mw_map(struct ntb_dev *ntb, int widx, int count);
+int ntb_peer_mw_unmap(struct ntb_dev *ntb, void *addr);
+
+/* ---- DMA-able local memory ---- */
+/* Allocate from this host's physical memory; *dma_addr is the bus address this adapter (and
+ * its inbound traffic) uses — an IOVA when the host IOMMU is on. Zeroed. NULL + errno. */
+void *ntb_dma_alloc(struct ntb_dev *ntb, size_t size, uint64_t *dma_addr);
+void ntb_dma_free(struct ntb_dev *ntb, void *ptr);
+
+/* ---- doorbells ---- */
+uint64_t ntb_db_valid_mask(struct ntb_dev *ntb);
+int ntb_db_vector_count(struct ntb_dev *ntb);
+uint64_t ntb_db_vector_mask(struct ntb_dev *ntb, int vector);
+uint64_t ntb_db_read(struct ntb_dev *ntb);
+int ntb_db_set(struct ntb_dev *ntb, uint64_t bits);
+int ntb_db_clear(struct ntb_dev *ntb, uint64_t bits);
+uint64_t ntb_db_read_mask(struct ntb_dev *ntb);
+int ntb_db_set_mask(struct ntb_dev *ntb, uint64_t bits);
+/* Unmasking a pending bit raises a doorbell event, as the Linux API requires. */
+int ntb_db_clear_mask(struct ntb_dev *ntb, uint64_t bits);
+/* Ring peer pidx. Dropped silently when the link is down (posted write), like hardware. */
+int ntb_peer_db_set(struct ntb_dev *ntb, int pidx, uint64_t bits);
+/* Wait until an unmasked bit is pending; returns the pending unmasked bits (>0), 0 on
+ * timeout, or -errno. timeout_ms < 0 waits forever. */
+int64_t ntb_db_event_wait(struct ntb_dev *ntb, int timeout_ms);
+
+/* ---- scratchpads ---- */
+int ntb_spad_count(struct ntb_dev *ntb);
+uint32_t ntb_spad_read(struct ntb_dev *ntb, int sidx);            /* ~0 if absent */
+int ntb_spad_write(struct ntb_dev *ntb, int sidx, uint32_t val);
+uint32_t ntb_peer_spad_read(struct ntb_dev *ntb, int pidx, int sidx); /* ~0 if link down */
+int ntb_peer_spad_write(struct ntb_dev *ntb, int pidx, int sidx, uint32_t val);
+
+/* ---- DMA engine ---- */
+struct ntb_dma_chan;
+int ntb_dma_chan_count(struct ntb_dev *ntb);
+/* Claim a channel (-EBUSY when all are taken). */
+struct ntb_dma_chan *ntb_dma_chan_request(struct ntb_dev *ntb);
+void ntb_dma_chan_release(struct ntb_dma_chan *ch);
+/* Queue a copy between two bus addresses on this host (a window address reaches the peer).
+ * Returns a cookie > 0, or -errno (-EAGAIN ring full). */
+int64_t ntb_dma_submit(struct ntb_dma_chan *ch, uint64_t dst, uint64_t src, uint64_t len,
+                       bool interrupt);
+/* Cancel every queued descriptor not yet started (they complete with -ECANCELED); the one in
+ * progress finishes. */
+int ntb_dma_abort(struct ntb_dma_chan *ch);
+/* Wait for cookie's completion: 0, its error (-EFAULT IOMMU fault, -ENOLINK, -EIO), or
+ * -ETIMEDOUT. */
+int ntb_dma_wait(struct ntb_dma_chan *ch, int64_t cookie, int timeout_ms);
+
+/* ---- errors seen by this host's IOMMU ---- */
+struct ntb_fault {
+    uint16_t requester;
+    bool write;
+    int reason;
+    uint64_t addr;
+};
+/* Copy up to max recent faults of this host, newest last; returns how many, and the total
+ * fault count so far in *total. */
+int ntb_iommu_faults(struct ntb_dev *ntb, struct ntb_fault *out, int max, uint64_t *total);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

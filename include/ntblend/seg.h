@@ -1,0 +1,144 @@
+/*
+ * ntblend shared-memory segments: the SISCI-style cluster-wide shared-memory API that SmartIO
+ * builds on (smartio-tocs-2021 §3.3, §6.1). A host contributes local segments of its memory;
+ * other hosts connect to them through an NTB adapter and map them, and their CPU loads and
+ * stores then reach the owner's memory directly. Also: DMA queues on the adapter's DMA engine,
+ * remote interrupts (with small data payloads), and sequences that tell whether transfers in a
+ * window of time may have been lost to a link failure.
+ *
+ * For applications started with `ntblend run --host H -- prog`. All functions return 0 or a
+ * negative errno unless stated otherwise; seg_strerror() turns one into a sentence.
+ */
+#ifndef NTBLEND_SEG_H
+#define NTBLEND_SEG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct seg_desc seg_desc_t;       /* an open descriptor (SCIOpen) */
+typedef struct seg_local seg_local_t;     /* a segment of this host's memory */
+typedef struct seg_remote seg_remote_t;   /* a connection to a (possibly remote) segment */
+typedef struct seg_map seg_map_t;         /* a mapping of a segment into this process */
+typedef struct seg_dma_queue seg_dma_queue_t;
+typedef struct seg_intr seg_intr_t;       /* a local interrupt others can trigger */
+typedef struct seg_rintr seg_rintr_t;     /* a connection to a (remote) interrupt */
+typedef struct seg_seq seg_seq_t;
+
+#define SEG_ID_AUTO 0u /* let the library pick a segment or interrupt id */
+
+/* ---- descriptors and node ids ---- */
+int seg_open(seg_desc_t **sd);
+void seg_close(seg_desc_t *sd);
+/* Node id of this host (the topology's node_id). */
+int seg_local_node_id(uint32_t *node_id);
+const char *seg_strerror(int err);
+
+/* ---- local segments ---- */
+/* Create a segment of `size` bytes of DMA-able memory on this host. id SEG_ID_AUTO picks one;
+ * -EEXIST if this host already has segment id. */
+int seg_create(seg_desc_t *sd, seg_local_t **seg, uint32_t id, size_t size);
+/* Create a segment over an existing DMA-able buffer (e.g. from ntb_dma_alloc) instead of
+ * allocating: bus address and size as ntb_dma_alloc returned them. */
+int seg_create_attached(seg_desc_t *sd, seg_local_t **seg, uint32_t id, uint64_t bus_addr,
+                        size_t size);
+uint32_t seg_local_id(const seg_local_t *seg);
+size_t seg_local_size(const seg_local_t *seg);
+/* Make the segment reachable through adapter (index on this host). */
+int seg_prepare(seg_local_t *seg, int adapter);
+/* Only available segments can be connected; unavailable ones tell their connections. */
+int seg_set_available(seg_local_t *seg, int adapter);
+int seg_set_unavailable(seg_local_t *seg, int adapter);
+/* Remove: connections are told, and the memory is not reused while any host maps it. */
+int seg_remove(seg_local_t *seg);
+
+/* ---- remote segments ---- */
+/* Connect to segment `id` of host `node_id` through local adapter `adapter`; waits up to
+ * timeout_ms (<0: forever) for the segment to exist and become available. node_id may be
+ * this host's own. -ENOENT no such segment (after the timeout), -ECONNREFUSED not available,
+ * -EHOSTUNREACH no path, -ENOSPC out of LUT entries or requester IDs. */
+int seg_connect(seg_desc_t *sd, seg_remote_t **seg, uint32_t node_id, uint32_t id, int adapter,
+                int timeout_ms);
+int seg_disconnect(seg_remote_t *seg);
+size_t seg_remote_size(const seg_remote_t *seg);
+uint32_t seg_remote_node_id(const seg_remote_t *seg);
+
+/* ---- mappings ---- */
+#define SEG_MAP_READONLY 1u
+/* Map [offset, offset+size) of a segment; size 0 maps to the end. The pointer reaches the
+ * owner's memory directly. */
+void *seg_map_remote(seg_remote_t *seg, size_t offset, size_t size, unsigned flags,
+                     seg_map_t **map);
+void *seg_map_local(seg_local_t *seg, size_t offset, size_t size, unsigned flags,
+                    seg_map_t **map);
+int seg_unmap(seg_map_t *map);
+/* Order this thread's stores before later ones (SCIStoreBarrier). */
+void seg_store_barrier(void);
+/* Make this thread's stores visible to everyone (SCIFlush). */
+void seg_flush(void);
+
+/* ---- events ---- */
+enum seg_event {
+    SEG_EVENT_NONE = 0,
+    SEG_EVENT_UNAVAILABLE, /* the owner set it unavailable */
+    SEG_EVENT_AVAILABLE,   /* ... and available again */
+    SEG_EVENT_REMOVED,     /* the owner removed it: disconnect */
+    SEG_EVENT_LOST,        /* the path to the owner is down */
+    SEG_EVENT_RESTORED,    /* the path is back */
+};
+/* Wait for the next event on a connection: returns an enum seg_event, 0 on timeout. */
+int seg_wait_event(seg_remote_t *seg, int timeout_ms);
+/* The connection's current state as an event (AVAILABLE, UNAVAILABLE, REMOVED or LOST). */
+int seg_remote_state(seg_remote_t *seg);
+
+/* ---- DMA ---- */
+#define SEG_DMA_FROM_REMOTE 1u /* read: remote segment -> local segment (default: write) */
+int seg_dma_queue_create(seg_desc_t *sd, seg_dma_queue_t **q, int adapter);
+void seg_dma_queue_remove(seg_dma_queue_t *q);
+/* Queue a transfer of size bytes between local+loff and remote+roff. */
+int seg_dma_transfer(seg_dma_queue_t *q, seg_local_t *local, size_t loff, seg_remote_t *remote,
+                     size_t roff, size_t size, unsigned flags);
+typedef void (*seg_dma_cb)(seg_dma_queue_t *q, int status, void *arg);
+/* Wait for everything queued: 0, the first failure (-EIO, -EFAULT, -ENOLINK), -ETIMEDOUT. */
+int seg_dma_wait(seg_dma_queue_t *q, int timeout_ms);
+/* Instead of waiting: call cb(status) from a library thread once everything queued is done. */
+int seg_dma_on_done(seg_dma_queue_t *q, seg_dma_cb cb, void *arg);
+/* Drop what has not started; waits for the transfer in progress. */
+int seg_dma_abort(seg_dma_queue_t *q);
+enum seg_dma_state { SEG_DMA_IDLE, SEG_DMA_POSTED, SEG_DMA_DONE, SEG_DMA_ERROR, SEG_DMA_ABORTED };
+int seg_dma_state(seg_dma_queue_t *q);
+
+/* ---- interrupts ---- */
+int seg_intr_create(seg_desc_t *sd, seg_intr_t **intr, uint32_t *id);
+void seg_intr_remove(seg_intr_t *intr);
+/* Wait for a trigger: 0, -ETIMEDOUT. With data interrupts, copies the payload (up to max
+ * bytes) and stores its length in *len. */
+int seg_intr_wait(seg_intr_t *intr, int timeout_ms);
+int seg_intr_wait_data(seg_intr_t *intr, void *data, size_t max, size_t *len, int timeout_ms);
+int seg_intr_connect(seg_desc_t *sd, seg_rintr_t **r, uint32_t node_id, uint32_t id, int adapter,
+                     int timeout_ms);
+void seg_intr_disconnect(seg_rintr_t *r);
+int seg_intr_trigger(seg_rintr_t *r);
+#define SEG_INTR_DATA_MAX 64u
+int seg_intr_trigger_data(seg_rintr_t *r, const void *data, size_t len);
+
+/* ---- sequences ---- */
+enum seg_seq_status {
+    SEG_SEQ_OK = 0,           /* nothing went wrong since the sequence started */
+    SEG_SEQ_RETRIABLE = 1,    /* the path failed and recovered: redo the transfers */
+    SEG_SEQ_NOT_RETRIABLE = 2 /* the path is down (or the owner rebooted): reconnect */
+};
+int seg_seq_create(seg_map_t *map, seg_seq_t **seq);
+void seg_seq_remove(seg_seq_t *seq);
+int seg_seq_start(seg_seq_t *seq);
+/* Flush, then compare with the start: enum seg_seq_status. */
+int seg_seq_check(seg_seq_t *seq);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

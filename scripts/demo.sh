@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The demo: installs what is missing, builds, boots a two-host fabric, shows it, measures an
+# NTB window and the doorbell round trip between the hosts, and shuts it down.
+# Usage: scripts/demo.sh [--keep]   (--keep leaves the fabric up for you to explore)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+keep=0
+case "${1:-}" in
+  "") ;;
+  --keep) keep=1 ;;
+  -h|--help) sed -n '2,4p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "demo.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+esac
+
+bash scripts/build.sh >/dev/null
+export PATH=$PWD/build/bin:$PATH
+export NTBLEND_FABRIC=demo
+topo=examples/topologies/two-hosts.ini
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+ntblend down >/dev/null 2>&1 || true
+[ $keep = 1 ] || trap 'ntblend down >/dev/null 2>&1 || true' EXIT
+
+step "Boot the fabric: $topo"
+ntblend up "$topo"
+
+step "Status"
+ntblend status
+
+step "Topology (Graphviz; also written to demo-topology.png)"
+ntblend topology --dot
+ntblend topology --dot | dot -Tpng -o demo-topology.png
+
+step "NTB window bandwidth a -> b: CPU stores, next to a local memcpy"
+ntblend run --host a -- ntb_perf -c 1M -s 256M --baseline
+
+step "NTB window bandwidth a -> b: the adapter's DMA engine, next to a local memcpy"
+ntblend run --host a -- ntb_perf --dma -c 1M -s 256M --baseline
+
+step "Doorbell round trip a <-> b, next to a futex ping-pong between two processes"
+ntblend run --host a -- ntb_pingpong -n 20000 --baseline
+
+step "Pull the cable: the agents can no longer reach each other"
+ntblend agent-ping a b
+ntblend link down a b
+ntblend agent-ping a b || true
+ntblend link up a b
+ntblend agent-ping a b
+
+if [ $keep = 1 ]; then
+  step "The fabric 'demo' stays up: NTBLEND_FABRIC=demo build/bin/ntblend status; ntblend down when done"
+else
+  step "Shut down"
+fi

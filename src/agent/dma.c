@@ -1,0 +1,82 @@
+/*
+ * The adapters' DMA engines: one sleeping thread per channel executes the descriptors that
+ * processes queue in shared memory, as the engine's own requester (IOMMU domain, requester-ID
+ * checks), and signals completion through the channel's interrupt word.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+
+#include "agent.h"
+
+struct engine {
+    struct agent *ag;
+    struct fab_dma_chan *ch;
+    pthread_t thread;
+};
+
+static struct engine *engines;
+static size_t nengines;
+
+static void *engine_thread(void *arg)
+{
+    struct engine *e = arg;
+    struct fab *f = e->ag->f;
+    struct fab_dma_chan *ch = e->ch;
+    while (!atomic_load(&e->ag->stop)) {
+        uint32_t seq = atomic_load(&ch->submit_seq);
+        uint64_t tail = atomic_load(&ch->tail);
+        while (tail < atomic_load_explicit(&ch->head, memory_order_acquire)) {
+            struct fab_dma_desc *d = &ch->ring[tail % FAB_DMA_RING];
+            int rc = (atomic_load(&d->flags) & FAB_DMA_CANCEL)
+                         ? -ECANCELED
+                         : fab_dev_copy(f, e->ag->host, ch->rid, d->dst, d->src, d->len);
+            atomic_store_explicit(&d->status, rc, memory_order_release);
+            atomic_store(&ch->tail, ++tail);
+            atomic_fetch_add(&e->ag->dma_done, 1);
+            atomic_fetch_add(&ch->done_seq, 1);
+            fab_futex_wake(&ch->done_seq, INT_MAX);
+        }
+        fab_futex_wait(&ch->submit_seq, seq, -1);
+    }
+    return NULL;
+}
+
+int dma_start(struct agent *ag)
+{
+    struct fab *f = ag->f;
+    const struct fab_host *h = fab_host(f, ag->host);
+    size_t total = 0;
+    for (uint32_t i = 0; i < h->nadapters; i++)
+        total += fab_adapter(f, h->adapter_first + i)->dma_channels;
+    engines = calloc(total ? total : 1, sizeof *engines);
+    if (!engines)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < h->nadapters; i++) {
+        struct fab_adapter *a = fab_adapter(f, h->adapter_first + i);
+        for (uint32_t c = 0; c < a->dma_channels; c++) {
+            struct engine *e = &engines[nengines];
+            e->ag = ag;
+            e->ch = &fab_dma(f, a)[c];
+            int rc = pthread_create(&e->thread, NULL, engine_thread, e);
+            if (rc)
+                return -rc;
+            nengines++;
+        }
+    }
+    return 0;
+}
+
+void dma_stop(struct agent *ag)
+{
+    for (size_t i = 0; i < nengines; i++) {
+        atomic_fetch_add(&engines[i].ch->submit_seq, 1);
+        fab_futex_wake(&engines[i].ch->submit_seq, 1);
+    }
+    for (size_t i = 0; i < nengines; i++)
+        pthread_join(engines[i].thread, NULL);
+    free(engines);
+    engines = NULL;
+    nengines = 0;
+}

@@ -1,0 +1,299 @@
+/*
+ * Agent-to-agent mailboxes over the NTB. Host X's RAM holds one 4 KiB slot per peer S at
+ * S * FAB_MBOX_SLOT: its `req` half carries S's requests to X, its `rsp` half S's replies to
+ * X's requests. A sender writes the payload, then the sequence number, through a LUT window it
+ * keeps onto that peer, and rings the peer adapter's reserved doorbell bit. Nothing here uses a socket, so a downed
+ * cable cuts agents off exactly as it cuts off applications.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent.h"
+
+#define MBOX_HALF (FAB_MBOX_SLOT / 2)
+#define MBOX_DATA (MBOX_HALF - 8)
+#define MBOX_TIMEOUT_NS (1000000000ll)
+
+struct mbox_half {
+    _Atomic uint32_t seq;
+    uint32_t len;
+    uint8_t data[MBOX_DATA];
+};
+
+struct mbox_slot {
+    struct mbox_half req; /* the peer's request to us */
+    struct mbox_half rsp; /* the peer's reply to our request */
+};
+_Static_assert(sizeof(struct mbox_slot) == FAB_MBOX_SLOT, "slot layout");
+
+/* Every message starts with this header; the payload follows. */
+struct mbox_hdr {
+    uint32_t type;
+    int32_t rc; /* replies: the handler's result */
+};
+
+static mbox_handler handlers[MBOX_TYPES];
+
+struct mbox_peer {
+    pthread_mutex_t call_lock; /* one request in flight per peer */
+    int adapter, peer_adapter; /* our port that reaches the peer, and its port */
+    int lut;                   /* our LUT entry onto the peer's mailbox area, -1 until needed */
+    uint64_t window;           /* bus address of our slot in the peer's RAM, through the window */
+    uint32_t next_seq;         /* last request sequence we sent */
+    uint32_t req_seen;         /* last request sequence we handled from this peer */
+    uint32_t rsp_seen;
+};
+
+static struct {
+    struct agent *ag;
+    struct mbox_peer *peers;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* responses arrived */
+    pthread_mutex_t route_lock;
+} mb = { .route_lock = PTHREAD_MUTEX_INITIALIZER };
+
+static struct mbox_slot *local_slot(uint32_t sender)
+{
+    return fab_ram(mb.ag->f, mb.ag->host, (uint64_t)sender * FAB_MBOX_SLOT, FAB_MBOX_SLOT);
+}
+
+/* Find our port that reaches `peer` directly and set up the window onto its mailbox. */
+static int peer_route_locked(uint32_t peer, struct mbox_peer *p)
+{
+    if (p->lut >= 0)
+        return 0;
+    struct fab *f = mb.ag->f;
+    const struct fab_host *h = fab_host(f, mb.ag->host);
+    for (uint32_t i = 0; i < h->nadapters; i++) {
+        uint32_t ai = h->adapter_first + i;
+        const struct fab_adapter *a = fab_adapter(f, ai);
+        for (uint32_t k = 0; k < a->npeers; k++) {
+            if (fab_adapter(f, a->peers[k])->host != peer)
+                continue;
+            uint64_t slot = (uint64_t)mb.ag->host * FAB_MBOX_SLOT;
+            uint64_t base = slot & ~(a->lut_size - 1);
+            int idx = fab_lut_alloc(f, ai, 0, FAB_LUT_AGENT);
+            if (idx < 0)
+                return idx;
+            int rc = fab_lut_set(f, ai, (uint32_t)idx, peer, base, 0, FAB_LUT_AGENT);
+            if (rc) {
+                fab_lut_clear(f, ai, (uint32_t)idx, 0);
+                return rc;
+            }
+            p->adapter = (int)ai;
+            p->peer_adapter = (int)a->peers[k];
+            p->lut = idx;
+            p->window = a->bar_addr + (uint64_t)idx * a->lut_size + (slot - base);
+            return 0;
+        }
+    }
+    return -ENOTCONN;
+}
+
+static int peer_route(uint32_t peer, struct mbox_peer *p)
+{
+    pthread_mutex_lock(&mb.route_lock);
+    int rc = peer_route_locked(peer, p);
+    pthread_mutex_unlock(&mb.route_lock);
+    return rc;
+}
+
+/* Write one half (payload first, then the sequence) into the peer's slot and ring it. */
+static int post(uint32_t peer, struct mbox_peer *p, size_t half_off, uint32_t seq,
+                const void *data, uint32_t len)
+{
+    struct fab *f = mb.ag->f;
+    uint64_t at = p->window + half_off;
+    int rc = fab_dev_write(f, mb.ag->host, FAB_RID_CPU, at + offsetof(struct mbox_half, data),
+                           data, len);
+    if (!rc)
+        rc = fab_dev_write(f, mb.ag->host, FAB_RID_CPU, at + offsetof(struct mbox_half, len),
+                           &len, sizeof len);
+    atomic_thread_fence(memory_order_release);
+    if (!rc)
+        rc = fab_dev_write(f, mb.ag->host, FAB_RID_CPU, at, &seq, sizeof seq);
+    if (!rc)
+        rc = fab_db_ring(f, (uint32_t)p->adapter, (uint32_t)p->peer_adapter,
+                         fab_agent_bit(fab_adapter(f, (uint32_t)p->peer_adapter)));
+    return rc;
+}
+
+static int ping_handler(struct agent *ag, uint32_t from, const void *req, uint32_t len,
+                        void *rsp, uint32_t *rsp_len)
+{
+    *rsp_len = 0;
+    return 0;
+}
+
+void mbox_register(uint32_t type, mbox_handler h)
+{
+    if (type < MBOX_TYPES)
+        handlers[type] = h;
+}
+
+static void handle_request(uint32_t sender, struct mbox_peer *p, struct mbox_slot *s)
+{
+    uint32_t seq = atomic_load_explicit(&s->req.seq, memory_order_acquire);
+    uint32_t len = s->req.len < MBOX_DATA ? s->req.len : MBOX_DATA;
+    static uint8_t msg[MBOX_DATA], out[MBOX_DATA]; /* only the mailbox thread gets here */
+    memcpy(msg, s->req.data, len);
+    p->req_seen = seq;
+    atomic_fetch_add(&mb.ag->mbox_handled, 1);
+    struct mbox_hdr in = { 0 }, *reply = (struct mbox_hdr *)out;
+    uint32_t rsp_len = 0;
+    if (len >= sizeof in)
+        memcpy(&in, msg, sizeof in);
+    reply->type = in.type;
+    if (len < sizeof in || in.type >= MBOX_TYPES || !handlers[in.type])
+        reply->rc = -EOPNOTSUPP;
+    else
+        reply->rc = handlers[in.type](mb.ag, sender, msg + sizeof in, len - (uint32_t)sizeof in,
+                                      out + sizeof *reply, &rsp_len);
+    if (rsp_len > MBOX_MAX_PAYLOAD)
+        rsp_len = 0;
+    if (peer_route(sender, p) == 0)
+        post(sender, p, offsetof(struct mbox_slot, rsp), seq, out,
+             (uint32_t)sizeof *reply + rsp_len);
+}
+
+static void *mbox_thread(void *arg)
+{
+    struct fab *f = mb.ag->f;
+    struct fab_host *h = fab_host(f, mb.ag->host);
+    uint32_t n = f->ctl->nhosts;
+    while (!atomic_load(&mb.ag->stop)) {
+        uint32_t wake = atomic_load(&h->agent_wake);
+        /* Acknowledge the doorbell bit on every port before scanning, so a ring that arrives
+         * during the scan is not lost. */
+        for (uint32_t i = 0; i < h->nadapters; i++) {
+            struct fab_adapter *a = fab_adapter(f, h->adapter_first + i);
+            atomic_fetch_and(&a->db, ~fab_agent_bit(a));
+        }
+        bool got_rsp = false;
+        for (uint32_t s = 0; s < n; s++) {
+            if (s == mb.ag->host)
+                continue;
+            struct mbox_slot *slot = local_slot(s);
+            struct mbox_peer *p = &mb.peers[s];
+            if (atomic_load_explicit(&slot->req.seq, memory_order_acquire) != p->req_seen)
+                handle_request(s, p, slot);
+            if (atomic_load_explicit(&slot->rsp.seq, memory_order_acquire) != p->rsp_seen)
+                got_rsp = true;
+        }
+        if (got_rsp) {
+            pthread_mutex_lock(&mb.lock);
+            pthread_cond_broadcast(&mb.cond);
+            pthread_mutex_unlock(&mb.lock);
+        }
+        fab_futex_wait(&h->agent_wake, wake, -1);
+    }
+    return NULL;
+}
+
+int mbox_call(struct agent *ag, uint32_t peer, uint32_t type, const void *req, uint32_t len,
+              void *rsp, uint32_t rsp_max, uint32_t *rsp_len, int timeout_ms)
+{
+    if (peer >= ag->f->ctl->nhosts || peer == ag->host || len > MBOX_MAX_PAYLOAD)
+        return -EINVAL;
+    struct mbox_peer *p = &mb.peers[peer];
+    static _Thread_local uint8_t msg[MBOX_DATA];
+    struct mbox_hdr hdr = { .type = type };
+    memcpy(msg, &hdr, sizeof hdr);
+    if (len)
+        memcpy(msg + sizeof hdr, req, len);
+    pthread_mutex_lock(&p->call_lock);
+    int rc = peer_route(peer, p);
+    uint32_t seq = ++p->next_seq;
+    if (!rc && !fab_path_up(ag->f, (uint32_t)p->adapter, (uint32_t)p->peer_adapter, NULL))
+        rc = -ENOLINK;
+    if (!rc)
+        rc = post(peer, p, offsetof(struct mbox_slot, req), seq, msg, (uint32_t)sizeof hdr + len);
+    if (!rc) {
+        struct mbox_slot *s = local_slot(peer);
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_sec += timeout_ms / 1000;
+        dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000l;
+        if (dl.tv_nsec >= 1000000000l) {
+            dl.tv_sec++;
+            dl.tv_nsec -= 1000000000l;
+        }
+        pthread_mutex_lock(&mb.lock);
+        while (atomic_load_explicit(&s->rsp.seq, memory_order_acquire) != seq && rc == 0)
+            if (pthread_cond_timedwait(&mb.cond, &mb.lock, &dl) == ETIMEDOUT)
+                rc = -ETIMEDOUT;
+        pthread_mutex_unlock(&mb.lock);
+        if (!rc) {
+            struct mbox_hdr r;
+            uint32_t got = s->rsp.len < MBOX_DATA ? s->rsp.len : MBOX_DATA;
+            memcpy(&r, s->rsp.data, sizeof r);
+            p->rsp_seen = seq;
+            got = got > sizeof r ? got - (uint32_t)sizeof r : 0;
+            if (got > rsp_max)
+                got = rsp_max;
+            if (rsp && got)
+                memcpy(rsp, s->rsp.data + sizeof r, got);
+            if (rsp_len)
+                *rsp_len = got;
+            rc = r.rc;
+        }
+    }
+    pthread_mutex_unlock(&p->call_lock);
+    return rc;
+}
+
+int mbox_ping(struct agent *ag, uint32_t peer, uint64_t *rtt_ns)
+{
+    uint64_t t0 = fab_now_ns();
+    int rc = mbox_call(ag, peer, MBOX_PING, NULL, 0, NULL, 0, NULL, 1000);
+    *rtt_ns = fab_now_ns() - t0;
+    return rc;
+}
+
+int mbox_start(struct agent *ag)
+{
+    struct fab *f = ag->f;
+    mb.ag = ag;
+    mbox_register(MBOX_PING, ping_handler);
+    mb.peers = calloc(f->ctl->nhosts, sizeof *mb.peers);
+    if (!mb.peers)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < f->ctl->nhosts; i++) {
+        pthread_mutex_init(&mb.peers[i].call_lock, NULL);
+        mb.peers[i].lut = -1;
+        /* Whatever a peer wrote before we booted is stale: start from what is there now. */
+        struct mbox_slot *s = local_slot(i);
+        if (!s)
+            return -errno;
+        mb.peers[i].req_seen = atomic_load(&s->req.seq);
+        mb.peers[i].rsp_seen = atomic_load(&s->rsp.seq);
+    }
+    pthread_mutex_init(&mb.lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_cond_init(&mb.cond, &ca);
+    /* Inbound NTB traffic reaches our mailboxes through the IOMMU when it is on. */
+    struct fab_host *h = fab_host(f, ag->host);
+    if (h->iommu)
+        for (uint32_t i = 0; i < h->nadapters; i++) {
+            int rc = fab_iommu_map(f, ag->host, fab_adapter(f, h->adapter_first + i)->rid, 0, 0,
+                                   FAB_MBOX_SIZE, FAB_PERM_READ | FAB_PERM_WRITE, 0);
+            if (rc && rc != -EEXIST)
+                return rc;
+        }
+    return -pthread_create(&mb.thread, NULL, mbox_thread, NULL);
+}
+
+void mbox_stop(struct agent *ag)
+{
+    struct fab_host *h = fab_host(ag->f, ag->host);
+    atomic_fetch_add(&h->agent_wake, 1);
+    fab_futex_wake(&h->agent_wake, 1);
+    pthread_join(mb.thread, NULL);
+}

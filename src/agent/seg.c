@@ -1,0 +1,679 @@
+/*
+ * Segments and interrupts, the agent's part: the table of this host's segments and
+ * interrupts, the connections other hosts hold to them (over the NTB mailboxes), the
+ * connections this host's processes hold elsewhere, and the events those connections get.
+ *
+ * A segment's memory belongs to the agent, not to the process that created it: it is freed
+ * only when the segment is removed *and* no connection is left, so nothing a stale mapping
+ * writes can land in memory handed out again (quarantine).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "seg_shared.h"
+#include "ntblend/seg.h"
+
+#define SEG_OWNER (-1) /* allocation owner tag: held by a segment or an interrupt */
+#define NOTIFY_TIMEOUT_MS 200
+
+struct aseg {
+    struct aseg *next;
+    uint32_t id;
+    uint64_t phys, size;
+    int32_t creator;
+    uint64_t prepared, available; /* bit per adapter index on this host */
+    uint64_t iommu_mapped;        /* adapters whose inbound domain maps it */
+    bool removed;
+    uint32_t nconn;
+};
+
+struct conn_in { /* another host's connection to one of our segments */
+    struct conn_in *next;
+    struct aseg *seg; /* stays allocated while connected (quarantine) */
+    uint32_t conn_id, from_host, from_boot, via; /* via: our adapter index on host */
+};
+
+struct conn_out { /* one of our processes' connections to another host's segment */
+    struct conn_out *next;
+    uint32_t owner_host, conn_id;
+    int32_t client;
+    uint64_t event_phys;
+    uint32_t adapter, peer_adapter; /* global adapter indices of the path */
+    bool lost;
+};
+
+struct aintr {
+    struct aintr *next;
+    uint32_t id;
+    uint64_t phys;
+    int32_t creator; /* 0 once removed: the page waits in the free list */
+};
+
+struct seg_req { /* MBOX_SEG_CONNECT, MBOX_INTR_CONNECT */
+    uint32_t id, from_adapter, boot_gen;
+};
+struct seg_rsp {
+    uint64_t bus, size;
+    uint32_t conn_id;
+};
+struct seg_note { /* MBOX_SEG_DISCONNECT, MBOX_SEG_NOTIFY */
+    uint32_t conn_id, event;
+};
+
+static struct {
+    struct agent *ag;
+    pthread_mutex_t lock;
+    struct aseg *segs;
+    struct conn_in *in;
+    struct conn_out *out;
+    struct aintr *intrs;
+    uint32_t next_conn;
+    pthread_t watcher;
+} S = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static struct fab_host *self(void) { return fab_host(S.ag->f, S.ag->host); }
+
+static struct aseg *find_seg(uint32_t id)
+{
+    for (struct aseg *s = S.segs; s; s = s->next)
+        if (s->id == id && !s->removed)
+            return s;
+    return NULL;
+}
+
+/* Our adapter (index on host) whose peer is the given global adapter, or -1. */
+static int our_adapter_facing(uint32_t remote_adapter)
+{
+    struct fab *f = S.ag->f;
+    for (uint32_t i = 0; i < self()->nadapters; i++)
+        if (fab_peer_index(f, self()->adapter_first + i, remote_adapter) >= 0)
+            return (int)i;
+    return -1;
+}
+
+/* Segment memory must cover whole LUT entries of any adapter that may map it, or a window
+ * onto it would also expose its neighbours. */
+static uint64_t seg_granule(void)
+{
+    struct fab *f = S.ag->f;
+    uint64_t g = 4096;
+    for (uint32_t i = 0; i < self()->nadapters; i++) {
+        const struct fab_adapter *a = fab_adapter(f, self()->adapter_first + i);
+        for (uint32_t p = 0; p < a->npeers; p++)
+            if (fab_adapter(f, a->peers[p])->lut_size > g)
+                g = fab_adapter(f, a->peers[p])->lut_size;
+    }
+    return g;
+}
+
+static void seg_free_memory(struct aseg *s)
+{
+    struct fab *f = S.ag->f;
+    for (uint32_t i = 0; i < self()->nadapters; i++) {
+        const struct fab_adapter *a = fab_adapter(f, self()->adapter_first + i);
+        if (s->iommu_mapped & (1ull << i))
+            fab_iommu_unmap(f, S.ag->host, a->rid, s->phys, s->size);
+        if (self()->iommu && a->dma_channels)
+            fab_iommu_unmap(f, S.ag->host, fab_dma_rid(a->index_on_host), s->phys, s->size);
+    }
+    agent_free(S.ag, s->phys, SEG_OWNER);
+}
+
+/* Drop a removed segment whose last connection is gone. Called with the lock held. */
+static void seg_reap(void)
+{
+    for (struct aseg **pp = &S.segs; *pp;) {
+        struct aseg *s = *pp;
+        if (s->removed && s->nconn == 0) {
+            *pp = s->next;
+            seg_free_memory(s);
+            free(s);
+        } else {
+            pp = &s->next;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- events */
+
+static void post_event(uint64_t event_phys, uint32_t ev)
+{
+    struct seg_event_word *w = fab_ram(S.ag->f, S.ag->host, event_phys, sizeof *w);
+    if (!w)
+        return;
+    if (ev == SEG_EVENT_LOST || ev == SEG_EVENT_RESTORED)
+        atomic_store(&w->lost, ev == SEG_EVENT_LOST);
+    else
+        atomic_store(&w->state, ev);
+    uint32_t h = atomic_load(&w->head);
+    w->ring[h % SEG_EVENT_RING] = ev;
+    atomic_store(&w->head, h + 1);
+    atomic_fetch_add(&w->seq, 1);
+    fab_futex_wake(&w->seq, INT_MAX);
+}
+
+/* Tell every host connected to segment s (outside the lock: mailbox calls block). */
+static void notify_connections(struct aseg *s, uint32_t ev)
+{
+    struct { uint32_t host, conn; } to[256];
+    size_t n = 0;
+    pthread_mutex_lock(&S.lock);
+    for (struct conn_in *c = S.in; c && n < 256; c = c->next)
+        if (c->seg == s && c->from_host != S.ag->host)
+            to[n++] = (typeof(to[0])){ c->from_host, c->conn_id };
+    pthread_mutex_unlock(&S.lock);
+    for (size_t i = 0; i < n; i++) {
+        struct seg_note note = { .conn_id = to[i].conn, .event = ev };
+        mbox_call(S.ag, to[i].host, MBOX_SEG_NOTIFY, &note, sizeof note, NULL, 0, NULL,
+                  NOTIFY_TIMEOUT_MS);
+    }
+}
+
+/* ---------------------------------------------------------------- owner side */
+
+int aseg_create(int32_t client, uint32_t id, uint64_t size, uint64_t attach, uint64_t *out_id,
+                uint64_t *phys, uint64_t *out_size)
+{
+    if (!size)
+        return -EINVAL;
+    int rc = 0;
+    pthread_mutex_lock(&S.lock);
+    if (id == 0) {
+        for (id = 1; find_seg(id); id++)
+            ;
+    } else if (find_seg(id)) {
+        rc = -EEXIST;
+        goto out;
+    }
+    uint64_t g = seg_granule(), p;
+    uint64_t len = (size + g - 1) & ~(g - 1);
+    if (attach) {
+        /* The process hands one of its own allocations over to the segment. */
+        rc = agent_retag(S.ag, attach, size, client, SEG_OWNER, &len);
+        p = attach;
+    } else {
+        rc = agent_alloc(S.ag, len, g, SEG_OWNER, &p);
+    }
+    if (rc)
+        goto out;
+    struct aseg *s = calloc(1, sizeof *s);
+    if (!s) {
+        agent_free(S.ag, p, SEG_OWNER);
+        rc = -ENOMEM;
+        goto out;
+    }
+    *s = (struct aseg){ .next = S.segs, .id = id, .phys = p, .size = len, .creator = client };
+    S.segs = s;
+    /* The adapters' DMA engines reach local segments through the IOMMU when it is on. */
+    struct fab *f = S.ag->f;
+    for (uint32_t i = 0; i < self()->nadapters && self()->iommu; i++) {
+        const struct fab_adapter *a = fab_adapter(f, self()->adapter_first + i);
+        if (a->dma_channels)
+            fab_iommu_map(f, S.ag->host, fab_dma_rid(a->index_on_host), p, p, len,
+                          FAB_PERM_READ | FAB_PERM_WRITE, 0);
+    }
+    *out_id = id;
+    *phys = p;
+    *out_size = len;
+out:
+    pthread_mutex_unlock(&S.lock);
+    return rc;
+}
+
+static struct aseg *own_seg(int32_t client, uint32_t id, int *rc)
+{
+    struct aseg *s = find_seg(id);
+    *rc = !s ? -ENOENT : s->creator != client ? -EPERM : 0;
+    return *rc ? NULL : s;
+}
+
+int aseg_prepare(int32_t client, uint32_t id, uint32_t adapter)
+{
+    if (adapter >= self()->nadapters)
+        return -ENODEV;
+    int rc;
+    pthread_mutex_lock(&S.lock);
+    struct aseg *s = own_seg(client, id, &rc);
+    if (s)
+        s->prepared |= 1ull << adapter;
+    pthread_mutex_unlock(&S.lock);
+    return rc;
+}
+
+int aseg_available(int32_t client, uint32_t id, uint32_t adapter, bool on)
+{
+    if (adapter >= self()->nadapters)
+        return -ENODEV;
+    int rc;
+    pthread_mutex_lock(&S.lock);
+    struct aseg *s = own_seg(client, id, &rc);
+    bool changed = false;
+    if (s && !(s->prepared & (1ull << adapter)))
+        rc = -EPROTO; /* prepare it on the adapter first */
+    else if (s) {
+        changed = !!(s->available & (1ull << adapter)) != on;
+        s->available = on ? s->available | (1ull << adapter) : s->available & ~(1ull << adapter);
+    }
+    pthread_mutex_unlock(&S.lock);
+    if (!rc && changed)
+        notify_connections(s, on ? SEG_EVENT_AVAILABLE : SEG_EVENT_UNAVAILABLE);
+    return rc;
+}
+
+int aseg_remove(int32_t client, uint32_t id)
+{
+    int rc;
+    pthread_mutex_lock(&S.lock);
+    struct aseg *s = own_seg(client, id, &rc);
+    if (s) {
+        s->removed = true;
+        s->available = 0;
+    }
+    pthread_mutex_unlock(&S.lock);
+    if (rc)
+        return rc;
+    notify_connections(s, SEG_EVENT_REMOVED); /* s lives on while connections hold it */
+    pthread_mutex_lock(&S.lock);
+    seg_reap();
+    pthread_mutex_unlock(&S.lock);
+    return 0;
+}
+
+/* The checks and bookkeeping of a connection to our segment `id` from `from_host`, entering
+ * through our adapter `via` (-1: a process on this host). */
+static int accept_connection(uint32_t id, uint32_t from_host, uint32_t from_boot, int via,
+                             struct seg_rsp *rsp)
+{
+    struct aseg *s = find_seg(id);
+    if (!s)
+        return -ENOENT;
+    if (via >= 0 && !(s->available & (1ull << via)))
+        return -ECONNREFUSED;
+    if (via < 0 && !s->available)
+        return -ECONNREFUSED;
+    struct fab *f = S.ag->f;
+    if (via >= 0 && self()->iommu && !(s->iommu_mapped & (1ull << via))) {
+        /* Inbound NTB traffic carries the adapter's requester ID: map the segment there. */
+        int rc = fab_iommu_map(f, S.ag->host, fab_adapter(f, self()->adapter_first + (uint32_t)via)->rid,
+                               s->phys, s->phys, s->size, FAB_PERM_READ | FAB_PERM_WRITE, 0);
+        if (rc && rc != -EEXIST)
+            return rc;
+        s->iommu_mapped |= 1ull << via;
+    }
+    struct conn_in *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    *c = (struct conn_in){ .next = S.in, .conn_id = ++S.next_conn, .seg = s,
+                           .from_host = from_host, .from_boot = from_boot,
+                           .via = via < 0 ? UINT32_MAX : (uint32_t)via };
+    S.in = c;
+    s->nconn++;
+    *rsp = (struct seg_rsp){ .bus = s->phys, .size = s->size, .conn_id = c->conn_id };
+    return 0;
+}
+
+static int drop_connection(uint32_t from_host, uint32_t conn_id)
+{
+    for (struct conn_in **pp = &S.in; *pp; pp = &(*pp)->next) {
+        struct conn_in *c = *pp;
+        if (c->conn_id != conn_id || c->from_host != from_host)
+            continue;
+        *pp = c->next;
+        c->seg->nconn--;
+        free(c);
+        seg_reap();
+        return 0;
+    }
+    return -ENOENT;
+}
+
+static int h_seg_connect(struct agent *ag, uint32_t from, const void *req, uint32_t len,
+                         void *rsp, uint32_t *rsp_len)
+{
+    struct seg_req r;
+    if (len < sizeof r)
+        return -EINVAL;
+    memcpy(&r, req, sizeof r);
+    int via = our_adapter_facing(r.from_adapter);
+    if (via < 0)
+        return -EHOSTUNREACH;
+    struct seg_rsp out;
+    pthread_mutex_lock(&S.lock);
+    int rc = accept_connection(r.id, from, r.boot_gen, via, &out);
+    pthread_mutex_unlock(&S.lock);
+    if (!rc) {
+        memcpy(rsp, &out, sizeof out);
+        *rsp_len = sizeof out;
+    }
+    return rc;
+}
+
+static int h_seg_disconnect(struct agent *ag, uint32_t from, const void *req, uint32_t len,
+                            void *rsp, uint32_t *rsp_len)
+{
+    struct seg_note n;
+    if (len < sizeof n)
+        return -EINVAL;
+    memcpy(&n, req, sizeof n);
+    pthread_mutex_lock(&S.lock);
+    int rc = drop_connection(from, n.conn_id);
+    pthread_mutex_unlock(&S.lock);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- connector side */
+
+static int h_seg_notify(struct agent *ag, uint32_t from, const void *req, uint32_t len,
+                        void *rsp, uint32_t *rsp_len)
+{
+    struct seg_note n;
+    if (len < sizeof n)
+        return -EINVAL;
+    memcpy(&n, req, sizeof n);
+    int rc = -ENOENT;
+    pthread_mutex_lock(&S.lock);
+    for (struct conn_out *c = S.out; c; c = c->next)
+        if (c->owner_host == from && c->conn_id == n.conn_id) {
+            post_event(c->event_phys, n.event);
+            rc = 0;
+        }
+    pthread_mutex_unlock(&S.lock);
+    return rc;
+}
+
+int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
+                 uint64_t event_phys, uint64_t *bus, uint64_t *size, uint64_t *conn)
+{
+    struct fab *f = S.ag->f;
+    int owner = -1;
+    for (uint32_t h = 0; h < f->ctl->nhosts; h++)
+        if (fab_host(f, h)->node_id == node)
+            owner = (int)h;
+    if (owner < 0)
+        return -EHOSTUNREACH;
+    if (!fab_ram(f, S.ag->host, event_phys, sizeof(struct seg_event_word)))
+        return -EINVAL;
+    struct seg_rsp r;
+    int rc;
+    uint32_t ai = 0, peer = 0;
+    if ((uint32_t)owner == S.ag->host) {
+        pthread_mutex_lock(&S.lock);
+        rc = accept_connection(id, S.ag->host, atomic_load(&self()->boot_gen), -1, &r);
+        pthread_mutex_unlock(&S.lock);
+    } else {
+        if (adapter >= self()->nadapters)
+            return -ENODEV;
+        ai = self()->adapter_first + adapter;
+        const struct fab_adapter *a = fab_adapter(f, ai);
+        rc = -EHOSTUNREACH;
+        for (uint32_t p = 0; p < a->npeers; p++)
+            if (fab_adapter(f, a->peers[p])->host == (uint32_t)owner) {
+                peer = a->peers[p];
+                rc = 0;
+            }
+        if (rc)
+            return rc;
+        struct seg_req q = { .id = id, .from_adapter = ai, .boot_gen = atomic_load(&self()->boot_gen) };
+        uint32_t got = 0;
+        rc = mbox_call(S.ag, (uint32_t)owner, MBOX_SEG_CONNECT, &q, sizeof q, &r, sizeof r, &got, 1000);
+        if (!rc && got != sizeof r)
+            rc = -EPROTO;
+        if (rc == -ENOLINK || rc == -ETIMEDOUT || rc == -ENOTCONN)
+            rc = -EHOSTUNREACH;
+    }
+    if (rc)
+        return rc;
+    struct conn_out *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM; /* the owner keeps a connection it will drop when we reboot */
+    *c = (struct conn_out){ .owner_host = (uint32_t)owner, .conn_id = r.conn_id, .client = client,
+                            .event_phys = event_phys, .adapter = ai, .peer_adapter = peer };
+    struct seg_event_word *w = fab_ram(f, S.ag->host, event_phys, sizeof *w);
+    atomic_store(&w->state, SEG_EVENT_AVAILABLE);
+    pthread_mutex_lock(&S.lock);
+    c->next = S.out;
+    S.out = c;
+    pthread_mutex_unlock(&S.lock);
+    *bus = r.bus;
+    *size = r.size;
+    *conn = (uint64_t)owner << 32 | r.conn_id;
+    return 0;
+}
+
+int aseg_disconnect(int32_t client, uint32_t owner, uint32_t conn_id)
+{
+    struct conn_out *found = NULL;
+    pthread_mutex_lock(&S.lock);
+    for (struct conn_out **pp = &S.out; *pp; pp = &(*pp)->next)
+        if ((*pp)->owner_host == owner && (*pp)->conn_id == conn_id && (*pp)->client == client) {
+            found = *pp;
+            *pp = found->next;
+            break;
+        }
+    int rc = found ? 0 : -ENOENT;
+    if (found && owner == S.ag->host)
+        drop_connection(owner, conn_id);
+    pthread_mutex_unlock(&S.lock);
+    if (found && owner != S.ag->host) {
+        struct seg_note n = { .conn_id = conn_id };
+        /* If the owner cannot be told now, it drops the connection when we reboot. */
+        mbox_call(S.ag, owner, MBOX_SEG_DISCONNECT, &n, sizeof n, NULL, 0, NULL, NOTIFY_TIMEOUT_MS);
+    }
+    free(found);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- interrupts */
+
+static struct aintr *find_intr(uint32_t id)
+{
+    for (struct aintr *i = S.intrs; i; i = i->next)
+        if (i->id == id && i->creator)
+            return i;
+    return NULL;
+}
+
+int aintr_create(int32_t client, uint32_t id, uint64_t *out_id, uint64_t *phys)
+{
+    int rc = 0;
+    pthread_mutex_lock(&S.lock);
+    if (id == 0) {
+        for (id = 1; find_intr(id); id++)
+            ;
+    } else if (find_intr(id)) {
+        rc = -EEXIST;
+        goto out;
+    }
+    /* Interrupt pages are never returned to the allocator: a stale trigger through an old
+     * window can only reach another interrupt page (whose generation tells it apart). */
+    struct aintr *it = NULL;
+    for (struct aintr *i = S.intrs; i; i = i->next)
+        if (!i->creator) {
+            it = i;
+            break;
+        }
+    if (!it) {
+        uint64_t p;
+        rc = agent_alloc(S.ag, 4096, 4096, SEG_OWNER, &p);
+        if (rc || !(it = calloc(1, sizeof *it))) {
+            rc = rc ? rc : -ENOMEM;
+            goto out;
+        }
+        it->phys = p;
+        it->next = S.intrs;
+        S.intrs = it;
+        struct fab *f = S.ag->f;
+        for (uint32_t i = 0; i < self()->nadapters && self()->iommu; i++)
+            fab_iommu_map(f, S.ag->host, fab_adapter(f, self()->adapter_first + i)->rid, p, p,
+                          4096, FAB_PERM_READ | FAB_PERM_WRITE, 0);
+    }
+    struct seg_intr_page *pg = fab_ram(S.ag->f, S.ag->host, it->phys, sizeof *pg);
+    atomic_fetch_add(&pg->gen, 1);
+    it->id = id;
+    it->creator = client;
+    *out_id = id;
+    *phys = it->phys;
+out:
+    pthread_mutex_unlock(&S.lock);
+    return rc;
+}
+
+int aintr_remove(int32_t client, uint32_t id)
+{
+    pthread_mutex_lock(&S.lock);
+    struct aintr *it = find_intr(id);
+    int rc = !it ? -ENOENT : it->creator != client ? -EPERM : 0;
+    if (!rc)
+        it->creator = 0;
+    pthread_mutex_unlock(&S.lock);
+    return rc;
+}
+
+static int intr_lookup(uint32_t id, uint64_t *bus)
+{
+    pthread_mutex_lock(&S.lock);
+    struct aintr *it = find_intr(id);
+    if (it)
+        *bus = it->phys;
+    pthread_mutex_unlock(&S.lock);
+    return it ? 0 : -ENOENT;
+}
+
+static int h_intr_connect(struct agent *ag, uint32_t from, const void *req, uint32_t len,
+                          void *rsp, uint32_t *rsp_len)
+{
+    struct seg_req r;
+    if (len < sizeof r)
+        return -EINVAL;
+    memcpy(&r, req, sizeof r);
+    struct seg_rsp out = { .size = 4096 };
+    int rc = intr_lookup(r.id, &out.bus);
+    if (!rc) {
+        memcpy(rsp, &out, sizeof out);
+        *rsp_len = sizeof out;
+    }
+    return rc;
+}
+
+int aintr_connect(uint32_t adapter, uint32_t node, uint32_t id, uint64_t *bus, uint64_t *owner_out)
+{
+    struct fab *f = S.ag->f;
+    int owner = -1;
+    for (uint32_t h = 0; h < f->ctl->nhosts; h++)
+        if (fab_host(f, h)->node_id == node)
+            owner = (int)h;
+    if (owner < 0)
+        return -EHOSTUNREACH;
+    *owner_out = (uint64_t)owner;
+    if ((uint32_t)owner == S.ag->host)
+        return intr_lookup(id, bus);
+    if (adapter >= self()->nadapters)
+        return -ENODEV;
+    struct seg_req q = { .id = id, .from_adapter = self()->adapter_first + adapter };
+    struct seg_rsp r;
+    uint32_t got = 0;
+    int rc = mbox_call(S.ag, (uint32_t)owner, MBOX_INTR_CONNECT, &q, sizeof q, &r, sizeof r, &got, 1000);
+    if (rc == -ENOLINK || rc == -ETIMEDOUT || rc == -ENOTCONN)
+        return -EHOSTUNREACH;
+    if (!rc)
+        *bus = r.bus;
+    return rc;
+}
+
+/* ---------------------------------------------------------------- lifetime */
+
+/* A process hung up: its connections are closed, its segments removed, its interrupts freed. */
+void aseg_client_gone(int32_t client)
+{
+    for (;;) {
+        uint32_t owner = 0, conn = 0;
+        bool any = false;
+        pthread_mutex_lock(&S.lock);
+        for (struct conn_out *c = S.out; c; c = c->next)
+            if (c->client == client) {
+                owner = c->owner_host;
+                conn = c->conn_id;
+                any = true;
+                break;
+            }
+        pthread_mutex_unlock(&S.lock);
+        if (!any)
+            break;
+        aseg_disconnect(client, owner, conn);
+    }
+    for (;;) {
+        uint32_t id = 0;
+        pthread_mutex_lock(&S.lock);
+        for (struct aseg *s = S.segs; s; s = s->next)
+            if (s->creator == client && !s->removed) {
+                id = s->id;
+                break;
+            }
+        pthread_mutex_unlock(&S.lock);
+        if (!id)
+            break;
+        aseg_remove(client, id);
+    }
+    pthread_mutex_lock(&S.lock);
+    for (struct aintr *i = S.intrs; i; i = i->next)
+        if (i->creator == client)
+            i->creator = 0;
+    pthread_mutex_unlock(&S.lock);
+}
+
+/* Reachability changed somewhere: tell our connections whose path went down or came back, and
+ * forget connections from hosts that rebooted (their windows were reset with them). */
+static void *link_watcher(void *arg)
+{
+    struct fab *f = S.ag->f;
+    if (!self()->nadapters)
+        return NULL;
+    _Atomic uint32_t *seq = &fab_adapter(f, self()->adapter_first)->link_seq;
+    while (!atomic_load(&S.ag->stop)) {
+        uint32_t now = atomic_load(seq);
+        pthread_mutex_lock(&S.lock);
+        for (struct conn_out *c = S.out; c; c = c->next) {
+            if (c->owner_host == S.ag->host)
+                continue;
+            bool up = fab_path_up(f, c->adapter, c->peer_adapter, NULL);
+            if (up == c->lost) {
+                c->lost = !up;
+                post_event(c->event_phys, up ? SEG_EVENT_RESTORED : SEG_EVENT_LOST);
+            }
+        }
+        for (struct conn_in *c = S.in, *next; c; c = next) {
+            next = c->next;
+            struct fab_host *h = fab_host(f, c->from_host);
+            if (c->from_host != S.ag->host &&
+                (atomic_load(&h->state) == FAB_HOST_DOWN || atomic_load(&h->boot_gen) != c->from_boot))
+                drop_connection(c->from_host, c->conn_id);
+        }
+        pthread_mutex_unlock(&S.lock);
+        fab_futex_wait(seq, now, -1);
+    }
+    return NULL;
+}
+
+int aseg_start(struct agent *ag)
+{
+    S.ag = ag;
+    mbox_register(MBOX_SEG_CONNECT, h_seg_connect);
+    mbox_register(MBOX_SEG_DISCONNECT, h_seg_disconnect);
+    mbox_register(MBOX_SEG_NOTIFY, h_seg_notify);
+    mbox_register(MBOX_INTR_CONNECT, h_intr_connect);
+    return -pthread_create(&S.watcher, NULL, link_watcher, NULL);
+}
+
+void aseg_stop(struct agent *ag)
+{
+    if (!fab_host(ag->f, ag->host)->nadapters)
+        return;
+    _Atomic uint32_t *seq = &fab_adapter(ag->f, fab_host(ag->f, ag->host)->adapter_first)->link_seq;
+    atomic_fetch_add(seq, 1);
+    fab_futex_wake(seq, INT_MAX);
+    pthread_join(S.watcher, NULL);
+}

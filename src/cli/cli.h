@@ -1,0 +1,83 @@
+/*
+ * Internal interface of the `ntblend` command-line tool: the command handlers (one per
+ * subcommand, each returning the process exit status), the option parsing every command
+ * shares, and helpers for attaching to a fabric and managing host agents.
+ *
+ * Exit statuses: 0 success, 1 a runtime failure (with a message that says what to do),
+ * 2 a usage error (unknown command or option, missing argument).
+ */
+#ifndef NTBLEND_CLI_H
+#define NTBLEND_CLI_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "fabric.h"
+
+#define CLI_OK 0
+#define CLI_FAIL 1
+#define CLI_USAGE 2
+
+/* What every command gets: its arguments (argv[0] = command name) and the fabric name given
+ * before the command (NULL when none; commands may override it with their own --fabric). */
+struct cli {
+    int argc;
+    char **argv;
+    const char *fabric_arg;
+};
+
+/* ---- main.c: messages and shared option parsing ---- */
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Print "ntblend CMD: <msg>" plus the command's usage to stderr; returns CLI_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Print the full help of a command to stdout; returns CLI_OK (CLI_USAGE if unknown). */
+int cli_help(const char *cmd);
+
+/* Options the commands accept. Every command takes --fabric NAME and --help; the others only
+ * where `allowed` says so. */
+#define CLI_OPT_JSON 1u
+#define CLI_OPT_DOT 2u
+#define CLI_OPT_HOST 4u
+struct cli_opts {
+    const char *fabric; /* resolved: --fabric after the command, before it, env, "default" */
+    bool json, dot;
+    const char *host;
+};
+/* Parse c->argv. With `posix`, stop at the first operand (for `run`, whose command line is
+ * not ours to parse). *first_arg = index of the first operand. Returns -1 to go on, else an
+ * exit status: CLI_OK after printing help, CLI_USAGE after a usage message. */
+int cli_parse(struct cli *c, unsigned allowed, bool posix, struct cli_opts *o, int *first_arg);
+
+/* ---- agents.c: attaching, host lookup, agent processes, topology files ---- */
+/* Attach as an administrator; on failure print how to start the fabric and return -errno. */
+int cli_attach(const char *fabric, struct fab **out);
+/* Host index by name or node id; prints a message listing the hosts when not found. */
+int cli_host(const struct fab *f, const char *name);
+const char *cli_state_name(uint32_t st);
+/* Is pid the agent of `host` in fabric `fabric` (checked via /proc, so a recycled pid is never
+ * signalled)? */
+bool cli_is_agent(pid_t pid, const char *fabric, uint32_t host);
+/* Has pid exited (reaped if it is our child; a zombie counts as gone)? */
+bool cli_pid_gone(pid_t pid);
+/* Start the agent of host `host` in the background; its output goes to DIR/host<N>.log. */
+int cli_spawn_agent(const char *fabric, const char *dir, uint32_t host, pid_t *pid);
+/* Print the last `lines` lines of host's agent log to stderr, indented. */
+void cli_log_tail(const char *dir, uint32_t host, int lines);
+/* SIGTERM the pids, wait up to `grace_ms`, SIGKILL the rest and wait for them. Returns how
+ * many needed SIGKILL. */
+size_t cli_stop_pids(const pid_t *pids, size_t n, int grace_ms);
+void cli_sleep_ms(int ms);
+/* Parse and check a topology file (calloc'd, free it); NULL after printing what is wrong. */
+struct topo *cli_load_topology(const char *file);
+
+/* ---- commands ---- */
+int cmd_up(struct cli *c);
+int cmd_down(struct cli *c);
+int cmd_host(struct cli *c);
+int cmd_status(struct cli *c);
+int cmd_run(struct cli *c);
+int cmd_link(struct cli *c);
+int cmd_agent_ping(struct cli *c);
+int cmd_topology(struct cli *c);
+
+#endif

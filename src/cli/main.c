@@ -1,0 +1,272 @@
+/*
+ * ntblend: the command-line tool that starts, inspects and breaks emulated NTB fabrics.
+ * This file owns the entry point, the global options, dispatch to the commands, the help
+ * texts and the option parsing every command shares. The commands live in up.c (up, down,
+ * host), status.c, dot.c (topology) and ops.c (run, link, agent-ping).
+ */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+struct command {
+    const char *name;
+    int (*fn)(struct cli *c);
+    const char *synopsis; /* one line per form, without "ntblend " */
+    const char *summary;
+    const char *details; /* options and examples */
+};
+
+static const struct command commands[] = {
+    { "up", cmd_up, "up FILE [--fabric NAME]",
+      "create a fabric from a topology file and boot one agent per host",
+      "Parses and checks FILE (errors are reported as FILE:LINE), creates the fabric's shared\n"
+      "memory, starts every host's agent in the background (log: <fabric dir>/host<N>.log)\n"
+      "and waits until all hosts are up. If a host does not come up within 60 s, the tail of\n"
+      "its log is shown and the fabric is taken down again.\n"
+      "\nexamples:\n"
+      "  ntblend up examples/topologies/two-hosts.ini\n"
+      "  ntblend up examples/topologies/cluster60.ini --fabric big\n" },
+    { "down", cmd_down, "down [--fabric NAME]",
+      "stop every agent of a fabric and remove its shared memory",
+      "Agents get SIGTERM and 5 s to exit, then SIGKILL. Applications still running on the\n"
+      "fabric notice that it is gone and exit. Also clears what a crashed fabric left behind.\n"
+      "\nexamples:\n"
+      "  ntblend down\n"
+      "  ntblend --fabric big down\n" },
+    { "status", cmd_status, "status [--json] [--fabric NAME]",
+      "show hosts, adapters, switches and links of a running fabric",
+      "For each host: node id, RAM, IOMMU, power state, agent pid, whether the agent answers a\n"
+      "ping within 1 s, and its IOMMU fault count. For each adapter: the peers it reaches and\n"
+      "whether each path is up, LUT and requester-ID entries in use, pending doorbell bits and\n"
+      "mask, DMA channels. Then switches and links.\n"
+      "\noptions:\n"
+      "  --json   one JSON document (keys: fabric, topology, hosts, adapters, switches, links)\n"
+      "\nexamples:\n"
+      "  ntblend status\n"
+      "  ntblend status --json --fabric big > big.json\n" },
+    { "run", cmd_run, "run --host H [--fabric NAME] -- CMD [ARG...]",
+      "run a command as a process of host H",
+      "H is a host name or node id. Sets NTBLEND_FABRIC and NTBLEND_HOST and executes CMD,\n"
+      "so the exit status is CMD's (127 if it cannot be executed).\n"
+      "\nexamples:\n"
+      "  ntblend run --host a -- ./my-app --size 4M\n"
+      "  ntblend run --host 8 -- sh -c 'echo I am $NTBLEND_HOST'\n" },
+    { "link", cmd_link, "link down|up A B [--fabric NAME]",
+      "pull or replug the cable between A and B",
+      "A and B are hosts, adapters (HOST.ADAPTER) or switches joined by exactly one cable;\n"
+      "name the adapters when two hosts share several cables. Every path over that cable\n"
+      "breaks (reads return all ones, writes are dropped) until it is brought up again.\n"
+      "\nexamples:\n"
+      "  ntblend link down a b\n"
+      "  ntblend link up a.ntb0 sw0\n" },
+    { "host", cmd_host, "host kill|start H [--fabric NAME]",
+      "crash a host, or boot a host that is down",
+      "kill:  SIGKILL the host's agent and power the host off. Its applications exit by\n"
+      "       themselves; its peers see their links go down.\n"
+      "start: power a down host on (its RAM is cleared, its adapters reset) and boot its\n"
+      "       agent; waits up to 30 s for it.\n"
+      "\nexamples:\n"
+      "  ntblend host kill b\n"
+      "  ntblend host start b\n" },
+    { "topology", cmd_topology, "topology --dot [FILE] [--fabric NAME]",
+      "draw a fabric (running, or from a topology file) as Graphviz DOT",
+      "Without FILE, draws the running fabric: links that are down are dashed red, hosts\n"
+      "that are down grey. With FILE, draws that topology; no fabric is needed.\n"
+      "\nexamples:\n"
+      "  ntblend topology --dot | dot -Tpng -o fabric.png\n"
+      "  ntblend topology --dot examples/topologies/ring5.ini | dot -Tsvg -o ring5.svg\n" },
+    { "agent-ping", cmd_agent_ping, "agent-ping A B [--fabric NAME]",
+      "ping host B's agent from host A's agent over the NTB",
+      "A's agent sends a message through its NTB window into B's mailbox and rings B's\n"
+      "doorbell; B answers the same way. Prints the round trip in microseconds. Fails when\n"
+      "no path is up between them, or when A has no port that reaches B directly.\n"
+      "\nexamples:\n"
+      "  ntblend agent-ping a b\n" },
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static const struct command *find_command(const char *name)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static void usage(FILE *to)
+{
+    fprintf(to, "usage: ntblend [--fabric NAME] COMMAND [ARGS...]\n\ncommands:\n");
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(to, "  %-12s %s\n", commands[i].name, commands[i].summary);
+    fprintf(to, "\nThe fabric is --fabric NAME, else $NTBLEND_FABRIC, else \"default\".\n"
+                "'ntblend help COMMAND' or 'ntblend COMMAND --help' describes a command.\n");
+}
+
+static void full_help(void)
+{
+    printf("ntblend - run and inspect emulated PCIe NTB fabrics\n\n");
+    usage(stdout);
+    printf("\nexamples:\n"
+           "  ntblend up examples/topologies/two-hosts.ini\n"
+           "  ntblend status\n"
+           "  ntblend run --host a -- ./app\n"
+           "  ntblend link down a b && ntblend agent-ping a b\n"
+           "  ntblend topology --dot | dot -Tpng -o fabric.png\n"
+           "  ntblend down\n"
+           "\nexit status: 0 success, 1 failure (the message says what to do), 2 usage error\n"
+           "environment: NTBLEND_FABRIC (default fabric), NTBLEND_SHM_DIR (where fabric state\n"
+           "lives instead of /dev/shm); see docs/cli.md\n");
+}
+
+int cli_help(const char *name)
+{
+    const struct command *cmd = find_command(name);
+    if (!cmd) {
+        cli_err("no command '%s'", name);
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    printf("usage: ntblend %s\n\n%s.\n\n%s", cmd->synopsis, cmd->summary, cmd->details);
+    return CLI_OK;
+}
+
+void cli_err(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("ntblend: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int cli_usage_error(const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "ntblend %s: ", name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    const struct command *cmd = find_command(name);
+    if (cmd)
+        fprintf(stderr, "usage: ntblend %s\n(see 'ntblend help %s')\n", cmd->synopsis, name);
+    return CLI_USAGE;
+}
+
+/* A fabric name becomes a directory name: reject anything fab_dir would. */
+static int check_fabric_name(const char *cmd, const char *name)
+{
+    char dir[128];
+    if (fab_dir(name, dir, sizeof dir) == 0)
+        return -1;
+    return cli_usage_error(cmd, "invalid fabric name '%s' (use letters, digits, '-', '_', '.'; "
+                           "at most %d characters)", name, FAB_NAME_MAX - 1);
+}
+
+int cli_parse(struct cli *c, unsigned allowed, bool posix, struct cli_opts *o, int *first_arg)
+{
+    static const struct option all[] = {
+        { "fabric", required_argument, NULL, 'f' },
+        { "json", no_argument, NULL, 'j' },
+        { "dot", no_argument, NULL, 'd' },
+        { "host", required_argument, NULL, 'H' },
+        { "help", no_argument, NULL, 'h' },
+        { 0 },
+    };
+    const char *cmd = c->argv[0];
+    const char *fabric = c->fabric_arg;
+    memset(o, 0, sizeof *o);
+    optind = 0; /* full re-initialisation: main() already ran getopt on the global options */
+    opterr = 0; /* our own messages, which name the command */
+    int ch;
+    while ((ch = getopt_long(c->argc, c->argv, posix ? "+:h" : ":h", all, NULL)) != -1) {
+        switch (ch) {
+        case 'f': fabric = optarg; break;
+        case 'h': return cli_help(cmd);
+        case 'j':
+            if (!(allowed & CLI_OPT_JSON))
+                return cli_usage_error(cmd, "unknown option '--json'");
+            o->json = true;
+            break;
+        case 'd':
+            if (!(allowed & CLI_OPT_DOT))
+                return cli_usage_error(cmd, "unknown option '--dot'");
+            o->dot = true;
+            break;
+        case 'H':
+            if (!(allowed & CLI_OPT_HOST))
+                return cli_usage_error(cmd, "unknown option '--host'");
+            o->host = optarg;
+            break;
+        case ':':
+            return cli_usage_error(cmd, "option '%s' needs a value", c->argv[optind - 1]);
+        default:
+            if (optopt)
+                return cli_usage_error(cmd, "unknown option '-%c'", optopt);
+            return cli_usage_error(cmd, "unknown option '%s'", c->argv[optind - 1]);
+        }
+    }
+    o->fabric = fab_name_resolve(fabric);
+    int rc = check_fabric_name(cmd, o->fabric);
+    if (rc >= 0)
+        return rc;
+    *first_arg = optind;
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option global[] = {
+        { "fabric", required_argument, NULL, 'f' },
+        { "help", no_argument, NULL, 'h' },
+        { 0 },
+    };
+    const char *fabric = NULL;
+    int ch;
+    opterr = 0;
+    /* '+': stop at the command; what follows is the command's to parse. */
+    while ((ch = getopt_long(argc, argv, "+:h", global, NULL)) != -1) {
+        switch (ch) {
+        case 'f': fabric = optarg; break;
+        case 'h': full_help(); return CLI_OK;
+        case ':':
+            cli_err("option '%s' needs a value", argv[optind - 1]);
+            usage(stderr);
+            return CLI_USAGE;
+        default:
+            if (optopt)
+                cli_err("unknown option '-%c'", optopt);
+            else
+                cli_err("unknown option '%s'", argv[optind - 1]);
+            usage(stderr);
+            return CLI_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        cli_err("no command given");
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    const char *name = argv[optind];
+    if (strcmp(name, "help") == 0) {
+        if (optind + 1 >= argc) {
+            full_help();
+            return CLI_OK;
+        }
+        return cli_help(argv[optind + 1]);
+    }
+    const struct command *cmd = find_command(name);
+    if (!cmd) {
+        cli_err("unknown command '%s'", name);
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    struct cli c = { .argc = argc - optind, .argv = argv + optind, .fabric_arg = fabric };
+    return cmd->fn(&c);
+}

@@ -1,0 +1,66 @@
+/*
+ * The optional latency model (off by default): per-hop delays for device DMA, doorbells and
+ * interrupts, with reads paying a round trip per request and a bounded number of requests in
+ * flight, so reads are slower than writes and every extra hop costs. Constants come from the
+ * topology's [latency] section; docs/fabric.md cites the seeds they are taken from.
+ */
+#define _GNU_SOURCE
+#include <time.h>
+
+#include "fabric.h"
+
+static inline void spin_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* One-way latency of a path: root complex, then per NTB crossing the NTB itself and the
+ * adapter's switch chip on both sides, plus the cluster switches crossed. */
+static uint64_t one_way_ns(const struct topo_latency *l, uint32_t hops, uint32_t ntbs)
+{
+    return l->root_ns + (uint64_t)ntbs * (l->ntb_ns + 2ull * l->adapter_switch_ns) +
+           (uint64_t)hops * 170ull;
+}
+
+uint64_t fab_lat_dma_ns(const struct fab *f, uint32_t hops, uint32_t ntbs, uint64_t len, bool read)
+{
+    const struct topo_latency *l = &f->ctl->latency;
+    if (!l->enabled)
+        return 0;
+    uint64_t lat = one_way_ns(l, hops, ntbs);
+    uint64_t mbps = l->link_mbps ? l->link_mbps : 6000;
+    uint64_t wire_ns = len * 1000ull / mbps; /* bytes / (MB/s) = us; * 1000 = ns */
+    if (!read)
+        return lat + wire_ns; /* posted writes stream at link rate after the first arrives */
+    /* Reads: each request waits a round trip; at most max_read_requests in flight. */
+    uint64_t rtt = 2 * lat;
+    uint64_t rrb = l->read_request_bytes ? l->read_request_bytes : 512;
+    uint64_t inflight = l->max_read_requests ? l->max_read_requests : 8;
+    uint64_t window_ns = len * rtt / (rrb * inflight); /* request-limited time */
+    return rtt + (window_ns > wire_ns ? window_ns : wire_ns);
+}
+
+uint64_t fab_lat_doorbell_ns(const struct fab *f, uint32_t hops, uint32_t ntbs)
+{
+    const struct topo_latency *l = &f->ctl->latency;
+    if (!l->enabled)
+        return 0;
+    return one_way_ns(l, hops, ntbs) + l->doorbell_ns;
+}
+
+void fab_lat_delay(uint64_t ns)
+{
+    if (!ns)
+        return;
+    /* Short delays spin (a sleep would cost tens of microseconds); long ones sleep. */
+    if (ns < 50000) {
+        uint64_t end = fab_now_ns() + ns;
+        while (fab_now_ns() < end)
+            spin_pause();
+        return;
+    }
+    struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull) };
+    nanosleep(&ts, NULL);
+}

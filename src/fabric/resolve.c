@@ -1,0 +1,390 @@
+/*
+ * Address resolution and device DMA: what a bus address on a host reaches, through the host's
+ * IOMMU, its physical address map and NTB windows (LUT entry -> peer host, whose IOMMU then
+ * applies for the inbound adapter), chained as many times as windows point into windows.
+ * Device-style reads, writes and bus-to-bus copies are built on it; the CPU path (mmap of the
+ * final target) uses the same resolution in src/ntb.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fabric.h"
+
+/* ---------------------------------------------------------------- IOMMU */
+
+static bool is_cpu(uint16_t rid) { return rid < FAB_CPU_RIDS; }
+
+void fab_fault_record(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, bool write,
+                      int reason)
+{
+    struct fab_host *h = fab_host(f, host);
+    uint64_t n = atomic_fetch_add(&h->fault_count, 1);
+    struct fab_fault *slot = &fab_fault_ring(f, host)[n % FAB_FAULT_RING];
+    *slot = (struct fab_fault){ .rid = rid, .write = write, .reason = reason, .addr = addr,
+                                .when_ns = fab_now_ns() };
+    atomic_fetch_add(&h->fault_seq, 1);
+    fab_futex_wake(&h->fault_seq, 64);
+}
+
+int fab_iommu_map(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova, uint64_t phys,
+                  uint64_t size, uint32_t perm, int32_t owner)
+{
+    if (host >= f->ctl->nhosts || !size || (iova | phys | size) & 4095 || iova + size < iova ||
+        !(perm & (FAB_PERM_READ | FAB_PERM_WRITE)))
+        return -EINVAL;
+    struct fab_host *h = fab_host(f, host);
+    struct fab_iommu_map *m = fab_iommu_table(f, host);
+    int rc = -ENOSPC, free_slot = -1;
+    fab_lock(&h->iommu_lock);
+    for (uint32_t i = 0; i < h->iommu_nmaps; i++) {
+        if (!m[i].used) {
+            if (free_slot < 0)
+                free_slot = (int)i;
+            continue;
+        }
+        if (m[i].rid == rid && iova < m[i].iova + m[i].size && m[i].iova < iova + size) {
+            rc = -EEXIST;
+            goto out;
+        }
+    }
+    if (free_slot < 0 && h->iommu_nmaps < FAB_IOMMU_MAPS)
+        free_slot = (int)h->iommu_nmaps++;
+    if (free_slot >= 0) {
+        m[free_slot] = (struct fab_iommu_map){ .used = 1, .rid = rid, .perm = (uint16_t)perm,
+                                               .iova = iova, .phys = phys, .size = size,
+                                               .owner_pid = owner };
+        rc = 0;
+    }
+out:
+    fab_unlock(&h->iommu_lock);
+    if (rc == 0 && h->iommu)
+        fab_map_changed(f); /* a CPU window into this host may resolve now */
+    return rc;
+}
+
+int fab_iommu_unmap(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova, uint64_t size)
+{
+    if (host >= f->ctl->nhosts)
+        return -EINVAL;
+    struct fab_host *h = fab_host(f, host);
+    struct fab_iommu_map *m = fab_iommu_table(f, host);
+    int rc = -ENOENT;
+    fab_lock(&h->iommu_lock);
+    for (uint32_t i = 0; i < h->iommu_nmaps; i++)
+        if (m[i].used && m[i].rid == rid && m[i].iova == iova && m[i].size == size) {
+            m[i].used = 0;
+            rc = 0;
+            break;
+        }
+    fab_unlock(&h->iommu_lock);
+    if (rc == 0 && h->iommu)
+        fab_map_changed(f); /* nothing may reach the old pages after unmap returns */
+    return rc;
+}
+
+int fab_iommu_translate(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova, uint64_t len,
+                        bool write, uint64_t *phys, uint64_t *contig)
+{
+    struct fab_host *h = fab_host(f, host);
+    if (!h->iommu) {
+        *phys = iova;
+        *contig = len;
+        return 0;
+    }
+    struct fab_iommu_map *m = fab_iommu_table(f, host);
+    int rc = -EFAULT;
+    fab_lock(&h->iommu_lock);
+    for (uint32_t i = 0; i < h->iommu_nmaps; i++) {
+        if (!m[i].used || m[i].rid != rid || iova < m[i].iova || iova - m[i].iova >= m[i].size)
+            continue;
+        if (!(m[i].perm & (write ? FAB_PERM_WRITE : FAB_PERM_READ))) {
+            rc = -EACCES;
+            break;
+        }
+        *phys = m[i].phys + (iova - m[i].iova);
+        uint64_t left = m[i].size - (iova - m[i].iova);
+        *contig = left < len ? left : len;
+        rc = 0;
+        break;
+    }
+    fab_unlock(&h->iommu_lock);
+    if (rc)
+        fab_fault_record(f, host, rid, iova, write, rc);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- resolution */
+
+/* Which adapter of host h owns physical address phys in its window BAR, or -1. */
+static int window_at(const struct fab *f, uint32_t host, uint64_t phys)
+{
+    const struct fab_host *h = fab_host(f, host);
+    for (uint32_t i = 0; i < h->nadapters; i++) {
+        const struct fab_adapter *a = fab_adapter(f, h->adapter_first + i);
+        if (phys >= a->bar_addr && phys - a->bar_addr < (uint64_t)a->lut_entries * a->lut_size)
+            return (int)(h->adapter_first + i);
+    }
+    return -1;
+}
+
+static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+int fab_resolve(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint64_t len,
+                bool write, struct fab_target *t)
+{
+    if (host >= f->ctl->nhosts || !len)
+        return -EINVAL;
+    const struct topo_latency *lat = &f->ctl->latency;
+    *t = (struct fab_target){ .region = FAB_REGION_NONE, .host = host, .addr = addr, .len = len,
+                              .path_ns = lat->enabled ? lat->root_ns : 0 };
+    bool cpu = is_cpu(rid);
+    for (int depth = 0; depth < FAB_MAX_CHAIN; depth++) {
+        uint64_t phys = addr;
+        t->region = FAB_REGION_NONE;
+        if (!cpu) {
+            uint64_t contig;
+            int rc = fab_iommu_translate(f, host, rid, addr, len, write, &phys, &contig);
+            if (rc) {
+                t->err = rc;
+                return 0;
+            }
+            len = contig;
+        }
+        t->host = host;
+        t->addr = phys;
+        t->len = len;
+        const struct fab_host *h = fab_host(f, host);
+        if (phys >= FAB_MSI_BASE && phys - FAB_MSI_BASE < FAB_MSI_SIZE) {
+            t->region = FAB_REGION_MSI;
+            t->len = min64(len, FAB_MSI_SIZE - (phys - FAB_MSI_BASE));
+            return 0;
+        }
+        if (phys - FAB_RAM_BASE < h->ram_size) { /* RAM starts at 0: one compare */
+            t->region = FAB_REGION_RAM;
+            t->len = min64(len, h->ram_size - (phys - FAB_RAM_BASE));
+            return 0;
+        }
+        int ai = window_at(f, host, phys);
+        if (ai < 0) {
+            t->err = -EIO; /* master abort: nothing decodes this address */
+            return 0;
+        }
+        struct fab_adapter *a = fab_adapter(f, (uint32_t)ai);
+        uint64_t off = phys - a->bar_addr;
+        struct fab_lut_entry *e = &fab_lut(f, a)[off / a->lut_size];
+        uint64_t in = off % a->lut_size;
+        len = min64(len, a->lut_size - in);
+        t->len = len;
+        t->region = FAB_REGION_WINDOW;
+        if (!atomic_load_explicit(&e->valid, memory_order_acquire)) {
+            t->err = -EIO; /* unprogrammed LUT entry: unsupported request */
+            return 0;
+        }
+        uint32_t peer = e->peer_adapter, target = e->peer_host;
+        uint64_t peer_addr = e->peer_addr + in;
+        uint32_t hops;
+        if (!fab_path_up(f, (uint32_t)ai, peer, &hops)) {
+            t->err = -ENOLINK;
+            return 0;
+        }
+        /* Completions of a read route back by requester ID (smartio-tocs-2021 §8). */
+        if (!write && !fab_rid_present(f, (uint32_t)ai, rid)) {
+            t->err = -EACCES;
+            return 0;
+        }
+        t->hops += hops;
+        t->ntbs++;
+        if (lat->enabled) {
+            int p = fab_peer_index(f, (uint32_t)ai, peer);
+            t->path_ns += lat->ntb_ns + 2 * lat->adapter_switch_ns + a->peer_sw_ns[p];
+        }
+        /* On the far side the transaction comes from that host's NTB function. */
+        host = target;
+        rid = fab_adapter(f, peer)->rid;
+        cpu = false;
+        addr = peer_addr;
+    }
+    t->err = -ELOOP;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- device DMA */
+
+struct extent {
+    struct fab_target t;
+    uint64_t off; /* offset within the request */
+};
+
+/* Resolve a whole range into extents; on the first error return it (nothing is transferred).
+ * Faults other than IOMMU ones (already recorded) are recorded on the requester's host. */
+static int resolve_all(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint64_t len,
+                       bool write, struct extent **out, size_t *n)
+{
+    size_t cap = 4, cnt = 0;
+    struct extent *x = malloc(cap * sizeof *x);
+    if (!x)
+        return -ENOMEM;
+    for (uint64_t off = 0; off < len;) {
+        struct fab_target t;
+        int rc = fab_resolve(f, host, rid, addr + off, len - off, write, &t);
+        if (rc == 0 && t.err)
+            rc = t.err;
+        if (rc) {
+            if (rc == -EIO || (rc == -EACCES && t.region == FAB_REGION_WINDOW))
+                fab_fault_record(f, host, rid, addr + off, write, rc);
+            free(x);
+            return rc;
+        }
+        if (cnt == cap) {
+            struct extent *nx = realloc(x, (cap *= 2) * sizeof *x);
+            if (!nx) {
+                free(x);
+                return -ENOMEM;
+            }
+            x = nx;
+        }
+        x[cnt++] = (struct extent){ .t = t, .off = off };
+        off += t.len;
+    }
+    *out = x;
+    *n = cnt;
+    return 0;
+}
+
+static void delay_for(struct fab *f, const struct extent *x, size_t n, uint64_t len, bool read,
+                      uint64_t started)
+{
+    if (!f->ctl->latency.enabled)
+        return;
+    uint32_t hops = 0, ntbs = 0;
+    for (size_t i = 0; i < n; i++) {
+        hops = x[i].t.hops > hops ? x[i].t.hops : hops;
+        ntbs = x[i].t.ntbs > ntbs ? x[i].t.ntbs : ntbs;
+    }
+    uint64_t want = fab_lat_dma_ns(f, hops, ntbs, len, read);
+    uint64_t spent = fab_now_ns() - started;
+    if (want > spent)
+        fab_lat_delay(want - spent);
+}
+
+static int write_extent(struct fab *f, const struct fab_target *t, const void *src)
+{
+    if (t->region == FAB_REGION_MSI) {
+        uint32_t vec = 0;
+        memcpy(&vec, src, t->len < sizeof vec ? t->len : sizeof vec);
+        fab_msi_raise(f, t->host, vec);
+        return 0;
+    }
+    void *dst = fab_ram(f, t->host, t->addr, t->len);
+    if (!dst)
+        return -errno;
+    memcpy(dst, src, t->len);
+    return 0;
+}
+
+int fab_dev_write(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, const void *src,
+                  uint64_t len)
+{
+    struct extent *x;
+    size_t n;
+    uint64_t t0 = fab_now_ns();
+    int rc = resolve_all(f, host, rid, addr, len, true, &x, &n);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = write_extent(f, &x[i].t, (const char *)src + x[i].off);
+    delay_for(f, x, n, len, false, t0);
+    free(x);
+    return rc;
+}
+
+int fab_dev_read(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, void *dst,
+                 uint64_t len)
+{
+    int first = 0;
+    uint64_t t0 = fab_now_ns();
+    uint32_t ntbs = 0, hops = 0;
+    for (uint64_t off = 0; off < len;) {
+        struct fab_target t;
+        int rc = fab_resolve(f, host, rid, addr + off, len - off, false, &t);
+        if (rc)
+            return rc;
+        char *d = (char *)dst + off;
+        if (!t.err && t.region == FAB_REGION_RAM) {
+            void *s = fab_ram(f, t.host, t.addr, t.len);
+            if (s)
+                memcpy(d, s, t.len);
+            else
+                t.err = -errno;
+        } else if (!t.err) {
+            t.err = -EIO; /* the MSI region is write-only */
+        }
+        if (t.err) {
+            memset(d, 0xff, t.len); /* unsupported request / completion abort: all ones */
+            if (t.err == -EIO || (t.err == -EACCES && t.region == FAB_REGION_WINDOW))
+                fab_fault_record(f, host, rid, addr + off, false, t.err);
+            if (!first)
+                first = t.err;
+        }
+        ntbs = t.ntbs > ntbs ? t.ntbs : ntbs;
+        hops = t.hops > hops ? t.hops : hops;
+        off += t.len;
+    }
+    if (f->ctl->latency.enabled) {
+        uint64_t want = fab_lat_dma_ns(f, hops, ntbs, len, true), spent = fab_now_ns() - t0;
+        if (want > spent)
+            fab_lat_delay(want - spent);
+    }
+    return first;
+}
+
+int fab_dev_copy(struct fab *f, uint32_t host, uint16_t rid, uint64_t dst, uint64_t src,
+                 uint64_t len)
+{
+    struct extent *s, *d;
+    size_t ns, nd;
+    uint64_t t0 = fab_now_ns();
+    int rc = resolve_all(f, host, rid, src, len, false, &s, &ns);
+    if (rc)
+        return rc;
+    rc = resolve_all(f, host, rid, dst, len, true, &d, &nd);
+    if (rc) {
+        free(s);
+        return rc;
+    }
+    size_t i = 0, j = 0;
+    uint64_t off = 0;
+    while (off < len && !rc) {
+        const struct fab_target *ts = &s[i].t, *td = &d[j].t;
+        uint64_t in_s = off - s[i].off, in_d = off - d[j].off;
+        uint64_t chunk = min64(ts->len - in_s, td->len - in_d);
+        if (ts->region != FAB_REGION_RAM) {
+            rc = -EIO;
+            break;
+        }
+        const char *sp = fab_ram(f, ts->host, ts->addr + in_s, chunk);
+        if (!sp) {
+            rc = -errno;
+            break;
+        }
+        struct fab_target part = *td;
+        part.addr += in_d;
+        part.len = chunk;
+        rc = write_extent(f, &part, sp);
+        off += chunk;
+        if (off - s[i].off == ts->len)
+            i++;
+        if (off - d[j].off == td->len)
+            j++;
+    }
+    /* Reads dominate a copy's time when the source is remote; otherwise the posted writes. */
+    bool remote_src = false;
+    for (size_t k = 0; k < ns; k++)
+        remote_src |= s[k].t.ntbs > 0;
+    delay_for(f, remote_src ? s : d, remote_src ? ns : nd, len, remote_src, t0);
+    free(s);
+    free(d);
+    return rc;
+}

@@ -1,0 +1,55 @@
+/*
+ * The control protocol between a host's agent and the processes on that host (applications,
+ * the CLI): fixed-size requests and replies over a SOCK_SEQPACKET Unix socket at
+ * <fabric dir>/host<N>.sock. Control only — nothing on the data path uses it. The agent knows
+ * each client's pid from SO_PEERCRED and releases everything a client held when it hangs up.
+ */
+#ifndef NTBLEND_AGENT_PROTO_H
+#define NTBLEND_AGENT_PROTO_H
+
+#include <stdint.h>
+
+#define AGENT_PROTO_VERSION 1
+
+enum agent_op {
+    AGENT_HELLO = 1,  /* a = protocol version -> a = host index, b = boot_gen */
+    AGENT_ALLOC,      /* a = size, b = alignment (power of two >= 4096) -> a = phys */
+    AGENT_FREE,       /* a = phys */
+    AGENT_PING,       /* -> a = agent pid, b = boot_gen, c = bytes allocated by all clients */
+    AGENT_PEER_PING,  /* a = peer host index -> a = round trip ns over the NTB mailbox */
+    AGENT_STATS,      /* -> a = clients, b = mailbox messages handled, c = DMA descriptors done */
+    /* Segments (src/seg). Owners' agents keep the segment table; connections are RPCs between
+     * agents over the NTB mailboxes. */
+    AGENT_SEG_CREATE,     /* a = id (0: pick), b = size, c = phys of an own allocation to use
+                           * (0: allocate) -> a = id, b = phys, c = size */
+    AGENT_SEG_PREPARE,    /* a = id, b = adapter index on this host */
+    AGENT_SEG_AVAILABLE,  /* a = id, b = adapter index, c = 1 available / 0 unavailable */
+    AGENT_SEG_REMOVE,     /* a = id */
+    AGENT_SEG_CONNECT,    /* flags = adapter index, a = owner node id, b = id, c = phys of the
+                           * client's event word -> a = bus address at the owner, b = size,
+                           * c = owner host index << 32 | connection id */
+    AGENT_SEG_DISCONNECT, /* a = owner host index, b = connection id */
+    AGENT_INTR_CREATE,    /* a = id (0: pick) -> a = id, b = phys of its interrupt page */
+    AGENT_INTR_REMOVE,    /* a = id */
+    AGENT_INTR_CONNECT,   /* flags = adapter index, a = owner node id, b = id -> a = bus address
+                           * of the interrupt page at the owner, b = owner host index */
+};
+
+struct agent_req {
+    uint32_t op;
+    uint32_t flags;
+    uint64_t a, b, c;
+};
+
+struct agent_rsp {
+    int32_t rc; /* 0 or -errno */
+    uint32_t pad;
+    uint64_t a, b, c;
+};
+
+/* Connect to host `host`'s agent of the fabric in directory `dir`; fd or -errno. */
+int agent_connect(const char *dir, uint32_t host);
+/* One request/reply exchange; returns rsp->rc, or -errno on a transport failure. */
+int agent_call(int fd, const struct agent_req *req, struct agent_rsp *rsp, int timeout_ms);
+
+#endif

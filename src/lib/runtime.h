@@ -1,0 +1,44 @@
+/*
+ * The per-process runtime of libntblend: the attachment to the fabric of the host this process
+ * runs on ($NTBLEND_FABRIC, $NTBLEND_HOST), the control connection to that host's agent, and
+ * the watcher thread that keeps CPU window mappings true to the hardware state (re-resolving
+ * them whenever a LUT entry, IOMMU mapping or link changes, and acknowledging the change).
+ * A process on a host that crashes (ntblend host kill) dies with it.
+ */
+#ifndef NTBLEND_RUNTIME_H
+#define NTBLEND_RUNTIME_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agent_proto.h"
+#include "fabric.h"
+
+struct rt_map;
+
+struct rt {
+    struct fab *f;
+    uint32_t host;
+    uint32_t boot_gen;
+    int agent_fd;
+    pthread_mutex_t agent_lock;
+    pthread_mutex_t map_lock;
+    struct rt_map *maps;
+    pthread_t watcher;
+    _Atomic int stop;
+    int refs;
+};
+
+/* Take a reference on the runtime, starting it on first use. NULL + errno (ENOENT: no such
+ * fabric or host; ECONNREFUSED: the agent is not running; EHOSTDOWN: the host is down). */
+struct rt *rt_get(void);
+void rt_put(struct rt *rt);
+int rt_call(struct rt *rt, uint32_t op, uint64_t a, uint64_t b, struct agent_rsp *rsp);
+
+/* Map LUT entries [first, first+count) of adapter `adapter` into this process (read-only:
+ * stores fault, as through a read-only mapping of a BAR). */
+void *rt_map_window(struct rt *rt, uint32_t adapter, uint32_t first, uint32_t count, bool readonly);
+int rt_unmap_window(struct rt *rt, void *base);
+
+#endif

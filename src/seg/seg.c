@@ -1,0 +1,419 @@
+/*
+ * Shared-memory segments (include/ntblend/seg.h): descriptors, local segments, connections to
+ * segments of any host, mappings, events and sequences. The owner's agent keeps the segment;
+ * a connection is a set of LUT entries on the connecting adapter pointing at the owner's
+ * memory, so a mapping of it is a plain window mapping: loads and stores go straight there.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "seg_int.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+uint64_t seg_deadline(int timeout_ms)
+{
+    return timeout_ms < 0 ? UINT64_MAX : fab_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+}
+
+int seg_futex_wait_ms(_Atomic uint32_t *w, uint32_t seen, uint64_t deadline)
+{
+    uint64_t now = fab_now_ns();
+    if (now >= deadline)
+        return -ETIMEDOUT;
+    fab_futex_wait(w, seen, deadline == UINT64_MAX ? -1 : (int64_t)(deadline - now));
+    return 0;
+}
+
+const char *seg_strerror(int err)
+{
+    switch (err < 0 ? -err : err) {
+    case 0: return "success";
+    case ENOENT: return "no such segment or interrupt (yet): check the node and id, or wait longer";
+    case ECONNREFUSED: return "the segment exists but is not available on that adapter";
+    case EHOSTUNREACH: return "no path to that node through this adapter (link down, or not a peer)";
+    case ENOSPC: return "out of LUT entries or requester IDs on the adapter";
+    case ENOMEM: return "out of memory on the host (make RAM larger in the topology)";
+    case EEXIST: return "that id is taken on this host";
+    case EPERM: return "only the process that created it may do that";
+    case EPROTO: return "prepare the segment on the adapter first";
+    case ENODEV: return "this host has no such adapter";
+    case ETIMEDOUT: return "timed out";
+    case EINVAL: return "invalid argument (offset, size, flags or id)";
+    case ENOLINK: return "the link is down";
+    case EFAULT: return "IOMMU fault: the device may not access that memory";
+    case EIO: return "master abort or unsupported request: nothing answers at that address";
+    case ECANCELED: return "aborted";
+    default: return strerror(err < 0 ? -err : err);
+    }
+}
+
+struct ntb_dev *seg_ntb(seg_desc_t *sd, int index, int *err)
+{
+    if (index < 0 || index >= SEG_MAX_ADAPTERS ||
+        (uint32_t)index >= fab_host(sd->rt->f, sd->rt->host)->nadapters) {
+        *err = -ENODEV;
+        return NULL;
+    }
+    pthread_mutex_lock(&sd->lock);
+    if (!sd->ntb[index])
+        sd->ntb[index] = ntb_open(index);
+    struct ntb_dev *n = sd->ntb[index];
+    pthread_mutex_unlock(&sd->lock);
+    *err = n ? 0 : -errno;
+    return n;
+}
+
+/* ---------------------------------------------------------------- descriptors */
+
+int seg_open(seg_desc_t **out)
+{
+    seg_desc_t *sd = calloc(1, sizeof *sd);
+    if (!sd)
+        return -ENOMEM;
+    sd->rt = rt_get();
+    if (!sd->rt) {
+        int e = -errno;
+        free(sd);
+        return e;
+    }
+    pthread_mutex_init(&sd->lock, NULL);
+    *out = sd;
+    return 0;
+}
+
+void seg_close(seg_desc_t *sd)
+{
+    if (!sd)
+        return;
+    for (int i = 0; i < SEG_MAX_ADAPTERS; i++)
+        ntb_close(sd->ntb[i]);
+    rt_put(sd->rt);
+    free(sd);
+}
+
+int seg_local_node_id(uint32_t *node_id)
+{
+    struct rt *rt = rt_get();
+    if (!rt)
+        return -errno;
+    *node_id = fab_host(rt->f, rt->host)->node_id;
+    rt_put(rt);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- local segments */
+
+static int create(seg_desc_t *sd, seg_local_t **out, uint32_t id, uint64_t attach, size_t size)
+{
+    if (!sd || !out || !size)
+        return -EINVAL;
+    seg_local_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    struct agent_rsp r;
+    struct agent_req q = { .op = AGENT_SEG_CREATE, .a = id, .b = size, .c = attach };
+    pthread_mutex_lock(&sd->rt->agent_lock);
+    int rc = agent_call(sd->rt->agent_fd, &q, &r, 10000);
+    pthread_mutex_unlock(&sd->rt->agent_lock);
+    if (rc) {
+        free(s);
+        return rc;
+    }
+    *s = (seg_local_t){ .sd = sd, .id = (uint32_t)r.a, .phys = r.b, .size = size };
+    *out = s;
+    return 0;
+}
+
+int seg_create(seg_desc_t *sd, seg_local_t **seg, uint32_t id, size_t size)
+{
+    return create(sd, seg, id, 0, size);
+}
+
+int seg_create_attached(seg_desc_t *sd, seg_local_t **seg, uint32_t id, uint64_t bus_addr,
+                        size_t size)
+{
+    if (!bus_addr)
+        return -EINVAL;
+    /* The identity IOVAs ntb_dma_alloc hands out are physical addresses on this host. */
+    return create(sd, seg, id, bus_addr, size);
+}
+
+uint32_t seg_local_id(const seg_local_t *seg) { return seg->id; }
+size_t seg_local_size(const seg_local_t *seg) { return seg->size; }
+
+int seg_prepare(seg_local_t *seg, int adapter)
+{
+    return rt_call(seg->sd->rt, AGENT_SEG_PREPARE, seg->id, (uint64_t)adapter, NULL);
+}
+
+static int set_available(seg_local_t *seg, int adapter, bool on)
+{
+    struct agent_req q = { .op = AGENT_SEG_AVAILABLE, .a = seg->id, .b = (uint64_t)adapter, .c = on };
+    struct agent_rsp r;
+    pthread_mutex_lock(&seg->sd->rt->agent_lock);
+    int rc = agent_call(seg->sd->rt->agent_fd, &q, &r, 10000);
+    pthread_mutex_unlock(&seg->sd->rt->agent_lock);
+    return rc;
+}
+
+int seg_set_available(seg_local_t *seg, int adapter) { return set_available(seg, adapter, true); }
+int seg_set_unavailable(seg_local_t *seg, int adapter) { return set_available(seg, adapter, false); }
+
+int seg_remove(seg_local_t *seg)
+{
+    if (!seg)
+        return -EINVAL;
+    int rc = rt_call(seg->sd->rt, AGENT_SEG_REMOVE, seg->id, 0, NULL);
+    if (!rc)
+        free(seg);
+    return rc;
+}
+
+void *seg_map_local(seg_local_t *seg, size_t offset, size_t size, unsigned flags, seg_map_t **map)
+{
+    if (!size && offset < seg->size)
+        size = seg->size - offset;
+    if (!map || offset > seg->size || size > seg->size - offset || !size) {
+        errno = EINVAL;
+        return NULL;
+    }
+    seg_map_t *m = calloc(1, sizeof *m);
+    void *p = m ? fab_ram(seg->sd->rt->f, seg->sd->rt->host, seg->phys + offset, size) : NULL;
+    if (!p) {
+        free(m);
+        errno = errno ? errno : ENOMEM;
+        return NULL;
+    }
+    *m = (seg_map_t){ .ptr = p, .size = size };
+    *map = m;
+    return p;
+}
+
+/* ---------------------------------------------------------------- connections */
+
+static void release_lut(seg_remote_t *r)
+{
+    struct fab *f = r->sd->rt->f;
+    for (uint32_t k = 0; r->lut_first >= 0 && k < r->lut_count; k++)
+        fab_lut_clear(f, r->ai, (uint32_t)r->lut_first + k, getpid());
+    r->lut_first = -1;
+}
+
+/* Point `count` fresh LUT entries of our adapter at the owner's segment. */
+static int program_lut(seg_remote_t *r)
+{
+    struct fab *f = r->sd->rt->f;
+    const struct fab_adapter *a = fab_adapter(f, r->ai);
+    uint64_t base = r->bus & ~(a->lut_size - 1);
+    r->lut_off = r->bus - base;
+    r->lut_count = (uint32_t)((r->lut_off + r->size + a->lut_size - 1) / a->lut_size);
+    int first = fab_lut_alloc_range(f, r->ai, r->lut_count, getpid());
+    if (first < 0)
+        return first;
+    r->lut_first = first;
+    for (uint32_t k = 0; k < r->lut_count; k++) {
+        int rc = fab_lut_set(f, r->ai, (uint32_t)first + k, r->owner, base + (uint64_t)k * a->lut_size,
+                             getpid(), 0);
+        if (rc) {
+            release_lut(r);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int seg_connect(seg_desc_t *sd, seg_remote_t **out, uint32_t node_id, uint32_t id, int adapter,
+                int timeout_ms)
+{
+    if (!sd || !out || adapter < 0)
+        return -EINVAL;
+    struct rt *rt = sd->rt;
+    seg_remote_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    *r = (seg_remote_t){ .sd = sd, .node = node_id, .id = id, .lut_first = -1 };
+    struct agent_rsp rsp;
+    int rc = rt_call(rt, AGENT_ALLOC, 4096, 4096, &rsp); /* the event word */
+    if (rc)
+        goto fail;
+    r->event_phys = rsp.a;
+    r->ev = fab_ram(rt->f, rt->host, r->event_phys, sizeof *r->ev);
+    uint64_t deadline = seg_deadline(timeout_ms);
+    for (;;) {
+        struct agent_req q = { .op = AGENT_SEG_CONNECT, .flags = (uint32_t)adapter, .a = node_id,
+                               .b = id, .c = r->event_phys };
+        pthread_mutex_lock(&rt->agent_lock);
+        rc = agent_call(rt->agent_fd, &q, &rsp, 10000);
+        pthread_mutex_unlock(&rt->agent_lock);
+        /* Not there yet, or not available yet: the owner may still be setting it up. */
+        if ((rc != -ENOENT && rc != -ECONNREFUSED) || fab_now_ns() >= deadline)
+            break;
+        struct timespec ts = { 0, 5 * 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    if (rc)
+        goto fail_ev;
+    r->bus = rsp.a;
+    r->size = rsp.b;
+    r->owner = (uint32_t)(rsp.c >> 32);
+    r->conn_id = (uint32_t)rsp.c;
+    r->local = r->owner == rt->host;
+    r->ev_seen = atomic_load(&r->ev->head);
+    if (!r->local) {
+        struct fab_host *h = fab_host(rt->f, rt->host);
+        r->ai = h->adapter_first + (uint32_t)adapter;
+        const struct fab_adapter *a = fab_adapter(rt->f, r->ai);
+        for (uint32_t p = 0; p < a->npeers; p++)
+            if (fab_adapter(rt->f, a->peers[p])->host == r->owner)
+                r->peer_ai = a->peers[p];
+        rc = program_lut(r);
+        if (rc) {
+            rt_call(rt, AGENT_SEG_DISCONNECT, r->owner, r->conn_id, NULL);
+            goto fail_ev;
+        }
+    }
+    *out = r;
+    return 0;
+fail_ev:
+    rt_call(rt, AGENT_FREE, r->event_phys, 0, NULL);
+fail:
+    free(r);
+    return rc;
+}
+
+int seg_disconnect(seg_remote_t *r)
+{
+    if (!r)
+        return -EINVAL;
+    struct rt *rt = r->sd->rt;
+    release_lut(r); /* first: from here on nothing we store can reach the owner */
+    int rc = rt_call(rt, AGENT_SEG_DISCONNECT, r->owner, r->conn_id, NULL);
+    rt_call(rt, AGENT_FREE, r->event_phys, 0, NULL);
+    free(r);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+size_t seg_remote_size(const seg_remote_t *r) { return r->size; }
+uint32_t seg_remote_node_id(const seg_remote_t *r) { return r->node; }
+
+uint64_t seg_remote_bus(const seg_remote_t *r, size_t off)
+{
+    if (r->local)
+        return r->bus + off;
+    const struct fab_adapter *a = fab_adapter(r->sd->rt->f, r->ai);
+    return a->bar_addr + (uint64_t)r->lut_first * a->lut_size + r->lut_off + off;
+}
+
+void *seg_map_remote(seg_remote_t *r, size_t offset, size_t size, unsigned flags, seg_map_t **map)
+{
+    if (!size && offset < r->size)
+        size = r->size - offset;
+    if (!map || offset > r->size || size > r->size - offset || !size ||
+        (flags & ~SEG_MAP_READONLY)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct rt *rt = r->sd->rt;
+    seg_map_t *m = calloc(1, sizeof *m);
+    if (!m) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (r->local) {
+        m->ptr = fab_ram(rt->f, r->owner, r->bus + offset, size);
+    } else {
+        m->window = rt_map_window(rt, r->ai, (uint32_t)r->lut_first, r->lut_count,
+                                  flags & SEG_MAP_READONLY);
+        m->ptr = m->window ? (char *)m->window + r->lut_off + offset : NULL;
+    }
+    if (!m->ptr) {
+        int e = errno;
+        free(m);
+        errno = e;
+        return NULL;
+    }
+    m->remote = r;
+    m->size = size;
+    *map = m;
+    return m->ptr;
+}
+
+int seg_unmap(seg_map_t *m)
+{
+    if (!m)
+        return -EINVAL;
+    int rc = m->window ? rt_unmap_window(m->remote->sd->rt, m->window) : 0;
+    free(m);
+    return rc;
+}
+
+void seg_store_barrier(void) { atomic_thread_fence(memory_order_seq_cst); }
+void seg_flush(void) { atomic_thread_fence(memory_order_seq_cst); }
+
+/* ---------------------------------------------------------------- events */
+
+int seg_wait_event(seg_remote_t *r, int timeout_ms)
+{
+    uint64_t deadline = seg_deadline(timeout_ms);
+    for (;;) {
+        uint32_t seq = atomic_load(&r->ev->seq);
+        if (atomic_load(&r->ev->head) != r->ev_seen)
+            return (int)r->ev->ring[r->ev_seen++ % SEG_EVENT_RING];
+        if (seg_futex_wait_ms(&r->ev->seq, seq, deadline))
+            return SEG_EVENT_NONE;
+    }
+}
+
+int seg_remote_state(seg_remote_t *r)
+{
+    if (atomic_load(&r->ev->lost))
+        return SEG_EVENT_LOST;
+    return (int)atomic_load(&r->ev->state);
+}
+
+/* ---------------------------------------------------------------- sequences */
+
+int seg_seq_create(seg_map_t *map, seg_seq_t **out)
+{
+    if (!map || !out)
+        return -EINVAL;
+    seg_seq_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    s->map = map;
+    *out = s;
+    return seg_seq_start(s);
+}
+
+void seg_seq_remove(seg_seq_t *s) { free(s); }
+
+static bool seq_remote(const seg_seq_t *s) { return s->map->remote && !s->map->remote->local; }
+
+int seg_seq_start(seg_seq_t *s)
+{
+    if (!seq_remote(s))
+        return 0;
+    const seg_remote_t *r = s->map->remote;
+    struct fab *f = r->sd->rt->f;
+    s->sig = fab_path_signature(f, r->ai, r->peer_ai);
+    s->owner_boot = atomic_load(&fab_host(f, r->owner)->boot_gen);
+    return 0;
+}
+
+int seg_seq_check(seg_seq_t *s)
+{
+    seg_flush();
+    if (!seq_remote(s))
+        return SEG_SEQ_OK;
+    const seg_remote_t *r = s->map->remote;
+    struct fab *f = r->sd->rt->f;
+    if (!fab_path_up(f, r->ai, r->peer_ai, NULL) ||
+        atomic_load(&fab_host(f, r->owner)->boot_gen) != s->owner_boot)
+        return SEG_SEQ_NOT_RETRIABLE;
+    return fab_path_signature(f, r->ai, r->peer_ai) == s->sig ? SEG_SEQ_OK : SEG_SEQ_RETRIABLE;
+}

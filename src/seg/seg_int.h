@@ -1,0 +1,62 @@
+/*
+ * Internals of the segment library: the objects behind the opaque handles of ntblend/seg.h.
+ */
+#ifndef NTBLEND_SEG_INT_H
+#define NTBLEND_SEG_INT_H
+
+#include <pthread.h>
+
+#include "ntb_int.h"
+#include "ntblend/seg.h"
+#include "seg_shared.h"
+
+#define SEG_MAX_ADAPTERS 32
+
+struct seg_desc {
+    struct rt *rt;
+    pthread_mutex_t lock;
+    struct ntb_dev *ntb[SEG_MAX_ADAPTERS]; /* opened on first use */
+};
+
+struct seg_local {
+    seg_desc_t *sd;
+    uint32_t id;
+    uint64_t phys, size;
+};
+
+struct seg_remote {
+    seg_desc_t *sd;
+    uint32_t node, id, owner, conn_id;
+    bool local;            /* the owner is this host: no window, direct RAM */
+    uint64_t bus, size;    /* the segment's bus address at the owner */
+    uint32_t ai, peer_ai;  /* global adapter indices of the path (remote only) */
+    int lut_first;
+    uint32_t lut_count;
+    uint64_t lut_off;      /* where the segment starts inside the first entry */
+    uint64_t event_phys;
+    struct seg_event_word *ev;
+    uint32_t ev_seen;
+};
+
+struct seg_map {
+    seg_remote_t *remote; /* NULL for a local segment */
+    void *window;         /* the window mapping to release, NULL if direct RAM */
+    void *ptr;
+    size_t size;
+};
+
+struct seg_seq {
+    seg_map_t *map;
+    uint64_t sig;
+    uint32_t owner_boot;
+};
+
+/* Open (once) and return this descriptor's handle on adapter `index` of this host. */
+struct ntb_dev *seg_ntb(seg_desc_t *sd, int index, int *err);
+/* Bus address, on this host, of byte `off` of a connected segment (what a DMA engine uses). */
+uint64_t seg_remote_bus(const seg_remote_t *r, size_t off);
+/* Wait on a futex word with a millisecond timeout (<0 forever); 0 or -ETIMEDOUT. */
+int seg_futex_wait_ms(_Atomic uint32_t *w, uint32_t seen, uint64_t deadline_ns);
+uint64_t seg_deadline(int timeout_ms);
+
+#endif

@@ -1,0 +1,335 @@
+/*
+ * DMA queues and interrupts of the segment API (include/ntblend/seg.h).
+ *
+ * A DMA queue is a channel of the adapter's DMA engine; transfers name segments and offsets,
+ * and become engine descriptors between bus addresses (a connected segment's is its window).
+ * An interrupt is a page of the owner's RAM: triggering it from another host is an atomic
+ * increment and a futex wake *through an NTB window* onto that page, so a trigger across a
+ * downed link is lost like any other posted write.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "seg_int.h"
+
+/* ---------------------------------------------------------------- DMA queues */
+
+#define QUEUE_MAX FAB_DMA_RING
+
+struct seg_dma_queue {
+    seg_desc_t *sd;
+    struct ntb_dma_chan *ch;
+    int64_t cookies[QUEUE_MAX];
+    unsigned head, tail; /* outstanding cookies */
+    int first_err;
+    int state;
+    pthread_t cb_thread;
+    bool cb_running;
+};
+
+int seg_dma_queue_create(seg_desc_t *sd, seg_dma_queue_t **out, int adapter)
+{
+    int rc;
+    struct ntb_dev *ntb = seg_ntb(sd, adapter, &rc);
+    if (!ntb)
+        return rc;
+    seg_dma_queue_t *q = calloc(1, sizeof *q);
+    if (!q)
+        return -ENOMEM;
+    q->ch = ntb_dma_chan_request(ntb);
+    if (!q->ch) {
+        rc = -errno;
+        free(q);
+        return rc == -EBUSY ? -ENOSPC : rc;
+    }
+    q->sd = sd;
+    q->state = SEG_DMA_IDLE;
+    *out = q;
+    return 0;
+}
+
+static int reap_one(seg_dma_queue_t *q, int timeout_ms)
+{
+    int rc = ntb_dma_wait(q->ch, q->cookies[q->tail % QUEUE_MAX], timeout_ms);
+    if (rc == -ETIMEDOUT)
+        return rc;
+    q->tail++;
+    if (rc && !q->first_err)
+        q->first_err = rc;
+    return 0;
+}
+
+int seg_dma_transfer(seg_dma_queue_t *q, seg_local_t *local, size_t loff, seg_remote_t *remote,
+                     size_t roff, size_t size, unsigned flags)
+{
+    if (!q || !local || !remote || !size || loff > local->size || size > local->size - loff ||
+        roff > remote->size || size > remote->size - roff || (flags & ~SEG_DMA_FROM_REMOTE))
+        return -EINVAL;
+    if (q->cb_running)
+        return -EBUSY;
+    uint64_t l = local->phys + loff, r = seg_remote_bus(remote, roff);
+    bool read = flags & SEG_DMA_FROM_REMOTE;
+    if (q->head - q->tail == QUEUE_MAX) {
+        int rc = reap_one(q, -1);
+        if (rc)
+            return rc;
+    }
+    int64_t c;
+    while ((c = ntb_dma_submit(q->ch, read ? l : r, read ? r : l, size, true)) == -EAGAIN)
+        reap_one(q, -1);
+    if (c < 0)
+        return (int)c;
+    if (q->head == q->tail)
+        q->first_err = 0;
+    q->cookies[q->head++ % QUEUE_MAX] = c;
+    q->state = SEG_DMA_POSTED;
+    return 0;
+}
+
+int seg_dma_wait(seg_dma_queue_t *q, int timeout_ms)
+{
+    uint64_t deadline = seg_deadline(timeout_ms);
+    while (q->tail != q->head) {
+        uint64_t now = fab_now_ns();
+        int left = deadline == UINT64_MAX ? -1 : now >= deadline ? 0 : (int)((deadline - now) / 1000000);
+        if (reap_one(q, left))
+            return -ETIMEDOUT;
+    }
+    if (q->state == SEG_DMA_POSTED)
+        q->state = q->first_err == -ECANCELED ? SEG_DMA_ABORTED : q->first_err ? SEG_DMA_ERROR : SEG_DMA_DONE;
+    return q->first_err;
+}
+
+struct cb_job {
+    seg_dma_queue_t *q;
+    seg_dma_cb cb;
+    void *arg;
+};
+
+static void *cb_thread(void *p)
+{
+    struct cb_job *j = p;
+    int rc = seg_dma_wait(j->q, -1);
+    j->q->cb_running = false;
+    j->cb(j->q, rc, j->arg);
+    free(j);
+    return NULL;
+}
+
+int seg_dma_on_done(seg_dma_queue_t *q, seg_dma_cb cb, void *arg)
+{
+    if (!q || !cb || q->cb_running)
+        return -EINVAL;
+    struct cb_job *j = malloc(sizeof *j);
+    if (!j)
+        return -ENOMEM;
+    *j = (struct cb_job){ q, cb, arg };
+    if (q->cb_thread)
+        pthread_join(q->cb_thread, NULL);
+    q->cb_running = true;
+    int rc = -pthread_create(&q->cb_thread, NULL, cb_thread, j);
+    if (rc) {
+        q->cb_running = false;
+        q->cb_thread = 0;
+        free(j);
+    }
+    return rc;
+}
+
+int seg_dma_abort(seg_dma_queue_t *q)
+{
+    ntb_dma_abort(q->ch);
+    int rc = seg_dma_wait(q, -1);
+    if (q->tail == q->head)
+        q->state = SEG_DMA_ABORTED;
+    return rc == -ECANCELED ? 0 : rc;
+}
+
+int seg_dma_state(seg_dma_queue_t *q)
+{
+    /* Posted transfers may have finished since: look without waiting. */
+    while (q->tail != q->head && reap_one(q, 0) == 0)
+        ;
+    if (q->state == SEG_DMA_POSTED && q->tail == q->head)
+        q->state = q->first_err == -ECANCELED ? SEG_DMA_ABORTED : q->first_err ? SEG_DMA_ERROR : SEG_DMA_DONE;
+    return q->state;
+}
+
+void seg_dma_queue_remove(seg_dma_queue_t *q)
+{
+    if (!q)
+        return;
+    if (q->cb_thread)
+        pthread_join(q->cb_thread, NULL);
+    seg_dma_wait(q, -1);
+    ntb_dma_chan_release(q->ch);
+    free(q);
+}
+
+/* ---------------------------------------------------------------- interrupts */
+
+struct seg_intr {
+    seg_desc_t *sd;
+    uint32_t id;
+    struct seg_intr_page *page;
+    uint32_t seen, dseen;
+};
+
+struct seg_rintr {
+    seg_desc_t *sd;
+    struct seg_intr_page *page;
+    void *window;
+    uint32_t ai;
+    int lut;
+};
+
+int seg_intr_create(seg_desc_t *sd, seg_intr_t **out, uint32_t *id)
+{
+    if (!sd || !out || !id)
+        return -EINVAL;
+    seg_intr_t *it = calloc(1, sizeof *it);
+    if (!it)
+        return -ENOMEM;
+    struct agent_rsp r;
+    int rc = rt_call(sd->rt, AGENT_INTR_CREATE, *id, 0, &r);
+    if (rc) {
+        free(it);
+        return rc;
+    }
+    it->sd = sd;
+    it->id = (uint32_t)r.a;
+    it->page = fab_ram(sd->rt->f, sd->rt->host, r.b, sizeof *it->page);
+    it->seen = atomic_load(&it->page->count);
+    it->dseen = atomic_load(&it->page->head);
+    *id = it->id;
+    *out = it;
+    return 0;
+}
+
+void seg_intr_remove(seg_intr_t *it)
+{
+    if (!it)
+        return;
+    rt_call(it->sd->rt, AGENT_INTR_REMOVE, it->id, 0, NULL);
+    free(it);
+}
+
+int seg_intr_wait(seg_intr_t *it, int timeout_ms)
+{
+    uint64_t deadline = seg_deadline(timeout_ms);
+    for (;;) {
+        uint32_t c = atomic_load(&it->page->count);
+        if (c != it->seen) {
+            it->seen++; /* one trigger, one wake-up */
+            return 0;
+        }
+        if (seg_futex_wait_ms(&it->page->count, c, deadline))
+            return -ETIMEDOUT;
+    }
+}
+
+int seg_intr_wait_data(seg_intr_t *it, void *data, size_t max, size_t *len, int timeout_ms)
+{
+    uint64_t deadline = seg_deadline(timeout_ms);
+    for (;;) {
+        uint32_t c = atomic_load(&it->page->count);
+        typeof(it->page->slot[0]) *s = &it->page->slot[it->dseen % SEG_INTR_SLOTS];
+        if (atomic_load_explicit(&s->seq, memory_order_acquire) == it->dseen + 1) {
+            size_t n = s->len < max ? s->len : max;
+            memcpy(data, s->data, n);
+            if (len)
+                *len = s->len;
+            it->dseen++;
+            it->seen++;
+            return 0;
+        }
+        if (seg_futex_wait_ms(&it->page->count, c, deadline))
+            return -ETIMEDOUT;
+    }
+}
+
+int seg_intr_connect(seg_desc_t *sd, seg_rintr_t **out, uint32_t node_id, uint32_t id, int adapter,
+                     int timeout_ms)
+{
+    if (!sd || !out || adapter < 0)
+        return -EINVAL;
+    struct rt *rt = sd->rt;
+    struct agent_rsp r;
+    int rc;
+    uint64_t deadline = seg_deadline(timeout_ms);
+    for (;;) {
+        struct agent_req q = { .op = AGENT_INTR_CONNECT, .flags = (uint32_t)adapter, .a = node_id, .b = id };
+        pthread_mutex_lock(&rt->agent_lock);
+        rc = agent_call(rt->agent_fd, &q, &r, 10000);
+        pthread_mutex_unlock(&rt->agent_lock);
+        if (rc != -ENOENT || fab_now_ns() >= deadline)
+            break;
+        usleep(5000);
+    }
+    if (rc)
+        return rc;
+    seg_rintr_t *ri = calloc(1, sizeof *ri);
+    if (!ri)
+        return -ENOMEM;
+    ri->sd = sd;
+    ri->lut = -1;
+    uint32_t owner = (uint32_t)r.b;
+    if (owner == rt->host) {
+        ri->page = fab_ram(rt->f, owner, r.a, sizeof *ri->page);
+    } else {
+        ri->ai = fab_host(rt->f, rt->host)->adapter_first + (uint32_t)adapter;
+        const struct fab_adapter *a = fab_adapter(rt->f, ri->ai);
+        uint64_t base = r.a & ~(a->lut_size - 1);
+        ri->lut = fab_lut_alloc(rt->f, ri->ai, getpid(), 0);
+        rc = ri->lut < 0 ? ri->lut : fab_lut_set(rt->f, ri->ai, (uint32_t)ri->lut, owner, base, getpid(), 0);
+        if (!rc) {
+            ri->window = rt_map_window(rt, ri->ai, (uint32_t)ri->lut, 1, false);
+            rc = ri->window ? 0 : -errno;
+        }
+        if (rc) {
+            if (ri->lut >= 0)
+                fab_lut_clear(rt->f, ri->ai, (uint32_t)ri->lut, getpid());
+            free(ri);
+            return rc;
+        }
+        ri->page = (struct seg_intr_page *)((char *)ri->window + (r.a - base));
+    }
+    *out = ri;
+    return 0;
+}
+
+void seg_intr_disconnect(seg_rintr_t *ri)
+{
+    if (!ri)
+        return;
+    if (ri->window)
+        rt_unmap_window(ri->sd->rt, ri->window);
+    if (ri->lut >= 0)
+        fab_lut_clear(ri->sd->rt->f, ri->ai, (uint32_t)ri->lut, getpid());
+    free(ri);
+}
+
+int seg_intr_trigger(seg_rintr_t *ri)
+{
+    /* The increment and the wake are writes through the window: across a dead link they land
+     * in a private page and wake no one. */
+    atomic_fetch_add(&ri->page->count, 1);
+    fab_futex_wake(&ri->page->count, INT_MAX);
+    return 0;
+}
+
+int seg_intr_trigger_data(seg_rintr_t *ri, const void *data, size_t len)
+{
+    if (len > SEG_INTR_DATA_MAX || (len && !data))
+        return -EINVAL;
+    uint32_t i = atomic_fetch_add(&ri->page->head, 1);
+    typeof(ri->page->slot[0]) *s = &ri->page->slot[i % SEG_INTR_SLOTS];
+    memcpy(s->data, data, len);
+    s->len = (uint32_t)len;
+    atomic_store_explicit(&s->seq, i + 1, memory_order_release);
+    return seg_intr_trigger(ri);
+}

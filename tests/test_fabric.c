@@ -1,0 +1,259 @@
+/*
+ * The hardware model underneath the API: requester-ID tables, IOMMU faults, chained windows
+ * across a ring, and fabrics side by side. Uses the fabric model directly where a test needs
+ * a requester other than the CPU (a device), and applications where the CPU path matters.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "harness.h"
+#include "fabric.h"
+#include "ntblend/ntb.h"
+
+#define DEV_RID 0x0300 /* a device function on bus 3 */
+
+static struct fab *attach(const char *name)
+{
+    struct fab *f = NULL;
+    assert_int_equal(fab_attach(name, -1, &f), 0);
+    return f;
+}
+
+/* ---------------------------------------------------------------- requester IDs */
+
+static void test_requester_id_table(void **state)
+{
+    const char *fab = h_fabric_name("rid");
+    assert_int_equal(h_up(fab, "examples/topologies/two-hosts.ini"), 0);
+    struct fab *f = attach(fab);
+    uint32_t a = (uint32_t)fab_host_by_name(f, "a"), b = (uint32_t)fab_host_by_name(f, "b");
+    uint32_t ai = (uint32_t)fab_adapter_by_name(f, "a.ntb0");
+    struct fab_adapter *ad = fab_adapter(f, ai);
+    int idx = fab_lut_alloc(f, ai, getpid(), 0);
+    assert_true(idx >= 0);
+    uint64_t target = 16ull << 20; /* in b's RAM, above the mailboxes */
+    assert_int_equal(fab_lut_set(f, ai, (uint32_t)idx, b, target, getpid(), 0), 0);
+    uint64_t win = ad->bar_addr + (uint64_t)idx * ad->lut_size;
+    memset(fab_ram(f, b, target, 64), 0x42, 64);
+
+    uint8_t buf[64];
+    /* A device not in the table: its read cannot complete (all ones), its write is posted. */
+    assert_int_equal(fab_dev_read(f, a, DEV_RID, win, buf, sizeof buf), -EACCES);
+    for (size_t i = 0; i < sizeof buf; i++)
+        assert_int_equal(buf[i], 0xff);
+    uint8_t w[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+    assert_int_equal(fab_dev_write(f, a, DEV_RID, win + 64, w, sizeof w), 0);
+    assert_memory_equal(fab_ram(f, b, target + 64, 8), w, 8);
+    /* In the table: reads complete. */
+    assert_int_equal(fab_rid_add(f, ai, DEV_RID, getpid()), 0);
+    assert_int_equal(fab_rid_add(f, ai, DEV_RID, getpid()), -EEXIST);
+    assert_int_equal(fab_dev_read(f, a, DEV_RID, win, buf, sizeof buf), 0);
+    assert_int_equal(buf[0], 0x42);
+    /* The table is finite (32 entries on a PXH830): the next one is a clean error. */
+    uint32_t free_entries = ad->rid_entries - fab_rid_used(f, ai);
+    for (uint32_t i = 0; i < free_entries; i++)
+        assert_int_equal(fab_rid_add(f, ai, (uint16_t)(0x400 + i), getpid()), 0);
+    assert_int_equal(fab_rid_add(f, ai, 0x7ff, getpid()), -ENOSPC);
+    assert_int_equal(fab_rid_used(f, ai), ad->rid_entries);
+    assert_int_equal(fab_rid_remove(f, ai, DEV_RID), 0);
+    assert_int_equal(fab_dev_read(f, a, DEV_RID, win, buf, sizeof buf), -EACCES);
+    fab_reap_owner(f, getpid());
+    fab_detach(f);
+    h_down(fab);
+}
+
+/* ---------------------------------------------------------------- IOMMU */
+
+static void iommu_app(void *arg)
+{
+    struct ntb_dev *ntb = ntb_open(0);
+    CHECK(ntb);
+    struct ntb_dma_chan *ch = ntb_dma_chan_request(ntb);
+    CHECK(ch);
+    uint64_t src;
+    uint8_t *p = ntb_dma_alloc(ntb, 4096, &src);
+    CHECK(p);
+    memset(p, 0xab, 4096);
+    uint64_t before;
+    struct ntb_fault fl[4];
+    ntb_iommu_faults(ntb, fl, 0, &before);
+    uint64_t unmapped = 64ull << 20; /* RAM the engine has no IOMMU mapping for */
+    int64_t c = ntb_dma_submit(ch, unmapped, src, 4096, true);
+    CHECK(c > 0);
+    CHECK_EQ(ntb_dma_wait(ch, c, 5000), -EFAULT);
+    uint64_t after;
+    int n = ntb_iommu_faults(ntb, fl, 4, &after);
+    CHECK_EQ(after, before + 1);
+    CHECK(n >= 1);
+    CHECK_EQ(fl[n - 1].addr, unmapped);
+    CHECK(fl[n - 1].write);
+    CHECK_EQ(fl[n - 1].reason, -EFAULT);
+    /* Mapped memory works through the same engine. */
+    uint64_t dst;
+    uint8_t *q = ntb_dma_alloc(ntb, 4096, &dst);
+    CHECK(q);
+    c = ntb_dma_submit(ch, dst, src, 4096, true);
+    CHECK_EQ(ntb_dma_wait(ch, c, 5000), 0);
+    CHECK_EQ(q[4095], 0xab);
+    h_put(unmapped);
+    ntb_close(ntb);
+}
+
+static void test_iommu_fault(void **state)
+{
+    const char *fab = h_fabric_name("iommu");
+    assert_int_equal(h_up(fab, "tests/topologies/iommu-pair.ini"), 0);
+    struct h_proc p = h_spawn(fab, "b", iommu_app, NULL);
+    uint64_t unmapped = h_from(&p);
+    assert_int_equal(h_join(&p), 0);
+    struct fab *f = attach(fab);
+    uint32_t a = (uint32_t)fab_host_by_name(f, "a"), b = (uint32_t)fab_host_by_name(f, "b");
+    /* Nothing was written where the faulting DMA pointed. */
+    uint8_t *ram = fab_ram(f, b, unmapped, 4096);
+    for (int i = 0; i < 4096; i++)
+        assert_int_equal(ram[i], 0);
+    /* Inbound: a window from a into b's RAM that b never mapped for its NTB faults on b. */
+    uint32_t ai = (uint32_t)fab_adapter_by_name(f, "a.ntb0");
+    int idx = fab_lut_alloc(f, ai, getpid(), 0);
+    assert_true(idx >= 0);
+    assert_int_equal(fab_lut_set(f, ai, (uint32_t)idx, b, 0, getpid(), 0), 0);
+    struct fab_adapter *ad = fab_adapter(f, ai);
+    assert_true(ad->lut_size >= (4u << 20)); /* the entry covers b's [0, 4 MiB) */
+    uint64_t faults = atomic_load(&fab_host(f, b)->fault_count);
+    uint32_t v = 0x12345678;
+    uint64_t off = 2ull << 20; /* above b's mailboxes, below its first allocation */
+    assert_int_equal(fab_dev_write(f, a, FAB_RID_CPU, ad->bar_addr + idx * ad->lut_size + off,
+                                   &v, sizeof v),
+                     -EFAULT);
+    assert_int_equal(atomic_load(&fab_host(f, b)->fault_count), faults + 1);
+    fab_reap_owner(f, getpid());
+    fab_detach(f);
+    h_down(fab);
+}
+
+/* ---------------------------------------------------------------- chained windows */
+
+struct chain {
+    uint64_t entry0; /* bus address on h0 that reaches h2 through h1 */
+};
+
+static void chain_app(void *arg)
+{
+    struct ntb_dev *right = NULL;
+    for (int i = 0; i < ntb_adapter_count(); i++) {
+        struct ntb_dev *n = ntb_open(i);
+        CHECK(n);
+        if (strstr(ntb_name(n), "right"))
+            right = n;
+        else
+            ntb_close(n);
+    }
+    CHECK(right);
+    int widx = (int)h_get();
+    uint32_t *w = ntb_peer_mw_map(right, widx, 1);
+    CHECK(w);
+    w[10] = 0xc0ffee;
+    h_put(w[10]); /* a load through two NTBs */
+    h_get();
+    CHECK_EQ(w[10], UINT32_MAX); /* h1-h2 down: the far end is unreachable */
+    h_put(1);
+    ntb_close(right);
+}
+
+static void test_chained_windows_ring(void **state)
+{
+    const char *fab = h_fabric_name("chain");
+    assert_int_equal(h_up(fab, "examples/topologies/ring5.ini"), 0);
+    struct fab *f = attach(fab);
+    uint32_t h0 = 0, h1 = 1, h2 = 2;
+    struct fab_host *H1 = fab_host(f, h1);
+    int r0 = -1, r1 = -1;
+    for (uint32_t i = 0; i < f->ctl->nadapters; i++) {
+        struct fab_adapter *ad = fab_adapter(f, i);
+        if (strstr(ad->name, "right") && ad->host == h0)
+            r0 = (int)i;
+        if (strstr(ad->name, "right") && ad->host == h1)
+            r1 = (int)i;
+    }
+    assert_true(r0 >= 0 && r1 >= 0);
+    (void)H1;
+    struct fab_adapter *A0 = fab_adapter(f, (uint32_t)r0), *A1 = fab_adapter(f, (uint32_t)r1);
+    uint64_t target = 8ull << 20;
+    int j = fab_lut_alloc(f, (uint32_t)r1, getpid(), 0);
+    int k = fab_lut_alloc(f, (uint32_t)r0, getpid(), 0);
+    assert_true(j >= 0 && k >= 0);
+    assert_int_equal(fab_lut_set(f, (uint32_t)r1, (uint32_t)j, h2, target, getpid(), 0), 0);
+    uint64_t via = A1->bar_addr + (uint64_t)j * A1->lut_size; /* h1's window, in h1's map */
+    assert_int_equal(fab_lut_set(f, (uint32_t)r0, (uint32_t)k, h1, via, getpid(), 0), 0);
+
+    struct fab_target t;
+    uint64_t bus = A0->bar_addr + (uint64_t)k * A0->lut_size + 40;
+    assert_int_equal(fab_resolve(f, h0, FAB_RID_CPU, bus, 4, true, &t), 0);
+    assert_int_equal(t.err, 0);
+    assert_int_equal(t.region, FAB_REGION_RAM);
+    assert_int_equal(t.host, h2);
+    assert_int_equal(t.addr, target + 40);
+    assert_int_equal(t.ntbs, 2);
+
+    /* The CPU path: an application on h0 stores and loads through both windows. */
+    struct h_proc p = h_spawn(fab, fab_host(f, h0)->name, chain_app, NULL);
+    h_to(&p, (uint64_t)k);
+    assert_int_equal(h_from(&p), 0xc0ffee);
+    uint32_t *ram = fab_ram(f, h2, target, 64);
+    assert_int_equal(ram[10], 0xc0ffee);
+    /* Cut the second hop. */
+    int l = -1;
+    char why[256];
+    l = fab_link_between(f, A1->name, fab_adapter(f, A1->peers[0])->name, why, sizeof why);
+    assert_true(l >= 0);
+    assert_int_equal(fab_link_set(f, (uint32_t)l, false), 0);
+    assert_int_equal(fab_resolve(f, h0, FAB_RID_CPU, bus, 4, true, &t), 0);
+    assert_int_equal(t.err, -ENOLINK);
+    h_to(&p, 1);
+    h_from(&p);
+    assert_int_equal(h_join(&p), 0);
+    fab_reap_owner(f, getpid());
+    fab_detach(f);
+    h_down(fab);
+}
+
+/* ---------------------------------------------------------------- fabrics side by side */
+
+static void test_two_fabrics_do_not_interfere(void **state)
+{
+    char one[64], two[64];
+    snprintf(one, sizeof one, "%s", h_fabric_name("side1"));
+    snprintf(two, sizeof two, "%s", h_fabric_name("side2"));
+    assert_int_equal(h_up(one, "examples/topologies/two-hosts.ini"), 0);
+    assert_int_equal(h_up(two, "examples/topologies/two-hosts.ini"), 0);
+    struct fab *f1 = attach(one), *f2 = attach(two);
+    uint32_t b = (uint32_t)fab_host_by_name(f1, "b");
+    uint64_t at = 4ull << 20;
+    memset(fab_ram(f1, b, at, 4096), 0x77, 4096);
+    assert_int_equal(((uint8_t *)fab_ram(f2, b, at, 4096))[0], 0);
+    assert_int_equal(h_cli(one, "link down a b >/dev/null"), 0);
+    uint32_t a1 = (uint32_t)fab_adapter_by_name(f1, "a.ntb0");
+    uint32_t b1 = (uint32_t)fab_adapter_by_name(f1, "b.ntb0");
+    assert_false(fab_path_up(f1, a1, b1, NULL));
+    assert_true(fab_path_up(f2, a1, b1, NULL));
+    assert_int_equal(h_cli(two, "agent-ping a b >/dev/null"), 0);
+    assert_int_not_equal(h_cli(one, "agent-ping a b >/dev/null 2>&1"), 0);
+    fab_detach(f1);
+    fab_detach(f2);
+    h_down(one);
+    h_down(two);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_requester_id_table),
+        cmocka_unit_test(test_iommu_fault),
+        cmocka_unit_test(test_chained_windows_ring),
+        cmocka_unit_test(test_two_fabrics_do_not_interfere),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

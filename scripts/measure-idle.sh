@@ -17,23 +17,17 @@ t0=$(date +%s.%N)
 t1=$(date +%s.%N)
 pids=$("$bin/ntblend" --fabric "$fabric" status --json | grep -o '"agent_pid": *[0-9]*' | grep -o '[0-9]*$')
 n=$(echo "$pids" | wc -w)
-hz=$(getconf CLK_TCK)
 
-ticks() { # utime + stime of all agents, in clock ticks
-  local sum=0 p
-  for p in $pids; do
-    set -- $(sed 's/^.*) //' "/proc/$p/stat")
-    sum=$((sum + ${12} + ${13}))
-  done
-  echo $sum
+cpu_ns() { # CPU time of every thread of every agent, in nanoseconds (schedstat)
+  cat $(for p in $pids; do echo /proc/$p/task/*/schedstat; done) 2>/dev/null |
+    awk '{ sum += $1 } END { printf "%.0f", sum }'
 }
 
 sleep 1 # let the boot settle
-a=$(ticks)
+a=$(cpu_ns)
 sleep "$secs"
-b=$(ticks)
-awk -v n="$n" -v d=$((b - a)) -v hz="$hz" -v s="$secs" -v t0="$t0" -v t1="$t1" 'BEGIN {
-  boot = t1 - t0
-  printf "agents: %d, booted in %.2f s\n", n, boot
-  printf "idle CPU of all agents over %d s: %.3f %% of one core (%d ticks at %d Hz)\n", s, 100 * d / hz / s, d, hz
+b=$(cpu_ns)
+awk -v n="$n" -v a="$a" -v b="$b" -v s="$secs" -v t0="$t0" -v t1="$t1" 'BEGIN {
+  printf "agents: %d, booted in %.2f s\n", n, t1 - t0
+  printf "idle CPU of all agents over %d s: %.4f %% of one core (%.3f ms of CPU time)\n", s, 100 * (b - a) / (s * 1e9), (b - a) / 1e6
 }'

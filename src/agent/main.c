@@ -29,6 +29,7 @@ struct client {
 };
 
 static struct agent ag = { .alloc_lock = PTHREAD_MUTEX_INITIALIZER };
+static size_t nclients;
 
 static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logmsg(const char *fmt, ...)
@@ -118,6 +119,7 @@ static void serve(struct client *c, const struct agent_req *req)
         break;
     }
     case AGENT_STATS:
+        rsp.a = nclients;
         rsp.b = atomic_load(&ag.mbox_handled);
         rsp.c = atomic_load(&ag.dma_done);
         break;
@@ -227,6 +229,7 @@ int main(int argc, char **argv)
         pfd[1] = (struct pollfd){ .fd = lfd, .events = POLLIN };
         for (size_t i = 0; i < ncl; i++)
             pfd[i + 2] = (struct pollfd){ .fd = cl[i].fd, .events = POLLIN };
+        nclients = ncl;
         if (poll(pfd, ncl + 2, -1) < 0) {
             if (errno == EINTR)
                 continue;

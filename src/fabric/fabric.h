@@ -199,7 +199,7 @@ struct fab {
 
 /* Directory of a fabric: /dev/shm/ntblend.NAME (NTBLEND_SHM_DIR overrides /dev/shm). */
 int fab_dir(const char *name, char *out, size_t len);
-/* Fabric name from --fabric, else $NTBLEND_FABRIC, else "default". Validates characters. */
+/* Fabric name from --fabric, else $NTBLEND_FABRIC, else "default" (fab_dir validates it). */
 const char *fab_name_resolve(const char *arg);
 
 /* Create a fabric from a validated topology. -EEXIST when it already exists. */

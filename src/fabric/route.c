@@ -48,8 +48,11 @@ static int add_peer(struct fab *f, struct fab_adapter *a, uint32_t b, const stru
 static int walk_switch(struct fab *f, uint32_t self, uint32_t s, int from, struct walk *w)
 {
     struct fab_adapter *a = fab_adapter(f, self);
-    if (w->n + 1 >= FAB_PATH_MAX)
+    if (w->n + 1 >= FAB_PATH_MAX) {
+        fprintf(stderr, "ntblend: a path from adapter %s crosses more than %d cables; "
+                "cascade fewer switches\n", a->name, FAB_PATH_MAX - 1);
         return -ELOOP;
+    }
     w->sw_ns += fab_switch(f, s)->latency_ns;
     for (uint32_t l = 0; l < f->ctl->nlinks; l++) {
         if ((int)l == from)

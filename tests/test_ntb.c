@@ -378,6 +378,43 @@ static void test_dma_copy_with_completion(void **state)
     assert_int_equal(h_join(&b), 0);
 }
 
+/* ---------------------------------------------------------------- agent entries */
+
+static void takeover_app(void *arg)
+{
+    struct ntb_dev *ntb = ntb_open(0);
+    CHECK(ntb);
+    uint64_t dma;
+    void *buf = ntb_dma_alloc(ntb, 4096, &dma);
+    CHECK(buf);
+    int widx = (int)h_get(); /* the entry a's agent keeps onto b's mailboxes */
+    CHECK_EQ(ntb_mw_set_trans(ntb, 0, widx, dma, 4096), -EBUSY);
+    CHECK_EQ(ntb_mw_clear_trans(ntb, 0, widx), -EBUSY);
+    h_put(1);
+    ntb_close(ntb);
+}
+
+static void test_agent_lut_entries_are_protected(void **state)
+{
+    assert_int_equal(h_cli(FAB, "agent-ping a b >/dev/null"), 0);
+    struct fab *f;
+    assert_int_equal(fab_attach(FAB, -1, &f), 0);
+    uint32_t ai = (uint32_t)fab_adapter_by_name(f, "a.ntb0");
+    struct fab_adapter *a = fab_adapter(f, ai);
+    int agent_entry = -1;
+    for (uint32_t i = 0; i < a->lut_entries; i++)
+        if (fab_lut(f, a)[i].flags & FAB_LUT_AGENT)
+            agent_entry = (int)i;
+    assert_true(agent_entry >= 0);
+    struct h_proc b = h_spawn(FAB, "b", takeover_app, NULL);
+    h_to(&b, (uint64_t)agent_entry);
+    h_from(&b);
+    assert_int_equal(h_join(&b), 0);
+    assert_true(fab_lut(f, a)[agent_entry].flags & FAB_LUT_AGENT);
+    fab_detach(f);
+    assert_int_equal(h_cli(FAB, "agent-ping a b >/dev/null"), 0);
+}
+
 /* ---------------------------------------------------------------- host crash */
 
 static void crash_victim(void *arg)
@@ -432,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_scratchpads),
         cmocka_unit_test(test_link_down_and_up),
         cmocka_unit_test(test_dma_copy_with_completion),
+        cmocka_unit_test(test_agent_lut_entries_are_protected),
         cmocka_unit_test(test_host_kill_and_start),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

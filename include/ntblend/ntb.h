@@ -47,7 +47,9 @@ uint64_t ntb_link_is_up(struct ntb_dev *ntb, int *speed, int *width);
 int ntb_link_enable(struct ntb_dev *ntb);
 /* Returns once no more writes from this port cross the link. */
 int ntb_link_disable(struct ntb_dev *ntb);
-/* Wait until the link state differs from `*seen` (pass 0 first); updates *seen. */
+/* Link events are counted. Wait until the count differs from *seen, then store the new count
+ * in *seen. Pass 0 the first time: it returns at once with the current count; after that each
+ * call waits for the next change (then check ntb_link_is_up). 0 or -ETIMEDOUT. */
 int ntb_link_event_wait(struct ntb_dev *ntb, uint64_t *seen, int timeout_ms);
 
 /* ---- inbound memory windows (peer -> us) ---- */

@@ -99,10 +99,13 @@ int fab_lut_alloc_range(struct fab *f, uint32_t ai, uint32_t count, int32_t owne
     return rc;
 }
 
-/* May `owner` program entry e? Free entries can be taken; the agent (owner 0) may touch all. */
+/* May `owner` program entry e? The agent (owner 0) may touch all; a process may take a free
+ * entry or one it holds, never one the agent reserved for its mailboxes. */
 static bool lut_may(const struct fab_lut_entry *e, int32_t owner)
 {
-    return owner == 0 || e->owner_pid == 0 || e->owner_pid == owner;
+    if (owner == 0)
+        return true;
+    return !(e->flags & FAB_LUT_AGENT) && (e->owner_pid == 0 || e->owner_pid == owner);
 }
 
 int fab_lut_set(struct fab *f, uint32_t ai, uint32_t idx, uint32_t peer_host, uint64_t peer_addr,

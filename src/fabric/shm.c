@@ -282,6 +282,7 @@ int fab_create(const char *name, const struct topo *t, struct fab **out)
         a->off_rid = lut_off[3 * i + 1];
         a->off_dma = lut_off[3 * i + 2];
         a->link_enabled = 1;
+        a->link_seq = 1; /* so a first ntb_link_event_wait with *seen == 0 returns at once */
         struct fab_host *h = fab_host(&tmp, ta->host);
         if (h->adapter_first == UINT32_MAX)
             h->adapter_first = i;

@@ -10,6 +10,15 @@
 
 #include "agent.h"
 
+#define ENGINE_POLL_NS 20000
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 struct engine {
     struct agent *ag;
     struct fab_dma_chan *ch;
@@ -25,7 +34,6 @@ static void *engine_thread(void *arg)
     struct fab *f = e->ag->f;
     struct fab_dma_chan *ch = e->ch;
     while (!atomic_load(&e->ag->stop)) {
-        uint32_t seq = atomic_load(&ch->submit_seq);
         uint64_t tail = atomic_load(&ch->tail);
         while (tail < atomic_load_explicit(&ch->head, memory_order_acquire)) {
             struct fab_dma_desc *d = &ch->ring[tail % FAB_DMA_RING];
@@ -36,9 +44,24 @@ static void *engine_thread(void *arg)
             atomic_store(&ch->tail, ++tail);
             atomic_fetch_add(&e->ag->dma_done, 1);
             atomic_fetch_add(&ch->done_seq, 1);
-            fab_futex_wake(&ch->done_seq, INT_MAX);
+            if (atomic_load(&ch->waiters)) /* the completion interrupt, if anyone sleeps on it */
+                fab_futex_wake(&ch->done_seq, INT_MAX);
         }
-        fab_futex_wait(&ch->submit_seq, seq, -1);
+        /* A submitter streaming descriptors usually has the next one ready within microseconds:
+         * poll briefly before paying for a sleep and a cross-CPU wake-up. Idle engines still
+         * sleep after ENGINE_POLL_NS. */
+        uint64_t until = fab_now_ns() + ENGINE_POLL_NS;
+        while (tail == atomic_load(&ch->head) && fab_now_ns() < until)
+            cpu_relax();
+        if (tail != atomic_load(&ch->head))
+            continue;
+        /* Announce the sleep, then look once more: a submitter either sees engine_idle and
+         * wakes us, or we see its descriptor here. */
+        uint32_t seq = atomic_load(&ch->submit_seq);
+        atomic_store(&ch->engine_idle, 1);
+        if (tail == atomic_load(&ch->head) && !atomic_load(&e->ag->stop))
+            fab_futex_wait(&ch->submit_seq, seq, -1);
+        atomic_store(&ch->engine_idle, 0);
     }
     return NULL;
 }

@@ -122,6 +122,8 @@ struct fab_dma_chan {
     _Atomic uint64_t tail;        /* next descriptor to execute (engine) */
     _Atomic uint32_t submit_seq;  /* futex: engine sleeps here */
     _Atomic uint32_t done_seq;    /* futex: completion interrupt */
+    _Atomic uint32_t engine_idle; /* the engine is (about to be) asleep: submitters wake it */
+    _Atomic uint32_t waiters;     /* processes asleep on done_seq: the engine wakes them */
     _Atomic int32_t owner_pid;    /* channel requested by a process, 0 = free */
     uint16_t rid;                 /* requester ID the engine uses for this channel */
     struct fab_dma_desc ring[FAB_DMA_RING];

@@ -218,39 +218,55 @@ struct extent {
 };
 
 /* Resolve a whole range into extents; on the first error return it (nothing is transferred).
- * Faults other than IOMMU ones (already recorded) are recorded on the requester's host. */
+ * Faults other than IOMMU ones (already recorded) are recorded on the requester's host.
+ * Extents go into `inline_buf` (INLINE_EXTENTS) and spill to the heap only for long chains;
+ * the caller frees *out when it is not inline_buf. */
+#define INLINE_EXTENTS 8
 static int resolve_all(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint64_t len,
-                       bool write, struct extent **out, size_t *n)
+                       bool write, struct extent *inline_buf, struct extent **out, size_t *n)
 {
-    size_t cap = 4, cnt = 0;
-    struct extent *x = malloc(cap * sizeof *x);
-    if (!x)
-        return -ENOMEM;
+    size_t cap = INLINE_EXTENTS, cnt = 0;
+    struct extent *x = inline_buf;
+    int rc = 0;
     for (uint64_t off = 0; off < len;) {
         struct fab_target t;
-        int rc = fab_resolve(f, host, rid, addr + off, len - off, write, &t);
+        rc = fab_resolve(f, host, rid, addr + off, len - off, write, &t);
         if (rc == 0 && t.err)
             rc = t.err;
         if (rc) {
             if (rc == -EIO || (rc == -EACCES && t.region == FAB_REGION_WINDOW))
                 fab_fault_record(f, host, rid, addr + off, write, rc);
-            free(x);
-            return rc;
+            break;
         }
         if (cnt == cap) {
-            struct extent *nx = realloc(x, (cap *= 2) * sizeof *x);
+            struct extent *nx = malloc(cap * 2 * sizeof *x);
             if (!nx) {
-                free(x);
-                return -ENOMEM;
+                rc = -ENOMEM;
+                break;
             }
+            memcpy(nx, x, cnt * sizeof *x);
+            if (x != inline_buf)
+                free(x);
             x = nx;
+            cap *= 2;
         }
         x[cnt++] = (struct extent){ .t = t, .off = off };
         off += t.len;
     }
+    if (rc) {
+        if (x != inline_buf)
+            free(x);
+        return rc;
+    }
     *out = x;
     *n = cnt;
     return 0;
+}
+
+static void free_extents(struct extent *x, struct extent *inline_buf)
+{
+    if (x != inline_buf)
+        free(x);
 }
 
 static void delay_for(struct fab *f, const struct extent *x, size_t n, uint64_t len, bool read,
@@ -287,16 +303,16 @@ static int write_extent(struct fab *f, const struct fab_target *t, const void *s
 int fab_dev_write(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, const void *src,
                   uint64_t len)
 {
-    struct extent *x;
+    struct extent buf[INLINE_EXTENTS], *x;
     size_t n;
     uint64_t t0 = fab_now_ns();
-    int rc = resolve_all(f, host, rid, addr, len, true, &x, &n);
+    int rc = resolve_all(f, host, rid, addr, len, true, buf, &x, &n);
     if (rc)
         return rc;
     for (size_t i = 0; i < n && !rc; i++)
         rc = write_extent(f, &x[i].t, (const char *)src + x[i].off);
     delay_for(f, x, n, len, false, t0);
-    free(x);
+    free_extents(x, buf);
     return rc;
 }
 
@@ -343,15 +359,15 @@ int fab_dev_read(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, void
 int fab_dev_copy(struct fab *f, uint32_t host, uint16_t rid, uint64_t dst, uint64_t src,
                  uint64_t len)
 {
-    struct extent *s, *d;
+    struct extent sbuf[INLINE_EXTENTS], dbuf[INLINE_EXTENTS], *s, *d;
     size_t ns, nd;
     uint64_t t0 = fab_now_ns();
-    int rc = resolve_all(f, host, rid, src, len, false, &s, &ns);
+    int rc = resolve_all(f, host, rid, src, len, false, sbuf, &s, &ns);
     if (rc)
         return rc;
-    rc = resolve_all(f, host, rid, dst, len, true, &d, &nd);
+    rc = resolve_all(f, host, rid, dst, len, true, dbuf, &d, &nd);
     if (rc) {
-        free(s);
+        free_extents(s, sbuf);
         return rc;
     }
     size_t i = 0, j = 0;
@@ -384,7 +400,7 @@ int fab_dev_copy(struct fab *f, uint32_t host, uint16_t rid, uint64_t dst, uint6
     for (size_t k = 0; k < ns; k++)
         remote_src |= s[k].t.ntbs > 0;
     delay_for(f, remote_src ? s : d, remote_src ? ns : nd, len, remote_src, t0);
-    free(s);
-    free(d);
+    free_extents(s, sbuf);
+    free_extents(d, dbuf);
     return rc;
 }

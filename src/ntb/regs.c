@@ -202,7 +202,8 @@ int64_t ntb_dma_submit(struct ntb_dma_chan *h, uint64_t dst, uint64_t src, uint6
     atomic_store_explicit(&ch->head, head + 1, memory_order_release);
     fab_unlock(&ch->lock);
     atomic_fetch_add(&ch->submit_seq, 1);
-    fab_futex_wake(&ch->submit_seq, 1);
+    if (atomic_load(&ch->engine_idle)) /* a busy engine finds the descriptor by itself */
+        fab_futex_wake(&ch->submit_seq, 1);
     return (int64_t)(head + 1);
 }
 
@@ -224,6 +225,11 @@ int ntb_dma_wait(struct ntb_dma_chan *h, int64_t cookie, int timeout_ms)
     if (cookie <= 0 || (uint64_t)cookie > atomic_load(&ch->head))
         return -EINVAL;
     uint64_t idx = (uint64_t)cookie - 1;
+    /* Like Linux dma_sync_wait, poll a little first: most copies finish within microseconds,
+     * and a futex sleep plus wake-up costs more than that. */
+    uint64_t poll_until = fab_now_ns() + 10000;
+    while (atomic_load(&ch->tail) <= idx && fab_now_ns() < poll_until)
+        ;
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : fab_now_ns() + (uint64_t)timeout_ms * 1000000ull;
     for (;;) {
         uint32_t seq = atomic_load(&ch->done_seq);
@@ -235,6 +241,9 @@ int ntb_dma_wait(struct ntb_dma_chan *h, int64_t cookie, int timeout_ms)
         uint64_t now = fab_now_ns();
         if (now >= deadline)
             return -ETIMEDOUT;
-        fab_futex_wait(&ch->done_seq, seq, deadline == UINT64_MAX ? -1 : (int64_t)(deadline - now));
+        atomic_fetch_add(&ch->waiters, 1);
+        if (atomic_load(&ch->tail) <= idx) /* re-check once the engine can see us waiting */
+            fab_futex_wait(&ch->done_seq, seq, deadline == UINT64_MAX ? -1 : (int64_t)(deadline - now));
+        atomic_fetch_sub(&ch->waiters, 1);
     }
 }

@@ -8,6 +8,7 @@
 
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -70,13 +71,39 @@ static inline int h_cli(const char *fabric, const char *fmt, ...)
     return h_sh("%s/ntblend --fabric %s %s", h_bin(), fabric, args);
 }
 
-static inline int h_up(const char *fabric, const char *topo)
+/* Fabrics this test booted and has not shut down: taken down at exit, even after a failure. */
+static char h_booted[16][64];
+
+static inline void h_down(const char *fabric)
 {
     h_cli(fabric, "down >/dev/null 2>&1");
-    return h_cli(fabric, "up %s/%s >/dev/null", h_src(), topo);
+    for (int i = 0; i < 16; i++)
+        if (strcmp(h_booted[i], fabric) == 0)
+            h_booted[i][0] = 0;
 }
 
-static inline void h_down(const char *fabric) { h_cli(fabric, "down >/dev/null 2>&1"); }
+static void h_down_all(void)
+{
+    for (int i = 0; i < 16; i++)
+        if (h_booted[i][0])
+            h_cli(h_booted[i], "down >/dev/null 2>&1");
+}
+
+static inline int h_up(const char *fabric, const char *topo)
+{
+    static bool registered;
+    if (!registered) {
+        atexit(h_down_all);
+        registered = true;
+    }
+    h_cli(fabric, "down >/dev/null 2>&1");
+    for (int i = 0; i < 16; i++)
+        if (!h_booted[i][0]) {
+            snprintf(h_booted[i], sizeof h_booted[i], "%s", fabric);
+            break;
+        }
+    return h_cli(fabric, "up %s/%s >/dev/null", h_src(), topo);
+}
 
 /* A two-way pipe between the parent and one child. */
 struct h_chan {
@@ -94,24 +121,30 @@ static inline void h_send(int fd, uint64_t v)
         _exit(3);
 }
 
-static inline uint64_t h_recv(int fd)
+static inline uint64_t h_recv(int fd, bool parent)
 {
     uint64_t v;
     ssize_t n;
     do
         n = read(fd, &v, sizeof v);
     while (n < 0 && errno == EINTR);
-    if (n != sizeof v)
-        _exit(4); /* the other side died: its own failure is the one reported */
+    if (n != sizeof v) {
+        /* The other side died: its own failure is the one reported. The parent exits through
+         * atexit, which shuts down the fabrics it booted; a child must not run it. */
+        fprintf(stderr, "harness: the other side of a pipe is gone\n");
+        if (parent)
+            exit(4);
+        _exit(4);
+    }
     return v;
 }
 
 /* Child side: receive from / send to the parent. */
 static struct h_chan *h_self;
-static inline uint64_t h_get(void) { return h_recv(h_self->to_child[0]); }
+static inline uint64_t h_get(void) { return h_recv(h_self->to_child[0], false); }
 static inline void h_put(uint64_t v) { h_send(h_self->to_parent[1], v); }
 /* Parent side. */
-static inline uint64_t h_from(struct h_proc *p) { return h_recv(p->ch.to_parent[0]); }
+static inline uint64_t h_from(struct h_proc *p) { return h_recv(p->ch.to_parent[0], true); }
 static inline void h_to(struct h_proc *p, uint64_t v) { h_send(p->ch.to_child[1], v); }
 
 /* Run fn as an application on `host` of `fabric`. */

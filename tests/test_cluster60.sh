@@ -12,7 +12,7 @@ n up "$NTBLEND_SRC/examples/topologies/cluster60.ini" >/dev/null
 json=$(n status --json)
 [ "$(grep -c '"state": "up"' <<<"$json")" -ge 60 ] || fail "not all 60 hosts are up"
 [ "$(grep -c '"agent_health": "ok"' <<<"$json")" -eq 60 ] || fail "not every agent answers"
-n status | grep -q "^HOSTS (60)" || fail "status does not list 60 hosts"
+grep -q "^HOSTS (60)" <<<"$(n status)" || fail "status does not list 60 hosts"
 
 # h00 sits on the first leaf switch, h59 on the last: leaf - top - leaf.
 n agent-ping h00 h59 >/dev/null || fail "h00 cannot reach h59 three switches away"

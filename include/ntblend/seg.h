@@ -43,7 +43,9 @@ const char *seg_strerror(int err);
  * -EEXIST if this host already has segment id. */
 int seg_create(seg_desc_t *sd, seg_local_t **seg, uint32_t id, size_t size);
 /* Create a segment over an existing DMA-able buffer (e.g. from ntb_dma_alloc) instead of
- * allocating: bus address and size as ntb_dma_alloc returned them. */
+ * allocating: bus address and size as ntb_dma_alloc returned them. The buffer belongs to the
+ * segment from then on: do not free it. A buffer smaller than the peers' LUT entries shares
+ * its entries with the memory around it (created segments are padded to whole entries). */
 int seg_create_attached(seg_desc_t *sd, seg_local_t **seg, uint32_t id, uint64_t bus_addr,
                         size_t size);
 uint32_t seg_local_id(const seg_local_t *seg);
@@ -53,7 +55,8 @@ int seg_prepare(seg_local_t *seg, int adapter);
 /* Only available segments can be connected; unavailable ones tell their connections. */
 int seg_set_available(seg_local_t *seg, int adapter);
 int seg_set_unavailable(seg_local_t *seg, int adapter);
-/* Remove: connections are told, and the memory is not reused while any host maps it. */
+/* Remove: connections are told, and the memory is not reused while any host maps it.
+ * -EBUSY while this process still maps it (seg_unmap first). */
 int seg_remove(seg_local_t *seg);
 
 /* ---- remote segments ---- */
@@ -63,6 +66,7 @@ int seg_remove(seg_local_t *seg);
  * -EHOSTUNREACH no path, -ENOSPC out of LUT entries or requester IDs. */
 int seg_connect(seg_desc_t *sd, seg_remote_t **seg, uint32_t node_id, uint32_t id, int adapter,
                 int timeout_ms);
+/* -EBUSY while mapped (seg_unmap first). */
 int seg_disconnect(seg_remote_t *seg);
 size_t seg_remote_size(const seg_remote_t *seg);
 uint32_t seg_remote_node_id(const seg_remote_t *seg);
@@ -122,7 +126,11 @@ int seg_intr_wait_data(seg_intr_t *intr, void *data, size_t max, size_t *len, in
 int seg_intr_connect(seg_desc_t *sd, seg_rintr_t **r, uint32_t node_id, uint32_t id, int adapter,
                      int timeout_ms);
 void seg_intr_disconnect(seg_rintr_t *r);
+/* Trigger: 0, or -ENOENT when the interrupt was removed since connecting. Across a downed
+ * link the trigger is lost, like any posted write. */
 int seg_intr_trigger(seg_rintr_t *r);
+/* Trigger with up to SEG_INTR_DATA_MAX bytes. The owner holds the last 32 payloads: a waiter
+ * that falls further behind loses the oldest. */
 #define SEG_INTR_DATA_MAX 64u
 int seg_intr_trigger_data(seg_rintr_t *r, const void *data, size_t len);
 

@@ -23,7 +23,8 @@
 struct aseg {
     struct aseg *next;
     uint32_t id;
-    uint64_t phys, size;
+    uint64_t phys, size;  /* the memory: size rounded up to whole LUT entries */
+    uint64_t user_size;   /* the size the creator asked for: what connections see */
     int32_t creator;
     uint64_t prepared, available; /* bit per adapter index on this host */
     uint64_t iommu_mapped;        /* adapters whose inbound domain maps it */
@@ -162,9 +163,19 @@ static void notify_connections(struct aseg *s, uint32_t ev)
     struct { uint32_t host, conn; } to[256];
     size_t n = 0;
     pthread_mutex_lock(&S.lock);
-    for (struct conn_in *c = S.in; c && n < 256; c = c->next)
-        if (c->seg == s && c->from_host != S.ag->host)
-            to[n++] = (typeof(to[0])){ c->from_host, c->conn_id };
+    for (struct conn_in *c = S.in; c; c = c->next) {
+        if (c->seg != s)
+            continue;
+        if (c->from_host != S.ag->host) {
+            if (n < 256)
+                to[n++] = (typeof(to[0])){ c->from_host, c->conn_id };
+            continue;
+        }
+        /* A process on this host: no mailbox to go through, its event word is ours. */
+        for (struct conn_out *o = S.out; o; o = o->next)
+            if (o->owner_host == S.ag->host && o->conn_id == c->conn_id)
+                post_event(o->event_phys, ev);
+    }
     pthread_mutex_unlock(&S.lock);
     for (size_t i = 0; i < n; i++) {
         struct seg_note note = { .conn_id = to[i].conn, .event = ev };
@@ -206,7 +217,8 @@ int aseg_create(int32_t client, uint32_t id, uint64_t size, uint64_t attach, uin
         rc = -ENOMEM;
         goto out;
     }
-    *s = (struct aseg){ .next = S.segs, .id = id, .phys = p, .size = len, .creator = client };
+    *s = (struct aseg){ .next = S.segs, .id = id, .phys = p, .size = len, .user_size = size,
+                        .creator = client };
     S.segs = s;
     /* The adapters' DMA engines reach local segments through the IOMMU when it is on. */
     struct fab *f = S.ag->f;
@@ -312,7 +324,7 @@ static int accept_connection(uint32_t id, uint32_t from_host, uint32_t from_boot
                            .via = via < 0 ? UINT32_MAX : (uint32_t)via };
     S.in = c;
     s->nconn++;
-    *rsp = (struct seg_rsp){ .bus = s->phys, .size = s->size, .conn_id = c->conn_id };
+    *rsp = (struct seg_rsp){ .bus = s->phys, .size = s->user_size, .conn_id = c->conn_id };
     return 0;
 }
 
@@ -477,6 +489,15 @@ static struct aintr *find_intr(uint32_t id)
     return NULL;
 }
 
+/* The page waits in the free list; its generation tells connections it is gone. */
+static void intr_retire(struct aintr *it)
+{
+    struct seg_intr_page *pg = fab_ram(S.ag->f, S.ag->host, it->phys, sizeof *pg);
+    if (pg)
+        atomic_fetch_add(&pg->gen, 1);
+    it->creator = 0;
+}
+
 int aintr_create(int32_t client, uint32_t id, uint64_t *out_id, uint64_t *phys)
 {
     int rc = 0;
@@ -528,7 +549,7 @@ int aintr_remove(int32_t client, uint32_t id)
     struct aintr *it = find_intr(id);
     int rc = !it ? -ENOENT : it->creator != client ? -EPERM : 0;
     if (!rc)
-        it->creator = 0;
+        intr_retire(it);
     pthread_mutex_unlock(&S.lock);
     return rc;
 }
@@ -621,7 +642,7 @@ void aseg_client_gone(int32_t client)
     pthread_mutex_lock(&S.lock);
     for (struct aintr *i = S.intrs; i; i = i->next)
         if (i->creator == client)
-            i->creator = 0;
+            intr_retire(i);
     pthread_mutex_unlock(&S.lock);
 }
 

@@ -295,6 +295,11 @@ struct fab_target {
 int fab_resolve(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint64_t len,
                 bool write, struct fab_target *t);
 
+/* What a CPU mapping would reach, without side effects: no faults are recorded (nothing was
+ * accessed yet; the access itself reads all ones or is dropped). */
+int fab_resolve_probe(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint64_t len,
+                      bool write, struct fab_target *t);
+
 /*
  * Device-style DMA on host `host` by requester `rid`: copy len bytes between a local buffer
  * and bus address `addr`, through the IOMMU, address map and NTB windows. Nothing is written

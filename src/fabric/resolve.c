@@ -16,6 +16,9 @@
 
 static bool is_cpu(uint16_t rid) { return rid < FAB_CPU_RIDS; }
 
+/* Set while fab_resolve_probe runs: resolution without recording faults. */
+static _Thread_local bool probing;
+
 void fab_fault_record(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, bool write,
                       int reason)
 {
@@ -110,7 +113,7 @@ int fab_iommu_translate(struct fab *f, uint32_t host, uint16_t rid, uint64_t iov
         break;
     }
     fab_unlock(&h->iommu_lock);
-    if (rc)
+    if (rc && !probing)
         fab_fault_record(f, host, rid, iova, write, rc);
     return rc;
 }
@@ -208,6 +211,15 @@ int fab_resolve(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint6
     }
     t->err = -ELOOP;
     return 0;
+}
+
+int fab_resolve_probe(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint64_t len,
+                      bool write, struct fab_target *t)
+{
+    probing = true;
+    int rc = fab_resolve(f, host, rid, addr, len, write, t);
+    probing = false;
+    return rc;
 }
 
 /* ---------------------------------------------------------------- device DMA */

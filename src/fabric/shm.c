@@ -53,9 +53,23 @@ void fab_futex_wake(_Atomic uint32_t *addr, int n)
     syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE, n, NULL, NULL, 0);
 }
 
+/* A zombie (dead, not yet reaped by its parent) counts as dead: it will never acknowledge. */
 static bool pid_alive(int32_t pid)
 {
-    return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH);
+    if (pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH))
+        return false;
+    char path[32], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return true; /* no procfs: trust kill() */
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = 0;
+    const char *paren = strrchr(buf, ')'); /* the command name may hold spaces and parens */
+    return !(paren && (paren[2] == 'Z' || paren[2] == 'X'));
 }
 
 void fab_lock(_Atomic uint32_t *l)

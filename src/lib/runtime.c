@@ -59,7 +59,8 @@ static int remap_entry(struct rt *rt, struct rt_map *m, uint32_t k, bool force)
     uint64_t sig = 0xcbf29ce484222325ull;
     bool dead = false;
     for (uint64_t off = 0; off < a->lut_size && n < 64; n++) {
-        int rc = fab_resolve(f, rt->host, FAB_RID_CPU, bus + off, a->lut_size - off, true, &ext[n]);
+        int rc = fab_resolve_probe(f, rt->host, FAB_RID_CPU, bus + off, a->lut_size - off, true,
+                                   &ext[n]);
         if (rc)
             return rc;
         if (ext[n].err || ext[n].region != FAB_REGION_RAM) {

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,6 +49,7 @@ const char *seg_strerror(int err)
     case EFAULT: return "IOMMU fault: the device may not access that memory";
     case EIO: return "master abort or unsupported request: nothing answers at that address";
     case ECANCELED: return "aborted";
+    case EBUSY: return "the connection is still mapped: unmap it first";
     default: return strerror(err < 0 ? -err : err);
     }
 }
@@ -67,6 +69,25 @@ struct ntb_dev *seg_ntb(seg_desc_t *sd, int index, int *err)
     *err = n ? 0 : -errno;
     return n;
 }
+
+/* A read-only view of [phys, phys+size) of a host's RAM: a mapping of its own, so that stores
+ * fault as they do through a read-only window. *base is what seg_unmap releases. */
+static void *ram_view_readonly(struct rt *rt, uint32_t host, uint64_t phys, size_t size,
+                               void **base)
+{
+    int fd = fab_ram_fd(rt->f, host);
+    if (fd < 0) {
+        errno = -fd;
+        return NULL;
+    }
+    uint64_t start = phys & ~4095ull;
+    void *p = mmap(NULL, phys - start + size, PROT_READ, MAP_SHARED, fd, (off_t)start);
+    if (p == MAP_FAILED)
+        return NULL;
+    *base = p;
+    return (char *)p + (phys - start);
+}
+
 
 /* ---------------------------------------------------------------- descriptors */
 
@@ -168,6 +189,8 @@ int seg_remove(seg_local_t *seg)
 {
     if (!seg)
         return -EINVAL;
+    if (atomic_load(&seg->nmaps))
+        return -EBUSY; /* unmap first: the memory may be handed out again once removed */
     int rc = rt_call(seg->sd->rt, AGENT_SEG_REMOVE, seg->id, 0, NULL);
     if (!rc)
         free(seg);
@@ -178,27 +201,66 @@ void *seg_map_local(seg_local_t *seg, size_t offset, size_t size, unsigned flags
 {
     if (!size && offset < seg->size)
         size = seg->size - offset;
-    if (!map || offset > seg->size || size > seg->size - offset || !size) {
+    if (!map || offset > seg->size || size > seg->size - offset || !size ||
+        (flags & ~SEG_MAP_READONLY)) {
         errno = EINVAL;
         return NULL;
     }
+    struct rt *rt = seg->sd->rt;
     seg_map_t *m = calloc(1, sizeof *m);
-    void *p = m ? fab_ram(seg->sd->rt->f, seg->sd->rt->host, seg->phys + offset, size) : NULL;
+    void *base = NULL, *p = NULL;
+    if (m && (flags & SEG_MAP_READONLY))
+        p = ram_view_readonly(rt, rt->host, seg->phys + offset, size, &base);
+    else if (m)
+        p = fab_ram(rt->f, rt->host, seg->phys + offset, size);
     if (!p) {
         free(m);
         errno = errno ? errno : ENOMEM;
         return NULL;
     }
-    *m = (seg_map_t){ .ptr = p, .size = size };
+    *m = (seg_map_t){ .local = seg, .window = base, .ptr = p, .size = size };
+    atomic_fetch_add(&seg->nmaps, 1);
     *map = m;
     return p;
 }
 
 /* ---------------------------------------------------------------- connections */
 
+/* With this host's IOMMU on, its adapters' DMA engines reach a connection's window only
+ * through a mapping in their domains (identity IOVAs, as ntb_dma_alloc's buffers have). */
+static int window_dma_map(seg_remote_t *r, bool on)
+{
+    struct rt *rt = r->sd->rt;
+    const struct fab_host *h = fab_host(rt->f, rt->host);
+    if (!h->iommu)
+        return 0;
+    const struct fab_adapter *a = fab_adapter(rt->f, r->ai);
+    uint64_t win = a->bar_addr + (uint64_t)r->lut_first * a->lut_size;
+    uint64_t len = (uint64_t)r->lut_count * a->lut_size;
+    for (uint32_t i = 0; i < h->nadapters; i++) {
+        if (!fab_adapter(rt->f, h->adapter_first + i)->dma_channels)
+            continue;
+        if (!on) {
+            fab_iommu_unmap(rt->f, rt->host, fab_dma_rid(i), win, len);
+            continue;
+        }
+        int rc = fab_iommu_map(rt->f, rt->host, fab_dma_rid(i), win, win, len,
+                               FAB_PERM_READ | FAB_PERM_WRITE, getpid());
+        if (rc) {
+            while (i-- > 0)
+                if (fab_adapter(rt->f, h->adapter_first + i)->dma_channels)
+                    fab_iommu_unmap(rt->f, rt->host, fab_dma_rid(i), win, len);
+            return rc;
+        }
+    }
+    return 0;
+}
+
 static void release_lut(seg_remote_t *r)
 {
     struct fab *f = r->sd->rt->f;
+    if (r->lut_first >= 0)
+        window_dma_map(r, false);
     for (uint32_t k = 0; r->lut_first >= 0 && k < r->lut_count; k++)
         fab_lut_clear(f, r->ai, (uint32_t)r->lut_first + k, getpid());
     r->lut_first = -1;
@@ -216,9 +278,16 @@ static int program_lut(seg_remote_t *r)
     if (first < 0)
         return first;
     r->lut_first = first;
+    int rc = window_dma_map(r, true);
+    if (rc) {
+        for (uint32_t k = 0; k < r->lut_count; k++)
+            fab_lut_clear(f, r->ai, (uint32_t)first + k, getpid());
+        r->lut_first = -1;
+        return rc;
+    }
     for (uint32_t k = 0; k < r->lut_count; k++) {
-        int rc = fab_lut_set(f, r->ai, (uint32_t)first + k, r->owner, base + (uint64_t)k * a->lut_size,
-                             getpid(), 0);
+        rc = fab_lut_set(f, r->ai, (uint32_t)first + k, r->owner, base + (uint64_t)k * a->lut_size,
+                         getpid(), 0);
         if (rc) {
             release_lut(r);
             return rc;
@@ -291,6 +360,8 @@ int seg_disconnect(seg_remote_t *r)
     if (!r)
         return -EINVAL;
     struct rt *rt = r->sd->rt;
+    if (atomic_load(&r->nmaps))
+        return -EBUSY; /* unmap it first */
     release_lut(r); /* first: from here on nothing we store can reach the owner */
     int rc = rt_call(rt, AGENT_SEG_DISCONNECT, r->owner, r->conn_id, NULL);
     rt_call(rt, AGENT_FREE, r->event_phys, 0, NULL);
@@ -324,7 +395,9 @@ void *seg_map_remote(seg_remote_t *r, size_t offset, size_t size, unsigned flags
         errno = ENOMEM;
         return NULL;
     }
-    if (r->local) {
+    if (r->local && (flags & SEG_MAP_READONLY)) {
+        m->ptr = ram_view_readonly(rt, r->owner, r->bus + offset, size, &m->window);
+    } else if (r->local) {
         m->ptr = fab_ram(rt->f, r->owner, r->bus + offset, size);
     } else {
         m->window = rt_map_window(rt, r->ai, (uint32_t)r->lut_first, r->lut_count,
@@ -339,6 +412,7 @@ void *seg_map_remote(seg_remote_t *r, size_t offset, size_t size, unsigned flags
     }
     m->remote = r;
     m->size = size;
+    atomic_fetch_add(&r->nmaps, 1);
     *map = m;
     return m->ptr;
 }
@@ -347,7 +421,15 @@ int seg_unmap(seg_map_t *m)
 {
     if (!m)
         return -EINVAL;
-    int rc = m->window ? rt_unmap_window(m->remote->sd->rt, m->window) : 0;
+    int rc = 0;
+    if (m->remote && !m->remote->local)
+        rc = rt_unmap_window(m->remote->sd->rt, m->window);
+    else if (m->window) /* a read-only view of local RAM */
+        rc = munmap(m->window, (size_t)((char *)m->ptr - (char *)m->window) + m->size) ? -errno : 0;
+    if (m->remote)
+        atomic_fetch_sub(&m->remote->nmaps, 1);
+    if (m->local)
+        atomic_fetch_sub(&m->local->nmaps, 1);
     free(m);
     return rc;
 }

@@ -22,6 +22,7 @@ struct seg_local {
     seg_desc_t *sd;
     uint32_t id;
     uint64_t phys, size;
+    _Atomic uint32_t nmaps; /* remove refuses while mapped: the memory could be reused */
 };
 
 struct seg_remote {
@@ -36,10 +37,12 @@ struct seg_remote {
     uint64_t event_phys;
     struct seg_event_word *ev;
     uint32_t ev_seen;
+    _Atomic uint32_t nmaps; /* disconnect refuses while mapped: the LUT entries could be reused */
 };
 
 struct seg_map {
     seg_remote_t *remote; /* NULL for a local segment */
+    seg_local_t *local;
     void *window;         /* the window mapping to release, NULL if direct RAM */
     void *ptr;
     size_t size;

@@ -185,6 +185,7 @@ struct seg_rintr {
     void *window;
     uint32_t ai;
     int lut;
+    uint32_t gen; /* the page's generation when we connected: it changes on remove */
 };
 
 int seg_intr_create(seg_desc_t *sd, seg_intr_t **out, uint32_t *id)
@@ -298,6 +299,7 @@ int seg_intr_connect(seg_desc_t *sd, seg_rintr_t **out, uint32_t node_id, uint32
         }
         ri->page = (struct seg_intr_page *)((char *)ri->window + (r.a - base));
     }
+    ri->gen = atomic_load(&ri->page->gen);
     *out = ri;
     return 0;
 }
@@ -313,12 +315,27 @@ void seg_intr_disconnect(seg_rintr_t *ri)
     free(ri);
 }
 
-int seg_intr_trigger(seg_rintr_t *ri)
+/* The owner removed the interrupt (its page may serve a newer one by now): a stale connection
+ * must not wake that one. A dead link reads all ones: then the trigger is lost anyway. */
+static bool intr_gone(const seg_rintr_t *ri)
+{
+    uint32_t gen = atomic_load(&ri->page->gen);
+    return gen != ri->gen && gen != UINT32_MAX;
+}
+
+static void trigger(seg_rintr_t *ri)
 {
     /* The increment and the wake are writes through the window: across a dead link they land
      * in a private page and wake no one. */
     atomic_fetch_add(&ri->page->count, 1);
     fab_futex_wake(&ri->page->count, INT_MAX);
+}
+
+int seg_intr_trigger(seg_rintr_t *ri)
+{
+    if (intr_gone(ri))
+        return -ENOENT;
+    trigger(ri);
     return 0;
 }
 
@@ -326,10 +343,13 @@ int seg_intr_trigger_data(seg_rintr_t *ri, const void *data, size_t len)
 {
     if (len > SEG_INTR_DATA_MAX || (len && !data))
         return -EINVAL;
+    if (intr_gone(ri))
+        return -ENOENT;
     uint32_t i = atomic_fetch_add(&ri->page->head, 1);
     typeof(ri->page->slot[0]) *s = &ri->page->slot[i % SEG_INTR_SLOTS];
     memcpy(s->data, data, len);
     s->len = (uint32_t)len;
     atomic_store_explicit(&s->seq, i + 1, memory_order_release);
-    return seg_intr_trigger(ri);
+    trigger(ri);
+    return 0;
 }

@@ -42,6 +42,12 @@ ntblend run --host a -- ntb_perf --dma -c 1M -s 256M --baseline
 step "Doorbell round trip a <-> b, next to a futex ping-pong between two processes"
 ntblend run --host a -- ntb_pingpong -n 20000 --baseline
 
+step "Two hosts share a segment: b exports memory and an interrupt, a stores into it"
+ntblend run --host b -- seg_hello serve &
+owner=$!
+ntblend run --host a -- seg_hello 8 "hello from host a, stored straight into b's memory"
+wait "$owner"
+
 step "Pull the cable: the agents can no longer reach each other"
 ntblend agent-ping a b
 ntblend link down a b

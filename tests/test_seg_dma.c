@@ -627,6 +627,69 @@ static void test_interrupts(void **state)
 
 /* ---------------------------------------------------------------- sequences */
 
+/* More data triggers than the owner holds: the waiter skips to the oldest payload still held
+ * and continues in order, instead of stalling. Plain waits take their payload with them. */
+#define OVERRUN 40
+#define HELD 32 /* payloads the owner holds (include/ntblend/seg.h) */
+
+static void overrun_owner(void *arg)
+{
+    seg_desc_t *sd = sd_open();
+    uint32_t id = 31;
+    seg_intr_t *it;
+    CHECK_EQ(seg_intr_create(sd, &it, &id), 0);
+    h_put(1);
+    h_get(); /* OVERRUN data triggers sent */
+    uint32_t v;
+    size_t len;
+    for (uint32_t k = OVERRUN - HELD; k < OVERRUN; k++) {
+        CHECK_EQ(seg_intr_wait_data(it, &v, sizeof v, &len, 5000), 0);
+        CHECK_EQ(len, sizeof v);
+        CHECK_EQ(v, k);
+    }
+    CHECK_EQ(seg_intr_wait_data(it, &v, sizeof v, &len, 50), -ETIMEDOUT);
+    h_put(1);
+    h_get(); /* a plain trigger, then a data trigger: consumed in order by either wait */
+    CHECK_EQ(seg_intr_wait_data(it, &v, sizeof v, &len, 5000), 0);
+    CHECK_EQ(len, 0);
+    CHECK_EQ(seg_intr_wait(it, 5000), 0); /* takes the data trigger, payload dropped */
+    CHECK_EQ(seg_intr_wait_data(it, &v, sizeof v, &len, 50), -ETIMEDOUT);
+    h_put(1);
+    seg_intr_remove(it);
+    seg_close(sd);
+}
+
+static void overrun_user(void *arg)
+{
+    seg_desc_t *sd = sd_open();
+    h_get();
+    seg_rintr_t *r;
+    CHECK_EQ(seg_intr_connect(sd, &r, NODE_B, 31, 0, 5000), 0);
+    for (uint32_t k = 0; k < OVERRUN; k++)
+        CHECK_EQ(seg_intr_trigger_data(r, &k, sizeof k), 0);
+    h_put(1);
+    h_get();
+    uint32_t b = 1001;
+    CHECK_EQ(seg_intr_trigger(r), 0);
+    CHECK_EQ(seg_intr_trigger_data(r, &b, sizeof b), 0);
+    h_put(1);
+    seg_intr_disconnect(r);
+    seg_close(sd);
+}
+
+static void test_data_interrupt_overrun(void **state)
+{
+    struct h_proc b = h_spawn(FAB, "b", overrun_owner, NULL);
+    struct h_proc a = h_spawn(FAB, "a", overrun_user, NULL);
+    h_to(&a, h_from(&b));
+    h_to(&b, h_from(&a));
+    h_to(&a, h_from(&b));
+    h_to(&b, h_from(&a));
+    h_from(&b);
+    assert_int_equal(h_join(&a), 0);
+    assert_int_equal(h_join(&b), 0);
+}
+
 #define SEQ_SIZE (1u * MIB)
 #define TRIALS 5
 
@@ -885,6 +948,7 @@ int main(void)
         cmocka_unit_test(test_dma_callback_errors_and_limits),
         cmocka_unit_test(test_dma_timeout_and_abort),
         cmocka_unit_test(test_interrupts),
+        cmocka_unit_test(test_data_interrupt_overrun),
         cmocka_unit_test(test_sequence_reports_link_failure),
         cmocka_unit_test(test_sequence_owner_reboot),
         cmocka_unit_test_setup_teardown(test_dma_with_iommu, setup_iommu, teardown_iommu),

@@ -119,8 +119,9 @@ int seg_dma_state(seg_dma_queue_t *q);
 /* ---- interrupts ---- */
 int seg_intr_create(seg_desc_t *sd, seg_intr_t **intr, uint32_t *id);
 void seg_intr_remove(seg_intr_t *intr);
-/* Wait for a trigger: 0, -ETIMEDOUT. With data interrupts, copies the payload (up to max
- * bytes) and stores its length in *len. */
+/* Wait for the next trigger: 0, -ETIMEDOUT. Triggers are consumed in order by either call:
+ * seg_intr_wait drops a payload, seg_intr_wait_data copies it (up to max bytes) and stores its
+ * length in *len (0 for a plain trigger). */
 int seg_intr_wait(seg_intr_t *intr, int timeout_ms);
 int seg_intr_wait_data(seg_intr_t *intr, void *data, size_t max, size_t *len, int timeout_ms);
 int seg_intr_connect(seg_desc_t *sd, seg_rintr_t **r, uint32_t node_id, uint32_t id, int adapter,
@@ -129,8 +130,8 @@ void seg_intr_disconnect(seg_rintr_t *r);
 /* Trigger: 0, or -ENOENT when the interrupt was removed since connecting. Across a downed
  * link the trigger is lost, like any posted write. */
 int seg_intr_trigger(seg_rintr_t *r);
-/* Trigger with up to SEG_INTR_DATA_MAX bytes. The owner holds the last 32 payloads: a waiter
- * that falls further behind loses the oldest. */
+/* Trigger with up to SEG_INTR_DATA_MAX bytes. The owner holds the last 32 triggers: a waiter
+ * that falls further behind loses the oldest (seg_intr_wait_data skips to the oldest held). */
 #define SEG_INTR_DATA_MAX 64u
 int seg_intr_trigger_data(seg_rintr_t *r, const void *data, size_t len);
 

@@ -225,7 +225,8 @@ int seg_intr_wait(seg_intr_t *it, int timeout_ms)
     for (;;) {
         uint32_t c = atomic_load(&it->page->count);
         if (c != it->seen) {
-            it->seen++; /* one trigger, one wake-up */
+            it->seen++; /* one trigger, one wake-up, and its slot (payload dropped) */
+            it->dseen++;
             return 0;
         }
         if (seg_futex_wait_ms(&it->page->count, c, deadline))
@@ -238,6 +239,14 @@ int seg_intr_wait_data(seg_intr_t *it, void *data, size_t max, size_t *len, int 
     uint64_t deadline = seg_deadline(timeout_ms);
     for (;;) {
         uint32_t c = atomic_load(&it->page->count);
+        /* More than SEG_INTR_SLOTS payloads behind: the oldest were overwritten. Skip to the
+         * oldest one still held (and their wake-ups with them) rather than stall. */
+        uint32_t head = atomic_load(&it->page->head);
+        if (head - it->dseen > SEG_INTR_SLOTS) {
+            uint32_t lost = head - SEG_INTR_SLOTS - it->dseen;
+            it->dseen += lost;
+            it->seen += lost;
+        }
         typeof(it->page->slot[0]) *s = &it->page->slot[it->dseen % SEG_INTR_SLOTS];
         if (atomic_load_explicit(&s->seq, memory_order_acquire) == it->dseen + 1) {
             size_t n = s->len < max ? s->len : max;
@@ -331,12 +340,11 @@ static void trigger(seg_rintr_t *ri)
     fab_futex_wake(&ri->page->count, INT_MAX);
 }
 
+/* Every trigger takes the next slot (a plain one with no payload), so waits of either kind
+ * consume triggers in order. */
 int seg_intr_trigger(seg_rintr_t *ri)
 {
-    if (intr_gone(ri))
-        return -ENOENT;
-    trigger(ri);
-    return 0;
+    return seg_intr_trigger_data(ri, NULL, 0);
 }
 
 int seg_intr_trigger_data(seg_rintr_t *ri, const void *data, size_t len)
@@ -347,7 +355,8 @@ int seg_intr_trigger_data(seg_rintr_t *ri, const void *data, size_t len)
         return -ENOENT;
     uint32_t i = atomic_fetch_add(&ri->page->head, 1);
     typeof(ri->page->slot[0]) *s = &ri->page->slot[i % SEG_INTR_SLOTS];
-    memcpy(s->data, data, len);
+    if (len)
+        memcpy(s->data, data, len);
     s->len = (uint32_t)len;
     atomic_store_explicit(&s->seq, i + 1, memory_order_release);
     trigger(ri);

@@ -1,0 +1,419 @@
+/*
+ * intr_bench: remote-interrupt round trips with the segment API. This host triggers an
+ * interrupt of the peer (seg_intr_trigger), the peer's server (--serve, started with
+ * `ntblend run` unless --no-spawn) wakes in seg_intr_wait and triggers one of ours back; both
+ * sides sleep, neither spins. With --data every trigger carries the round's counter
+ * (seg_intr_trigger_data) and the server echoes it, so a lost or doubled interrupt shows.
+ * --baseline also runs a plain futex ping-pong between two processes of this host over a
+ * shared-memory word, in the same run, interleaved in blocks, and reports the ratio of the
+ * medians. Both pairs get the same CPU placement (--pin), as a wake-up's cost depends on it.
+ */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <sys/mman.h>
+
+#include "segutil.h"
+
+#define TAG 0x1b
+#define WAIT_MS 5000 /* one round trip longer than this is a failure */
+#define BLOCKS 4     /* interrupt and futex rounds alternate in this many blocks */
+#define FUTEX_STOP UINT32_MAX
+
+enum pin { PIN_SPLIT, PIN_SAME, PIN_NONE };
+static const char *pin_name[] = { "split", "same", "none" };
+
+struct opts {
+    int adapter, node, timeout_s, cpu;
+    enum pin pin;
+    uint32_t session;
+    uint64_t rounds;
+    bool json, baseline, data, no_spawn, serve, quiet, session_set;
+};
+
+/* ---------------------------------------------------------------- server */
+
+static int serve(const struct opts *o)
+{
+    if (o->cpu >= 0 && su_pin(o->cpu)) /* before the library starts its threads */
+        tu_err("cannot run on CPU %d (%s); running unpinned", o->cpu, strerror(errno));
+    struct su_side s = { .timeout_s = o->timeout_s, .quiet = o->quiet };
+    int rc = su_server_start(&s, o->adapter, o->node, o->session_set ? o->session
+                                                                     : su_session_id(TAG, true));
+    if (rc)
+        goto out;
+    su_server_ready(&s, 0, 0, NULL);
+    if (!o->quiet) {
+        printf("intr_bench: echoing interrupts of host %s; Ctrl-C to stop\n", s.peer_host);
+        fflush(stdout);
+    }
+    uint64_t idle_ns = 0;
+    for (;;) {
+        uint8_t buf[SEG_INTR_DATA_MAX];
+        size_t len = 0;
+        rc = o->data ? seg_intr_wait_data(s.intr, buf, sizeof buf, &len, SU_SLICE_MS)
+                     : seg_intr_wait(s.intr, SU_SLICE_MS);
+        /* DONE comes with a plain trigger, which a data wait does not take: look at the
+         * command word on every wake-up and every slice. */
+        if (atomic_load(&s.ctl->cmd) == SU_CMD_DONE ||
+            seg_remote_state(s.ctl_remote) != SEG_EVENT_AVAILABLE) {
+            rc = 0;
+            break;
+        }
+        if (rc == -ETIMEDOUT) {
+            idle_ns += SU_SLICE_MS * 1000000ull;
+            if (idle_ns > (uint64_t)o->timeout_s * 10 * 1000000000ull) {
+                tu_err("no word from the client on host %s for %d s; giving up", s.peer_host,
+                       o->timeout_s * 10);
+                break;
+            }
+            continue;
+        }
+        if (rc)
+            break;
+        idle_ns = 0;
+        rc = o->data ? seg_intr_trigger_data(s.rintr, buf, len) : seg_intr_trigger(s.rintr);
+        if (rc)
+            break;
+    }
+out:
+    su_server_finish(&s);
+    return rc ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- the futex baseline */
+
+/* The partner process: answer every odd value v of the word with v + 1. */
+static void futex_partner(_Atomic uint32_t *word)
+{
+    uint32_t want = 1;
+    for (;;) {
+        uint32_t cur;
+        while ((cur = atomic_load(word)) != want && cur != FUTEX_STOP)
+            tu_futex_wait(word, cur, -1);
+        if (cur == FUTEX_STOP)
+            _exit(0);
+        atomic_store(word, want + 1);
+        tu_futex_wake(word);
+        want += 2;
+    }
+}
+
+static pid_t start_partner(_Atomic uint32_t **word, int cpu)
+{
+    *word = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (*word == MAP_FAILED) {
+        tu_err("mmap: %s", strerror(errno));
+        *word = NULL;
+        return -1;
+    }
+    atomic_store(*word, 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        tu_err("fork: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (cpu >= 0)
+            su_pin(cpu);
+        futex_partner(*word);
+    }
+    return pid;
+}
+
+/* Rounds [first, first+n): store 2k+1, sleep until the partner stored 2k+2. */
+static int futex_rounds(_Atomic uint32_t *word, uint64_t first, uint64_t n, uint64_t *ns)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t k = (uint32_t)(first + i);
+        uint64_t t0 = tu_now_ns();
+        atomic_store(word, 2 * k + 1);
+        tu_futex_wake(word);
+        uint32_t cur;
+        while ((cur = atomic_load(word)) != 2 * k + 2)
+            if (tu_futex_wait(word, cur, WAIT_MS) == -ETIMEDOUT && atomic_load(word) == cur) {
+                tu_err("the futex partner did not answer within %d ms", WAIT_MS);
+                return -ETIMEDOUT;
+            }
+        ns[i] = tu_now_ns() - t0;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- interrupt rounds */
+
+static int intr_rounds(struct su_side *s, bool data, uint64_t first, uint64_t n, uint64_t *ns)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t count = first + i + 1, echo = 0;
+        size_t len = 0;
+        uint64_t t0 = tu_now_ns();
+        int rc = data ? seg_intr_trigger_data(s->rintr, &count, sizeof count)
+                      : seg_intr_trigger(s->rintr);
+        if (!rc)
+            rc = data ? seg_intr_wait_data(s->intr, &echo, sizeof echo, &len, WAIT_MS)
+                      : seg_intr_wait(s->intr, WAIT_MS);
+        uint64_t t1 = tu_now_ns();
+        if (rc) {
+            tu_err("round %" PRIu64 ": %s%s", count, rc == -ETIMEDOUT ? "no interrupt back within "
+                   "5 s" : seg_strerror(rc), s->peer_pid > 0 && tu_child_done(s->peer_pid) >= 0
+                   ? " (the server exited)" : "");
+            return rc;
+        }
+        if (data && (len != sizeof echo || echo != count)) {
+            tu_err("round %" PRIu64 ": the server echoed %" PRIu64 " (%zu bytes)", count, echo, len);
+            return -EIO;
+        }
+        ns[i] = t1 - t0;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- client */
+
+struct stats {
+    uint64_t min, median, p99, max;
+    double mean;
+};
+
+static struct stats summarize(uint64_t *ns, uint64_t n)
+{
+    qsort(ns, n, sizeof *ns, tu_cmp_u64);
+    double sum = 0;
+    for (uint64_t i = 0; i < n; i++)
+        sum += (double)ns[i];
+    uint64_t p99 = (n * 99 + 99) / 100; /* nearest rank */
+    return (struct stats){ .min = ns[0], .median = ns[n / 2], .p99 = ns[p99 ? p99 - 1 : 0],
+                           .max = ns[n - 1], .mean = sum / (double)n };
+}
+
+static void jstats(struct json_object *j, const char *prefix, const struct stats *s)
+{
+    static const char *name[] = { "min_ns", "median_ns", "p99_ns", "max_ns", "mean_ns" };
+    uint64_t v[] = { s->min, s->median, s->p99, s->max, (uint64_t)s->mean };
+    char key[48];
+    for (int i = 0; i < 5; i++) {
+        snprintf(key, sizeof key, "%s%s", prefix, name[i]);
+        json_object_object_add(j, key, json_object_new_int64((int64_t)v[i]));
+    }
+}
+
+static int client(const struct opts *o)
+{
+    struct su_side s = { .timeout_s = o->timeout_s, .quiet = o->quiet || o->json };
+    int rc = 1;
+    pid_t partner = -1;
+    _Atomic uint32_t *word = NULL;
+    uint64_t n = o->rounds;
+    uint64_t *in_ns = calloc(n, sizeof *in_ns), *fx_ns = calloc(n, sizeof *fx_ns);
+    if (!in_ns || !fx_ns) {
+        tu_err("out of memory for %" PRIu64 " rounds", n);
+        goto out_free;
+    }
+    /* Placement first: threads the library starts inherit it. */
+    int self_cpu = -1, peer_cpu = -1;
+    if (o->pin != PIN_NONE) {
+        su_two_cpus(&self_cpu, &peer_cpu);
+        if (o->pin == PIN_SAME || peer_cpu < 0)
+            peer_cpu = self_cpu;
+        if (self_cpu >= 0 && su_pin(self_cpu)) {
+            tu_err("cannot run on CPU %d (%s); use --pin none", self_cpu, strerror(errno));
+            goto out_free;
+        }
+    }
+    /* The futex partner next, before the library starts threads in this process. */
+    if (o->baseline && (partner = start_partner(&word, peer_cpu)) < 0)
+        goto out_free;
+    if (su_find_peer(&s, o->adapter, o->node))
+        goto out_partner;
+    char cpu[16];
+    snprintf(cpu, sizeof cpu, "%d", peer_cpu);
+    const char *args[4] = { NULL };
+    int k = 0;
+    if (o->data)
+        args[k++] = "--data";
+    if (peer_cpu >= 0) {
+        args[k++] = "--cpu";
+        args[k++] = cpu;
+    }
+    if (su_client_start(&s, o->session_set ? o->session : su_session_id(TAG, o->no_spawn),
+                        o->no_spawn, args))
+        goto out;
+
+    /* A few untimed rounds wake everything up (page faults, the server's first wait). */
+    uint64_t warm[16];
+    if (intr_rounds(&s, o->data, 0, 16, warm) || (o->baseline && futex_rounds(word, 0, 16, warm)))
+        goto out;
+    int blocks = o->baseline ? BLOCKS : 1;
+    for (int b = 0; b < blocks; b++) {
+        uint64_t first = n * (uint64_t)b / (uint64_t)blocks;
+        uint64_t cnt = n * (uint64_t)(b + 1) / (uint64_t)blocks - first;
+        if (intr_rounds(&s, o->data, 16 + first, cnt, in_ns + first))
+            goto out;
+        if (o->baseline && futex_rounds(word, 16 + first, cnt, fx_ns + first))
+            goto out;
+    }
+
+    struct stats d = summarize(in_ns, n), f = { 0 };
+    if (o->baseline)
+        f = summarize(fx_ns, n);
+    double ratio = o->baseline && f.median ? (double)d.median / (double)f.median : 0;
+    if (o->json) {
+        struct json_object *j = json_object_new_object();
+        json_object_object_add(j, "tool", json_object_new_string("intr_bench"));
+        json_object_object_add(j, "host", json_object_new_string(getenv("NTBLEND_HOST")));
+        json_object_object_add(j, "node", json_object_new_int((int)s.self_node));
+        json_object_object_add(j, "peer_host", json_object_new_string(s.peer_host));
+        json_object_object_add(j, "peer_node", json_object_new_int((int)s.peer_node));
+        json_object_object_add(j, "adapter", json_object_new_int(s.adapter));
+        json_object_object_add(j, "data", json_object_new_boolean(o->data));
+        json_object_object_add(j, "rounds", json_object_new_int64((int64_t)n));
+        json_object_object_add(j, "pin", json_object_new_string(self_cpu >= 0 ? pin_name[o->pin] : "none"));
+        json_object_object_add(j, "cpu", self_cpu >= 0 ? json_object_new_int(self_cpu) : NULL);
+        json_object_object_add(j, "peer_cpu", self_cpu >= 0 ? json_object_new_int(peer_cpu) : NULL);
+        jstats(j, "", &d);
+        if (o->baseline) {
+            jstats(j, "baseline_", &f);
+            json_object_object_add(j, "ratio", su_jdouble(ratio, 3));
+        } else {
+            json_object_object_add(j, "baseline_median_ns", NULL);
+            json_object_object_add(j, "ratio", NULL);
+        }
+        json_object_object_add(j, "verified", json_object_new_boolean(1));
+        printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
+        json_object_put(j);
+    } else {
+        char where[80] = "unpinned";
+        if (self_cpu >= 0)
+            snprintf(where, sizeof where, "this side on CPU %d, the peer side on CPU %d", self_cpu,
+                     peer_cpu);
+        printf("intr_bench: host %s (node %u) <-> host %s (node %u), %" PRIu64 " round trips "
+               "(%s, both sides sleeping; %s)\n", getenv("NTBLEND_HOST"), s.self_node, s.peer_host,
+               s.peer_node, n, o->data ? "data interrupts carrying a counter" : "seg_intr_trigger",
+               where);
+        printf("interrupt: min %" PRIu64 " ns, median %" PRIu64 " ns, p99 %" PRIu64 " ns, max %"
+               PRIu64 " ns\n", d.min, d.median, d.p99, d.max);
+        if (o->baseline) {
+            printf("futex:     min %" PRIu64 " ns, median %" PRIu64 " ns, p99 %" PRIu64
+                   " ns, max %" PRIu64 " ns (two processes, a shared-memory word)\n", f.min,
+                   f.median, f.p99, f.max);
+            printf("ratio interrupt/futex (median): %.2f\n", ratio);
+        }
+        if (o->data)
+            printf("counter: every round's value came back from host %s\n", s.peer_host);
+    }
+    rc = 0;
+out:;
+    int st = su_client_finish(&s);
+    if (st && rc == 0) {
+        tu_err("the server exited with status %d", st);
+        rc = 1;
+    }
+out_partner:
+    if (partner > 0) {
+        atomic_store(word, FUTEX_STOP);
+        tu_futex_wake(word);
+        tu_reap_peer(partner, 2000);
+    }
+    if (word)
+        munmap((void *)word, 4096);
+out_free:
+    free(in_ns);
+    free(fx_ns);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- main */
+
+static void help(FILE *out)
+{
+    fprintf(out,
+        "usage: ntblend run --host A -- intr_bench [options]\n"
+        "       ntblend run --host B -- intr_bench --serve --node A_NODE [options]  (by hand)\n"
+        "\n"
+        "Remote-interrupt round trips with the segment API: this host triggers an interrupt of\n"
+        "the peer (seg_intr_trigger), the peer wakes in seg_intr_wait and triggers one of ours\n"
+        "back; both sides sleep. Reports min, median, p99 and max over --rounds. The peer side\n"
+        "is started automatically (ntblend run --host PEER -- intr_bench --serve ...).\n"
+        "\n"
+        "options:\n"
+        "  -a, --adapter N    adapter index on this host (default: the one facing --node, else 0)\n"
+        "  --node NODE        the peer's node id (default: the adapter's first peer)\n"
+        "  -n, --rounds N     round trips (default 20000)\n"
+        "  --data             data interrupts: each trigger carries the round's counter and the\n"
+        "                     server echoes it (checked)\n"
+        "  --baseline         also a futex ping-pong between two processes of this host over a\n"
+        "                     shared-memory word, interleaved in %d blocks; ratio of the medians\n"
+        "  --pin MODE         CPU placement of both pairs (this side / the peer side and the\n"
+        "                     futex partner): split (default: two CPUs), same (one CPU), none\n"
+        "  --json             one JSON object: min_ns, median_ns, p99_ns, max_ns, mean_ns,\n"
+        "                     baseline_*_ns, ratio, ...\n"
+        "  --no-spawn         do not start the server; it prints the command to run on the peer\n"
+        "  --session ID       session id (default: from the pid; 0x1b000001 with --no-spawn)\n"
+        "  --timeout S        seconds to wait for the server (default 20)\n"
+        "server options (started automatically):\n"
+        "  --serve --node N   serve the client on node N (with --session ID, --data, --cpu C)\n"
+        "\n"
+        "examples:\n"
+        "  ntblend run --host a -- intr_bench --baseline\n"
+        "  ntblend run --host a -- intr_bench --data -n 100000 --json\n", BLOCKS);
+}
+
+int main(int argc, char **argv)
+{
+    tu_prog = "intr_bench";
+    struct opts o = { .adapter = -1, .node = -1, .timeout_s = 20, .cpu = -1, .rounds = 20000 };
+    enum { O_NODE = 256, O_DATA, O_BASE, O_PIN, O_CPU, O_JSON, O_NOSPAWN, O_SESSION, O_TIMEOUT,
+           O_SERVE, O_QUIET };
+    static const struct option lo[] = {
+        { "adapter", 1, 0, 'a' }, { "node", 1, 0, O_NODE }, { "rounds", 1, 0, 'n' },
+        { "data", 0, 0, O_DATA }, { "baseline", 0, 0, O_BASE }, { "pin", 1, 0, O_PIN },
+        { "cpu", 1, 0, O_CPU },   { "json", 0, 0, O_JSON }, { "no-spawn", 0, 0, O_NOSPAWN },
+        { "session", 1, 0, O_SESSION }, { "timeout", 1, 0, O_TIMEOUT }, { "serve", 0, 0, O_SERVE },
+        { "quiet", 0, 0, O_QUIET }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
+    };
+    int c;
+    uint64_t u;
+    while ((c = getopt_long(argc, argv, "a:n:h", lo, NULL)) != -1) {
+        int bad = 0;
+        switch (c) {
+        case 'a': bad = tu_parse_int(optarg, 0, 31, &o.adapter); break;
+        case O_NODE: bad = tu_parse_int(optarg, 1, 65535, &o.node); break;
+        case 'n': bad = tu_parse_u64(optarg, &o.rounds) || !o.rounds || o.rounds > 100000000; break;
+        case O_DATA: o.data = true; break;
+        case O_BASE: o.baseline = true; break;
+        case O_PIN:
+            bad = 1;
+            for (int i = 0; i < 3; i++)
+                if (!strcmp(optarg, pin_name[i])) {
+                    o.pin = (enum pin)i;
+                    bad = 0;
+                }
+            break;
+        case O_CPU: bad = tu_parse_int(optarg, 0, CPU_SETSIZE - 1, &o.cpu); break;
+        case O_JSON: o.json = true; break;
+        case O_NOSPAWN: o.no_spawn = true; break;
+        case O_SESSION:
+            bad = tu_parse_u64(optarg, &u) || !u || u > UINT32_MAX;
+            o.session = (uint32_t)u;
+            o.session_set = true;
+            break;
+        case O_TIMEOUT: bad = tu_parse_int(optarg, 1, 3600, &o.timeout_s); break;
+        case O_SERVE: o.serve = true; break;
+        case O_QUIET: o.quiet = true; break;
+        case 'h': help(stdout); return 0;
+        default: fprintf(stderr, "intr_bench: see 'intr_bench --help'\n"); return 2;
+        }
+        if (bad) {
+            tu_err("bad value '%s' for %s (see 'intr_bench --help')", optarg,
+                   argv[optind - 1][0] == '-' ? argv[optind - 1] : argv[optind - 2]);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        tu_err("unexpected argument '%s' (see 'intr_bench --help')", argv[optind]);
+        return 2;
+    }
+    return o.serve ? serve(&o) : client(&o);
+}

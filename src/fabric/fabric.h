@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "topo.h"
@@ -51,12 +52,45 @@ enum fab_host_state { FAB_HOST_DOWN = 0, FAB_HOST_BOOTING = 1, FAB_HOST_UP = 2 }
 enum fab_region { FAB_REGION_NONE, FAB_REGION_RAM, FAB_REGION_MSI, FAB_REGION_WINDOW,
                   FAB_REGION_DEVICE };
 
+/* ---- PCIe functions (devices declared in the topology; see devices.c) ---- */
+#define FAB_MAX_FUNCS 512
+#define FAB_BARS 6 /* BAR register slots; ntblend's BARs are 64-bit, so 0, 2 and 4 are used */
+enum fab_bar_kind { FAB_BAR_NONE = 0, FAB_BAR_MEM, FAB_BAR_REGS };
+
+struct fab_bar {
+    uint32_t kind;   /* enum fab_bar_kind: plain memory, or registers a model serves */
+    uint32_t pad;
+    uint64_t size;   /* power of two >= 4 KiB */
+    uint64_t addr;   /* assigned at enumeration, in the host's physical map */
+    uint64_t off;    /* where it lives in the function's BAR file */
+};
+
+struct fab_function {
+    char name[TOPO_NAME_MAX];  /* "nvme0", "nvme0.f1" (multi-function), "accel0.vf2" (SR-IOV) */
+    char type[TOPO_NAME_MAX];  /* model: "nvme", "accel" */
+    char params[512];          /* the topology's key=value; pairs for the model */
+    uint32_t device;           /* index of the [device] section */
+    uint32_t host;
+    uint32_t fn;               /* function number within the device */
+    uint32_t vf;               /* 0 for a physical function, else the VF number (1..) */
+    uint16_t rid;              /* requester ID: bus 2 + device index, device, function */
+    uint16_t pad;
+    struct fab_bar bar[FAB_BARS];
+    uint64_t file_size;        /* of fn<N>.bars */
+    uint8_t cfg[4096];         /* configuration space */
+    _Atomic uint32_t cfg_lock;
+    uint32_t bar_sizing;       /* BAR slots written all-ones: reads return the size mask */
+    _Atomic uint32_t reg_seq;  /* futex: a register write (doorbell) wakes the model */
+    _Atomic uint32_t model_up; /* the model is serving this function */
+};
+
 struct fab_host {
     char name[TOPO_NAME_MAX];
     uint32_t node_id;
     uint32_t iommu;            /* 0/1 */
     uint64_t ram_size;
     uint32_t adapter_first, nadapters;
+    uint32_t func_first, nfuncs;      /* the host's PCIe functions, consecutive */
     _Atomic int32_t agent_pid;
     _Atomic uint32_t state;    /* enum fab_host_state */
     _Atomic uint32_t boot_gen; /* bumps on every start: stale users see a reboot */
@@ -175,8 +209,8 @@ struct fab_ctl {
     char name[FAB_NAME_MAX];
     char topo_path[256];
     uint64_t size;
-    uint32_t nhosts, nadapters, nswitches, nlinks;
-    uint64_t off_hosts, off_adapters, off_switches, off_links, off_iommu;
+    uint32_t nhosts, nadapters, nswitches, nlinks, nfuncs;
+    uint64_t off_hosts, off_adapters, off_switches, off_links, off_iommu, off_funcs;
     struct topo_latency latency;
     _Atomic uint32_t map_gen;  /* futex: bump on any change of LUT, IOMMU or reachability */
     _Atomic uint32_t ctl_lock; /* serialises map_gen changes (spin + futex) */
@@ -193,6 +227,8 @@ struct fab {
     _Atomic(char *) *ram;   /* lazily mapped RAM of each host (MAP_SHARED) */
     int *ram_fd;            /* RAM file of each host, opened on first use */
     int ones_fd;            /* a file of 0xff bytes: what a dead window maps to */
+    _Atomic(char *) *bars;  /* lazily mapped BAR file of each function */
+    int *bar_fd;
     uint64_t ones_size;
     int proc_slot;          /* slot in ctl->procs, -1 when not registered */
 };
@@ -213,6 +249,13 @@ void fab_detach(struct fab *f);
 int fab_destroy_files(const char *name);
 
 /* ---- lookups ---- */
+static inline struct fab_function *fab_func(const struct fab *f, uint32_t i)
+{ return (struct fab_function *)((char *)f->ctl + f->ctl->off_funcs) + i; }
+int fab_func_by_name(const struct fab *f, const char *name);
+/* A function's BAR file (for mmap), opened on first use; -errno. */
+int fab_bar_fd(struct fab *f, uint32_t fn);
+/* Pointer into a function's BAR file at `off` (mapping it on first use); NULL + errno. */
+void *fab_bar_mem(struct fab *f, uint32_t fn, uint64_t off, uint64_t len);
 static inline struct fab_host *fab_host(const struct fab *f, uint32_t i)
 { return (struct fab_host *)((char *)f->ctl + f->ctl->off_hosts) + i; }
 static inline struct fab_adapter *fab_adapter(const struct fab *f, uint32_t i)
@@ -280,6 +323,8 @@ struct fab_target {
     uint32_t hops;       /* NTB crossings + switches, for the latency model */
     uint32_t ntbs;       /* NTB crossings */
     uint32_t path_ns;    /* one-way latency of the path (latency model; 0 when off) */
+    uint32_t fn;         /* FAB_REGION_DEVICE: the function; addr is then the offset in its
+                          * BAR file */
     int err;             /* 0, or why it failed: -ENOLINK link down, -EFAULT IOMMU fault,
                           * -EIO master abort / unmapped LUT entry, -EACCES requester not in table */
 };
@@ -313,6 +358,30 @@ int fab_dev_read(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, void
 /* Bus-to-bus copy as a DMA engine does it (both addresses on `host`). */
 int fab_dev_copy(struct fab *f, uint32_t host, uint16_t rid, uint64_t dst, uint64_t src,
                  uint64_t len);
+
+/* ---- PCIe functions (devices.c) ---- */
+/* The functions a topology's devices have, with their BARs and config space; fills the
+ * function table of a fabric being created (and returns the count), or with out == NULL just
+ * counts. -EINVAL with a message for a device the models cannot build. */
+int fab_devices_layout(const struct topo *t, struct fab_function *out, size_t max, FILE *err);
+/* Configuration space access as a host's root complex performs it: BAR sizing, writable
+ * command/MSI-X bits, read-only everything else. */
+uint32_t fab_cfg_read(struct fab *f, uint32_t fn, uint32_t off, uint32_t len);
+int fab_cfg_write(struct fab *f, uint32_t fn, uint32_t off, uint32_t len, uint32_t val);
+#define FAB_CMD_MEM 0x2u
+#define FAB_CMD_BME 0x4u
+#define FAB_CFG_MSIX 0x40u /* offset of the MSI-X capability */
+/* DMA by function fn as its own requester: -EIO when Bus Master Enable is clear. */
+int fab_fn_dma_read(struct fab *f, uint32_t fn, uint64_t addr, void *dst, uint64_t len);
+int fab_fn_dma_write(struct fab *f, uint32_t fn, uint64_t addr, const void *src, uint64_t len);
+/* Raise MSI-X vector v of fn: a DMA write of the table entry's data to its address (which may
+ * be another host's MSI region, through an NTB). Masked: the pending bit is set instead.
+ * -EINVAL no such vector, -ENODEV MSI-X disabled. */
+int fab_fn_msix(struct fab *f, uint32_t fn, uint32_t vector);
+/* Tell a function's model that a register changed (what a write to a register BAR does). */
+void fab_fn_notify(struct fab *f, uint32_t fn);
+/* Power-on state of a host's functions: config space as enumerated, BAR contents zero. */
+void fab_funcs_reset(struct fab *f, uint32_t host);
 
 /* ---- IOMMU ---- */
 int fab_iommu_map(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova, uint64_t phys,

@@ -169,6 +169,19 @@ int fab_resolve(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint6
             t->len = min64(len, h->ram_size - (phys - FAB_RAM_BASE));
             return 0;
         }
+        for (uint32_t i = 0; i < h->nfuncs; i++) {
+            const struct fab_function *fn = fab_func(f, h->func_first + i);
+            for (int b = 0; b < FAB_BARS; b += 2) {
+                const struct fab_bar *bar = &fn->bar[b];
+                if (bar->kind == FAB_BAR_NONE || phys < bar->addr || phys - bar->addr >= bar->size)
+                    continue;
+                t->region = FAB_REGION_DEVICE;
+                t->fn = h->func_first + i;
+                t->addr = bar->off + (phys - bar->addr);
+                t->len = min64(len, bar->size - (phys - bar->addr));
+                return 0;
+            }
+        }
         int ai = window_at(f, host, phys);
         if (ai < 0) {
             t->err = -EIO; /* master abort: nothing decodes this address */
@@ -297,6 +310,14 @@ static void delay_for(struct fab *f, const struct extent *x, size_t n, uint64_t 
         fab_lat_delay(want - spent);
 }
 
+/* Where a resolved RAM or BAR extent lives in this process. */
+static void *extent_mem(struct fab *f, const struct fab_target *t, uint64_t skip, uint64_t len)
+{
+    if (t->region == FAB_REGION_DEVICE)
+        return fab_bar_mem(f, t->fn, t->addr + skip, len);
+    return fab_ram(f, t->host, t->addr + skip, len);
+}
+
 static int write_extent(struct fab *f, const struct fab_target *t, const void *src)
 {
     if (t->region == FAB_REGION_MSI) {
@@ -305,10 +326,13 @@ static int write_extent(struct fab *f, const struct fab_target *t, const void *s
         fab_msi_raise(f, t->host, vec);
         return 0;
     }
-    void *dst = fab_ram(f, t->host, t->addr, t->len);
+    void *dst = extent_mem(f, t, 0, t->len);
     if (!dst)
         return -errno;
     memcpy(dst, src, t->len);
+    /* A posted write into a register BAR (a doorbell, peer to peer) reaches its model. */
+    if (t->region == FAB_REGION_DEVICE)
+        fab_fn_notify(f, t->fn);
     return 0;
 }
 
@@ -340,8 +364,8 @@ int fab_dev_read(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, void
         if (rc)
             return rc;
         char *d = (char *)dst + off;
-        if (!t.err && t.region == FAB_REGION_RAM) {
-            void *s = fab_ram(f, t.host, t.addr, t.len);
+        if (!t.err && (t.region == FAB_REGION_RAM || t.region == FAB_REGION_DEVICE)) {
+            void *s = extent_mem(f, &t, 0, t.len);
             if (s)
                 memcpy(d, s, t.len);
             else
@@ -388,11 +412,11 @@ int fab_dev_copy(struct fab *f, uint32_t host, uint16_t rid, uint64_t dst, uint6
         const struct fab_target *ts = &s[i].t, *td = &d[j].t;
         uint64_t in_s = off - s[i].off, in_d = off - d[j].off;
         uint64_t chunk = min64(ts->len - in_s, td->len - in_d);
-        if (ts->region != FAB_REGION_RAM) {
+        if (ts->region != FAB_REGION_RAM && ts->region != FAB_REGION_DEVICE) {
             rc = -EIO;
             break;
         }
-        const char *sp = fab_ram(f, ts->host, ts->addr + in_s, chunk);
+        const char *sp = extent_mem(f, ts, in_s, chunk);
         if (!sp) {
             rc = -errno;
             break;

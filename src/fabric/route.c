@@ -257,6 +257,7 @@ int fab_host_set_state(struct fab *f, uint32_t host, enum fab_host_state st)
         fab_unlock(&h->iommu_lock);
         for (uint32_t i = 0; i < h->nadapters; i++)
             fab_adapter_reset(f, h->adapter_first + i);
+        fab_funcs_reset(f, host);
         atomic_fetch_add(&h->boot_gen, 1);
     }
     atomic_store(&h->state, (uint32_t)st);

@@ -215,6 +215,13 @@ int fab_create(const char *name, const struct topo *t, struct fab **out)
     off = align_up(off + t->nswitches * sizeof(struct fab_switch), 64);
     size_t off_links = off;
     off = align_up(off + t->nlinks * sizeof(struct fab_link), 64);
+    int nfuncs = fab_devices_layout(t, NULL, FAB_MAX_FUNCS, stderr);
+    if (nfuncs < 0) {
+        rmdir(dir);
+        return nfuncs;
+    }
+    size_t off_funcs = off;
+    off = align_up(off + (size_t)nfuncs * sizeof(struct fab_function), 64);
     size_t *lut_off = calloc(t->nadapters ? t->nadapters : 1, 3 * sizeof(size_t));
     if (!lut_off) {
         rmdir(dir);
@@ -267,6 +274,8 @@ int fab_create(const char *name, const struct topo *t, struct fab **out)
     ctl->off_switches = off_switches;
     ctl->off_links = off_links;
     ctl->off_iommu = off_iommu;
+    ctl->nfuncs = (uint32_t)nfuncs;
+    ctl->off_funcs = off_funcs;
     ctl->latency = t->latency;
 
     struct fab tmp = { .ctl = ctl, .ctl_size = size, .self_host = -1, .proc_slot = -1 };
@@ -306,6 +315,23 @@ int fab_create(const char *name, const struct topo *t, struct fab **out)
     for (uint32_t i = 0; i < t->nhosts; i++)
         if (fab_host(&tmp, i)->adapter_first == UINT32_MAX)
             fab_host(&tmp, i)->adapter_first = 0;
+    if (nfuncs > 0 && fab_devices_layout(t, fab_func(&tmp, 0), (size_t)nfuncs, stderr) != nfuncs) {
+        munmap(ctl, size);
+        rc = -EINVAL;
+        goto fail_files;
+    }
+    uint64_t *bar_sizes = calloc((size_t)nfuncs + 1, sizeof *bar_sizes);
+    if (!bar_sizes) {
+        munmap(ctl, size);
+        rc = -ENOMEM;
+        goto fail_files;
+    }
+    for (uint32_t i = 0; i < (uint32_t)nfuncs; i++) {
+        struct fab_host *h = fab_host(&tmp, fab_func(&tmp, i)->host);
+        if (h->nfuncs++ == 0)
+            h->func_first = i;
+        bar_sizes[i] = fab_func(&tmp, i)->file_size;
+    }
     for (uint32_t i = 0; i < t->nswitches; i++) {
         struct fab_switch *s = fab_switch(&tmp, i);
         snprintf(s->name, sizeof s->name, "%s", t->switches[i].name);
@@ -323,8 +349,10 @@ int fab_create(const char *name, const struct topo *t, struct fab **out)
         for (uint32_t i = 0; i < t->nadapters; i++)
             fab_adapter_reset(&tmp, i);
     munmap(ctl, size);
-    if (rc)
+    if (rc) {
+        free(bar_sizes);
         goto fail_files;
+    }
 
     /* RAM files: sparse, so a 60-host fabric costs only what is touched. */
     for (uint32_t i = 0; i < t->nhosts; i++) {
@@ -334,10 +362,25 @@ int fab_create(const char *name, const struct topo *t, struct fab **out)
             rc = -errno;
             if (rfd >= 0)
                 close(rfd);
+            free(bar_sizes);
             goto fail_files;
         }
         close(rfd);
     }
+    /* BAR files: what each function's BARs hold (sparse too). */
+    for (uint32_t i = 0; i < (uint32_t)nfuncs; i++) {
+        snprintf(path, sizeof path, "%s/fn%u.bars", dir, i);
+        int bfd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (bfd < 0 || ftruncate(bfd, (off_t)bar_sizes[i]) < 0) {
+            rc = -errno;
+            if (bfd >= 0)
+                close(bfd);
+            free(bar_sizes);
+            goto fail_files;
+        }
+        close(bfd);
+    }
+    free(bar_sizes);
     rc = write_ones_file(dir, ONES_SIZE);
     if (rc)
         goto fail_files;
@@ -419,10 +462,12 @@ int fab_attach(const char *name, int host, struct fab **out)
     snprintf(f->dir, sizeof f->dir, "%s", dir);
     f->ram = calloc(ctl->nhosts, sizeof *f->ram);
     f->ram_fd = malloc(ctl->nhosts * sizeof *f->ram_fd);
+    f->bars = calloc(ctl->nfuncs ? ctl->nfuncs : 1, sizeof *f->bars);
+    f->bar_fd = malloc((ctl->nfuncs ? ctl->nfuncs : 1) * sizeof *f->bar_fd);
     snprintf(path, sizeof path, "%s/ones", dir);
     f->ones_fd = open(path, O_RDONLY | O_CLOEXEC);
     f->ones_size = ONES_SIZE;
-    if (!f->ram || !f->ram_fd || f->ones_fd < 0) {
+    if (!f->ram || !f->ram_fd || !f->bars || !f->bar_fd || f->ones_fd < 0) {
         rc = f->ones_fd < 0 ? -errno : -ENOMEM;
         f->ones_fd = f->ones_fd < 0 ? -1 : f->ones_fd;
         fab_detach(f);
@@ -430,6 +475,8 @@ int fab_attach(const char *name, int host, struct fab **out)
     }
     for (uint32_t i = 0; i < ctl->nhosts; i++)
         f->ram_fd[i] = -1;
+    for (uint32_t i = 0; i < ctl->nfuncs; i++)
+        f->bar_fd[i] = -1;
     *out = f;
     return 0;
 }
@@ -447,8 +494,18 @@ void fab_detach(struct fab *f)
         for (uint32_t i = 0; i < f->ctl->nhosts; i++)
             if (f->ram_fd[i] >= 0)
                 close(f->ram_fd[i]);
+    if (f->bars)
+        for (uint32_t i = 0; i < f->ctl->nfuncs; i++)
+            if (f->bars[i])
+                munmap(f->bars[i], fab_func(f, i)->file_size);
+    if (f->bar_fd)
+        for (uint32_t i = 0; i < f->ctl->nfuncs; i++)
+            if (f->bar_fd[i] >= 0)
+                close(f->bar_fd[i]);
     if (f->ones_fd >= 0)
         close(f->ones_fd);
+    free(f->bars);
+    free(f->bar_fd);
     free(f->ram);
     free(f->ram_fd);
     munmap(f->ctl, f->ctl_size);

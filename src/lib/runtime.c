@@ -63,11 +63,12 @@ static int remap_entry(struct rt *rt, struct rt_map *m, uint32_t k, bool force)
                                    &ext[n]);
         if (rc)
             return rc;
-        if (ext[n].err || ext[n].region != FAB_REGION_RAM) {
+        if (ext[n].err || (ext[n].region != FAB_REGION_RAM && ext[n].region != FAB_REGION_DEVICE)) {
             ext[n].region = FAB_REGION_NONE; /* CPU stores to an MSI region are not modelled */
             dead = true;
         }
-        sig = mix(mix(mix(sig, ext[n].region), ext[n].host), ext[n].addr ^ (ext[n].len << 1));
+        sig = mix(mix(mix(mix(sig, ext[n].region), ext[n].host), ext[n].fn),
+                  ext[n].addr ^ (ext[n].len << 1));
         off += ext[n].len;
     }
     if (!force && sig == m->sig[k]) {
@@ -79,8 +80,11 @@ static int remap_entry(struct rt *rt, struct rt_map *m, uint32_t k, bool force)
     uint64_t off = 0;
     for (int i = 0; i < n; i++) {
         int rc = 0;
-        if (ext[i].region == FAB_REGION_RAM) {
-            int fd = fab_ram_fd(f, ext[i].host);
+        if (ext[i].region == FAB_REGION_RAM || ext[i].region == FAB_REGION_DEVICE) {
+            /* The peer's RAM, or a device BAR (registers are uncached I/O on hardware; here
+             * memory the model reads). */
+            int fd = ext[i].region == FAB_REGION_DEVICE ? fab_bar_fd(f, ext[i].fn)
+                                                         : fab_ram_fd(f, ext[i].host);
             if (fd < 0 || mmap(at + off, ext[i].len, m->prot, MAP_SHARED | MAP_FIXED,
                                fd, (off_t)ext[i].addr) == MAP_FAILED)
                 rc = fd < 0 ? fd : -errno;

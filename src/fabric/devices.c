@@ -1,0 +1,421 @@
+/*
+ * PCIe functions: how the devices a topology declares appear on their host's PCIe bus — the
+ * functions (multi-function, SR-IOV virtual functions), their BARs (placed in the host's
+ * physical map at enumeration and backed by a shared file), their configuration space
+ * (standard header, MSI-X and PCIe capabilities, SR-IOV), and what a function does as a bus
+ * master: DMA through its host's IOMMU and address map, and MSI-X writes. The behaviour
+ * behind register BARs is the device models' (src/devices).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "fabric.h"
+
+struct dev_type {
+    const char *name;
+    uint16_t vendor, device;
+    uint32_t class_code;  /* class, subclass, programming interface */
+    uint64_t regs;        /* BAR0: registers served by the model */
+    uint32_t table_off;   /* MSI-X table and PBA, in BAR0 */
+    uint32_t pba_off;
+    const char *vectors_key; /* parameter that sets the vector count, and its default + 1 */
+    uint32_t vectors_default;
+    const char *mem_key;  /* parameter that sizes BAR2 (plain memory), and its default */
+    uint64_t mem_default;
+};
+
+/* An Optane P4800X-like NVMe (smartio-tocs-2021 §7.4: 32 queue pairs) and a GPU-like
+ * accelerator with a large memory BAR and a DMA copy engine. */
+static const struct dev_type types[] = {
+    { "nvme", 0x8086, 0x2701, 0x010802, 16384, 0x2000, 0x3000, "queues", 32, "cmb", 0 },
+    { "accel", 0x10de, 0x1bb1, 0x030200, 65536, 0x8000, 0x9000, NULL, 4, "mem", 256ull << 20 },
+};
+
+static const struct dev_type *type_by_name(const char *n)
+{
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (strcmp(types[i].name, n) == 0)
+            return &types[i];
+    return NULL;
+}
+
+/* Value of `key` in "k=v;k=v;" params, or NULL. */
+static const char *param(const char *params, const char *key, char *buf, size_t len)
+{
+    size_t kl = strlen(key);
+    for (const char *p = params; p && *p;) {
+        const char *end = strchr(p, ';');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
+            size_t vl = n - kl - 1 < len - 1 ? n - kl - 1 : len - 1;
+            memcpy(buf, p + kl + 1, vl);
+            buf[vl] = 0;
+            return buf;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return NULL;
+}
+
+static int param_u64(const char *params, const char *key, uint64_t def, uint64_t *out)
+{
+    char buf[64];
+    const char *v = param(params, key, buf, sizeof buf);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    return topo_parse_size(v, out);
+}
+
+static uint64_t pow2_at_least(uint64_t v)
+{
+    uint64_t p = 4096;
+    while (p < v)
+        p <<= 1;
+    return p;
+}
+
+static void put16(uint8_t *c, uint32_t off, uint16_t v) { memcpy(c + off, &v, 2); }
+static void put32(uint8_t *c, uint32_t off, uint32_t v) { memcpy(c + off, &v, 4); }
+
+static void build_cfg(struct fab_function *fn, const struct dev_type *ty, uint32_t vectors,
+                      bool multi, uint32_t total_vfs)
+{
+    uint8_t *c = fn->cfg;
+    memset(c, 0, sizeof fn->cfg);
+    put16(c, 0x00, ty->vendor);
+    put16(c, 0x02, ty->device);
+    put16(c, 0x06, 0x0010); /* status: capabilities list */
+    c[0x08] = 1;            /* revision */
+    c[0x09] = (uint8_t)ty->class_code;
+    c[0x0a] = (uint8_t)(ty->class_code >> 8);
+    c[0x0b] = (uint8_t)(ty->class_code >> 16);
+    c[0x0e] = multi ? 0x80 : 0x00;
+    for (int i = 0; i < FAB_BARS; i += 2) {
+        const struct fab_bar *b = &fn->bar[i];
+        if (b->kind == FAB_BAR_NONE)
+            continue;
+        uint32_t flags = 0x4 | (b->kind == FAB_BAR_MEM ? 0x8 : 0); /* 64-bit, prefetchable */
+        put32(c, 0x10 + 4 * (uint32_t)i, (uint32_t)b->addr | flags);
+        put32(c, 0x14 + 4 * (uint32_t)i, (uint32_t)(b->addr >> 32));
+    }
+    put16(c, 0x2c, ty->vendor);
+    put16(c, 0x2e, ty->device);
+    c[0x34] = FAB_CFG_MSIX;
+    /* MSI-X: table size - 1, table and PBA in BAR0. */
+    c[FAB_CFG_MSIX] = 0x11;
+    c[FAB_CFG_MSIX + 1] = 0x50;
+    put16(c, FAB_CFG_MSIX + 2, (uint16_t)(vectors - 1));
+    put32(c, FAB_CFG_MSIX + 4, ty->table_off);
+    put32(c, FAB_CFG_MSIX + 8, ty->pba_off);
+    /* PCI Express capability v2, endpoint; link Gen3 x16 (what the seeds' cards are). */
+    c[0x50] = 0x10;
+    c[0x51] = 0;
+    put16(c, 0x52, 0x0002);
+    put32(c, 0x5c, 0x00000103u | (16u << 4));
+    put16(c, 0x62, 0x0003 | (16u << 4));
+    if (total_vfs) {
+        /* SR-IOV extended capability: TotalVFs, NumVFs, first VF offset and stride. */
+        put32(c, 0x100, 0x0010 | (1u << 16));
+        put16(c, 0x10e, (uint16_t)total_vfs);
+        put16(c, 0x110, (uint16_t)total_vfs);
+        put16(c, 0x114, 0x10);
+        put16(c, 0x116, 1);
+        put16(c, 0x11a, ty->device);
+    }
+}
+
+int fab_devices_layout(const struct topo *t, struct fab_function *out, size_t max, FILE *err)
+{
+    size_t n = 0;
+    int rc = 0;
+    /* Grouped by host, so each host's functions are consecutive. */
+    for (uint32_t h = 0; h < t->nhosts; h++) {
+        uint64_t cursor = FAB_DEVICE_BASE;
+        for (uint32_t d = 0; d < t->ndevices; d++) {
+            const struct topo_device *td = &t->devices[d];
+            if (td->host != h)
+                continue;
+            const struct dev_type *ty = type_by_name(td->type);
+            uint64_t functions, vfs, mem, vectors;
+            if (!ty) {
+                fprintf(err, "%s:%d: [device %s]: no model for type '%s'; use nvme or accel\n",
+                        t->path, td->line, td->name, td->type);
+                rc = -EINVAL;
+                continue;
+            }
+            if (param_u64(td->params, "functions", 1, &functions) || functions < 1 || functions > 8 ||
+                param_u64(td->params, "vfs", 0, &vfs) || vfs > 64 ||
+                param_u64(td->params, ty->mem_key, ty->mem_default, &mem) || mem > (64ull << 30) ||
+                (ty->vectors_key ? param_u64(td->params, ty->vectors_key, ty->vectors_default, &vectors)
+                                 : (vectors = ty->vectors_default, 0)) ||
+                vectors < 1 || vectors > 2047) {
+                fprintf(err, "%s:%d: [device %s]: bad functions (1..8), vfs (0..64), %s (<= 64G)%s%s\n",
+                        t->path, td->line, td->name, ty->mem_key, ty->vectors_key ? " or " : "",
+                        ty->vectors_key ? ty->vectors_key : "");
+                rc = -EINVAL;
+                continue;
+            }
+            uint32_t nvec = (uint32_t)vectors + (ty->vectors_key ? 1 : 0); /* + admin queue */
+            for (uint32_t fnum = 0; fnum < functions; fnum++)
+                for (uint32_t vf = 0; vf <= (fnum == 0 ? vfs : 0); vf++) {
+                    if (n >= max) {
+                        if (out) {
+                            fprintf(err, "%s: more than %zu PCIe functions in all\n", t->path, max);
+                            return -EINVAL;
+                        }
+                        n++;
+                        continue;
+                    }
+                    if (!out) {
+                        n++;
+                        continue;
+                    }
+                    struct fab_function *fn = &out[n++];
+                    memset(fn, 0, sizeof *fn);
+                    if (vf)
+                        snprintf(fn->name, sizeof fn->name, "%.24s.vf%u", td->name, vf % 100u);
+                    else if (functions > 1)
+                        snprintf(fn->name, sizeof fn->name, "%.26s.f%u", td->name, fnum % 10u);
+                    else
+                        snprintf(fn->name, sizeof fn->name, "%s", td->name);
+                    snprintf(fn->type, sizeof fn->type, "%s", td->type);
+                    snprintf(fn->params, sizeof fn->params, "%s", td->params);
+                    fn->device = d;
+                    fn->host = h;
+                    fn->fn = fnum;
+                    fn->vf = vf;
+                    uint32_t bus = 2 + d % 250;
+                    fn->rid = (uint16_t)(bus << 8 | (vf ? 0x10 + vf - 1 : fnum));
+                    uint64_t off = 0;
+                    uint64_t sizes[3] = { ty->regs, mem ? pow2_at_least(mem) : 0, 0 };
+                    for (int i = 0; i < 2; i++) {
+                        if (!sizes[i])
+                            continue;
+                        struct fab_bar *b = &fn->bar[2 * i];
+                        b->kind = i == 0 ? FAB_BAR_REGS : FAB_BAR_MEM;
+                        b->size = sizes[i];
+                        cursor = (cursor + b->size - 1) & ~(b->size - 1); /* natural alignment */
+                        b->addr = cursor;
+                        cursor += b->size;
+                        b->off = off;
+                        off += b->size;
+                    }
+                    fn->file_size = off;
+                    build_cfg(fn, ty, nvec, functions > 1, vf || fnum ? 0 : (uint32_t)vfs);
+                }
+        }
+    }
+    return rc ? rc : (int)n;
+}
+
+int fab_func_by_name(const struct fab *f, const char *name)
+{
+    for (uint32_t i = 0; i < f->ctl->nfuncs; i++)
+        if (strcmp(fab_func(f, i)->name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* ---------------------------------------------------------------- BAR memory */
+
+int fab_bar_fd(struct fab *f, uint32_t fn)
+{
+    if (fn >= f->ctl->nfuncs)
+        return -EINVAL;
+    int fd = __atomic_load_n(&f->bar_fd[fn], __ATOMIC_ACQUIRE);
+    if (fd >= 0)
+        return fd;
+    char path[192];
+    snprintf(path, sizeof path, "%s/fn%u.bars", f->dir, fn);
+    fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int expected = -1;
+    if (!__atomic_compare_exchange_n(&f->bar_fd[fn], &expected, fd, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        close(fd);
+        return expected;
+    }
+    return fd;
+}
+
+void *fab_bar_mem(struct fab *f, uint32_t fn, uint64_t off, uint64_t len)
+{
+    if (fn >= f->ctl->nfuncs) {
+        errno = EINVAL;
+        return NULL;
+    }
+    uint64_t size = fab_func(f, fn)->file_size;
+    if (off > size || len > size - off) {
+        errno = ERANGE;
+        return NULL;
+    }
+    char *base = atomic_load(&f->bars[fn]);
+    if (!base) {
+        int fd = fab_bar_fd(f, fn);
+        if (fd < 0) {
+            errno = -fd;
+            return NULL;
+        }
+        char *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (m == MAP_FAILED)
+            return NULL;
+        char *expected = NULL;
+        if (!atomic_compare_exchange_strong(&f->bars[fn], &expected, m)) {
+            munmap(m, size);
+            m = expected;
+        }
+        base = m;
+    }
+    return base + off;
+}
+
+/* ---------------------------------------------------------------- configuration space */
+
+static uint32_t get32(const uint8_t *c, uint32_t off)
+{
+    uint32_t v;
+    memcpy(&v, c + off, 4);
+    return v;
+}
+
+uint32_t fab_cfg_read(struct fab *f, uint32_t fni, uint32_t off, uint32_t len)
+{
+    if (fni >= f->ctl->nfuncs || (len != 1 && len != 2 && len != 4) || off + len > 4096 ||
+        off % len)
+        return UINT32_MAX;
+    struct fab_function *fn = fab_func(f, fni);
+    fab_lock(&fn->cfg_lock);
+    uint32_t dw = get32(fn->cfg, off & ~3u);
+    uint32_t slot = ((off & ~3u) - 0x10) / 4;
+    if (off >= 0x10 && off < 0x28 && (fn->bar_sizing & (1u << slot))) {
+        /* Sizing: the low dword of a 64-bit BAR returns ~(size-1) | flags, the high one the
+         * upper bits of the mask. */
+        bool high = slot % 2;
+        const struct fab_bar *b = &fn->bar[high ? slot - 1 : slot];
+        uint64_t mask = b->kind ? ~(b->size - 1) : 0;
+        dw = high ? (uint32_t)(mask >> 32) : ((uint32_t)mask | (dw & 0xf));
+    }
+    fab_unlock(&fn->cfg_lock);
+    uint32_t shift = (off & 3u) * 8;
+    return len == 4 ? dw : (dw >> shift) & ((1u << (len * 8)) - 1);
+}
+
+int fab_cfg_write(struct fab *f, uint32_t fni, uint32_t off, uint32_t len, uint32_t val)
+{
+    if (fni >= f->ctl->nfuncs || (len != 1 && len != 2 && len != 4) || off + len > 4096 ||
+        off % len)
+        return -EINVAL;
+    struct fab_function *fn = fab_func(f, fni);
+    fab_lock(&fn->cfg_lock);
+    uint32_t base = off & ~3u, shift = (off & 3u) * 8;
+    uint32_t bytes = len == 4 ? UINT32_MAX : ((1u << (len * 8)) - 1) << shift;
+    uint32_t in = val << shift, dw = get32(fn->cfg, base), writable = 0;
+    if (base == 0x04) {
+        writable = 0x0406; /* memory space, bus master, INTx disable */
+    } else if (base >= 0x10 && base < 0x28) {
+        /* BARs are placed at enumeration and stay there; all-ones sizes them. */
+        uint32_t slot = (base - 0x10) / 4;
+        if ((in & bytes) == bytes && len == 4)
+            fn->bar_sizing |= 1u << slot;
+        else
+            fn->bar_sizing &= ~(1u << slot);
+    } else if (base == FAB_CFG_MSIX) {
+        writable = 0xc0000000u; /* message control: enable, function mask */
+    }
+    writable &= bytes;
+    dw = (dw & ~writable) | (in & writable);
+    memcpy(fn->cfg + base, &dw, 4);
+    fab_unlock(&fn->cfg_lock);
+    fab_fn_notify(f, fni); /* enable/disable and masking matter to the model */
+    return 0;
+}
+
+/* ---------------------------------------------------------------- bus mastering */
+
+static bool bus_master(struct fab_function *fn)
+{
+    uint16_t cmd;
+    memcpy(&cmd, fn->cfg + 0x04, 2);
+    return cmd & FAB_CMD_BME;
+}
+
+int fab_fn_dma_read(struct fab *f, uint32_t fni, uint64_t addr, void *dst, uint64_t len)
+{
+    struct fab_function *fn = fab_func(f, fni);
+    if (!bus_master(fn)) {
+        memset(dst, 0xff, len);
+        return -EIO; /* no DMA while Bus Master Enable is clear */
+    }
+    return fab_dev_read(f, fn->host, fn->rid, addr, dst, len);
+}
+
+int fab_fn_dma_write(struct fab *f, uint32_t fni, uint64_t addr, const void *src, uint64_t len)
+{
+    struct fab_function *fn = fab_func(f, fni);
+    if (!bus_master(fn))
+        return -EIO;
+    return fab_dev_write(f, fn->host, fn->rid, addr, src, len);
+}
+
+int fab_fn_msix(struct fab *f, uint32_t fni, uint32_t v)
+{
+    struct fab_function *fn = fab_func(f, fni);
+    uint16_t ctrl;
+    uint32_t table, pba;
+    memcpy(&ctrl, fn->cfg + FAB_CFG_MSIX + 2, 2);
+    table = get32(fn->cfg, FAB_CFG_MSIX + 4) & ~7u;
+    pba = get32(fn->cfg, FAB_CFG_MSIX + 8) & ~7u;
+    if (v > (ctrl & 0x7ffu))
+        return -EINVAL;
+    if (!(ctrl & 0x8000u))
+        return -ENODEV;
+    uint32_t *entry = fab_bar_mem(f, fni, fn->bar[0].off + table + 16ull * v, 16);
+    _Atomic uint64_t *pend = fab_bar_mem(f, fni, fn->bar[0].off + pba + 8ull * (v / 64), 8);
+    if (!entry || !pend)
+        return -EIO;
+    if ((ctrl & 0x4000u) || (entry[3] & 1u)) {
+        atomic_fetch_or(pend, 1ull << (v % 64)); /* masked: remember it */
+        return 0;
+    }
+    atomic_fetch_and(pend, ~(1ull << (v % 64)));
+    uint64_t addr = (uint64_t)entry[1] << 32 | entry[0];
+    uint32_t data = entry[2];
+    return fab_fn_dma_write(f, fni, addr, &data, sizeof data);
+}
+
+void fab_fn_notify(struct fab *f, uint32_t fni)
+{
+    struct fab_function *fn = fab_func(f, fni);
+    atomic_fetch_add(&fn->reg_seq, 1);
+    fab_futex_wake(&fn->reg_seq, INT_MAX);
+}
+
+void fab_funcs_reset(struct fab *f, uint32_t host)
+{
+    const struct fab_host *h = fab_host(f, host);
+    for (uint32_t i = 0; i < h->nfuncs; i++) {
+        uint32_t fni = h->func_first + i;
+        struct fab_function *fn = fab_func(f, fni);
+        fab_lock(&fn->cfg_lock);
+        uint16_t zero = 0, ctrl;
+        memcpy(fn->cfg + 0x04, &zero, 2);
+        memcpy(&ctrl, fn->cfg + FAB_CFG_MSIX + 2, 2);
+        ctrl &= 0x7ff;
+        memcpy(fn->cfg + FAB_CFG_MSIX + 2, &ctrl, 2);
+        fn->bar_sizing = 0;
+        fab_unlock(&fn->cfg_lock);
+        int fd = fab_bar_fd(f, fni);
+        if (fd >= 0)
+            fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)fn->file_size);
+        fab_fn_notify(f, fni);
+    }
+}

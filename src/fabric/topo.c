@@ -2,7 +2,8 @@
  * Topology files: reads an INI topology with libinih, applies [defaults], resolves the names
  * that sections and cables use, and checks everything fab_create and route_build rely on.
  * Every problem is reported (not just the first) as "FILE:LINE: what is wrong; what to do".
- * Owns the contents of struct topo; knows nothing of shared memory.
+ * Owns the contents of struct topo; knows nothing of shared memory. This file reads; the
+ * checks that need the whole file are in topo_resolve.c.
  *
  * libinih hands the handler no line number and no call for a section without keys, so we feed
  * it through our own reader: it counts lines, strips indentation (which would otherwise turn a
@@ -21,46 +22,9 @@
 
 #include <ini.h>
 
-#include "topo.h"
+#include "topo_int.h"
 
-#define KiB 1024ull
-#define MiB (1024ull * KiB)
-#define GiB (1024ull * MiB)
-
-#define RAM_MIN (2 * MiB)         /* the first 1 MiB holds agent mailboxes (FAB_MBOX_SIZE) */
-#define RAM_MAX 0xfee00000ull     /* RAM must end below the MSI region (FAB_MSI_BASE) */
-#define WINDOW_MAX (64 * GiB)     /* adapter BARs are 64 GiB apart (FAB_ADAPTER_STRIDE) */
-#define ADAPTERS_PER_HOST 32      /* adapter requester IDs are devices 0..31 on bus 1 */
-#define NS_MAX 1000000000ull      /* latencies above a second are typos */
-
-#define MARK_KEY "\x01"  /* key of the injected section marker: no file can contain it */
-#define MARK_BAD "\x02"  /* marker value: the header was unreadable and already reported */
-
-enum sec { SEC_NONE, SEC_BAD, SEC_FABRIC, SEC_DEFAULTS, SEC_LATENCY, SEC_HOST, SEC_ADAPTER,
-           SEC_SWITCH, SEC_LINKS, SEC_DEVICE, SEC_COUNT };
-
-#define S(x) (1u << (x))
-
-enum key { K_RAM, K_IOMMU, K_LUT_SIZE, K_LUT_ENTRIES, K_RID_ENTRIES, K_DOORBELLS,
-           K_SCRATCHPADS, K_DMA_CHANNELS, K_NODE_ID, K_ADAPTERS, K_PORTS, K_SW_LATENCY,
-           K_ENABLED, K_NTB_NS, K_ADAPTER_SWITCH_NS, K_ROOT_NS, K_DOORBELL_NS, K_MAX_READS,
-           K_READ_BYTES, K_LINK_MBPS, K_DESCRIPTION, K_COUNT };
-
-enum vkind { V_NUM, V_SIZE, V_BOOL, V_TEXT, V_LIST };
-#define F_POW2 1u /* must be a power of two */
-#define F_PAGE 2u /* must be a multiple of 4 KiB */
-
-struct keydef {
-    const char *name;
-    enum vkind kind;
-    unsigned sections; /* S(SEC_...) where the key is allowed */
-    uint64_t min, max, def;
-    unsigned flags;
-    const char *why; /* appended to range errors */
-};
-
-#define ADAPTER_SECS (S(SEC_DEFAULTS) | S(SEC_ADAPTER))
-static const struct keydef keys[K_COUNT] = {
+const struct keydef topo_keys[K_COUNT] = {
     [K_RAM] = { "ram", V_SIZE, S(SEC_DEFAULTS) | S(SEC_HOST), RAM_MIN, RAM_MAX, 512 * MiB,
                 F_PAGE, "the first 1 MiB holds agent mailboxes and RAM ends below the MSI "
                         "region at 0xfee00000" },
@@ -102,82 +66,9 @@ static const struct {
     { "adapter", SEC_ADAPTER, true }, { "switch", SEC_SWITCH, true },
     { "links", SEC_LINKS, false }, { "device", SEC_DEVICE, true },
 };
-#define SECTION_LIST "[fabric], [defaults], [latency], [host NAME], [adapter HOST.NAME], " \
-                     "[switch NAME], [links] and [device NAME]"
-
-/* Values one section instance set: line[k] != 0 once key k appeared, ok bit once it was valid. */
-struct vals {
-    uint64_t v[K_COUNT];
-    int line[K_COUNT];
-    uint64_t ok;
-};
-
-struct list_adapter { /* one name of a host's "adapters =" list */
-    uint32_t host;
-    char name[TOPO_NAME_MAX];
-    int line;
-};
-
-struct sect_adapter { /* one [adapter HOST.NAME] section */
-    char host[TOPO_NAME_MAX], name[TOPO_NAME_MAX];
-    int line;
-    bool used;
-    struct vals p;
-};
-
-struct raw_link {
-    char a[TOPO_NAME_MAX], b[TOPO_NAME_MAX];
-    int line;
-};
-
-enum limit { L_HOSTS, L_ADAPTERS, L_SWITCHES, L_LINKS, L_DEVICES, L_COUNT };
-
-struct pstate {
-    struct topo *t;
-    FILE *err, *in;
-    const char *path;
-    int nerr;
-    int read_errno;
-
-    /* reader */
-    char *buf;
-    size_t cap;
-    int line;          /* line of the real line most recently handed to inih */
-    bool content;      /* that line must produce a handler call (not blank, not a comment) */
-    bool header;       /* ... and it looked like a [section] */
-    bool called;       /* the handler ran for it */
-    bool marker_pending;
-    char marker[272]; /* "\x01=" + a trimmed name of < 256 + newline */
-
-    /* current section */
-    enum sec sec;
-    int cur;           /* index of the current host/adapter/switch/device, -1 = checked only */
-    char title[64];    /* the section as written, for messages */
-    struct vals *v;    /* where keys of the current section go */
-    struct vals scratch; /* for sections whose values are checked but not kept */
-
-    int single_line[SEC_COUNT]; /* first line of [fabric], [defaults], [latency] */
-    struct vals single[SEC_COUNT];
-    struct vals host_v[TOPO_MAX_HOSTS];
-    struct vals sw_v[TOPO_MAX_SWITCHES];
-    struct list_adapter lists[TOPO_MAX_ADAPTERS];
-    uint32_t nlists;
-    struct sect_adapter sects[TOPO_MAX_ADAPTERS];
-    uint32_t nsects;
-    struct raw_link rl[TOPO_MAX_LINKS];
-    uint32_t nrl;
-    char dev_host[TOPO_MAX_DEVICES][TOPO_NAME_MAX];
-    int dev_host_line[TOPO_MAX_DEVICES], dev_type_line[TOPO_MAX_DEVICES];
-    bool limit_hit[L_COUNT];
-
-    /* resolution */
-    int adapter_link_line[TOPO_MAX_ADAPTERS];
-    uint32_t sw_links[TOPO_MAX_SWITCHES];
-    uint32_t uf[TOPO_MAX_SWITCHES];
-};
 
 __attribute__((format(printf, 3, 4)))
-static void perr(struct pstate *st, int line, const char *fmt, ...)
+void topo_perr(struct pstate *st, int line, const char *fmt, ...)
 {
     va_list ap;
     fprintf(st->err, "%s:%d: ", st->path, line);
@@ -188,7 +79,7 @@ static void perr(struct pstate *st, int line, const char *fmt, ...)
     st->nerr++;
 }
 
-static void limit_error(struct pstate *st, enum limit l)
+void topo_limit_error(struct pstate *st, enum limit l)
 {
     static const struct { const char *what; int max; const char *macro; } lim[L_COUNT] = {
         [L_HOSTS] = { "hosts", TOPO_MAX_HOSTS, "TOPO_MAX_HOSTS" },
@@ -200,7 +91,7 @@ static void limit_error(struct pstate *st, enum limit l)
     if (st->limit_hit[l])
         return; /* once is enough */
     st->limit_hit[l] = true;
-    perr(st, st->line, "more than %d %s (%s); describe a smaller fabric", lim[l].max,
+    topo_perr(st, st->line, "more than %d %s (%s); describe a smaller fabric", lim[l].max,
          lim[l].what, lim[l].macro);
 }
 
@@ -266,7 +157,7 @@ static bool parse_bool(const char *s, uint64_t *out)
 }
 
 /* "2 MiB", "4 KiB", "4078 MiB", "100 bytes": sizes as people read them. */
-static const char *fmt_size(uint64_t v, char *buf, size_t len)
+const char *topo_fmt_size(uint64_t v, char *buf, size_t len)
 {
     static const char *const unit[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
     unsigned u = 0;
@@ -291,7 +182,7 @@ static bool valid_name(const char *s)
 }
 #define NAME_RULE "use 1..31 letters, digits, '_' or '-'"
 
-static void copy_name(char dst[TOPO_NAME_MAX], const char *src)
+void topo_copy_name(char dst[TOPO_NAME_MAX], const char *src)
 {
     size_t n = strnlen(src, TOPO_NAME_MAX - 1);
     memcpy(dst, src, n);
@@ -306,7 +197,7 @@ static bool split_adapter(const char *q, char host[TOPO_NAME_MAX], char name[TOP
         return false;
     memcpy(host, q, (size_t)(dot - q));
     host[dot - q] = '\0';
-    copy_name(name, dot + 1);
+    topo_copy_name(name, dot + 1);
     return valid_name(host) && valid_name(name);
 }
 
@@ -322,38 +213,38 @@ static const char *hash_hint(const char *v)
 /* Parse and range-check value v of key k. false (after a message) when it is not valid. */
 static bool parse_value(struct pstate *st, enum key k, const char *v, uint64_t *out)
 {
-    const struct keydef *d = &keys[k];
+    const struct keydef *d = &topo_keys[k];
     char lo[32], hi[32];
     uint64_t x;
     switch (d->kind) {
     case V_BOOL:
         if (!parse_bool(v, out)) {
-            perr(st, st->line, "%s = '%s' is not a yes/no value; use on|off, yes|no, "
+            topo_perr(st, st->line, "%s = '%s' is not a yes/no value; use on|off, yes|no, "
                  "true|false or 1|0%s", d->name, v, hash_hint(v));
             return false;
         }
         return true;
     case V_SIZE:
         if (topo_parse_size(v, &x) < 0) {
-            perr(st, st->line, "%s = '%s' is not a size; write bytes, or a number with a k, M, "
+            topo_perr(st, st->line, "%s = '%s' is not a size; write bytes, or a number with a k, M, "
                  "G or T suffix (powers of 1024), e.g. 512M%s", d->name, v, hash_hint(v));
             return false;
         }
         if (x < d->min || x > d->max) {
-            perr(st, st->line, "%s = %s is out of range; use %s..%s%s%s%s", d->name, v,
-                 fmt_size(d->min, lo, sizeof lo), fmt_size(d->max, hi, sizeof hi),
+            topo_perr(st, st->line, "%s = %s is out of range; use %s..%s%s%s%s", d->name, v,
+                 topo_fmt_size(d->min, lo, sizeof lo), topo_fmt_size(d->max, hi, sizeof hi),
                  d->why ? " (" : "", d->why ? d->why : "", d->why ? ")" : "");
             return false;
         }
         break;
     case V_NUM:
         if (!parse_u64(v, &x)) {
-            perr(st, st->line, "%s = '%s' is not a whole number; use %" PRIu64 "..%" PRIu64
+            topo_perr(st, st->line, "%s = '%s' is not a whole number; use %" PRIu64 "..%" PRIu64
                  "%s", d->name, v, d->min, d->max, hash_hint(v));
             return false;
         }
         if (x < d->min || x > d->max) {
-            perr(st, st->line, "%s = %s is out of range; use %" PRIu64 "..%" PRIu64 "%s%s%s",
+            topo_perr(st, st->line, "%s = %s is out of range; use %" PRIu64 "..%" PRIu64 "%s%s%s",
                  d->name, v, d->min, d->max, d->why ? " (" : "", d->why ? d->why : "",
                  d->why ? ")" : "");
             return false;
@@ -363,13 +254,13 @@ static bool parse_value(struct pstate *st, enum key k, const char *v, uint64_t *
         return false;
     }
     if ((d->flags & F_POW2) && (x & (x - 1))) {
-        perr(st, st->line, "%s = %s is not a power of two; use e.g. %s", d->name, v,
-             fmt_size(d->def, lo, sizeof lo));
+        topo_perr(st, st->line, "%s = %s is not a power of two; use e.g. %s", d->name, v,
+             topo_fmt_size(d->def, lo, sizeof lo));
         return false;
     }
     if ((d->flags & F_PAGE) && x % (4 * KiB)) {
-        perr(st, st->line, "%s = %s is not a multiple of 4 KiB; round it to whole pages, "
-             "e.g. %s", d->name, v, fmt_size((x + 4 * KiB - 1) & ~(4 * KiB - 1), lo, sizeof lo));
+        topo_perr(st, st->line, "%s = %s is not a multiple of 4 KiB; round it to whole pages, "
+             "e.g. %s", d->name, v, topo_fmt_size((x + 4 * KiB - 1) & ~(4 * KiB - 1), lo, sizeof lo));
         return false;
     }
     *out = x;
@@ -382,9 +273,9 @@ static const char *allowed_keys(enum sec s, char *buf, size_t len)
     size_t n = 0;
     buf[0] = '\0';
     for (int k = 0; k < K_COUNT && n < len; k++)
-        if (keys[k].sections & S(s))
+        if (topo_keys[k].sections & S(s))
             n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "",
-                                  keys[k].name);
+                                  topo_keys[k].name);
     return buf;
 }
 
@@ -410,26 +301,26 @@ static void host_adapters(struct pstate *st, const char *value)
         item[n] = '\0';
         const char *host = st->t->hosts[st->cur].name;
         if (!*item) {
-            perr(st, st->line, "empty name in the adapters list; separate names by single "
+            topo_perr(st, st->line, "empty name in the adapters list; separate names by single "
                  "commas, e.g. adapters = ntb0, ntb1");
         } else if (!valid_name(item)) {
-            perr(st, st->line, "adapter name '%s' in the adapters list is not valid; %s, "
+            topo_perr(st, st->line, "adapter name '%s' in the adapters list is not valid; %s, "
                  "separated by commas", item, NAME_RULE);
         } else if (strlen(host) + 1 + n >= TOPO_NAME_MAX) {
-            perr(st, st->line, "adapter name '%s.%s' is longer than %d characters; shorten the "
+            topo_perr(st, st->line, "adapter name '%s.%s' is longer than %d characters; shorten the "
                  "host or adapter name", host, item, TOPO_NAME_MAX - 1);
         } else {
             bool dup = false;
             for (uint32_t i = (uint32_t)first; i < st->nlists; i++)
                 dup |= !strcmp(st->lists[i].name, item);
             if (dup) {
-                perr(st, st->line, "adapter '%s' is listed twice; list each adapter once", item);
+                topo_perr(st, st->line, "adapter '%s' is listed twice; list each adapter once", item);
             } else if (st->nlists >= TOPO_MAX_ADAPTERS) {
-                limit_error(st, L_ADAPTERS);
+                topo_limit_error(st, L_ADAPTERS);
             } else {
                 struct list_adapter *la = &st->lists[st->nlists++];
                 la->host = (uint32_t)st->cur;
-                copy_name(la->name, item);
+                topo_copy_name(la->name, item);
                 la->line = st->line;
             }
         }
@@ -443,23 +334,23 @@ static void section_key(struct pstate *st, const char *name, const char *value)
 {
     int k;
     for (k = 0; k < K_COUNT; k++)
-        if ((keys[k].sections & S(st->sec)) && !strcmp(keys[k].name, name))
+        if ((topo_keys[k].sections & S(st->sec)) && !strcmp(topo_keys[k].name, name))
             break;
     if (k == K_COUNT) {
         char buf[256];
-        perr(st, st->line, "unknown key '%s' in [%s]; allowed keys: %s", name, st->title,
+        topo_perr(st, st->line, "unknown key '%s' in [%s]; allowed keys: %s", name, st->title,
              allowed_keys(st->sec, buf, sizeof buf));
         return;
     }
     struct vals *v = st->v;
     if (v->line[k]) {
-        perr(st, st->line, "'%s' is already set at line %d; keep one of them", name, v->line[k]);
+        topo_perr(st, st->line, "'%s' is already set at line %d; keep one of them", name, v->line[k]);
         return;
     }
     v->line[k] = st->line;
-    if (keys[k].kind == V_TEXT)
+    if (topo_keys[k].kind == V_TEXT)
         return; /* [fabric] description: for people, not kept */
-    if (keys[k].kind == V_LIST) {
+    if (topo_keys[k].kind == V_LIST) {
         if (st->cur >= 0)
             host_adapters(st, value);
         return;
@@ -476,15 +367,15 @@ static void device_key(struct pstate *st, const char *name, const char *value)
         int *line = d ? (is_host ? &st->dev_host_line[st->cur] : &st->dev_type_line[st->cur])
                       : NULL; /* NULL: a duplicate or surplus device, checked but not kept */
         if (line && *line) {
-            perr(st, st->line, "'%s' is already set at line %d; keep one of them", name, *line);
+            topo_perr(st, st->line, "'%s' is already set at line %d; keep one of them", name, *line);
             return;
         }
         if (line)
             *line = st->line; /* set, even if invalid: "has no host" would mislead */
         if (!valid_name(value))
-            perr(st, st->line, "%s = '%s' is not a valid name; %s", name, value, NAME_RULE);
+            topo_perr(st, st->line, "%s = '%s' is not a valid name; %s", name, value, NAME_RULE);
         else if (d)
-            copy_name(is_host ? st->dev_host[st->cur] : d->type, value);
+            topo_copy_name(is_host ? st->dev_host[st->cur] : d->type, value);
         return;
     }
     /* Everything else belongs to the device model: keep it verbatim as "key=value;". */
@@ -492,12 +383,12 @@ static void device_key(struct pstate *st, const char *name, const char *value)
     for (const char *p = name; *p; p++)
         ok &= isalnum((unsigned char)*p) || *p == '_' || *p == '-' || *p == '.';
     if (!ok) {
-        perr(st, st->line, "device parameter '%s' is not a valid key; use letters, digits, "
+        topo_perr(st, st->line, "device parameter '%s' is not a valid key; use letters, digits, "
              "'_', '-' or '.'", name);
         return;
     }
     if (strchr(value, ';')) {
-        perr(st, st->line, "device parameter %s = '%s' contains ';'; parameters are stored "
+        topo_perr(st, st->line, "device parameter %s = '%s' contains ';'; parameters are stored "
              "';'-separated, so leave it out", name, value);
         return;
     }
@@ -506,13 +397,13 @@ static void device_key(struct pstate *st, const char *name, const char *value)
     size_t nl = strlen(name);
     for (const char *p = d->params; *p; p = strchr(p, ';') + 1)
         if (!strncmp(p, name, nl) && p[nl] == '=') {
-            perr(st, st->line, "device parameter '%s' is already set in [%s]; keep one of them",
+            topo_perr(st, st->line, "device parameter '%s' is already set in [%s]; keep one of them",
                  name, st->title);
             return;
         }
     size_t used = strlen(d->params), add = nl + strlen(value) + 2;
     if (used + add >= sizeof d->params) {
-        perr(st, st->line, "the parameters of [%s] exceed %zu characters; shorten them",
+        topo_perr(st, st->line, "the parameters of [%s] exceed %zu characters; shorten them",
              st->title, sizeof d->params - 1);
         return;
     }
@@ -522,7 +413,7 @@ static void device_key(struct pstate *st, const char *name, const char *value)
 static void add_link(struct pstate *st, const char *a, const char *b)
 {
     if (!*a || !*b) {
-        perr(st, st->line, "a cable needs two ends; write END = END, e.g. a.ntb0 = b.ntb0 or "
+        topo_perr(st, st->line, "a cable needs two ends; write END = END, e.g. a.ntb0 = b.ntb0 or "
              "a.ntb0 = sw0");
         return;
     }
@@ -530,19 +421,19 @@ static void add_link(struct pstate *st, const char *a, const char *b)
     const char *ends[2] = { a, b };
     for (int i = 0; i < 2; i++)
         if (strlen(ends[i]) >= TOPO_NAME_MAX) {
-            perr(st, st->line, "no adapter or switch named '%s' (names have at most %d "
+            topo_perr(st, st->line, "no adapter or switch named '%s' (names have at most %d "
                  "characters); fix the name", ends[i], TOPO_NAME_MAX - 1);
             ok = false;
         }
     if (!ok)
         return;
     if (st->nrl >= TOPO_MAX_LINKS) {
-        limit_error(st, L_LINKS);
+        topo_limit_error(st, L_LINKS);
         return;
     }
     struct raw_link *l = &st->rl[st->nrl++];
-    copy_name(l->a, a);
-    copy_name(l->b, b);
+    topo_copy_name(l->a, a);
+    topo_copy_name(l->b, b);
     l->line = st->line;
 }
 
@@ -556,25 +447,25 @@ static void begin_named(struct pstate *st, enum sec s, const char *name)
     if (s == SEC_ADAPTER) {
         char host[TOPO_NAME_MAX], an[TOPO_NAME_MAX];
         if (!split_adapter(name, host, an)) {
-            perr(st, st->line, "adapter section name '%s' is not HOST.NAME; write e.g. "
+            topo_perr(st, st->line, "adapter section name '%s' is not HOST.NAME; write e.g. "
                  "[adapter a.ntb1] (%s in each part, at most %d in all)", name, NAME_RULE,
                  TOPO_NAME_MAX - 1);
             return;
         }
         for (uint32_t i = 0; i < st->nsects; i++)
             if (!strcmp(st->sects[i].host, host) && !strcmp(st->sects[i].name, an)) {
-                perr(st, st->line, "adapter %s is already declared at line %d; give each "
+                topo_perr(st, st->line, "adapter %s is already declared at line %d; give each "
                      "adapter one [adapter] section", name, st->sects[i].line);
                 return;
             }
         if (st->nsects >= TOPO_MAX_ADAPTERS) {
-            limit_error(st, L_ADAPTERS);
+            topo_limit_error(st, L_ADAPTERS);
             return;
         }
         struct sect_adapter *sa = &st->sects[st->nsects];
         st->cur = (int)st->nsects++;
-        copy_name(sa->host, host);
-        copy_name(sa->name, an);
+        topo_copy_name(sa->host, host);
+        topo_copy_name(sa->name, an);
         sa->line = st->line;
         st->v = &sa->p;
         return;
@@ -582,7 +473,7 @@ static void begin_named(struct pstate *st, enum sec s, const char *name)
     static const char *const what[SEC_COUNT] = { [SEC_HOST] = "host", [SEC_SWITCH] = "switch",
                                                  [SEC_DEVICE] = "device" };
     if (!valid_name(name)) {
-        perr(st, st->line, "%s name '%s' is not valid; %s", what[s], name, NAME_RULE);
+        topo_perr(st, st->line, "%s name '%s' is not valid; %s", what[s], name, NAME_RULE);
         return;
     }
     int prev = s == SEC_HOST ? topo_host_by_name(t, name)
@@ -594,38 +485,38 @@ static void begin_named(struct pstate *st, enum sec s, const char *name)
     if (prev >= 0) {
         int pl = s == SEC_HOST ? t->hosts[prev].line
                : s == SEC_SWITCH ? t->switches[prev].line : t->devices[prev].line;
-        perr(st, st->line, "%s %s is already declared at line %d; give each %s a unique name",
+        topo_perr(st, st->line, "%s %s is already declared at line %d; give each %s a unique name",
              what[s], name, pl, what[s]);
         return;
     }
     switch (s) {
     case SEC_HOST:
         if (t->nhosts >= TOPO_MAX_HOSTS) {
-            limit_error(st, L_HOSTS);
+            topo_limit_error(st, L_HOSTS);
             return;
         }
         st->cur = (int)t->nhosts++;
-        copy_name(t->hosts[st->cur].name, name);
+        topo_copy_name(t->hosts[st->cur].name, name);
         t->hosts[st->cur].line = st->line;
         st->v = &st->host_v[st->cur];
         break;
     case SEC_SWITCH:
         if (t->nswitches >= TOPO_MAX_SWITCHES) {
-            limit_error(st, L_SWITCHES);
+            topo_limit_error(st, L_SWITCHES);
             return;
         }
         st->cur = (int)t->nswitches++;
-        copy_name(t->switches[st->cur].name, name);
+        topo_copy_name(t->switches[st->cur].name, name);
         t->switches[st->cur].line = st->line;
         st->v = &st->sw_v[st->cur];
         break;
     default: /* SEC_DEVICE */
         if (t->ndevices >= TOPO_MAX_DEVICES) {
-            limit_error(st, L_DEVICES);
+            topo_limit_error(st, L_DEVICES);
             return;
         }
         st->cur = (int)t->ndevices++;
-        copy_name(t->devices[st->cur].name, name);
+        topo_copy_name(t->devices[st->cur].name, name);
         t->devices[st->cur].line = st->line;
         break;
     }
@@ -654,7 +545,7 @@ static void begin_section(struct pstate *st, const char *section, const char *ex
     trim_copy(title, sizeof title, section);
     if (strcmp(title, expect)) {
         /* inih kept the previous section: a ';' inside the brackets, or a very long name */
-        perr(st, st->line, "cannot read this section header; write [KIND NAME] with no ';' "
+        topo_perr(st, st->line, "cannot read this section header; write [KIND NAME] with no ';' "
              "inside the brackets and names of at most %d characters", TOPO_NAME_MAX - 1);
         return;
     }
@@ -668,18 +559,18 @@ static void begin_section(struct pstate *st, const char *section, const char *ex
         if (strlen(sections[i].kw) == kl && !strncmp(sections[i].kw, title, kl))
             break;
     if (i == sizeof sections / sizeof sections[0]) {
-        perr(st, st->line, "unknown section [%s]; sections are " SECTION_LIST, title);
+        topo_perr(st, st->line, "unknown section [%s]; sections are " SECTION_LIST, title);
         return;
     }
     enum sec s = sections[i].sec;
     const char *kw = sections[i].kw;
     if (sections[i].named && !*name) {
-        perr(st, st->line, "[%s] needs a name; write [%s %s]", kw, kw,
+        topo_perr(st, st->line, "[%s] needs a name; write [%s %s]", kw, kw,
              s == SEC_ADAPTER ? "HOST.NAME" : "NAME");
         return;
     }
     if (!sections[i].named && *name) {
-        perr(st, st->line, "[%s] takes no name; write [%s]", title, kw);
+        topo_perr(st, st->line, "[%s] takes no name; write [%s]", title, kw);
         return;
     }
     st->sec = s;
@@ -687,7 +578,7 @@ static void begin_section(struct pstate *st, const char *section, const char *ex
     switch (s) {
     case SEC_FABRIC: case SEC_DEFAULTS: case SEC_LATENCY:
         if (st->single_line[s]) {
-            perr(st, st->line, "section [%s] already appears at line %d; merge the two", kw,
+            topo_perr(st, st->line, "section [%s] already appears at line %d; merge the two", kw,
                  st->single_line[s]);
             memset(&st->scratch, 0, sizeof st->scratch);
             st->v = &st->scratch;
@@ -714,7 +605,7 @@ static int handler(void *user, const char *section, const char *name, const char
     }
     switch (st->sec) {
     case SEC_NONE:
-        perr(st, st->line, "'%s' is outside any section; put it under a [section] header", name);
+        topo_perr(st, st->line, "'%s' is outside any section; put it under a [section] header", name);
         break;
     case SEC_BAD:
         break; /* the header was reported */
@@ -739,9 +630,9 @@ static void check_unhandled(struct pstate *st)
     if (!st->content || st->called)
         return;
     if (st->header)
-        perr(st, st->line, "section header has no closing ']'; write [KIND NAME]");
+        topo_perr(st, st->line, "section header has no closing ']'; write [KIND NAME]");
     else
-        perr(st, st->line, "expected KEY = VALUE, a [section] header or a comment ('#' or ';' "
+        topo_perr(st, st->line, "expected KEY = VALUE, a [section] header or a comment ('#' or ';' "
              "at the start of the line)");
     st->content = false;
 }
@@ -773,7 +664,7 @@ static char *reader(char *str, int num, void *stream)
     st->content = *p && *p != '\n' && *p != '\r' && *p != ';' && *p != '#';
     size_t len = strcspn(p, "\r\n"); /* inih needs room for "\r\n" and the NUL */
     if (len + 3 > (size_t)num || strlen(p) + 1 > (size_t)num) {
-        perr(st, st->line, "line is longer than %d characters; shorten it", num - 3);
+        topo_perr(st, st->line, "line is longer than %d characters; shorten it", num - 3);
         st->content = false;
         if (st->header) { /* keep its keys out of the previous section */
             snprintf(st->marker, sizeof st->marker, "%s=%s\n", MARK_KEY, MARK_BAD);
@@ -785,7 +676,7 @@ static char *reader(char *str, int num, void *stream)
     if (st->header) {
         const char *close = strchr(p, ']');
         if (!close) { /* inih would keep the previous section: keep its keys out of it */
-            perr(st, st->line, "section header has no closing ']'; write [KIND NAME]");
+            topo_perr(st, st->line, "section header has no closing ']'; write [KIND NAME]");
             snprintf(st->marker, sizeof st->marker, "%s=%s\n", MARK_KEY, MARK_BAD);
             st->marker_pending = true;
         } else {
@@ -799,302 +690,12 @@ static char *reader(char *str, int num, void *stream)
             trim_copy(t, sizeof t, name);
             snprintf(st->marker, sizeof st->marker, "%s=%s\n", MARK_KEY, t[0] ? t : MARK_BAD);
             if (!t[0]) /* "[]" */
-                perr(st, st->line, "empty section header; write [KIND NAME]");
+                topo_perr(st, st->line, "empty section header; write [KIND NAME]");
             st->marker_pending = true;
         }
     }
     memcpy(str, p, strlen(p) + 1);
     return str;
-}
-
-/* ---- resolution: everything that needs the whole file ---- */
-
-static uint64_t adapter_value(const struct pstate *st, const struct vals *own, enum key k)
-{
-    if (own && (own->ok >> k & 1))
-        return own->v[k];
-    if (st->single[SEC_DEFAULTS].ok >> k & 1)
-        return st->single[SEC_DEFAULTS].v[k];
-    return keys[k].def;
-}
-
-/* The window (lut_entries * lut_size) must fit the 64 GiB BAR slot. Checked where it is set. */
-static void check_window(struct pstate *st, const struct vals *own, const char *who)
-{
-    const struct vals *v = own ? own : &st->single[SEC_DEFAULTS];
-    if (!(v->ok & (1ull << K_LUT_SIZE | 1ull << K_LUT_ENTRIES)))
-        return; /* nothing set here: checked where the values come from */
-    uint64_t size = adapter_value(st, own, K_LUT_SIZE);
-    uint64_t n = adapter_value(st, own, K_LUT_ENTRIES);
-    if (size <= WINDOW_MAX / n)
-        return;
-    int line = v->line[K_LUT_SIZE] > v->line[K_LUT_ENTRIES] ? v->line[K_LUT_SIZE]
-                                                             : v->line[K_LUT_ENTRIES];
-    char a[32];
-    perr(st, line, "%s: window lut_entries * lut_size = %" PRIu64 " * %s exceeds 64 GiB; lower "
-         "lut_entries or lut_size", who, n, fmt_size(size, a, sizeof a));
-}
-
-static void add_adapter(struct pstate *st, uint32_t host, const char *name, int line,
-                        struct sect_adapter *sa, uint32_t *on_host)
-{
-    struct topo *t = st->t;
-    if (sa)
-        sa->used = true; /* its host exists, whatever else is wrong */
-    if (*on_host == ADAPTERS_PER_HOST)
-        perr(st, line, "host %s has more than %d adapters (their requester IDs are PCIe devices "
-             "0..31 on one bus); remove some", t->hosts[host].name, ADAPTERS_PER_HOST);
-    if (t->nadapters >= TOPO_MAX_ADAPTERS) {
-        st->line = line;
-        limit_error(st, L_ADAPTERS);
-        return;
-    }
-    struct topo_adapter *a = &t->adapters[t->nadapters++];
-    size_t hl = strlen(t->hosts[host].name), nl = strlen(name);
-    memcpy(a->name, t->hosts[host].name, hl); /* the sum was checked when parsed */
-    a->name[hl] = '.';
-    memcpy(a->name + hl + 1, name, nl + 1);
-    a->host = host;
-    a->index_on_host = (*on_host)++;
-    a->line = sa ? sa->line : line;
-    const struct vals *own = sa ? &sa->p : NULL;
-    a->lut_size = adapter_value(st, own, K_LUT_SIZE);
-    a->lut_entries = (uint32_t)adapter_value(st, own, K_LUT_ENTRIES);
-    a->rid_entries = (uint32_t)adapter_value(st, own, K_RID_ENTRIES);
-    a->db_bits = (uint32_t)adapter_value(st, own, K_DOORBELLS);
-    a->spads = (uint32_t)adapter_value(st, own, K_SCRATCHPADS);
-    a->dma_channels = (uint32_t)adapter_value(st, own, K_DMA_CHANNELS);
-    if (sa) {
-        char who[TOPO_NAME_MAX + 16];
-        snprintf(who, sizeof who, "adapter %s", a->name);
-        check_window(st, own, who);
-    }
-}
-
-/* Adapters of a host are contiguous (fab_host.adapter_first): the adapters list, then its
- * [adapter] sections in file order. */
-static void resolve_adapters(struct pstate *st)
-{
-    struct topo *t = st->t;
-    check_window(st, NULL, "[defaults]");
-    for (uint32_t h = 0; h < t->nhosts; h++) {
-        uint32_t on_host = 0;
-        for (uint32_t i = 0; i < st->nlists; i++) {
-            if (st->lists[i].host != h)
-                continue;
-            struct sect_adapter *sa = NULL;
-            for (uint32_t j = 0; j < st->nsects && !sa; j++)
-                if (!strcmp(st->sects[j].host, t->hosts[h].name) &&
-                    !strcmp(st->sects[j].name, st->lists[i].name))
-                    sa = &st->sects[j];
-            add_adapter(st, h, st->lists[i].name, st->lists[i].line, sa, &on_host);
-        }
-        for (uint32_t j = 0; j < st->nsects; j++)
-            if (!st->sects[j].used && !strcmp(st->sects[j].host, t->hosts[h].name))
-                add_adapter(st, h, st->sects[j].name, st->sects[j].line, &st->sects[j],
-                            &on_host);
-    }
-    for (uint32_t j = 0; j < st->nsects; j++)
-        if (!st->sects[j].used)
-            perr(st, st->sects[j].line, "[adapter %s.%s]: no host named '%s'; declare "
-                 "[host %s] or fix the name", st->sects[j].host, st->sects[j].name,
-                 st->sects[j].host, st->sects[j].host);
-}
-
-static void resolve_hosts(struct pstate *st)
-{
-    struct topo *t = st->t;
-    for (uint32_t i = 0; i < t->nhosts; i++) {
-        struct topo_host *h = &t->hosts[i];
-        const struct vals *v = &st->host_v[i];
-        const struct vals *d = &st->single[SEC_DEFAULTS];
-        h->ram_size = v->ok >> K_RAM & 1 ? v->v[K_RAM]
-                    : d->ok >> K_RAM & 1 ? d->v[K_RAM] : keys[K_RAM].def;
-        h->iommu = (int)(v->ok >> K_IOMMU & 1 ? v->v[K_IOMMU]
-                       : d->ok >> K_IOMMU & 1 ? d->v[K_IOMMU] : keys[K_IOMMU].def);
-        if (!v->line[K_NODE_ID]) {
-            perr(st, h->line, "[host %s] has no node_id; add node_id = N (1..65535, unique)",
-                 h->name);
-            continue;
-        }
-        if (!(v->ok >> K_NODE_ID & 1))
-            continue; /* reported */
-        h->node_id = (uint32_t)v->v[K_NODE_ID];
-        for (uint32_t j = 0; j < i; j++)
-            if (t->hosts[j].node_id == h->node_id) {
-                perr(st, v->line[K_NODE_ID], "node_id %" PRIu32 " is already used by host %s at "
-                     "line %d; give every host its own node id", h->node_id, t->hosts[j].name,
-                     st->host_v[j].line[K_NODE_ID]);
-                break;
-            }
-    }
-}
-
-static void resolve_switches(struct pstate *st)
-{
-    struct topo *t = st->t;
-    for (uint32_t i = 0; i < t->nswitches; i++) {
-        struct topo_switch *s = &t->switches[i];
-        const struct vals *v = &st->sw_v[i];
-        if (!v->line[K_PORTS])
-            perr(st, s->line, "[switch %s] has no ports; add ports = N (2..256; an MXS824 has "
-                 "24)", s->name);
-        s->ports = v->ok >> K_PORTS & 1 ? (uint32_t)v->v[K_PORTS] : 0; /* 0: unknown, no check */
-        s->latency_ns = (uint32_t)(v->ok >> K_SW_LATENCY & 1 ? v->v[K_SW_LATENCY]
-                                                             : keys[K_SW_LATENCY].def);
-        st->uf[i] = i;
-    }
-}
-
-static uint32_t uf_find(struct pstate *st, uint32_t x)
-{
-    while (st->uf[x] != x)
-        x = st->uf[x] = st->uf[st->uf[x]];
-    return x;
-}
-
-static bool resolve_end(struct pstate *st, const char *s, int line, struct topo_end *e)
-{
-    const struct topo *t = st->t;
-    int i;
-    if (strchr(s, '.')) {
-        if ((i = topo_adapter_by_name(t, s)) >= 0) {
-            *e = (struct topo_end){ TOPO_END_ADAPTER, (uint32_t)i };
-            return true;
-        }
-        char host[TOPO_NAME_MAX];
-        size_t hl = (size_t)(strchr(s, '.') - s);
-        copy_name(host, s);
-        host[hl < TOPO_NAME_MAX ? hl : TOPO_NAME_MAX - 1] = '\0';
-        perr(st, line, "no adapter or switch named '%s'; declare it (adapters = in [host %s], "
-             "or [adapter %s]) or fix the name", s, host, s);
-        return false;
-    }
-    if ((i = topo_switch_by_name(t, s)) >= 0) {
-        *e = (struct topo_end){ TOPO_END_SWITCH, (uint32_t)i };
-        return true;
-    }
-    if ((i = topo_host_by_name(t, s)) >= 0)
-        perr(st, line, "no adapter or switch named '%s'; %s is a host, so name one of its "
-             "adapters as %s.ADAPTER", s, s, s);
-    else
-        perr(st, line, "no adapter or switch named '%s'; declare [switch %s], or write an "
-             "adapter as HOST.ADAPTER", s, s);
-    return false;
-}
-
-static const char *end_name(const struct topo *t, const struct topo_end *e)
-{
-    return e->kind == TOPO_END_ADAPTER ? t->adapters[e->index].name : t->switches[e->index].name;
-}
-
-static void resolve_links(struct pstate *st)
-{
-    struct topo *t = st->t;
-    for (uint32_t i = 0; i < st->nrl; i++) {
-        const struct raw_link *r = &st->rl[i];
-        struct topo_link l = { .line = r->line };
-        bool oka = resolve_end(st, r->a, r->line, &l.a);
-        bool okb = resolve_end(st, r->b, r->line, &l.b);
-        if (!oka || !okb)
-            continue;
-        if (l.a.kind == l.b.kind && l.a.index == l.b.index) {
-            perr(st, r->line, "cable from %s to itself; a cable joins two different ends",
-                 r->a);
-            continue;
-        }
-        bool ok = true;
-        const struct topo_end *ends[2] = { &l.a, &l.b };
-        for (int k = 0; k < 2; k++) {
-            const struct topo_end *e = ends[k];
-            if (e->kind == TOPO_END_ADAPTER && st->adapter_link_line[e->index]) {
-                perr(st, r->line, "adapter %s is already cabled at line %d; an adapter has one "
-                     "port, so give the host another adapter for this cable",
-                     end_name(t, e), st->adapter_link_line[e->index]);
-                ok = false;
-            }
-            if (e->kind == TOPO_END_SWITCH && t->switches[e->index].ports &&
-                st->sw_links[e->index] >= t->switches[e->index].ports) {
-                perr(st, r->line, "switch %s has only %" PRIu32 " ports and all are cabled; "
-                     "raise ports or cascade another switch", end_name(t, e),
-                     t->switches[e->index].ports);
-                ok = false;
-            }
-        }
-        if (ok && l.a.kind == TOPO_END_SWITCH && l.b.kind == TOPO_END_SWITCH &&
-            uf_find(st, l.a.index) == uf_find(st, l.b.index)) {
-            perr(st, r->line, "cable %s = %s closes a loop of switches; ntblend routes over "
-                 "trees, so remove one cable of the loop", r->a, r->b);
-            ok = false;
-        }
-        if (!ok)
-            continue;
-        for (int k = 0; k < 2; k++) {
-            if (ends[k]->kind == TOPO_END_ADAPTER)
-                st->adapter_link_line[ends[k]->index] = r->line;
-            else
-                st->sw_links[ends[k]->index]++;
-        }
-        if (l.a.kind == TOPO_END_SWITCH && l.b.kind == TOPO_END_SWITCH)
-            st->uf[uf_find(st, l.a.index)] = uf_find(st, l.b.index);
-        t->links[t->nlinks++] = l; /* nrl <= TOPO_MAX_LINKS */
-    }
-
-    /* Every adapter on a switch tree reaches all the others: at most TOPO_MAX_PEERS. */
-    uint32_t total[TOPO_MAX_SWITCHES] = { 0 }, seen[TOPO_MAX_SWITCHES] = { 0 };
-    for (int pass = 0; pass < 2; pass++)
-        for (uint32_t i = 0; i < t->nlinks; i++) {
-            const struct topo_link *l = &t->links[i];
-            if ((l->a.kind == TOPO_END_SWITCH) == (l->b.kind == TOPO_END_SWITCH))
-                continue; /* only adapter-switch cables attach adapters to trees */
-            uint32_t sw = l->a.kind == TOPO_END_SWITCH ? l->a.index : l->b.index;
-            uint32_t root = uf_find(st, sw);
-            if (pass == 0) {
-                total[root]++;
-            } else if (++seen[root] == TOPO_MAX_PEERS + 2) {
-                perr(st, l->line, "the switch tree of %s connects %" PRIu32 " adapters, so each "
-                     "would reach %" PRIu32 " peers, more than %d (TOPO_MAX_PEERS); split the "
-                     "hosts over separate switch trees", t->switches[sw].name, total[root],
-                     total[root] - 1, TOPO_MAX_PEERS);
-            }
-        }
-}
-
-static void resolve_devices(struct pstate *st)
-{
-    struct topo *t = st->t;
-    for (uint32_t i = 0; i < t->ndevices; i++) {
-        struct topo_device *d = &t->devices[i];
-        if (!st->dev_host_line[i]) {
-            perr(st, d->line, "[device %s] has no host; add host = NAME (the host it sits in)",
-                 d->name);
-        } else if (st->dev_host[i][0]) { /* empty: an invalid name, reported */
-            int h = topo_host_by_name(t, st->dev_host[i]);
-            if (h < 0)
-                perr(st, st->dev_host_line[i], "[device %s]: no host named '%s'; declare "
-                     "[host %s] or fix the name", d->name, st->dev_host[i], st->dev_host[i]);
-            else
-                d->host = (uint32_t)h;
-        }
-        if (!st->dev_type_line[i])
-            perr(st, d->line, "[device %s] has no type; add type = KIND (e.g. nvme)", d->name);
-    }
-}
-
-static void resolve_latency(struct pstate *st)
-{
-    struct topo_latency *l = &st->t->latency;
-    const struct vals *v = &st->single[SEC_LATENCY];
-#define LAT(k) ((uint32_t)(v->ok >> (k) & 1 ? v->v[k] : keys[k].def))
-    l->enabled = (int)LAT(K_ENABLED);
-    l->ntb_ns = LAT(K_NTB_NS);
-    l->adapter_switch_ns = LAT(K_ADAPTER_SWITCH_NS);
-    l->root_ns = LAT(K_ROOT_NS);
-    l->doorbell_ns = LAT(K_DOORBELL_NS);
-    l->max_read_requests = LAT(K_MAX_READS);
-    l->read_request_bytes = LAT(K_READ_BYTES);
-    l->link_mbps = LAT(K_LINK_MBPS);
-#undef LAT
 }
 
 /* ---- public ---- */
@@ -1138,16 +739,11 @@ int topo_load(const char *path, struct topo *t, FILE *err)
         goto out;
     }
     if (rc > 0 && st->nerr == 0) /* a syntax error we did not see: still refuse the file */
-        perr(st, st->line, "libinih cannot parse this file; check its syntax");
+        topo_perr(st, st->line, "libinih cannot parse this file; check its syntax");
 
-    resolve_hosts(st);
-    resolve_adapters(st);
-    resolve_switches(st);
-    resolve_links(st);
-    resolve_devices(st);
-    resolve_latency(st);
+    topo_resolve(st);
     if (t->nhosts == 0)
-        perr(st, 1, "no hosts; declare at least one [host NAME] with a node_id");
+        topo_perr(st, 1, "no hosts; declare at least one [host NAME] with a node_id");
     rc = st->nerr ? -EINVAL : 0;
 out:
     free(st->buf);

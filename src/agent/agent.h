@@ -43,6 +43,13 @@ enum mbox_type {
     MBOX_SEG_DISCONNECT,
     MBOX_SEG_NOTIFY,
     MBOX_INTR_CONNECT,
+    MBOX_DEV_BORROW,
+    MBOX_DEV_SHARE,
+    MBOX_DEV_RETURN,
+    MBOX_DEV_MAP,
+    MBOX_DEV_UNMAP,
+    MBOX_INBOUND_MAP,
+    MBOX_INBOUND_UNMAP,
     MBOX_TYPES = 32
 };
 #define MBOX_MAX_PAYLOAD 1024u
@@ -70,6 +77,18 @@ int aseg_disconnect(int32_t client, uint32_t owner, uint32_t conn_id);
 int aintr_create(int32_t client, uint32_t id, uint64_t *out_id, uint64_t *phys);
 int aintr_remove(int32_t client, uint32_t id);
 int aintr_connect(uint32_t adapter, uint32_t node, uint32_t id, uint64_t *bus, uint64_t *owner);
+
+/* ---- device lending (dev.c) ---- */
+int dev_start(struct agent *ag);
+void dev_stop(struct agent *ag);
+void dev_client_gone(int32_t client);
+int dev_available(int32_t client, uint32_t fn, bool on);
+int dev_borrow(int32_t client, uint32_t fn, uint32_t mode, bool persist);
+int dev_share(int32_t client, uint32_t fn);
+int dev_return(int32_t client, uint32_t fn);
+int dev_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_t size,
+            uint64_t *ioaddr, uint64_t *id);
+int dev_unmap(int32_t client, uint32_t fn, uint32_t id);
 
 /* ---- DMA engines (dma.c) ---- */
 int dma_start(struct agent *ag);

@@ -20,6 +20,7 @@
 
 #include "agent.h"
 #include "agent_proto.h"
+#include "models.h"
 
 #define MAX_CLIENTS 1024
 
@@ -148,6 +149,25 @@ static void serve(struct client *c, const struct agent_req *req)
     case AGENT_INTR_REMOVE:
         rsp.rc = aintr_remove(c->pid, (uint32_t)req->a);
         break;
+    case AGENT_DEV_AVAILABLE:
+        rsp.rc = dev_available(c->pid, (uint32_t)req->a, req->b != 0);
+        break;
+    case AGENT_DEV_BORROW:
+        rsp.rc = dev_borrow(c->pid, (uint32_t)req->a, (uint32_t)req->b, req->c != 0);
+        break;
+    case AGENT_DEV_SHARE:
+        rsp.rc = dev_share(c->pid, (uint32_t)req->a);
+        break;
+    case AGENT_DEV_RETURN:
+        rsp.rc = dev_return(req->c ? 0 : c->pid, (uint32_t)req->a);
+        break;
+    case AGENT_DEV_MAP:
+        rsp.rc = dev_map(c->pid, (uint32_t)req->a, (uint32_t)req->b, req->c,
+                         (uint64_t)req->flags * 4096, &rsp.a, &rsp.b);
+        break;
+    case AGENT_DEV_UNMAP:
+        rsp.rc = dev_unmap(c->pid, (uint32_t)req->a, (uint32_t)req->b);
+        break;
     case AGENT_INTR_CONNECT:
         rsp.rc = aintr_connect(req->flags, (uint32_t)req->a, (uint32_t)req->b, &rsp.a, &rsp.b);
         break;
@@ -161,6 +181,7 @@ static void serve(struct client *c, const struct agent_req *req)
 static void release_client(struct client *c)
 {
     close(c->fd);
+    dev_client_gone(c->pid);
     aseg_client_gone(c->pid); /* before its memory goes: segments outlive it if connected */
     agent_free_owner(&ag, c->pid);
     fab_reap_owner(ag.f, c->pid);
@@ -214,7 +235,9 @@ int main(int argc, char **argv)
         logmsg("cannot create the control socket: %s", strerror(lfd < 0 ? -lfd : errno));
         return 1;
     }
-    if ((rc = mbox_start(&ag)) || (rc = dma_start(&ag)) || (rc = aseg_start(&ag))) {
+    if ((rc = mbox_start(&ag)) || (rc = dma_start(&ag)) || (rc = aseg_start(&ag)) ||
+        (rc = dev_start(&ag)) ||
+        (rc = models_start(ag.f, ag.host))) {
         logmsg("cannot start: %s", strerror(-rc));
         return 1;
     }
@@ -268,6 +291,8 @@ int main(int argc, char **argv)
     atomic_store(&ag.stop, 1);
     fab_host_set_state(ag.f, ag.host, FAB_HOST_DOWN);
     atomic_store(&h->agent_pid, 0);
+    models_stop();
+    dev_stop(&ag);
     aseg_stop(&ag);
     mbox_stop(&ag);
     dma_stop(&ag);

@@ -399,23 +399,42 @@ void fab_fn_notify(struct fab *f, uint32_t fni)
     fab_futex_wake(&fn->reg_seq, INT_MAX);
 }
 
+static void fn_reset(struct fab *f, uint32_t fni, bool all_bars)
+{
+    struct fab_function *fn = fab_func(f, fni);
+    fab_lock(&fn->cfg_lock);
+    uint16_t zero = 0, ctrl;
+    memcpy(fn->cfg + 0x04, &zero, 2);
+    memcpy(&ctrl, fn->cfg + FAB_CFG_MSIX + 2, 2);
+    ctrl &= 0x7ff;
+    memcpy(fn->cfg + FAB_CFG_MSIX + 2, &ctrl, 2);
+    fn->bar_sizing = 0;
+    fab_unlock(&fn->cfg_lock);
+    int fd = fab_bar_fd(f, fni);
+    for (int b = 0; fd >= 0 && b < FAB_BARS; b++)
+        if (fn->bar[b].kind == FAB_BAR_REGS || (all_bars && fn->bar[b].kind == FAB_BAR_MEM))
+            fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)fn->bar[b].off,
+                      (off_t)fn->bar[b].size);
+    atomic_fetch_add(&fn->reset_gen, 1);
+    fab_fn_notify(f, fni);
+}
+
+void fab_fn_reset(struct fab *f, uint32_t fni)
+{
+    if (fni < f->ctl->nfuncs)
+        fn_reset(f, fni, false);
+}
+
 void fab_funcs_reset(struct fab *f, uint32_t host)
 {
     const struct fab_host *h = fab_host(f, host);
     for (uint32_t i = 0; i < h->nfuncs; i++) {
         uint32_t fni = h->func_first + i;
         struct fab_function *fn = fab_func(f, fni);
-        fab_lock(&fn->cfg_lock);
-        uint16_t zero = 0, ctrl;
-        memcpy(fn->cfg + 0x04, &zero, 2);
-        memcpy(&ctrl, fn->cfg + FAB_CFG_MSIX + 2, 2);
-        ctrl &= 0x7ff;
-        memcpy(fn->cfg + FAB_CFG_MSIX + 2, &ctrl, 2);
-        fn->bar_sizing = 0;
-        fab_unlock(&fn->cfg_lock);
-        int fd = fab_bar_fd(f, fni);
-        if (fd >= 0)
-            fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)fn->file_size);
-        fab_fn_notify(f, fni);
+        atomic_store(&fn->lend_available, 0);
+        atomic_store(&fn->lend_exclusive, 0);
+        for (int k = 0; k < 4; k++)
+            atomic_store(&fn->lend_borrowers[k], 0);
+        fn_reset(f, fni, true);
     }
 }

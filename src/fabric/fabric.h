@@ -82,6 +82,11 @@ struct fab_function {
     uint32_t bar_sizing;       /* BAR slots written all-ones: reads return the size mask */
     _Atomic uint32_t reg_seq;  /* futex: a register write (doorbell) wakes the model */
     _Atomic uint32_t model_up; /* the model is serving this function */
+    _Atomic uint32_t reset_gen; /* bumps on a function-level reset: models drop all state */
+    /* SmartIO lending state, written only by the lender's agent. */
+    _Atomic uint32_t lend_available;
+    _Atomic uint32_t lend_exclusive;      /* the borrower holds it alone */
+    _Atomic uint64_t lend_borrowers[4];   /* bit per host index */
 };
 
 struct fab_host {
@@ -378,6 +383,9 @@ int fab_fn_dma_write(struct fab *f, uint32_t fn, uint64_t addr, const void *src,
  * be another host's MSI region, through an NTB). Masked: the pending bit is set instead.
  * -EINVAL no such vector, -ENODEV MSI-X disabled. */
 int fab_fn_msix(struct fab *f, uint32_t fn, uint32_t vector);
+/* Function-level reset: bus mastering and MSI-X off, register BARs cleared, reset_gen bumped
+ * so the model drops its state (what a lender does when it reclaims a device). */
+void fab_fn_reset(struct fab *f, uint32_t fn);
 /* Tell a function's model that a register changed (what a write to a register BAR does). */
 void fab_fn_notify(struct fab *f, uint32_t fn);
 /* Power-on state of a host's functions: config space as enumerated, BAR contents zero. */

@@ -98,8 +98,11 @@ int fab_iommu_translate(struct fab *f, uint32_t host, uint16_t rid, uint64_t iov
     }
     struct fab_iommu_map *m = fab_iommu_table(f, host);
     int rc = -EFAULT;
+    uint64_t gap = len; /* on a miss: up to the next mapping of this requester */
     fab_lock(&h->iommu_lock);
     for (uint32_t i = 0; i < h->iommu_nmaps; i++) {
+        if (m[i].used && m[i].rid == rid && m[i].iova > iova && m[i].iova - iova < gap)
+            gap = m[i].iova - iova;
         if (!m[i].used || m[i].rid != rid || iova < m[i].iova || iova - m[i].iova >= m[i].size)
             continue;
         if (!(m[i].perm & (write ? FAB_PERM_WRITE : FAB_PERM_READ))) {
@@ -113,6 +116,8 @@ int fab_iommu_translate(struct fab *f, uint32_t host, uint16_t rid, uint64_t iov
         break;
     }
     fab_unlock(&h->iommu_lock);
+    if (rc)
+        *contig = gap;
     if (rc && !probing)
         fab_fault_record(f, host, rid, iova, write, rc);
     return rc;
@@ -134,6 +139,29 @@ static int window_at(const struct fab *f, uint32_t host, uint64_t phys)
 
 static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
+/* Where the next region above phys begins in host's map (UINT64_MAX: none): a failed access
+ * covers only the gap, so a mapping over a gap and a BAR maps the BAR. */
+static uint64_t next_decoded(const struct fab *f, uint32_t host, uint64_t phys)
+{
+    const struct fab_host *h = fab_host(f, host);
+    uint64_t next = UINT64_MAX;
+#define CONSIDER(start)                                                                      \
+    do {                                                                                     \
+        uint64_t s_ = (start);                                                               \
+        if (s_ > phys && s_ < next)                                                          \
+            next = s_;                                                                       \
+    } while (0)
+    CONSIDER(FAB_MSI_BASE);
+    for (uint32_t i = 0; i < h->nadapters; i++)
+        CONSIDER(fab_adapter(f, h->adapter_first + i)->bar_addr);
+    for (uint32_t i = 0; i < h->nfuncs; i++)
+        for (int b = 0; b < FAB_BARS; b += 2)
+            if (fab_func(f, h->func_first + i)->bar[b].kind != FAB_BAR_NONE)
+                CONSIDER(fab_func(f, h->func_first + i)->bar[b].addr);
+#undef CONSIDER
+    return next;
+}
+
 int fab_resolve(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint64_t len,
                 bool write, struct fab_target *t)
 {
@@ -151,6 +179,7 @@ int fab_resolve(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint6
             int rc = fab_iommu_translate(f, host, rid, addr, len, write, &phys, &contig);
             if (rc) {
                 t->err = rc;
+                t->len = contig;
                 return 0;
             }
             len = contig;
@@ -184,7 +213,8 @@ int fab_resolve(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint6
         }
         int ai = window_at(f, host, phys);
         if (ai < 0) {
-            t->err = -EIO; /* master abort: nothing decodes this address */
+            t->err = -EIO; /* master abort: nothing decodes this address ... */
+            t->len = min64(len, next_decoded(f, host, phys) - phys); /* ... up to what does */
             return 0;
         }
         struct fab_adapter *a = fab_adapter(f, (uint32_t)ai);

@@ -33,6 +33,15 @@ enum agent_op {
     AGENT_INTR_REMOVE,    /* a = id */
     AGENT_INTR_CONNECT,   /* flags = adapter index, a = owner node id, b = id -> a = bus address
                            * of the interrupt page at the owner, b = owner host index */
+    /* SmartIO device lending (src/smartio). a = function index (fabric-wide device id). */
+    AGENT_DEV_AVAILABLE,  /* on the lender: b = 1 lend it out / 0 withdraw it */
+    AGENT_DEV_BORROW,     /* b = SIO_EXCLUSIVE or SIO_SHARED, c = 1: held by the host until
+                           * returned (the CLI), 0: returned when this client hangs up */
+    AGENT_DEV_SHARE,      /* exclusive -> shared */
+    AGENT_DEV_RETURN,
+    AGENT_DEV_MAP,        /* b = target host index, c = bus address there, flags = pages ->
+                           * a = device-side I/O address, b = mapping id */
+    AGENT_DEV_UNMAP,      /* b = mapping id */
 };
 
 struct agent_req {

@@ -1,0 +1,102 @@
+/*
+ * ntblend SmartIO: use any PCIe device in the cluster from any host (smartio-tocs-2021 §4,
+ * §6.1). Devices are PCIe functions with fabric-wide ids; a lender makes its devices
+ * available, a borrower borrows one (exclusively, or shared by several hosts), maps its BARs
+ * through the NTB, and maps memory *for the device*: it gets the I/O address to program into
+ * the device, wherever the memory is — in the lender, in the borrower, in a third host, or in
+ * another device's BAR — resolved as smartio §4.4 describes. No software sits in the data
+ * path: the device's DMA and the CPU's register accesses cross the NTB directly.
+ *
+ * For applications started with `ntblend run --host H -- prog`. Functions return 0 or a
+ * negative errno unless stated otherwise.
+ */
+#ifndef NTBLEND_SMARTIO_H
+#define NTBLEND_SMARTIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ntblend/seg.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SIO_EXCLUSIVE 1u /* only this host may use the device */
+#define SIO_SHARED 2u    /* several hosts at once (e.g. each owns separate NVMe queues) */
+
+struct sio_info {
+    uint32_t id;            /* fabric-wide device id */
+    char name[32];          /* "nvme0", "accel0.vf1" */
+    char type[32];          /* model: "nvme", "accel" */
+    char host[32];          /* lender host */
+    uint32_t node_id;       /* lender node id */
+    uint16_t vendor, device;
+    uint32_t class_code;
+    uint32_t vf;            /* 0: physical function */
+    bool available;         /* lent out by its host */
+    bool exclusive;
+    uint32_t borrowers;     /* hosts borrowing it now */
+};
+
+/* All devices of the fabric; returns how many there are (copies at most max). */
+int sio_list(struct sio_info *out, int max);
+/* The id of a device by name, or -ENOENT. */
+int sio_find(const char *name);
+/* On the lender's host: lend the device out, or stop lending it (-EREMOTE elsewhere). */
+int sio_set_available(uint32_t id, bool available);
+
+typedef struct sio_dev sio_dev_t;
+typedef struct sio_bar sio_bar_t;
+typedef struct sio_dma sio_dma_t;
+
+/* Borrow: -EACCES not available, -EBUSY held exclusively (or shared when asking exclusive),
+ * -EALREADY this host borrows it already, -EHOSTUNREACH lender unreachable. Returned when the
+ * process exits. */
+int sio_borrow(uint32_t id, unsigned mode, sio_dev_t **dev);
+/* Exclusive -> shared, after setting the device up (smartio's NVMe driver does this). */
+int sio_share(sio_dev_t *dev);
+int sio_return(sio_dev_t *dev);
+uint32_t sio_id(const sio_dev_t *dev);
+
+/* Configuration space (through the lender: a control operation, not a data path). */
+uint32_t sio_cfg_read(sio_dev_t *dev, uint32_t off, uint32_t len);
+int sio_cfg_write(sio_dev_t *dev, uint32_t off, uint32_t len, uint32_t val);
+/* Set Memory Space and Bus Master Enable: needed before the device does DMA. */
+int sio_enable(sio_dev_t *dev);
+
+/* Map BAR `bar` (0, 2, 4) into this process: through the NTB when the lender is another
+ * host. Registers are I/O: use sio_write32/64 so the device sees the write. */
+volatile void *sio_map_bar(sio_dev_t *dev, int bar, size_t *size, sio_bar_t **map);
+int sio_unmap_bar(sio_bar_t *map);
+void sio_write32(sio_bar_t *map, size_t off, uint32_t val);
+void sio_write64(sio_bar_t *map, size_t off, uint64_t val);
+uint32_t sio_read32(sio_bar_t *map, size_t off);
+uint64_t sio_read64(sio_bar_t *map, size_t off);
+
+/* Memory for the device. Each returns the device-side I/O address of the memory: */
+/* ... bus address `addr` on host `node_id` (RAM, or a BAR there) */
+int sio_map_addr(sio_dev_t *dev, uint32_t node_id, uint64_t addr, size_t size,
+                 uint64_t *ioaddr, sio_dma_t **map);
+/* ... a segment of this host */
+int sio_map_local(sio_dev_t *dev, seg_local_t *seg, size_t off, size_t size, uint64_t *ioaddr,
+                  sio_dma_t **map);
+/* ... a connected segment of any host */
+int sio_map_remote(sio_dev_t *dev, seg_remote_t *seg, size_t off, size_t size,
+                   uint64_t *ioaddr, sio_dma_t **map);
+/* ... another borrowed device's BAR (peer to peer, shortest path) */
+int sio_map_peer_bar(sio_dev_t *dev, sio_dev_t *peer, int bar, uint64_t *ioaddr,
+                     sio_dma_t **map);
+int sio_unmap(sio_dma_t *map);
+
+/* Interrupts: the MSI-X vector `vector` of the device wakes sio_wait_vector on this host. The
+ * table entry is programmed to reach this host's MSI region through the lender's NTB. */
+int sio_enable_vector(sio_dev_t *dev, uint32_t vector, uint32_t host_vector);
+/* Wait for host vector v of this host (as an interrupt handler would run): 0 or -ETIMEDOUT. */
+int sio_wait_vector(uint32_t host_vector, uint32_t *seen, int timeout_ms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

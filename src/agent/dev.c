@@ -1,0 +1,593 @@
+/*
+ * Device lending, the agents' part (smartio-tocs-2021 §4). The lender's agent owns its
+ * devices' lending state: who borrows what (exclusive or shared), the mappings it prepared so
+ * a device can reach memory elsewhere (a LUT entry on the lender's adapter facing the target,
+ * the device's requester ID in that adapter's table, lender IOMMU mappings), and leases: when
+ * a borrower's host dies, its mappings go and an exclusively borrowed device is reset and
+ * taken back. The borrower's agent relays its processes' requests over the NTB mailboxes and
+ * maps the target memory into the target host's IOMMU when that is on.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "ntblend/smartio.h"
+
+struct dev_req {
+    uint32_t fn, mode, target, pages;
+    uint64_t addr;
+    uint32_t id, boot;
+};
+
+struct dev_rsp {
+    uint64_t ioaddr;
+    uint32_t id;
+    int32_t via; /* lender adapter (global index) the device's traffic leaves by, -1 local */
+};
+
+struct inbound_req { /* MBOX_INBOUND_MAP / UNMAP: let `rid` reach [addr, addr+size) */
+    uint64_t addr, size;
+    uint32_t rid;
+};
+
+/* Lender side. */
+struct lend {
+    struct lend *next;
+    uint32_t fn, host, boot; /* who borrows it */
+};
+
+struct lmap {
+    struct lmap *next;
+    uint32_t id, fn, host;   /* mapping id, device, borrower */
+    int adapter, lut;        /* -1 when the target is on the lender */
+    uint32_t count;
+    uint64_t ioaddr, size;
+    bool iommu;
+};
+
+/* Borrower side: what our processes hold. */
+struct hold {
+    struct hold *next;
+    int32_t client;          /* 0: held for the host (ntblend borrow) */
+    uint32_t fn;
+};
+
+struct bmap {
+    struct bmap *next;
+    int32_t client;
+    uint32_t fn, id, lender;
+    uint32_t target, rid;    /* inbound IOMMU mapping made on the target, rid 0 if none */
+    uint64_t addr, size;
+};
+
+static struct {
+    struct agent *ag;
+    pthread_mutex_t lock;
+    struct lend *lends;
+    struct lmap *lmaps;
+    struct hold *holds;
+    struct bmap *bmaps;
+    uint32_t next_id;
+    pthread_t watcher;
+} D = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static struct fab *F(void) { return D.ag->f; }
+static struct fab_function *FN(uint32_t fn) { return fab_func(D.ag->f, fn); }
+
+static void set_borrower(uint32_t fn, uint32_t host, bool on)
+{
+    _Atomic uint64_t *w = &FN(fn)->lend_borrowers[host / 64];
+    if (on)
+        atomic_fetch_or(w, 1ull << (host % 64));
+    else
+        atomic_fetch_and(w, ~(1ull << (host % 64)));
+}
+
+static uint32_t borrower_count(uint32_t fn)
+{
+    uint32_t n = 0;
+    for (int k = 0; k < 4; k++)
+        n += (uint32_t)__builtin_popcountll(atomic_load(&FN(fn)->lend_borrowers[k]));
+    return n;
+}
+
+static bool lender_of(uint32_t fn) { return fn < F()->ctl->nfuncs && FN(fn)->host == D.ag->host; }
+
+/* ---------------------------------------------------------------- lender */
+
+static void drop_lmap(struct lmap *m)
+{
+    struct fab *f = F();
+    for (uint32_t k = 0; m->lut >= 0 && k < m->count; k++)
+        fab_lut_clear(f, (uint32_t)m->adapter, (uint32_t)m->lut + k, getpid());
+    if (m->iommu)
+        fab_iommu_unmap(f, D.ag->host, FN(m->fn)->rid, m->ioaddr & ~4095ull, m->size);
+}
+
+/* Remove host's borrow of fn and its mappings; reset an exclusively held device once free.
+ * Lock held. */
+static void lend_drop(uint32_t fn, uint32_t host)
+{
+    for (struct lend **pp = &D.lends; *pp;) {
+        struct lend *l = *pp;
+        if (l->fn == fn && l->host == host) {
+            *pp = l->next;
+            free(l);
+        } else {
+            pp = &l->next;
+        }
+    }
+    for (struct lmap **pp = &D.lmaps; *pp;) {
+        struct lmap *m = *pp;
+        if (m->fn == fn && m->host == host) {
+            *pp = m->next;
+            drop_lmap(m);
+            free(m);
+        } else {
+            pp = &m->next;
+        }
+    }
+    set_borrower(fn, host, false);
+    if (borrower_count(fn) == 0) {
+        /* Taken back: whatever the borrower left in it must not reach the next one. */
+        if (atomic_exchange(&FN(fn)->lend_exclusive, 0))
+            fab_fn_reset(F(), fn);
+    }
+}
+
+static int lend_borrow(uint32_t fn, uint32_t host, uint32_t boot, uint32_t mode)
+{
+    if (!lender_of(fn))
+        return -ENODEV;
+    if (mode != SIO_EXCLUSIVE && mode != SIO_SHARED)
+        return -EINVAL;
+    struct fab_function *x = FN(fn);
+    if (!atomic_load(&x->lend_available))
+        return -EACCES; /* the lender has not made it available */
+    for (struct lend *l = D.lends; l; l = l->next)
+        if (l->fn == fn && l->host == host)
+            return -EALREADY;
+    if (atomic_load(&x->lend_exclusive) || (mode == SIO_EXCLUSIVE && borrower_count(fn)))
+        return -EBUSY;
+    struct lend *l = calloc(1, sizeof *l);
+    if (!l)
+        return -ENOMEM;
+    *l = (struct lend){ .next = D.lends, .fn = fn, .host = host, .boot = boot };
+    D.lends = l;
+    set_borrower(fn, host, true);
+    atomic_store(&x->lend_exclusive, mode == SIO_EXCLUSIVE);
+    return 0;
+}
+
+static bool borrows(uint32_t fn, uint32_t host)
+{
+    for (struct lend *l = D.lends; l; l = l->next)
+        if (l->fn == fn && l->host == host)
+            return true;
+    return false;
+}
+
+/* Prepare an I/O address through which fn reaches `addr` on `target` (smartio §4.4: on the
+ * lender itself, or through the lender's adapter facing the target). Lock held. */
+static int lend_map(uint32_t fn, uint32_t host, uint32_t target, uint64_t addr, uint64_t size,
+                    struct dev_rsp *out)
+{
+    struct fab *f = F();
+    if (!lender_of(fn) || !size || target >= f->ctl->nhosts)
+        return -EINVAL;
+    if (!borrows(fn, host))
+        return -EPERM;
+    struct lmap *m = calloc(1, sizeof *m);
+    if (!m)
+        return -ENOMEM;
+    *m = (struct lmap){ .id = ++D.next_id, .fn = fn, .host = host, .adapter = -1, .lut = -1 };
+    int rc = 0;
+    const struct fab_host *self = fab_host(f, D.ag->host);
+    if (target == D.ag->host) {
+        m->ioaddr = addr;
+        out->via = -1;
+    } else {
+        rc = -EHOSTUNREACH;
+        for (uint32_t i = 0; i < self->nadapters && rc == -EHOSTUNREACH; i++) {
+            uint32_t ai = self->adapter_first + i;
+            const struct fab_adapter *a = fab_adapter(f, ai);
+            for (uint32_t p = 0; p < a->npeers; p++)
+                if (fab_adapter(f, a->peers[p])->host == target) {
+                    m->adapter = (int)ai;
+                    rc = 0;
+                    break;
+                }
+        }
+        if (!rc) {
+            const struct fab_adapter *a = fab_adapter(f, (uint32_t)m->adapter);
+            uint64_t base = addr & ~(a->lut_size - 1);
+            m->count = (uint32_t)((addr - base + size + a->lut_size - 1) / a->lut_size);
+            /* Held by the agent process itself, so nobody else takes them in between. */
+            m->lut = fab_lut_alloc_range(f, (uint32_t)m->adapter, m->count, getpid());
+            rc = m->lut < 0 ? m->lut : 0;
+            for (uint32_t k = 0; !rc && k < m->count; k++)
+                rc = fab_lut_set(f, (uint32_t)m->adapter, (uint32_t)m->lut + k, target,
+                                 base + (uint64_t)k * a->lut_size, getpid(), 0);
+            /* Reads come back by requester ID: the device needs an entry (smartio §8). */
+            int r = rc ? 0 : fab_rid_add(f, (uint32_t)m->adapter, FN(fn)->rid, 0);
+            if (r && r != -EEXIST)
+                rc = r;
+            m->ioaddr = a->bar_addr + (uint64_t)m->lut * a->lut_size + (addr - base);
+            out->via = m->adapter;
+        }
+    }
+    m->size = ((m->ioaddr & 4095) + size + 4095) & ~4095ull;
+    if (!rc && self->iommu) {
+        /* The device reaches only what is mapped for it (identity I/O virtual addresses). */
+        rc = fab_iommu_map(f, D.ag->host, FN(fn)->rid, m->ioaddr & ~4095ull, m->ioaddr & ~4095ull,
+                           m->size, FAB_PERM_READ | FAB_PERM_WRITE, 0);
+        m->iommu = rc == 0;
+    }
+    if (rc) {
+        drop_lmap(m);
+        free(m);
+        return rc;
+    }
+    m->next = D.lmaps;
+    D.lmaps = m;
+    out->ioaddr = m->ioaddr;
+    out->id = m->id;
+    return 0;
+}
+
+static int lend_unmap(uint32_t fn, uint32_t host, uint32_t id)
+{
+    for (struct lmap **pp = &D.lmaps; *pp; pp = &(*pp)->next) {
+        struct lmap *m = *pp;
+        if (m->id == id && m->fn == fn && m->host == host) {
+            *pp = m->next;
+            drop_lmap(m);
+            free(m);
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
+/* One dispatcher for requests arriving by mailbox and from this host's own processes. */
+static int lender_call(uint32_t type, uint32_t from, const struct dev_req *r, struct dev_rsp *out)
+{
+    pthread_mutex_lock(&D.lock);
+    int rc;
+    switch (type) {
+    case MBOX_DEV_BORROW:
+        rc = lend_borrow(r->fn, from, r->boot, r->mode);
+        break;
+    case MBOX_DEV_SHARE:
+        rc = !lender_of(r->fn) ? -ENODEV : !borrows(r->fn, from) ? -EPERM : 0;
+        if (!rc)
+            atomic_store(&FN(r->fn)->lend_exclusive, 0);
+        break;
+    case MBOX_DEV_RETURN:
+        rc = !lender_of(r->fn) ? -ENODEV : !borrows(r->fn, from) ? -ENOENT : 0;
+        if (!rc)
+            lend_drop(r->fn, from);
+        break;
+    case MBOX_DEV_MAP:
+        rc = lend_map(r->fn, from, r->target, r->addr, (uint64_t)r->pages * 4096, out);
+        break;
+    case MBOX_DEV_UNMAP:
+        rc = lend_unmap(r->fn, from, r->id);
+        break;
+    default:
+        rc = -EOPNOTSUPP;
+    }
+    pthread_mutex_unlock(&D.lock);
+    return rc;
+}
+
+static int h_dev(uint32_t type, uint32_t from, const void *req, uint32_t len, void *rsp,
+                 uint32_t *rsp_len)
+{
+    struct dev_req r;
+    struct dev_rsp out = { .via = -1 };
+    if (len < sizeof r)
+        return -EINVAL;
+    memcpy(&r, req, sizeof r);
+    int rc = lender_call(type, from, &r, &out);
+    memcpy(rsp, &out, sizeof out);
+    *rsp_len = sizeof out;
+    return rc;
+}
+
+#define HANDLER(name, type)                                                                  \
+    static int name(struct agent *ag, uint32_t from, const void *req, uint32_t len, void *rsp, \
+                    uint32_t *rsp_len)                                                       \
+    {                                                                                        \
+        return h_dev(type, from, req, len, rsp, rsp_len);                                    \
+    }
+HANDLER(h_borrow, MBOX_DEV_BORROW)
+HANDLER(h_share, MBOX_DEV_SHARE)
+HANDLER(h_return, MBOX_DEV_RETURN)
+HANDLER(h_map, MBOX_DEV_MAP)
+HANDLER(h_unmap, MBOX_DEV_UNMAP)
+
+static int h_inbound(struct agent *ag, uint32_t from, const void *req, uint32_t len, void *rsp,
+                     uint32_t *rsp_len, bool map)
+{
+    struct inbound_req r;
+    if (len < sizeof r)
+        return -EINVAL;
+    memcpy(&r, req, sizeof r);
+    if (!map)
+        return fab_iommu_unmap(F(), ag->host, (uint16_t)r.rid, r.addr, r.size);
+    int rc = fab_iommu_map(F(), ag->host, (uint16_t)r.rid, r.addr, r.addr, r.size,
+                           FAB_PERM_READ | FAB_PERM_WRITE, 0);
+    return rc == -EEXIST ? 0 : rc;
+}
+
+static int h_inbound_map(struct agent *ag, uint32_t from, const void *req, uint32_t len,
+                         void *rsp, uint32_t *rsp_len)
+{
+    return h_inbound(ag, from, req, len, rsp, rsp_len, true);
+}
+
+static int h_inbound_unmap(struct agent *ag, uint32_t from, const void *req, uint32_t len,
+                           void *rsp, uint32_t *rsp_len)
+{
+    return h_inbound(ag, from, req, len, rsp, rsp_len, false);
+}
+
+/* ---------------------------------------------------------------- borrower */
+
+/* Send a lending request to fn's lender (or handle it here when we are the lender). */
+static int to_lender(uint32_t type, const struct dev_req *r, struct dev_rsp *out)
+{
+    if (r->fn >= F()->ctl->nfuncs)
+        return -ENODEV;
+    uint32_t lender = FN(r->fn)->host;
+    *out = (struct dev_rsp){ .via = -1 };
+    if (lender == D.ag->host)
+        return lender_call(type, D.ag->host, r, out);
+    uint32_t got = 0;
+    int rc = mbox_call(D.ag, lender, type, r, sizeof *r, out, sizeof *out, &got, 1000);
+    if (rc == -ENOLINK || rc == -ETIMEDOUT || rc == -ENOTCONN)
+        rc = -EHOSTUNREACH;
+    return rc;
+}
+
+int dev_available(int32_t client, uint32_t fn, bool on)
+{
+    if (!lender_of(fn))
+        return fn < F()->ctl->nfuncs ? -EREMOTE : -ENODEV; /* ask the lender's host */
+    atomic_store(&FN(fn)->lend_available, on);
+    return 0;
+}
+
+int dev_borrow(int32_t client, uint32_t fn, uint32_t mode, bool persist)
+{
+    struct dev_req r = { .fn = fn, .mode = mode, .boot = atomic_load(&fab_host(F(), D.ag->host)->boot_gen) };
+    struct dev_rsp out;
+    int rc = to_lender(MBOX_DEV_BORROW, &r, &out);
+    if (rc)
+        return rc;
+    struct hold *h = calloc(1, sizeof *h);
+    if (!h) {
+        to_lender(MBOX_DEV_RETURN, &r, &out);
+        return -ENOMEM;
+    }
+    pthread_mutex_lock(&D.lock);
+    *h = (struct hold){ .next = D.holds, .client = persist ? 0 : client, .fn = fn };
+    D.holds = h;
+    pthread_mutex_unlock(&D.lock);
+    return 0;
+}
+
+static struct hold *find_hold(int32_t client, uint32_t fn, bool any_client)
+{
+    for (struct hold *h = D.holds; h; h = h->next)
+        if (h->fn == fn && (h->client == client || any_client))
+            return h;
+    return NULL;
+}
+
+int dev_share(int32_t client, uint32_t fn)
+{
+    pthread_mutex_lock(&D.lock);
+    bool held = find_hold(client, fn, true);
+    pthread_mutex_unlock(&D.lock);
+    if (!held)
+        return -ENOENT;
+    struct dev_req r = { .fn = fn };
+    struct dev_rsp out;
+    return to_lender(MBOX_DEV_SHARE, &r, &out);
+}
+
+int dev_unmap(int32_t client, uint32_t fn, uint32_t id)
+{
+    struct bmap *found = NULL;
+    pthread_mutex_lock(&D.lock);
+    for (struct bmap **pp = &D.bmaps; *pp; pp = &(*pp)->next)
+        if ((*pp)->id == id && (*pp)->fn == fn && ((*pp)->client == client || !client)) {
+            found = *pp;
+            *pp = found->next;
+            break;
+        }
+    pthread_mutex_unlock(&D.lock);
+    if (!found)
+        return -ENOENT;
+    struct dev_req r = { .fn = fn, .id = id };
+    struct dev_rsp out;
+    int rc = to_lender(MBOX_DEV_UNMAP, &r, &out);
+    if (found->rid) {
+        struct inbound_req q = { .addr = found->addr, .size = found->size, .rid = found->rid };
+        if (found->target == D.ag->host)
+            fab_iommu_unmap(F(), D.ag->host, (uint16_t)q.rid, q.addr, q.size);
+        else
+            mbox_call(D.ag, found->target, MBOX_INBOUND_UNMAP, &q, sizeof q, NULL, 0, NULL, 1000);
+    }
+    free(found);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+int dev_return(int32_t client, uint32_t fn)
+{
+    pthread_mutex_lock(&D.lock);
+    struct hold *h = find_hold(client, fn, client == 0);
+    if (h) {
+        for (struct hold **pp = &D.holds; *pp; pp = &(*pp)->next)
+            if (*pp == h) {
+                *pp = h->next;
+                break;
+            }
+    }
+    pthread_mutex_unlock(&D.lock);
+    if (!h)
+        return -ENOENT;
+    free(h);
+    for (;;) { /* the mappings go with the borrow */
+        uint32_t id = 0;
+        pthread_mutex_lock(&D.lock);
+        for (struct bmap *m = D.bmaps; m; m = m->next)
+            if (m->fn == fn)
+                id = m->id;
+        pthread_mutex_unlock(&D.lock);
+        if (!id || dev_unmap(0, fn, id))
+            break;
+    }
+    struct dev_req r = { .fn = fn };
+    struct dev_rsp out;
+    return to_lender(MBOX_DEV_RETURN, &r, &out);
+}
+
+int dev_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_t size,
+            uint64_t *ioaddr, uint64_t *id)
+{
+    struct fab *f = F();
+    if (!size || size > (1ull << 44) || target >= f->ctl->nhosts)
+        return -EINVAL;
+    pthread_mutex_lock(&D.lock);
+    bool held = find_hold(client, fn, true);
+    pthread_mutex_unlock(&D.lock);
+    if (!held)
+        return -EPERM; /* borrow it first */
+    uint64_t first = addr & ~4095ull, pages = (addr - first + size + 4095) / 4096;
+    struct dev_req r = { .fn = fn, .target = target, .addr = addr, .pages = (uint32_t)pages };
+    struct dev_rsp out;
+    int rc = to_lender(MBOX_DEV_MAP, &r, &out);
+    if (rc)
+        return rc;
+    struct bmap *m = calloc(1, sizeof *m);
+    if (!m) {
+        r.id = out.id;
+        to_lender(MBOX_DEV_UNMAP, &r, &out);
+        return -ENOMEM;
+    }
+    *m = (struct bmap){ .client = client, .fn = fn, .id = out.id, .lender = FN(fn)->host,
+                        .target = target, .addr = first, .size = pages * 4096 };
+    /* The device's traffic enters the target through the target's adapter facing the
+     * lender's: with the target's IOMMU on, that adapter's domain must map the memory. */
+    if (out.via >= 0 && fab_host(f, target)->iommu) {
+        const struct fab_adapter *va = fab_adapter(f, (uint32_t)out.via);
+        for (uint32_t p = 0; p < va->npeers; p++)
+            if (fab_adapter(f, va->peers[p])->host == target)
+                m->rid = fab_adapter(f, va->peers[p])->rid;
+        struct inbound_req q = { .addr = m->addr, .size = m->size, .rid = m->rid };
+        if (target == D.ag->host)
+            rc = fab_iommu_map(f, target, (uint16_t)q.rid, q.addr, q.addr, q.size,
+                               FAB_PERM_READ | FAB_PERM_WRITE, 0);
+        else
+            rc = mbox_call(D.ag, target, MBOX_INBOUND_MAP, &q, sizeof q, NULL, 0, NULL, 1000);
+        if (rc == -EEXIST)
+            rc = 0;
+        if (rc) {
+            r.id = out.id;
+            to_lender(MBOX_DEV_UNMAP, &r, &out);
+            free(m);
+            return rc;
+        }
+    }
+    pthread_mutex_lock(&D.lock);
+    m->next = D.bmaps;
+    D.bmaps = m;
+    pthread_mutex_unlock(&D.lock);
+    *ioaddr = out.ioaddr;
+    *id = m->id;
+    return 0;
+}
+
+void dev_client_gone(int32_t client)
+{
+    for (;;) {
+        uint32_t fn = UINT32_MAX, id = 0;
+        pthread_mutex_lock(&D.lock);
+        for (struct bmap *m = D.bmaps; m; m = m->next)
+            if (m->client == client) {
+                fn = m->fn;
+                id = m->id;
+            }
+        pthread_mutex_unlock(&D.lock);
+        if (fn == UINT32_MAX || dev_unmap(client, fn, id))
+            break;
+    }
+    for (;;) {
+        pthread_mutex_lock(&D.lock);
+        struct hold *h = NULL;
+        for (struct hold *x = D.holds; x; x = x->next)
+            if (x->client == client)
+                h = x;
+        uint32_t fn = h ? h->fn : 0;
+        pthread_mutex_unlock(&D.lock);
+        if (!h || dev_return(client, fn))
+            break;
+    }
+}
+
+/* ---------------------------------------------------------------- leases */
+
+/* A borrower's host died or rebooted: its borrows end (smartio: the lender resets and
+ * reclaims the device). */
+static void *lease_watcher(void *arg)
+{
+    struct fab *f = F();
+    const struct fab_host *self = fab_host(f, D.ag->host);
+    if (!self->nadapters || !self->nfuncs)
+        return NULL;
+    _Atomic uint32_t *seq = &fab_adapter(f, self->adapter_first)->link_seq;
+    while (!atomic_load(&D.ag->stop)) {
+        uint32_t now = atomic_load(seq);
+        pthread_mutex_lock(&D.lock);
+        for (struct lend *l = D.lends, *next; l; l = next) {
+            next = l->next;
+            const struct fab_host *h = fab_host(f, l->host);
+            if (l->host != D.ag->host &&
+                (atomic_load(&h->state) == FAB_HOST_DOWN || atomic_load(&h->boot_gen) != l->boot))
+                lend_drop(l->fn, l->host);
+        }
+        pthread_mutex_unlock(&D.lock);
+        fab_futex_wait(seq, now, -1);
+    }
+    return NULL;
+}
+
+int dev_start(struct agent *ag)
+{
+    D.ag = ag;
+    mbox_register(MBOX_DEV_BORROW, h_borrow);
+    mbox_register(MBOX_DEV_SHARE, h_share);
+    mbox_register(MBOX_DEV_RETURN, h_return);
+    mbox_register(MBOX_DEV_MAP, h_map);
+    mbox_register(MBOX_DEV_UNMAP, h_unmap);
+    mbox_register(MBOX_INBOUND_MAP, h_inbound_map);
+    mbox_register(MBOX_INBOUND_UNMAP, h_inbound_unmap);
+    return -pthread_create(&D.watcher, NULL, lease_watcher, NULL);
+}
+
+void dev_stop(struct agent *ag)
+{
+    const struct fab_host *self = fab_host(ag->f, ag->host);
+    if (self->nadapters && self->nfuncs) {
+        _Atomic uint32_t *seq = &fab_adapter(ag->f, self->adapter_first)->link_seq;
+        atomic_fetch_add(seq, 1);
+        fab_futex_wake(seq, 64);
+    }
+    pthread_join(D.watcher, NULL);
+}

@@ -1,0 +1,105 @@
+/*
+ * The accelerator ("GPU-like") device's programming interface: what a driver or test sees in
+ * its BARs. BAR0 (64 KiB) holds the registers, a ring of copy descriptors and the MSI-X table
+ * and PBA; BAR2 is the device memory (plain memory, any size the topology's mem= gives,
+ * rounded up to a power of two). The model is src/devices/accel.c; docs/accel-model.md says
+ * how to drive it.
+ *
+ * All registers are 32-bit, little-endian, naturally aligned. A driver stores into BAR0 and
+ * then notifies the model (fab_fn_notify: what a posted MMIO write does); the device owns the
+ * registers marked RO and rewrites them, so a driver's stores into them do not stick.
+ */
+#ifndef NTBLEND_ACCEL_REGS_H
+#define NTBLEND_ACCEL_REGS_H
+
+#include <stdint.h>
+
+#define ACCEL_BAR_REGS 0 /* BAR index of the registers */
+#define ACCEL_BAR_MEM 2  /* BAR index of the device memory */
+
+/* ---- registers (offsets in BAR0) ---- */
+#define ACCEL_REG_ID 0x000        /* RO: ACCEL_ID */
+#define ACCEL_REG_VERSION 0x004   /* RO: ACCEL_VERSION (major << 16 | minor) */
+#define ACCEL_REG_CAPS 0x008      /* RO: ring entries (bits 0-15), MSI-X vectors (16-23) */
+#define ACCEL_REG_STATUS 0x00c    /* RO: ACCEL_STATUS_* */
+#define ACCEL_REG_CONTROL 0x010   /* RW: ACCEL_CTRL_* */
+#define ACCEL_REG_VECTOR 0x014    /* RW: MSI-X vector for completions (reset 0) */
+#define ACCEL_REG_MEM_LO 0x018    /* RO: device memory (BAR2) size, low dword */
+#define ACCEL_REG_MEM_HI 0x01c    /* RO: high dword */
+#define ACCEL_REG_HEAD 0x020      /* RW (driver): descriptors [TAIL, HEAD) are submitted */
+#define ACCEL_REG_TAIL 0x024      /* RO: next descriptor the engine takes; before it: done */
+#define ACCEL_REG_COMPLETED 0x028 /* RO: descriptors completed, successfully or not */
+#define ACCEL_REG_ERRORS 0x02c    /* RO: descriptors that failed */
+#define ACCEL_REG_LAST_ERR 0x030  /* RO: ACCEL_ERR_* of the latest failure (0: none yet) */
+#define ACCEL_REG_LAST_IDX 0x034  /* RO: ring index (free-running) of the latest failure */
+#define ACCEL_REG_BYTES_LO 0x038  /* RO: bytes copied so far, low dword */
+#define ACCEL_REG_BYTES_HI 0x03c  /* RO: high dword */
+
+/* HEAD, TAIL and COMPLETED are free-running 32-bit counters: descriptor i lives in ring slot
+ * i % ACCEL_RING_ENTRIES; HEAD - TAIL (mod 2^32) is the number queued and must not exceed
+ * ACCEL_RING_ENTRIES (the engine halts with ACCEL_ERR_RING if it does). */
+
+#define ACCEL_ID 0x4c454341u      /* "ACEL" */
+#define ACCEL_VERSION 0x00010000u /* 1.0 */
+
+#define ACCEL_STATUS_READY 0x1u   /* the model serves the function */
+#define ACCEL_STATUS_BUSY 0x2u    /* descriptors queued or executing */
+#define ACCEL_STATUS_ERROR 0x4u   /* a descriptor failed since the last reset */
+#define ACCEL_STATUS_HALTED 0x8u  /* the engine stopped on ACCEL_ERR_RING; reset to recover */
+#define ACCEL_STATUS_WAITING 0x10u /* executing an ACCEL_OP_WAIT */
+
+#define ACCEL_CTRL_ENABLE 0x1u /* the engine executes descriptors (reset: clear) */
+#define ACCEL_CTRL_RESET 0x2u  /* write 1: abandon queued work, zero HEAD, TAIL and the
+                                * counters and clear ERROR/HALTED; reads back 0 when done */
+
+/* ---- descriptor ring (in BAR0) ---- */
+#define ACCEL_RING_OFF 0x1000
+#define ACCEL_RING_ENTRIES 256u
+
+struct accel_desc {
+    uint64_t src;    /* device memory offset, or bus address with ACCEL_DESC_SRC_BUS */
+    uint64_t dst;    /* device memory offset, or bus address with ACCEL_DESC_DST_BUS */
+    uint32_t len;    /* bytes (COPY); must be > 0 */
+    uint32_t ctrl;   /* opcode (bits 0-3) | ACCEL_DESC_* flags */
+    uint32_t status; /* written by the device: ACCEL_DESC_DONE | ACCEL_ERR_*; the driver zeroes it */
+    uint32_t value;  /* WAIT: the value to wait for; COPY: ignored */
+};
+_Static_assert(sizeof(struct accel_desc) == 32, "descriptor layout");
+
+#define ACCEL_OP_MASK 0xfu
+#define ACCEL_OP_COPY 0x0u /* copy len bytes from src to dst */
+/* Wait until the 32-bit word at device memory offset src is >= value (wrap-around compare:
+ * (int32_t)(word - value) >= 0), then complete; later descriptors wait behind it. What a
+ * CUDA kernel spinning on a flag in GPU memory does in the peer-to-peer ping-pong program
+ * (smartio-tocs-2021 §7.1.4). A peer's DMA write into BAR2 wakes the engine at once; CPU
+ * stores into BAR2 are noticed within ACCEL_WAIT_RECHECK_US. */
+#define ACCEL_OP_WAIT 0x1u
+#define ACCEL_WAIT_RECHECK_US 1000
+
+#define ACCEL_DESC_INTR 0x100u    /* raise the completion vector when this one completes */
+#define ACCEL_DESC_SRC_BUS 0x200u /* src is a bus address (DMA as the device's requester) */
+#define ACCEL_DESC_DST_BUS 0x400u /* dst is a bus address */
+
+#define ACCEL_DESC_DONE 0x80000000u /* in status: the device completed the descriptor */
+
+/* Why a descriptor failed (status bits 0-7, and ACCEL_REG_LAST_ERR). */
+enum accel_err {
+    ACCEL_ERR_NONE = 0,
+    ACCEL_ERR_BUS_MASTER = 1, /* a bus address, but Bus Master Enable is clear */
+    ACCEL_ERR_RANGE = 2,      /* device memory offset + len beyond BAR2, or len 0 */
+    ACCEL_ERR_OPCODE = 3,     /* unknown opcode */
+    ACCEL_ERR_FAULT = 4,      /* IOMMU fault (unmapped IOVA or permission) */
+    ACCEL_ERR_ABORT = 5,      /* master abort: nothing decodes the address, LUT entry unmapped */
+    ACCEL_ERR_LINK = 6,       /* an NTB link on the path is down */
+    ACCEL_ERR_ACCESS = 7,     /* read through an NTB whose requester-ID table lacks the device */
+    ACCEL_ERR_RING = 8,       /* HEAD - TAIL exceeded the ring (engine halted) */
+    ACCEL_ERR_OTHER = 9,
+};
+#define ACCEL_ERR_MASK 0xffu
+
+/* ---- MSI-X (in BAR0; the capability points here too) ---- */
+#define ACCEL_MSIX_TABLE 0x8000
+#define ACCEL_MSIX_PBA 0x9000
+#define ACCEL_MSIX_VECTORS 4u
+
+#endif

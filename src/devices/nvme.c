@@ -1,0 +1,245 @@
+/*
+ * NVMe controller device model: one thread per controller serves BAR0 (registers and
+ * doorbells) of a PCIe function, sleeping on the function's reg_seq futex when idle. The
+ * controller itself (registers, queues, commands) is the thread-free core in nvme_cmd.c; this
+ * file gives it the fabric as DMA backend (the function's own requester ID, through its
+ * host's IOMMU and NTB windows, only while Bus Master Enable is set), MSI-X, and namespaces
+ * backed by sparse files. See docs/nvme-model.md.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "models.h"
+#include "nvme_spec.h"
+
+#define POLL_NS 20000ull /* keep looking at doorbells this long after the last command */
+
+struct nvme_model {
+    struct fab *f;
+    uint32_t fn;
+    struct nvme_ctrl c;
+    int *fds;
+    char serial[24];
+    uint64_t bar0_addr, bar0_size;
+    pthread_t thread;
+    _Atomic bool stop;
+};
+
+/* ---------------------------------------------------------------- backend */
+
+static bool hits_bar0(const struct nvme_model *m, uint64_t addr, uint64_t len)
+{
+    return addr < m->bar0_addr + m->bar0_size && addr + len > m->bar0_addr;
+}
+
+static int be_read(void *ctx, uint64_t addr, void *buf, uint64_t len)
+{
+    struct nvme_model *m = ctx;
+    if (hits_bar0(m, addr, len) || addr + len < addr) {
+        memset(buf, 0xff, len);
+        return -EIO;
+    }
+    return fab_fn_dma_read(m->f, m->fn, addr, buf, len);
+}
+
+static int be_write(void *ctx, uint64_t addr, const void *buf, uint64_t len)
+{
+    struct nvme_model *m = ctx;
+    if (hits_bar0(m, addr, len) || addr + len < addr)
+        return -EIO;
+    return fab_fn_dma_write(m->f, m->fn, addr, buf, len);
+}
+
+static void be_irq(void *ctx, uint32_t v)
+{
+    struct nvme_model *m = ctx;
+    (void)fab_fn_msix(m->f, m->fn, v); /* -ENODEV: MSI-X off, the driver polls */
+}
+
+static bool be_bme(void *ctx)
+{
+    struct nvme_model *m = ctx;
+    return fab_cfg_read(m->f, m->fn, 0x04, 2) & FAB_CMD_BME;
+}
+
+/* ---------------------------------------------------------------- params */
+
+static const char *param(const char *params, const char *key, char *buf, size_t len)
+{
+    size_t kl = strlen(key);
+    for (const char *p = params; p && *p;) {
+        const char *end = strchr(p, ';');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
+            size_t vl = n - kl - 1 < len - 1 ? n - kl - 1 : len - 1;
+            memcpy(buf, p + kl + 1, vl);
+            buf[vl] = 0;
+            return buf;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return NULL;
+}
+
+static int param_u64(const char *params, const char *key, uint64_t def, uint64_t *out)
+{
+    char buf[64];
+    const char *v = param(params, key, buf, sizeof buf);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    return topo_parse_size(v, out);
+}
+
+static int mkdir_p(const char *path)
+{
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(tmp, 0755) && errno != EEXIST)
+                return -errno;
+            *p = '/';
+        }
+    if (mkdir(tmp, 0755) && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- thread */
+
+static void *run(void *arg)
+{
+    struct nvme_model *m = arg;
+    struct fab_function *fx = fab_func(m->f, m->fn);
+    uint64_t last_work = 0;
+    while (!atomic_load(&m->stop)) {
+        uint32_t seen = atomic_load(&fx->reg_seq);
+        bool ready = nvme_regs_update(&m->c);
+        int n = ready ? nvme_process(&m->c) : 0;
+        uint64_t now = fab_now_ns();
+        if (n > 0) {
+            last_work = now;
+            continue;
+        }
+        if (ready && now - last_work < POLL_NS) {
+            sched_yield(); /* short bounded poll of the doorbells */
+            continue;
+        }
+        fab_futex_wait(&fx->reg_seq, seen, 1000000000ll);
+    }
+    return NULL;
+}
+
+static int nvme_start(struct fab *f, uint32_t fn, void **state)
+{
+    struct fab_function *fx = fab_func(f, fn);
+    uint64_t queues, nns, ns_size, mdts, cmb;
+    if (param_u64(fx->params, "queues", 32, &queues) || queues < 1 || queues > NVME_MAX_QUEUES ||
+        param_u64(fx->params, "namespaces", 1, &nns) || nns < 1 || nns > 1024 ||
+        param_u64(fx->params, "ns_size", 1ull << 30, &ns_size) || ns_size < NVME_LBA_SIZE ||
+        param_u64(fx->params, "mdts", 5, &mdts) || mdts < 1 || mdts > 10 ||
+        param_u64(fx->params, "cmb", 0, &cmb)) {
+        fprintf(stderr, "nvme %s: bad queues (1..%u), namespaces (1..1024), ns_size (>= 4K), "
+                "mdts (1..10) or cmb\n", fx->name, NVME_MAX_QUEUES);
+        return -EINVAL;
+    }
+    struct nvme_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return -ENOMEM;
+    m->f = f;
+    m->fn = fn;
+    m->bar0_addr = fx->bar[0].addr;
+    m->bar0_size = fx->bar[0].size;
+    char dir[400], buf[300];
+    const char *d = param(fx->params, "backing", buf, sizeof buf);
+    if (!d)
+        d = getenv("NTBLEND_NVME_DIR");
+    if (d)
+        snprintf(dir, sizeof dir, "%s", d);
+    else
+        snprintf(dir, sizeof dir, "/var/tmp/ntblend/%s", f->ctl->name);
+    int rc = mkdir_p(dir);
+    if (rc) {
+        fprintf(stderr, "nvme %s: cannot create %s: %s\n", fx->name, dir, strerror(-rc));
+        free(m);
+        return rc;
+    }
+    m->fds = malloc(nns * sizeof *m->fds);
+    if (!m->fds) {
+        free(m);
+        return -ENOMEM;
+    }
+    ns_size &= ~(uint64_t)(NVME_LBA_SIZE - 1);
+    for (uint32_t i = 0; i < nns; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s-ns%u.img", dir, fx->name, i + 1);
+        m->fds[i] = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (m->fds[i] < 0 || ftruncate(m->fds[i], (off_t)ns_size)) {
+            rc = -errno;
+            fprintf(stderr, "nvme %s: %s: %s\n", fx->name, path, strerror(errno));
+            for (uint32_t k = 0; k <= i; k++)
+                if (m->fds[k] >= 0)
+                    close(m->fds[k]);
+            free(m->fds);
+            free(m);
+            return rc;
+        }
+    }
+    snprintf(m->serial, sizeof m->serial, "NTB%08X%04X", fx->rid, fn & 0xffff);
+    struct nvme_params p = {
+        .queues = (uint32_t)queues, .namespaces = (uint32_t)nns, .ns_size = ns_size,
+        .mdts = (uint32_t)mdts,
+        .cmb_size = cmb && fx->bar[2].kind == FAB_BAR_MEM ? (cmb + 4095) & ~4095ull : 0,
+        .vectors = (fab_cfg_read(f, fn, FAB_CFG_MSIX + 2, 2) & 0x7ffu) + 1,
+        .vid = 0x8086, .ssvid = 0x8086, .serial = m->serial,
+    };
+    if (p.vectors > (uint32_t)queues + 1)
+        p.vectors = (uint32_t)queues + 1;
+    struct nvme_backend be = { m, be_read, be_write, be_irq, be_bme };
+    volatile uint8_t *regs = fab_bar_mem(f, fn, fx->bar[0].off, NVME_REGS_SIZE);
+    m->c.ns_fd = m->fds;
+    if (!regs || (rc = nvme_ctrl_init(&m->c, &p, &be, regs)) ||
+        (rc = -pthread_create(&m->thread, NULL, run, m))) {
+        rc = rc ? rc : -EIO;
+        nvme_ctrl_fini(&m->c);
+        for (uint32_t i = 0; i < nns; i++)
+            close(m->fds[i]);
+        free(m->fds);
+        free(m);
+        return rc;
+    }
+    *state = m;
+    return 0;
+}
+
+static void nvme_stop(void *state)
+{
+    struct nvme_model *m = state;
+    if (!m)
+        return;
+    struct fab_function *fx = fab_func(m->f, m->fn);
+    atomic_store(&m->stop, true);
+    atomic_fetch_add(&fx->reg_seq, 1);
+    fab_futex_wake(&fx->reg_seq, 1 << 30);
+    pthread_join(m->thread, NULL);
+    for (uint32_t i = 0; i < m->c.p.namespaces; i++) {
+        fsync(m->fds[i]);
+        close(m->fds[i]);
+    }
+    nvme_ctrl_fini(&m->c);
+    free(m->fds);
+    free(m);
+}
+
+const struct model_ops nvme_model_ops = { "nvme", nvme_start, nvme_stop };

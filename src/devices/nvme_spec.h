@@ -1,0 +1,239 @@
+/*
+ * NVMe base specification definitions (registers, queue entries, commands, status codes) and
+ * the thread-free controller core (nvme_cmd.c) that the model (nvme.c) and the fuzz harness
+ * (fuzz/nvme_fuzz.c) drive. See docs/nvme-model.md.
+ */
+#ifndef NTBLEND_NVME_SPEC_H
+#define NTBLEND_NVME_SPEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---- controller registers (BAR0) ---- */
+#define NVME_REG_CAP 0x00
+#define NVME_REG_VS 0x08
+#define NVME_REG_INTMS 0x0c
+#define NVME_REG_INTMC 0x10
+#define NVME_REG_CC 0x14
+#define NVME_REG_CSTS 0x1c
+#define NVME_REG_NSSR 0x20
+#define NVME_REG_AQA 0x24
+#define NVME_REG_ASQ 0x28
+#define NVME_REG_ACQ 0x30
+#define NVME_REG_CMBLOC 0x38
+#define NVME_REG_CMBSZ 0x3c
+#define NVME_REG_DBS 0x1000
+#define NVME_REGS_SIZE 0x4000
+#define NVME_MSIX_TABLE 0x2000
+
+#define NVME_VS_1_4 0x00010400u
+
+#define NVME_CC_EN 0x1u
+#define NVME_CC_CSS(cc) (((cc) >> 4) & 7u)
+#define NVME_CC_MPS(cc) (((cc) >> 7) & 0xfu)
+#define NVME_CC_AMS(cc) (((cc) >> 11) & 7u)
+#define NVME_CC_SHN(cc) (((cc) >> 14) & 3u)
+#define NVME_CC_IOSQES(cc) (((cc) >> 16) & 0xfu)
+#define NVME_CC_IOCQES(cc) (((cc) >> 20) & 0xfu)
+
+#define NVME_CSTS_RDY 0x1u
+#define NVME_CSTS_CFS 0x2u
+#define NVME_CSTS_SHST_MASK (3u << 2)
+#define NVME_CSTS_SHST_OCCURRING (1u << 2)
+#define NVME_CSTS_SHST_COMPLETE (2u << 2)
+
+#define NVME_MQES 4095u  /* 0-based: 4096 entries per queue */
+#define NVME_MAX_QUEUES 255u /* I/O queue pairs the BAR layout allows (MSI-X table size) */
+#define NVME_LBA_SHIFT 12u
+#define NVME_LBA_SIZE 4096u
+#define NVME_AERL 3u     /* 0-based: 4 outstanding AERs */
+#define NVME_ERR_LOG 64u /* error log entries kept */
+
+/* ---- queue entries ---- */
+struct nvme_sqe {
+    uint8_t opc;
+    uint8_t flags; /* FUSE 1:0, PSDT 7:6 */
+    uint16_t cid;
+    uint32_t nsid;
+    uint32_t cdw2, cdw3;
+    uint64_t mptr;
+    uint64_t prp1, prp2;
+    uint32_t cdw10, cdw11, cdw12, cdw13, cdw14, cdw15;
+};
+
+struct nvme_cqe {
+    uint32_t dw0;
+    uint32_t dw1;
+    uint16_t sqhd;
+    uint16_t sqid;
+    uint16_t cid;
+    uint16_t status; /* P 0, SC 8:1, SCT 11:9, CRD 13:12, M 14, DNR 15 */
+};
+
+_Static_assert(sizeof(struct nvme_sqe) == 64, "SQE is 64 bytes");
+_Static_assert(sizeof(struct nvme_cqe) == 16, "CQE is 16 bytes");
+
+/* ---- opcodes ---- */
+enum {
+    NVME_ADM_DELETE_SQ = 0x00, NVME_ADM_CREATE_SQ = 0x01, NVME_ADM_GET_LOG = 0x02,
+    NVME_ADM_DELETE_CQ = 0x04, NVME_ADM_CREATE_CQ = 0x05, NVME_ADM_IDENTIFY = 0x06,
+    NVME_ADM_ABORT = 0x08, NVME_ADM_SET_FEATURES = 0x09, NVME_ADM_GET_FEATURES = 0x0a,
+    NVME_ADM_AER = 0x0c,
+};
+enum {
+    NVME_CMD_FLUSH = 0x00, NVME_CMD_WRITE = 0x01, NVME_CMD_READ = 0x02,
+    NVME_CMD_WRITE_ZEROES = 0x08, NVME_CMD_DSM = 0x09,
+};
+
+/* Identify CNS */
+#define NVME_CNS_NS 0x00
+#define NVME_CNS_CTRL 0x01
+#define NVME_CNS_NS_LIST 0x02
+
+/* Feature identifiers */
+enum {
+    NVME_FEAT_ARB = 0x01, NVME_FEAT_POWER = 0x02, NVME_FEAT_TEMP = 0x04, NVME_FEAT_ERR_REC = 0x05,
+    NVME_FEAT_VWC = 0x06, NVME_FEAT_NUM_QUEUES = 0x07, NVME_FEAT_IRQ_COALESCE = 0x08,
+    NVME_FEAT_IRQ_CONFIG = 0x09, NVME_FEAT_WRITE_ATOMIC = 0x0a, NVME_FEAT_ASYNC_EVENT = 0x0b,
+};
+
+/* Log pages */
+#define NVME_LOG_ERROR 0x01
+#define NVME_LOG_SMART 0x02
+#define NVME_LOG_FW_SLOT 0x03
+
+/* ---- status: (SCT << 8) | SC; DNR added by the controller where the spec says so ---- */
+#define NVME_SCT_GENERIC 0x0u
+#define NVME_SCT_CMD 0x1u
+#define NVME_SCT_MEDIA 0x2u
+#define NVME_SC(sct, sc) ((uint16_t)(((sct) << 8) | (sc)))
+enum {
+    NVME_SUCCESS = 0x0000,
+    NVME_INVALID_OPCODE = 0x0001,
+    NVME_INVALID_FIELD = 0x0002,
+    NVME_CID_CONFLICT = 0x0003,
+    NVME_DATA_TRANSFER_ERROR = 0x0004,
+    NVME_ABORTED_POWER_LOSS = 0x0005,
+    NVME_INTERNAL_ERROR = 0x0006,
+    NVME_ABORT_REQUESTED = 0x0007,
+    NVME_ABORT_SQ_DELETION = 0x0008,
+    NVME_INVALID_NAMESPACE = 0x000b,
+    NVME_CMD_SEQ_ERROR = 0x000c,
+    NVME_INVALID_PRP_OFFSET = 0x0013,
+    NVME_LBA_RANGE = 0x0080,
+    NVME_CQ_INVALID = 0x0100,
+    NVME_INVALID_QID = 0x0101,
+    NVME_INVALID_QSIZE = 0x0102,
+    NVME_AERL_EXCEEDED = 0x0105,
+    NVME_INVALID_VECTOR = 0x0108,
+    NVME_INVALID_LOG_PAGE = 0x0109,
+    NVME_INVALID_QUEUE_DELETION = 0x010c,
+    NVME_FEAT_NOT_SAVEABLE = 0x010d,
+    NVME_WRITE_FAULT = 0x0280,
+    NVME_UNRECOVERED_READ = 0x0281,
+};
+#define NVME_DNR 0x8000u /* in struct nvme_cqe.status: bit 15 */
+
+/* Async event types / info */
+#define NVME_AER_TYPE_ERROR 0x0u
+#define NVME_AER_INFO_INVALID_DB 0x01u
+#define NVME_AER_INFO_INVALID_DB_VALUE 0x02u
+
+/* ================================================================ the controller core */
+
+/* How the core reaches the outside world: DMA as the function's own requester, and MSI-X. */
+struct nvme_backend {
+    void *ctx;
+    int (*dma_read)(void *ctx, uint64_t addr, void *buf, uint64_t len);
+    int (*dma_write)(void *ctx, uint64_t addr, const void *buf, uint64_t len);
+    void (*irq)(void *ctx, uint32_t vector); /* may be NULL */
+    bool (*bus_master)(void *ctx);           /* may be NULL: always enabled */
+};
+
+struct nvme_params {
+    uint32_t queues;     /* I/O queue pairs (32) */
+    uint32_t namespaces; /* 1 */
+    uint64_t ns_size;    /* bytes per namespace (1 GiB) */
+    uint32_t mdts;       /* max transfer = 2^mdts * 4 KiB (5) */
+    uint64_t cmb_size;   /* 0: no controller memory buffer */
+    uint32_t vectors;    /* MSI-X vectors (queues + 1) */
+    uint16_t vid, ssvid;
+    const char *serial;  /* up to 20 chars */
+};
+
+struct nvme_sq {
+    bool used;
+    uint16_t cqid;
+    uint32_t size; /* entries */
+    uint32_t head, tail;
+    uint32_t db; /* last doorbell value acted on */
+    uint64_t base;
+};
+
+struct nvme_cq {
+    bool used;
+    bool ien;
+    uint16_t iv;
+    uint32_t size;
+    uint32_t head, tail;
+    uint8_t phase;
+    uint32_t nsq; /* SQs bound to it */
+    uint32_t db;
+    bool irq_due;
+    uint64_t base;
+};
+
+struct nvme_err_entry {
+    uint64_t count;
+    uint16_t sqid, cid, status, loc;
+    uint64_t lba;
+    uint32_t nsid;
+};
+
+struct nvme_ctrl {
+    struct nvme_params p;
+    struct nvme_backend be;
+    volatile uint8_t *regs; /* BAR0: 16 KiB */
+    int *ns_fd;             /* per namespace; -1 = not backed */
+    uint64_t nlba;          /* blocks per namespace */
+    /* state */
+    bool enabled;           /* CC.EN seen as 1 and the controller became ready */
+    bool fatal;             /* CSTS.CFS */
+    bool shut;              /* shutdown complete */
+    uint32_t page;          /* memory page size from CC.MPS */
+    uint32_t nsq_alloc, ncq_alloc; /* Number of Queues (1-based counts) */
+    bool io_queue_created;
+    struct nvme_sq *sq;     /* [queues + 1] */
+    struct nvme_cq *cq;
+    uint16_t aer_cid[NVME_AERL + 1];
+    uint32_t naer;
+    uint32_t aer_pending;   /* events waiting for an AER: bitmask of info codes */
+    uint32_t aer_masked;    /* event types reported, awaiting Get Log Page (RAE=0) */
+    uint32_t feat[0x10];    /* current feature values */
+    struct nvme_err_entry errlog[NVME_ERR_LOG];
+    uint64_t err_count;
+    uint32_t aborts[8][2];  /* (sqid, cid) marked aborted before fetch */
+    uint32_t naborts;
+    /* SMART counters */
+    uint64_t units_read, units_written, read_cmds, write_cmds, media_errors;
+    uint32_t rr_next;
+};
+
+/* Set up state and (for nvme.c) open namespace files before; regs must be NVME_REGS_SIZE. */
+int nvme_ctrl_init(struct nvme_ctrl *c, const struct nvme_params *p,
+                   const struct nvme_backend *be, volatile uint8_t *regs);
+void nvme_ctrl_fini(struct nvme_ctrl *c);
+/* Write the read-only registers (CAP, VS, CMB*) and act on CC changes (enable, reset,
+ * shutdown). Returns true when the controller is ready to process commands. */
+bool nvme_regs_update(struct nvme_ctrl *c);
+/* One round-robin pass: at most one command from every non-empty SQ (whose CQ has room).
+ * Raises the interrupts of CQs that got entries. Returns the number of commands handled. */
+int nvme_process(struct nvme_ctrl *c);
+/* Execute one command from SQ sqid; fills *cqe (dw0, status without phase). Returns false when
+ * the command stays outstanding (an Asynchronous Event Request). */
+bool nvme_exec(struct nvme_ctrl *c, uint16_t sqid, const struct nvme_sqe *sqe,
+               struct nvme_cqe *cqe);
+/* Controller reset (CC.EN 1->0): every queue and outstanding AER freed, CSTS cleared. */
+void nvme_reset(struct nvme_ctrl *c);
+
+#endif

@@ -1,0 +1,375 @@
+/*
+ * SmartIO device-driver API (include/ntblend/smartio.h): the device registry as the fabric
+ * enumerates it, borrowing through the lender's agent, BARs mapped through the borrower's NTB
+ * window, register accessors that notify the device (writel), memory mapped for the device
+ * with the address resolved by the lender (smartio §4.4), and MSI-X routed to the borrower.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ntblend/smartio.h"
+#include "runtime.h"
+#include "seg_int.h"
+
+struct sio_dev {
+    struct rt *rt;
+    uint32_t fn, lender;
+    int ai, peer_ai; /* our adapter facing the lender and the lender's, -1 when local */
+};
+
+struct sio_bar {
+    sio_dev_t *dev;
+    void *window;    /* the window mapping, NULL when the device is on this host */
+    volatile char *ptr;
+    size_t size;
+    int lut;
+    uint32_t count;
+};
+
+struct sio_dma {
+    sio_dev_t *dev;
+    uint32_t id;
+};
+
+static struct fab_function *FN(const sio_dev_t *d) { return fab_func(d->rt->f, d->fn); }
+
+int sio_list(struct sio_info *out, int max)
+{
+    struct rt *rt = rt_get();
+    if (!rt)
+        return -errno;
+    struct fab *f = rt->f;
+    int n = (int)f->ctl->nfuncs;
+    for (int i = 0; i < n && i < max; i++) {
+        const struct fab_function *x = fab_func(f, (uint32_t)i);
+        const struct fab_host *h = fab_host(f, x->host);
+        struct sio_info *o = &out[i];
+        memset(o, 0, sizeof *o);
+        o->id = (uint32_t)i;
+        snprintf(o->name, sizeof o->name, "%s", x->name);
+        snprintf(o->type, sizeof o->type, "%s", x->type);
+        snprintf(o->host, sizeof o->host, "%s", h->name);
+        o->node_id = h->node_id;
+        memcpy(&o->vendor, x->cfg, 2);
+        memcpy(&o->device, x->cfg + 2, 2);
+        o->class_code = (uint32_t)x->cfg[0x0b] << 16 | (uint32_t)x->cfg[0x0a] << 8 | x->cfg[0x09];
+        o->vf = x->vf;
+        o->available = atomic_load(&x->lend_available);
+        o->exclusive = atomic_load(&x->lend_exclusive);
+        for (int k = 0; k < 4; k++)
+            o->borrowers += (uint32_t)__builtin_popcountll(atomic_load(&x->lend_borrowers[k]));
+    }
+    rt_put(rt);
+    return n;
+}
+
+int sio_find(const char *name)
+{
+    struct rt *rt = rt_get();
+    if (!rt)
+        return -errno;
+    int i = fab_func_by_name(rt->f, name);
+    rt_put(rt);
+    return i < 0 ? -ENOENT : i;
+}
+
+static int call(struct rt *rt, uint32_t op, uint32_t flags, uint64_t a, uint64_t b, uint64_t c,
+                struct agent_rsp *rsp)
+{
+    struct agent_req q = { .op = op, .flags = flags, .a = a, .b = b, .c = c };
+    struct agent_rsp tmp;
+    pthread_mutex_lock(&rt->agent_lock);
+    int rc = agent_call(rt->agent_fd, &q, rsp ? rsp : &tmp, 10000);
+    pthread_mutex_unlock(&rt->agent_lock);
+    return rc;
+}
+
+int sio_set_available(uint32_t id, bool available)
+{
+    struct rt *rt = rt_get();
+    if (!rt)
+        return -errno;
+    int rc = call(rt, AGENT_DEV_AVAILABLE, 0, id, available, 0, NULL);
+    rt_put(rt);
+    return rc;
+}
+
+int sio_borrow(uint32_t id, unsigned mode, sio_dev_t **out)
+{
+    sio_dev_t *d = calloc(1, sizeof *d);
+    if (!d)
+        return -ENOMEM;
+    d->rt = rt_get();
+    if (!d->rt) {
+        int e = -errno;
+        free(d);
+        return e;
+    }
+    struct fab *f = d->rt->f;
+    int rc = id < f->ctl->nfuncs ? call(d->rt, AGENT_DEV_BORROW, 0, id, mode, 0, NULL) : -ENODEV;
+    if (rc) {
+        rt_put(d->rt);
+        free(d);
+        return rc;
+    }
+    d->fn = id;
+    d->lender = fab_func(f, id)->host;
+    d->ai = d->peer_ai = -1;
+    const struct fab_host *self = fab_host(f, d->rt->host);
+    for (uint32_t i = 0; d->lender != d->rt->host && i < self->nadapters && d->ai < 0; i++) {
+        const struct fab_adapter *a = fab_adapter(f, self->adapter_first + i);
+        for (uint32_t p = 0; p < a->npeers; p++)
+            if (fab_adapter(f, a->peers[p])->host == d->lender) {
+                d->ai = (int)(self->adapter_first + i);
+                d->peer_ai = (int)a->peers[p];
+                break;
+            }
+    }
+    *out = d;
+    return 0;
+}
+
+int sio_share(sio_dev_t *d) { return call(d->rt, AGENT_DEV_SHARE, 0, d->fn, 0, 0, NULL); }
+
+int sio_return(sio_dev_t *d)
+{
+    if (!d)
+        return -EINVAL;
+    int rc = call(d->rt, AGENT_DEV_RETURN, 0, d->fn, 0, 0, NULL);
+    rt_put(d->rt);
+    free(d);
+    return rc;
+}
+
+uint32_t sio_id(const sio_dev_t *d) { return d->fn; }
+
+uint32_t sio_cfg_read(sio_dev_t *d, uint32_t off, uint32_t len)
+{
+    return fab_cfg_read(d->rt->f, d->fn, off, len);
+}
+
+int sio_cfg_write(sio_dev_t *d, uint32_t off, uint32_t len, uint32_t val)
+{
+    return fab_cfg_write(d->rt->f, d->fn, off, len, val);
+}
+
+int sio_enable(sio_dev_t *d)
+{
+    uint32_t cmd = sio_cfg_read(d, 0x04, 2);
+    return sio_cfg_write(d, 0x04, 2, cmd | FAB_CMD_MEM | FAB_CMD_BME);
+}
+
+/* ---------------------------------------------------------------- BARs */
+
+volatile void *sio_map_bar(sio_dev_t *d, int bar, size_t *size, sio_bar_t **out)
+{
+    struct fab *f = d->rt->f;
+    if (bar < 0 || bar >= FAB_BARS || FN(d)->bar[bar].kind == FAB_BAR_NONE || !out) {
+        errno = EINVAL;
+        return NULL;
+    }
+    const struct fab_bar *b = &FN(d)->bar[bar];
+    sio_bar_t *m = calloc(1, sizeof *m);
+    if (!m) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    *m = (sio_bar_t){ .dev = d, .size = b->size, .lut = -1 };
+    if (d->lender == d->rt->host) {
+        m->ptr = fab_bar_mem(f, d->fn, b->off, b->size);
+    } else if (d->ai >= 0) {
+        const struct fab_adapter *a = fab_adapter(f, (uint32_t)d->ai);
+        uint64_t base = b->addr & ~(a->lut_size - 1);
+        m->count = (uint32_t)((b->addr - base + b->size + a->lut_size - 1) / a->lut_size);
+        m->lut = fab_lut_alloc_range(f, (uint32_t)d->ai, m->count, getpid());
+        int rc = m->lut < 0 ? m->lut : 0;
+        for (uint32_t k = 0; !rc && k < m->count; k++)
+            rc = fab_lut_set(f, (uint32_t)d->ai, (uint32_t)m->lut + k, d->lender,
+                             base + (uint64_t)k * a->lut_size, getpid(), 0);
+        if (!rc) {
+            m->window = rt_map_window(d->rt, (uint32_t)d->ai, (uint32_t)m->lut, m->count, false);
+            rc = m->window ? 0 : -errno;
+        }
+        if (rc) {
+            for (uint32_t k = 0; m->lut >= 0 && k < m->count; k++)
+                fab_lut_clear(f, (uint32_t)d->ai, (uint32_t)m->lut + k, getpid());
+            free(m);
+            errno = -rc;
+            return NULL;
+        }
+        m->ptr = (volatile char *)m->window + (b->addr - base);
+    } else {
+        errno = EHOSTUNREACH;
+    }
+    if (!m->ptr) {
+        free(m);
+        return NULL;
+    }
+    if (size)
+        *size = b->size;
+    *out = m;
+    return m->ptr;
+}
+
+int sio_unmap_bar(sio_bar_t *m)
+{
+    if (!m)
+        return -EINVAL;
+    sio_dev_t *d = m->dev;
+    if (m->window)
+        rt_unmap_window(d->rt, m->window);
+    for (uint32_t k = 0; m->lut >= 0 && k < m->count; k++)
+        fab_lut_clear(d->rt->f, (uint32_t)d->ai, (uint32_t)m->lut + k, getpid());
+    free(m);
+    return 0;
+}
+
+/* The device sees a register write (its model wakes) only if the write reached it. */
+static void notify(sio_bar_t *m)
+{
+    sio_dev_t *d = m->dev;
+    if (m->window && !fab_path_up(d->rt->f, (uint32_t)d->ai, (uint32_t)d->peer_ai, NULL))
+        return;
+    fab_fn_notify(d->rt->f, d->fn);
+}
+
+void sio_write32(sio_bar_t *m, size_t off, uint32_t v)
+{
+    *(volatile uint32_t *)(m->ptr + off) = v;
+    notify(m);
+}
+
+void sio_write64(sio_bar_t *m, size_t off, uint64_t v)
+{
+    *(volatile uint64_t *)(m->ptr + off) = v;
+    notify(m);
+}
+
+uint32_t sio_read32(sio_bar_t *m, size_t off) { return *(volatile uint32_t *)(m->ptr + off); }
+uint64_t sio_read64(sio_bar_t *m, size_t off) { return *(volatile uint64_t *)(m->ptr + off); }
+
+/* ---------------------------------------------------------------- memory for the device */
+
+static int map_host(sio_dev_t *d, uint32_t host, uint64_t addr, size_t size, uint64_t *ioaddr,
+                    sio_dma_t **out)
+{
+    if (!size || !ioaddr || !out)
+        return -EINVAL;
+    sio_dma_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return -ENOMEM;
+    uint64_t pages = ((addr & 4095) + size + 4095) / 4096;
+    struct agent_rsp rsp;
+    int rc = pages > UINT32_MAX ? -EINVAL
+                                : call(d->rt, AGENT_DEV_MAP, (uint32_t)pages, d->fn, host, addr, &rsp);
+    if (rc) {
+        free(m);
+        return rc;
+    }
+    m->dev = d;
+    m->id = (uint32_t)rsp.b;
+    *ioaddr = rsp.a;
+    *out = m;
+    return 0;
+}
+
+int sio_map_addr(sio_dev_t *d, uint32_t node_id, uint64_t addr, size_t size, uint64_t *ioaddr,
+                 sio_dma_t **out)
+{
+    struct fab *f = d->rt->f;
+    for (uint32_t h = 0; h < f->ctl->nhosts; h++)
+        if (fab_host(f, h)->node_id == node_id)
+            return map_host(d, h, addr, size, ioaddr, out);
+    return -EHOSTUNREACH;
+}
+
+int sio_map_local(sio_dev_t *d, seg_local_t *seg, size_t off, size_t size, uint64_t *ioaddr,
+                  sio_dma_t **out)
+{
+    if (!seg || off > seg->size || size > seg->size - off)
+        return -EINVAL;
+    return map_host(d, d->rt->host, seg->phys + off, size, ioaddr, out);
+}
+
+int sio_map_remote(sio_dev_t *d, seg_remote_t *seg, size_t off, size_t size, uint64_t *ioaddr,
+                   sio_dma_t **out)
+{
+    if (!seg || off > seg->size || size > seg->size - off)
+        return -EINVAL;
+    return map_host(d, seg->owner, seg->bus + off, size, ioaddr, out);
+}
+
+int sio_map_peer_bar(sio_dev_t *d, sio_dev_t *peer, int bar, uint64_t *ioaddr, sio_dma_t **out)
+{
+    if (!peer || bar < 0 || bar >= FAB_BARS || FN(peer)->bar[bar].kind == FAB_BAR_NONE)
+        return -EINVAL;
+    const struct fab_bar *b = &FN(peer)->bar[bar];
+    return map_host(d, peer->lender, b->addr, b->size, ioaddr, out);
+}
+
+int sio_unmap(sio_dma_t *m)
+{
+    if (!m)
+        return -EINVAL;
+    int rc = call(m->dev->rt, AGENT_DEV_UNMAP, 0, m->dev->fn, m->id, 0, NULL);
+    free(m);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- interrupts */
+
+int sio_enable_vector(sio_dev_t *d, uint32_t vector, uint32_t host_vector)
+{
+    if (host_vector >= FAB_MSI_VECTORS)
+        return -EINVAL;
+    uint16_t ctrl = (uint16_t)sio_cfg_read(d, FAB_CFG_MSIX + 2, 2);
+    if (vector > (ctrl & 0x7ffu))
+        return -EINVAL;
+    /* The device's MSI write must reach this host's MSI region: map it for the device. */
+    uint64_t io;
+    sio_dma_t *msi;
+    int rc = map_host(d, d->rt->host, FAB_MSI_BASE, 4096, &io, &msi);
+    if (rc)
+        return rc;
+    free(msi); /* kept for as long as the device is borrowed (returned with it) */
+    uint32_t table = sio_cfg_read(d, FAB_CFG_MSIX + 4, 4) & ~7u;
+    sio_bar_t *regs;
+    if (!sio_map_bar(d, 0, NULL, &regs))
+        return -errno;
+    volatile uint32_t *e = (volatile uint32_t *)(regs->ptr + table + 16ull * vector);
+    e[0] = (uint32_t)io;
+    e[1] = (uint32_t)(io >> 32);
+    e[2] = host_vector;
+    e[3] = 0;
+    sio_unmap_bar(regs);
+    return sio_cfg_write(d, FAB_CFG_MSIX + 2, 2, ctrl | 0x8000u);
+}
+
+int sio_wait_vector(uint32_t host_vector, uint32_t *seen, int timeout_ms)
+{
+    if (host_vector >= FAB_MSI_VECTORS || !seen)
+        return -EINVAL;
+    struct rt *rt = rt_get();
+    if (!rt)
+        return -errno;
+    _Atomic uint32_t *w = &fab_host(rt->f, rt->host)->msi_seq[host_vector];
+    uint64_t deadline = seg_deadline(timeout_ms);
+    int rc = 0;
+    for (;;) {
+        uint32_t now = atomic_load(w);
+        if (now != *seen) {
+            *seen = now;
+            break;
+        }
+        if (seg_futex_wait_ms(w, now, deadline)) {
+            rc = -ETIMEDOUT;
+            break;
+        }
+    }
+    rt_put(rt);
+    return rc;
+}

@@ -1,0 +1,326 @@
+/*
+ * SmartIO: the device registry, borrowing (exclusive, shared, leases), BARs through the NTB,
+ * memory mapped for a device in the three places smartio §4.4 names (the borrower, the
+ * lender, another lender's device), MSI-X routed to the borrower, and IOMMU isolation on the
+ * lender. Where a test needs the device to act, the parent performs the device's DMA or MSI-X
+ * through the fabric model as the device's own requester (what the device models do).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "harness.h"
+#include "fabric.h"
+#include "ntblend/smartio.h"
+
+static char FAB[64];
+static struct fab *F;
+#define NODE_A 4u
+#define NODE_B 8u
+#define NODE_C 12u
+
+static int setup(void **state)
+{
+    snprintf(FAB, sizeof FAB, "%s", h_fabric_name("sio"));
+    if (h_up(FAB, "examples/topologies/smartio3.ini"))
+        return -1;
+    return fab_attach(FAB, -1, &F);
+}
+
+static int teardown(void **state)
+{
+    fab_detach(F);
+    h_down(FAB);
+    return 0;
+}
+
+/* On a lender: make its devices available (or not), then wait for the parent. */
+static void lender(void *arg)
+{
+    bool on = arg != NULL;
+    struct sio_info info[8];
+    int n = sio_list(info, 8);
+    CHECK_EQ(n, 3);
+    uint32_t node;
+    CHECK_EQ(seg_local_node_id(&node), 0);
+    for (int i = 0; i < n; i++) {
+        if (info[i].node_id == node)
+            CHECK_EQ(sio_set_available(info[i].id, on), 0);
+        else
+            CHECK_EQ(sio_set_available(info[i].id, on), -EREMOTE);
+    }
+    h_put(1);
+}
+
+static void make_available(const char *host, bool on)
+{
+    struct h_proc p = h_spawn(FAB, host, lender, on ? (void *)1 : NULL);
+    h_from(&p);
+    assert_int_equal(h_join(&p), 0);
+}
+
+static void borrower(void *arg)
+{
+    struct sio_info info[8];
+    CHECK_EQ(sio_list(info, 8), 3);
+    int nvme = sio_find("nvme0"), acc = sio_find("accel0");
+    CHECK(nvme >= 0 && acc >= 0);
+    CHECK_EQ(sio_find("nope"), -ENOENT);
+    CHECK_EQ(info[nvme].class_code, 0x010802);
+    CHECK_EQ(info[nvme].node_id, NODE_A);
+    CHECK(info[nvme].available);
+    sio_dev_t *d, *again;
+    CHECK_EQ(sio_borrow((uint32_t)acc, SIO_EXCLUSIVE, &d), 0);
+    CHECK_EQ(sio_borrow((uint32_t)acc, SIO_SHARED, &again), -EALREADY);
+    CHECK_EQ(sio_borrow(999, SIO_SHARED, &again), -ENODEV);
+    h_put(1);
+    h_get(); /* c tried while exclusive */
+    CHECK_EQ(sio_share(d), 0);
+    h_put(1);
+    h_get(); /* c borrowed it shared */
+    sio_list(info, 8);
+    CHECK_EQ(info[acc].borrowers, 2);
+    CHECK(!info[acc].exclusive);
+    CHECK_EQ(sio_return(d), 0);
+    h_put(1);
+}
+
+static void refused(void *arg)
+{
+    sio_dev_t *d;
+    CHECK_EQ(sio_borrow((uint32_t)sio_find("accel1"), SIO_SHARED, &d), -EACCES);
+}
+
+static void again(void *arg)
+{
+    sio_dev_t *d;
+    CHECK_EQ(sio_borrow((uint32_t)sio_find("accel0"), SIO_EXCLUSIVE, &d), 0);
+    CHECK_EQ(sio_return(d), 0);
+}
+
+static void other(void *arg)
+{
+    int acc = sio_find("accel0");
+    sio_dev_t *d;
+    h_get();
+    CHECK_EQ(sio_borrow((uint32_t)acc, SIO_SHARED, &d), -EBUSY); /* held exclusively */
+    h_put(1);
+    h_get();
+    CHECK_EQ(sio_borrow((uint32_t)acc, SIO_SHARED, &d), 0);
+    CHECK_EQ(sio_borrow((uint32_t)acc, SIO_EXCLUSIVE, &d), -EALREADY);
+    h_put(1);
+    h_get();
+    CHECK_EQ(sio_return(d), 0);
+    h_put(1);
+}
+
+static void test_registry_and_borrowing(void **state)
+{
+    make_available("a", true);
+    make_available("c", true);
+    struct h_proc p;
+    /* In the child: the registry from a borrower's point of view, and the borrow rules. */
+    p = h_spawn(FAB, "b", borrower, NULL);
+    struct h_proc q = h_spawn(FAB, "c", other, NULL);
+    h_from(&p);
+    h_to(&q, 1);
+    h_from(&q);
+    h_to(&p, 1);
+    h_from(&p);
+    h_to(&q, 1);
+    h_from(&q);
+    h_to(&p, 1);
+    h_from(&p);
+    h_to(&q, 1);
+    h_from(&q);
+    assert_int_equal(h_join(&p), 0);
+    assert_int_equal(h_join(&q), 0);
+    uint32_t acc = (uint32_t)fab_func_by_name(F, "accel0");
+    assert_int_equal(atomic_load(&fab_func(F, acc)->lend_borrowers[0]), 0);
+    /* Withdrawn: nobody may borrow. */
+    make_available("c", false);
+    p = h_spawn(FAB, "b", refused, NULL);
+    assert_int_equal(h_join(&p), 0);
+    make_available("c", true);
+}
+
+/* ---------------------------------------------------------------- BARs and device memory */
+
+struct where {
+    uint64_t io_b, io_a, io_c; /* I/O addresses for accel0: b's segment, a's segment, accel1 */
+    uint64_t pat_b, pat_a;
+};
+
+static void bar_and_map_user(void *arg)
+{
+    sio_dev_t *acc, *acc1;
+    CHECK_EQ(sio_borrow((uint32_t)sio_find("accel0"), SIO_EXCLUSIVE, &acc), 0);
+    CHECK_EQ(sio_borrow((uint32_t)sio_find("accel1"), SIO_SHARED, &acc1), 0);
+    CHECK_EQ(sio_enable(acc), 0);
+    CHECK_EQ(sio_cfg_read(acc, 0x04, 2) & FAB_CMD_BME, FAB_CMD_BME);
+    /* BAR2 (device memory) through the NTB: stores land in the device. */
+    size_t size;
+    sio_bar_t *bar;
+    volatile uint8_t *mem = sio_map_bar(acc, 2, &size, &bar);
+    CHECK(mem);
+    CHECK_EQ(size, 256u << 20);
+    for (int i = 0; i < 4096; i++)
+        mem[i] = (uint8_t)(i * 5);
+    sio_bar_t *regs;
+    CHECK(sio_map_bar(acc, 0, NULL, &regs));
+    sio_write32(regs, 0x100, 0xabcd1234); /* a register write the device sees */
+    CHECK_EQ(sio_read32(regs, 0x100), 0xabcd1234);
+    /* Memory for the device: in the borrower (here), in the lender, in a third host's
+     * device. */
+    seg_desc_t *sd;
+    CHECK_EQ(seg_open(&sd), 0);
+    seg_local_t *mine;
+    CHECK_EQ(seg_create(sd, &mine, 0, 65536), 0);
+    seg_map_t *mm;
+    volatile uint8_t *mp = seg_map_local(mine, 0, 0, 0, &mm);
+    CHECK(mp);
+    struct where w = { 0 };
+    sio_dma_t *m1, *m2, *m3;
+    CHECK_EQ(sio_map_local(acc, mine, 0, 65536, &w.io_b, &m1), 0);
+    h_put(1);
+    h_get(); /* a's owner process exported segment 9 */
+    seg_remote_t *theirs;
+    CHECK_EQ(seg_connect(sd, &theirs, NODE_A, 9, 0, 5000), 0);
+    CHECK_EQ(sio_map_remote(acc, theirs, 0, 65536, &w.io_a, &m2), 0);
+    CHECK_EQ(sio_map_peer_bar(acc, acc1, 2, &w.io_c, &m3), 0);
+    h_put(w.io_b);
+    h_put(w.io_a);
+    h_put(w.io_c);
+    h_get(); /* the device wrote all three */
+    for (int i = 0; i < 256; i++)
+        CHECK_EQ(mp[i], (uint8_t)(i ^ 0x5a));
+    /* MSI-X vector 1 of the device, to this host's vector 77. */
+    uint32_t seen = atomic_load(&fab_host(F, 0)->msi_seq[0]); /* any start value works */
+    seen = 0;
+    CHECK_EQ(sio_enable_vector(acc, 1, 77), 0);
+    uint32_t cur = 0;
+    sio_wait_vector(77, &cur, 0); /* take the current count */
+    h_put(1);
+    CHECK_EQ(sio_wait_vector(77, &cur, 5000), 0);
+    (void)seen;
+    CHECK_EQ(sio_unmap(m1), 0);
+    CHECK_EQ(sio_unmap(m2), 0);
+    CHECK_EQ(sio_unmap(m3), 0);
+    seg_unmap(mm);
+    seg_remove(mine);
+    seg_disconnect(theirs);
+    sio_unmap_bar(bar);
+    sio_unmap_bar(regs);
+    CHECK_EQ(sio_return(acc1), 0);
+    CHECK_EQ(sio_return(acc), 0);
+    seg_close(sd);
+    h_put(1);
+}
+
+static void seg_owner(void *arg)
+{
+    seg_desc_t *sd;
+    CHECK_EQ(seg_open(&sd), 0);
+    seg_local_t *s;
+    CHECK_EQ(seg_create(sd, &s, 9, 65536), 0);
+    CHECK_EQ(seg_prepare(s, 0), 0);
+    CHECK_EQ(seg_set_available(s, 0), 0);
+    seg_map_t *m;
+    volatile uint8_t *p = seg_map_local(s, 0, 0, 0, &m);
+    h_put(1);
+    h_get(); /* the device wrote */
+    for (int i = 0; i < 256; i++)
+        CHECK_EQ(p[i], (uint8_t)(i ^ 0xa5));
+    h_put(1);
+    h_get();
+    seg_unmap(m);
+    seg_close(sd);
+}
+
+static void test_bars_and_memory_for_the_device(void **state)
+{
+    uint32_t acc = (uint32_t)fab_func_by_name(F, "accel0"), acc1 = (uint32_t)fab_func_by_name(F, "accel1");
+    struct fab_function *A = fab_func(F, acc), *C = fab_func(F, acc1);
+    struct h_proc u = h_spawn(FAB, "b", bar_and_map_user, NULL);
+    h_from(&u);
+    struct h_proc o = h_spawn(FAB, "a", seg_owner, NULL);
+    h_from(&o);
+    h_to(&u, 1);
+    uint64_t io_b = h_from(&u), io_a = h_from(&u), io_c = h_from(&u);
+    /* What the borrower stored through its BAR mapping is in the device. */
+    uint8_t *dm = fab_bar_mem(F, acc, A->bar[2].off, 4096);
+    assert_int_equal(dm[7], (uint8_t)35);
+    assert_true(atomic_load(&A->reg_seq) > 0);
+    /* The device writes to each I/O address it was given (bus master enabled by the borrower). */
+    uint8_t pb[256], pa[256], pc[256];
+    for (int i = 0; i < 256; i++) {
+        pb[i] = (uint8_t)(i ^ 0x5a);
+        pa[i] = (uint8_t)(i ^ 0xa5);
+        pc[i] = (uint8_t)(i ^ 0x3c);
+    }
+    assert_int_equal(fab_fn_dma_write(F, acc, io_b, pb, sizeof pb), 0); /* through a's NTB to b */
+    assert_int_equal(fab_fn_dma_write(F, acc, io_a, pa, sizeof pa), 0); /* local to the lender */
+    assert_int_equal(fab_fn_dma_write(F, acc, io_c, pc, sizeof pc), 0); /* to c's device */
+    assert_memory_equal(fab_bar_mem(F, acc1, C->bar[2].off, sizeof pc), pc, sizeof pc);
+    /* ... and reads back through the NTB (its requester ID is in the lender's table). */
+    uint8_t back[256];
+    assert_int_equal(fab_fn_dma_read(F, acc, io_c, back, sizeof back), 0);
+    assert_memory_equal(back, pc, sizeof pc);
+    h_to(&o, 1);
+    h_from(&o);
+    h_to(&u, 1);
+    h_from(&u);
+    /* MSI-X: the device raises vector 1; it arrives at b's vector 77. */
+    assert_int_equal(fab_fn_msix(F, acc, 1), 0);
+    h_from(&u);
+    h_to(&o, 1);
+    assert_int_equal(h_join(&u), 0);
+    assert_int_equal(h_join(&o), 0);
+    /* Returned: the lender removed its mappings; the device was reset (it was exclusive). */
+    assert_int_equal(fab_cfg_read(F, acc, 0x04, 2), 0);
+}
+
+/* ---------------------------------------------------------------- leases */
+
+static void crashing_borrower(void *arg)
+{
+    sio_dev_t *d;
+    CHECK_EQ(sio_borrow((uint32_t)sio_find("accel0"), SIO_EXCLUSIVE, &d), 0);
+    CHECK_EQ(sio_enable(d), 0);
+    h_put(1);
+    pause();
+}
+
+static void test_lease_reclaim_after_host_kill(void **state)
+{
+    uint32_t acc = (uint32_t)fab_func_by_name(F, "accel0");
+    struct fab_function *A = fab_func(F, acc);
+    uint32_t hb = (uint32_t)fab_host_by_name(F, "b");
+    uint32_t resets = atomic_load(&A->reset_gen);
+    struct h_proc p = h_spawn(FAB, "b", crashing_borrower, NULL);
+    h_from(&p);
+    assert_true(atomic_load(&A->lend_borrowers[0]) & (1ull << hb));
+    assert_int_equal(h_cli(FAB, "host kill b >/dev/null"), 0);
+    assert_int_equal(h_join(&p), 128 + SIGKILL);
+    /* The lender notices the borrower's host is gone, resets the device and takes it back. */
+    for (int i = 0; i < 200 && atomic_load(&A->lend_borrowers[0]); i++)
+        usleep(10000);
+    assert_int_equal(atomic_load(&A->lend_borrowers[0]), 0);
+    assert_true(atomic_load(&A->reset_gen) > resets);
+    assert_int_equal(fab_cfg_read(F, acc, 0x04, 2), 0);
+    assert_int_equal(h_cli(FAB, "host start b >/dev/null"), 0);
+    p = h_spawn(FAB, "c", again, NULL);
+    assert_int_equal(h_join(&p), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_registry_and_borrowing),
+        cmocka_unit_test(test_bars_and_memory_for_the_device),
+        cmocka_unit_test(test_lease_reclaim_after_host_kill),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -38,9 +38,10 @@ int cli_help(const char *cmd);
 #define CLI_OPT_JSON 1u
 #define CLI_OPT_DOT 2u
 #define CLI_OPT_HOST 4u
+#define CLI_OPT_SHARED 8u
 struct cli_opts {
     const char *fabric; /* resolved: --fabric after the command, before it, env, "default" */
-    bool json, dot;
+    bool json, dot, shared;
     const char *host;
 };
 /* Parse c->argv. With `posix`, stop at the first operand (for `run`, whose command line is
@@ -78,6 +79,10 @@ int cmd_status(struct cli *c);
 int cmd_run(struct cli *c);
 int cmd_link(struct cli *c);
 int cmd_agent_ping(struct cli *c);
+int cmd_device(struct cli *c);
+/* device.c: the DEVICES part of `status` (human table, or a json-c array). */
+void cli_print_devices(const struct fab *f);
+struct json_object *cli_devices_json(const struct fab *f);
 int cmd_topology(struct cli *c);
 
 #endif

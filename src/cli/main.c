@@ -80,6 +80,22 @@ static const struct command commands[] = {
       "\nexamples:\n"
       "  ntblend topology --dot | dot -Tpng -o fabric.png\n"
       "  ntblend topology --dot examples/topologies/ring5.ini | dot -Tsvg -o ring5.svg\n" },
+    { "device", cmd_device, "device list|add|remove|borrow|return ... [--fabric NAME]",
+      "list the fabric's PCIe devices, lend them out, borrow them for a host",
+      "  device list [--json]            every device: id, name, type, lender, PCI ids and\n"
+      "                                  class, whether it is lent out, who borrows it\n"
+      "  device add NAME                 the lender makes the device available to borrow\n"
+      "  device remove NAME              ... and withdraws it (current borrows stay)\n"
+      "  device borrow NAME --host H [--shared]\n"
+      "                                  host H borrows it (exclusively unless --shared) and\n"
+      "                                  holds it until 'device return'\n"
+      "  device return NAME --host H     host H gives it back (an exclusive one is reset)\n"
+      "Applications borrow with the SmartIO API (include/ntblend/smartio.h) instead; their\n"
+      "borrows end with the process.\n"
+      "\nexamples:\n"
+      "  ntblend device add nvme0\n"
+      "  ntblend device borrow nvme0 --host b\n"
+      "  ntblend device list --json\n" },
     { "agent-ping", cmd_agent_ping, "agent-ping A B [--fabric NAME]",
       "ping host B's agent from host A's agent over the NTB",
       "A's agent sends a message through its NTB window into B's mailbox and rings B's\n"
@@ -176,6 +192,7 @@ int cli_parse(struct cli *c, unsigned allowed, bool posix, struct cli_opts *o, i
         { "json", no_argument, NULL, 'j' },
         { "dot", no_argument, NULL, 'd' },
         { "host", required_argument, NULL, 'H' },
+        { "shared", no_argument, NULL, 's' },
         { "help", no_argument, NULL, 'h' },
         { 0 },
     };
@@ -203,6 +220,11 @@ int cli_parse(struct cli *c, unsigned allowed, bool posix, struct cli_opts *o, i
             if (!(allowed & CLI_OPT_HOST))
                 return cli_usage_error(cmd, "unknown option '--host'");
             o->host = optarg;
+            break;
+        case 's':
+            if (!(allowed & CLI_OPT_SHARED))
+                return cli_usage_error(cmd, "unknown option '--shared'");
+            o->shared = true;
             break;
         case ':':
             return cli_usage_error(cmd, "option '%s' needs a value", c->argv[optind - 1]);

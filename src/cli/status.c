@@ -252,6 +252,7 @@ static int print_json(struct fab *f, const struct health *hs)
         json_object_array_add(links, o);
     }
     json_object_object_add(root, "links", links);
+    json_object_object_add(root, "devices", cli_devices_json(f));
 
     puts(json_object_to_json_string_ext(
         root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -337,6 +338,7 @@ static int print_table(struct fab *f, const struct health *hs)
         printf("  %4u  %-*s --- %-*s  %s\n", i, lw, end_name(f, &l->a), bw, end_name(f, &l->b),
                atomic_load(&l->up) ? "up" : "down");
     }
+    cli_print_devices(f);
     return fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
 }
 

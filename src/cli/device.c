@@ -1,0 +1,194 @@
+/*
+ * `ntblend device`: the fabric's PCIe devices (functions) and their lending state — listing,
+ * lending out and withdrawing (asked of the lender's agent), and borrowing for a host (asked
+ * of that host's agent, which holds the borrow until it is returned). Also the DEVICES part
+ * of `ntblend status`.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent_proto.h"
+#include "cli.h"
+#include "ntblend/smartio.h"
+
+static uint32_t borrowers(const struct fab_function *x, char *names, size_t len, const struct fab *f)
+{
+    uint32_t n = 0;
+    size_t used = 0;
+    names[0] = 0;
+    for (uint32_t h = 0; h < f->ctl->nhosts && h < 256; h++)
+        if (atomic_load(&x->lend_borrowers[h / 64]) & (1ull << (h % 64))) {
+            int w = snprintf(names + used, len - used, "%s%s", n ? "," : "", fab_host(f, h)->name);
+            if (w > 0 && (size_t)w < len - used)
+                used += (size_t)w;
+            n++;
+        }
+    return n;
+}
+
+static uint32_t class_of(const struct fab_function *x)
+{
+    return (uint32_t)x->cfg[0x0b] << 16 | (uint32_t)x->cfg[0x0a] << 8 | x->cfg[0x09];
+}
+
+void cli_print_devices(const struct fab *f)
+{
+    printf("\nDEVICES (%u)\n", f->ctl->nfuncs);
+    if (!f->ctl->nfuncs)
+        return;
+    printf("  %3s  %-14s %-6s %-8s %-9s %-8s %-5s %-9s %s\n", "ID", "NAME", "TYPE", "LENDER",
+           "VEN:DEV", "CLASS", "MODEL", "LENT", "BORROWERS");
+    for (uint32_t i = 0; i < f->ctl->nfuncs; i++) {
+        const struct fab_function *x = fab_func(f, i);
+        uint16_t ven, dev;
+        memcpy(&ven, x->cfg, 2);
+        memcpy(&dev, x->cfg + 2, 2);
+        char names[256];
+        uint32_t n = borrowers(x, names, sizeof names, f);
+        const char *lent = !atomic_load(&x->lend_available) ? "no"
+                           : atomic_load(&x->lend_exclusive) ? "exclusive"
+                                                             : "yes";
+        printf("  %3u  %-14s %-6s %-8s %04x:%04x %06x   %-5s %-9s %s\n", i, x->name, x->type,
+               fab_host(f, x->host)->name, ven, dev, class_of(x),
+               atomic_load(&x->model_up) ? "up" : "down", lent, n ? names : "-");
+    }
+}
+
+json_object *cli_devices_json(const struct fab *f)
+{
+    json_object *arr = json_object_new_array();
+    for (uint32_t i = 0; i < f->ctl->nfuncs; i++) {
+        const struct fab_function *x = fab_func(f, i);
+        json_object *o = json_object_new_object();
+        uint16_t ven, dev;
+        memcpy(&ven, x->cfg, 2);
+        memcpy(&dev, x->cfg + 2, 2);
+        char names[256];
+        borrowers(x, names, sizeof names, f);
+        json_object *b = json_object_new_array();
+        for (char *save, *t = strtok_r(names, ",", &save); t; t = strtok_r(NULL, ",", &save))
+            json_object_array_add(b, json_object_new_string(t));
+        json_object_object_add(o, "id", json_object_new_int((int)i));
+        json_object_object_add(o, "name", json_object_new_string(x->name));
+        json_object_object_add(o, "type", json_object_new_string(x->type));
+        json_object_object_add(o, "lender", json_object_new_string(fab_host(f, x->host)->name));
+        json_object_object_add(o, "vendor", json_object_new_int(ven));
+        json_object_object_add(o, "device", json_object_new_int(dev));
+        json_object_object_add(o, "class", json_object_new_int((int)class_of(x)));
+        json_object_object_add(o, "vf", json_object_new_int((int)x->vf));
+        json_object_object_add(o, "requester_id", json_object_new_int(x->rid));
+        json_object_object_add(o, "model_up", json_object_new_boolean(atomic_load(&x->model_up)));
+        json_object_object_add(o, "available", json_object_new_boolean(atomic_load(&x->lend_available)));
+        json_object_object_add(o, "exclusive", json_object_new_boolean(atomic_load(&x->lend_exclusive)));
+        json_object_object_add(o, "borrowers", b);
+        json_object_array_add(arr, o);
+    }
+    return arr;
+}
+
+/* One request to host h's agent. */
+static int ask(struct fab *f, uint32_t h, uint32_t op, uint64_t a, uint64_t b, uint64_t c)
+{
+    int fd = agent_connect(f->dir, h);
+    if (fd < 0)
+        return fd;
+    struct agent_req q = { .op = op, .a = a, .b = b, .c = c };
+    struct agent_rsp r;
+    int rc = agent_call(fd, &q, &r, 5000);
+    close(fd);
+    return rc;
+}
+
+static const char *why(int rc)
+{
+    switch (-rc) {
+    case EACCES: return "its lender has not made it available (ntblend device add NAME)";
+    case EBUSY: return "it is borrowed exclusively, or shared while you asked for it exclusively";
+    case EALREADY: return "that host borrows it already";
+    case ENOENT: return "that host does not hold it";
+    case EHOSTUNREACH: return "the lender cannot be reached (link or host down?)";
+    case ECONNREFUSED: return "the host's agent is not running (ntblend host start HOST)";
+    default: return strerror(-rc);
+    }
+}
+
+int cmd_device(struct cli *c)
+{
+    struct cli_opts o;
+    int first;
+    int rc = cli_parse(c, CLI_OPT_JSON | CLI_OPT_HOST | CLI_OPT_SHARED, false, &o, &first);
+    if (rc >= 0)
+        return rc;
+    int nargs = c->argc - first;
+    if (nargs < 1)
+        return cli_usage_error("device", "expected list, add, remove, borrow or return");
+    const char *action = c->argv[first];
+    bool list = strcmp(action, "list") == 0;
+    bool lend = strcmp(action, "add") == 0 || strcmp(action, "remove") == 0;
+    bool borrow = strcmp(action, "borrow") == 0 || strcmp(action, "return") == 0;
+    if (!list && !lend && !borrow)
+        return cli_usage_error("device", "unknown action '%s'", action);
+    if (nargs != (list ? 1 : 2))
+        return cli_usage_error("device", list ? "'list' takes no device" : "expected one device name");
+    if (borrow != (o.host != NULL))
+        return cli_usage_error("device", borrow ? "'%s' needs --host H" : "'--host' goes with borrow and return",
+                               action);
+    if (o.shared && strcmp(action, "borrow") != 0)
+        return cli_usage_error("device", "'--shared' goes with borrow");
+    if (o.json && !list)
+        return cli_usage_error("device", "'--json' goes with list");
+    struct fab *f;
+    if (cli_attach(o.fabric, &f) < 0)
+        return CLI_FAIL;
+    if (list) {
+        if (o.json) {
+            json_object *arr = cli_devices_json(f);
+            printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY));
+            json_object_put(arr);
+        } else {
+            cli_print_devices(f);
+        }
+        fab_detach(f);
+        return CLI_OK;
+    }
+    const char *name = c->argv[first + 1];
+    int id = fab_func_by_name(f, name);
+    if (id < 0) {
+        cli_err("fabric '%s' has no device '%s' (see 'ntblend device list')", o.fabric, name);
+        fab_detach(f);
+        return CLI_FAIL;
+    }
+    const struct fab_function *x = fab_func(f, (uint32_t)id);
+    if (lend) {
+        bool on = strcmp(action, "add") == 0;
+        rc = ask(f, x->host, AGENT_DEV_AVAILABLE, (uint64_t)id, on, 0);
+        if (rc)
+            cli_err("cannot %s %s on its lender %s: %s", on ? "lend out" : "withdraw", name,
+                    fab_host(f, x->host)->name, why(rc));
+        else
+            printf("%s (on %s) is %s\n", name, fab_host(f, x->host)->name,
+                   on ? "available to borrow" : "no longer lent out");
+    } else {
+        int h = cli_host(f, o.host);
+        if (h < 0) {
+            fab_detach(f);
+            return CLI_FAIL;
+        }
+        bool take = strcmp(action, "borrow") == 0;
+        rc = take ? ask(f, (uint32_t)h, AGENT_DEV_BORROW, (uint64_t)id,
+                        o.shared ? SIO_SHARED : SIO_EXCLUSIVE, 1)
+                  : ask(f, (uint32_t)h, AGENT_DEV_RETURN, (uint64_t)id, 0, 1);
+        if (rc)
+            cli_err("host %s cannot %s %s: %s", o.host, action, name, why(rc));
+        else
+            printf("host %s %s %s%s\n", fab_host(f, (uint32_t)h)->name,
+                   take ? "borrows" : "returned", name,
+                   take ? (o.shared ? " (shared)" : " (exclusive)") : "");
+    }
+    fab_detach(f);
+    return rc ? CLI_FAIL : CLI_OK;
+}

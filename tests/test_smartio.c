@@ -315,12 +315,74 @@ static void test_lease_reclaim_after_host_kill(void **state)
     assert_int_equal(h_join(&p), 0);
 }
 
+/* ---------------------------------------------------------------- IOMMU isolation */
+
+static void iso_user(void *arg)
+{
+    sio_dev_t *acc;
+    CHECK_EQ(sio_borrow((uint32_t)sio_find("accel0"), SIO_EXCLUSIVE, &acc), 0);
+    CHECK_EQ(sio_enable(acc), 0);
+    seg_desc_t *sd;
+    CHECK_EQ(seg_open(&sd), 0);
+    seg_local_t *s;
+    CHECK_EQ(seg_create(sd, &s, 0, 65536), 0);
+    uint64_t io;
+    sio_dma_t *m;
+    CHECK_EQ(sio_map_local(acc, s, 0, 65536, &io, &m), 0);
+    h_put(io);
+    h_get();
+    CHECK_EQ(sio_unmap(m), 0);
+    h_put(1);
+    h_get();
+    seg_remove(s);
+    seg_close(sd);
+    sio_return(acc);
+}
+
+static void test_iommu_isolation_on_the_lender(void **state)
+{
+    char fab[64];
+    snprintf(fab, sizeof fab, "%s", h_fabric_name("sioiso"));
+    assert_int_equal(h_up(fab, "tests/topologies/smartio3-iommu.ini"), 0);
+    struct fab *f;
+    assert_int_equal(fab_attach(fab, -1, &f), 0);
+    struct h_proc l = h_spawn(fab, "a", lender, (void *)1);
+    h_from(&l);
+    assert_int_equal(h_join(&l), 0);
+    uint32_t acc = (uint32_t)fab_func_by_name(f, "accel0");
+    uint32_t ha = fab_func(f, acc)->host;
+    struct h_proc u = h_spawn(fab, "b", iso_user, NULL);
+    uint64_t io = h_from(&u);
+    uint8_t v[64];
+    memset(v, 0x42, sizeof v);
+    /* Mapped for it: the write goes through (to b, through a's NTB). */
+    assert_int_equal(fab_fn_dma_write(f, acc, io, v, sizeof v), 0);
+    /* Anything else is a fault on the lender, and nothing is written: a's own RAM ... */
+    uint64_t faults = atomic_load(&fab_host(f, ha)->fault_count);
+    uint64_t ram = 300ull << 20;
+    memset(fab_ram(f, ha, ram, 64), 0, 64);
+    assert_int_equal(fab_fn_dma_write(f, acc, ram, v, sizeof v), -EFAULT);
+    assert_int_equal(((uint8_t *)fab_ram(f, ha, ram, 1))[0], 0);
+    /* ... or beyond what was mapped. */
+    assert_int_equal(fab_fn_dma_write(f, acc, io + (64u << 20), v, sizeof v), -EFAULT);
+    assert_int_equal(atomic_load(&fab_host(f, ha)->fault_count), faults + 2);
+    h_to(&u, 1);
+    h_from(&u);
+    /* Unmapped: the same address faults now. */
+    assert_int_equal(fab_fn_dma_write(f, acc, io, v, sizeof v), -EFAULT);
+    h_to(&u, 1);
+    assert_int_equal(h_join(&u), 0);
+    fab_detach(f);
+    h_down(fab);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_registry_and_borrowing),
         cmocka_unit_test(test_bars_and_memory_for_the_device),
         cmocka_unit_test(test_lease_reclaim_after_host_kill),
+        cmocka_unit_test(test_iommu_isolation_on_the_lender),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -315,6 +315,63 @@ static void test_lease_reclaim_after_host_kill(void **state)
     assert_int_equal(h_join(&p), 0);
 }
 
+/* ---------------------------------------------------------------- placement by hints */
+
+static void placing_user(void *arg)
+{
+    sio_dev_t *acc;
+    CHECK_EQ(sio_borrow((uint32_t)sio_find("accel0"), SIO_EXCLUSIVE, &acc), 0);
+    CHECK_EQ(sio_enable(acc), 0);
+    volatile uint8_t *sq, *cq;
+    uint64_t sq_io, cq_io;
+    sio_mem_t *msq, *mcq, *bad;
+    /* An SQ: the device reads it, we write it -> near the device (the lender, node 4). */
+    CHECK_EQ(sio_alloc(acc, 65536, SIO_HINT_DEVICE_READ | SIO_HINT_HOST_WRITE, (volatile void **)&sq,
+                       &sq_io, &msq), 0);
+    CHECK_EQ(sio_mem_node(msq), NODE_A);
+    /* A CQ: the device writes it, we poll it -> here (node 8). */
+    CHECK_EQ(sio_alloc(acc, 65536, SIO_HINT_DEVICE_WRITE | SIO_HINT_HOST_READ, (volatile void **)&cq,
+                       &cq_io, &mcq), 0);
+    CHECK_EQ(sio_mem_node(mcq), NODE_B);
+    CHECK_EQ(sio_alloc(acc, 4096, 0x100, (volatile void **)&cq, &cq_io, &bad), -EINVAL);
+    for (int i = 0; i < 64; i++)
+        sq[i] = (uint8_t)(i + 1);
+    h_put(sq_io);
+    h_put(cq_io);
+    h_get(); /* the device read the SQ and wrote the CQ */
+    for (int i = 0; i < 64; i++)
+        CHECK_EQ(cq[i], (uint8_t)(2 * i + 2));
+    CHECK_EQ(sio_free(msq), 0);
+    CHECK_EQ(sio_free(mcq), 0);
+    CHECK_EQ(sio_return(acc), 0);
+    h_put(1);
+}
+
+static void test_placement_by_access_hints(void **state)
+{
+    make_available("a", true);
+    uint32_t acc = (uint32_t)fab_func_by_name(F, "accel0");
+    struct h_proc u = h_spawn(FAB, "b", placing_user, NULL);
+    uint64_t sq_io = h_from(&u), cq_io = h_from(&u);
+    uint8_t cmd[64], done[64];
+    /* The device fetches the SQ (a read) and posts to the CQ (a write), as an NVMe would. */
+    assert_int_equal(fab_fn_dma_read(F, acc, sq_io, cmd, sizeof cmd), 0);
+    for (int i = 0; i < 64; i++) {
+        assert_int_equal(cmd[i], (uint8_t)(i + 1));
+        done[i] = (uint8_t)(2 * cmd[i]);
+    }
+    /* The SQ is in the lender's own RAM: no NTB in the device's read path. */
+    struct fab_target t;
+    assert_int_equal(fab_resolve(F, fab_func(F, acc)->host, fab_func(F, acc)->rid, sq_io, 64, false, &t), 0);
+    assert_int_equal(t.ntbs, 0);
+    assert_int_equal(fab_fn_dma_write(F, acc, cq_io, done, sizeof done), 0);
+    assert_int_equal(fab_resolve(F, fab_func(F, acc)->host, fab_func(F, acc)->rid, cq_io, 64, true, &t), 0);
+    assert_int_equal(t.ntbs, 1);
+    h_to(&u, 1);
+    h_from(&u);
+    assert_int_equal(h_join(&u), 0);
+}
+
 /* ---------------------------------------------------------------- IOMMU isolation */
 
 static void iso_user(void *arg)
@@ -382,6 +439,7 @@ int main(void)
         cmocka_unit_test(test_registry_and_borrowing),
         cmocka_unit_test(test_bars_and_memory_for_the_device),
         cmocka_unit_test(test_lease_reclaim_after_host_kill),
+        cmocka_unit_test(test_placement_by_access_hints),
         cmocka_unit_test(test_iommu_isolation_on_the_lender),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -90,6 +90,23 @@ int sio_map_peer_bar(sio_dev_t *dev, sio_dev_t *peer, int bar, uint64_t *ioaddr,
                      sio_dma_t **map);
 int sio_unmap(sio_dma_t *map);
 
+/* Memory placed by access pattern (smartio-tocs-2021 §6.1, §7.4.1): reads across the NTB cost
+ * a round trip, posted writes do not, so memory goes where it is read. A queue the device
+ * reads (an NVMe SQ: SIO_HINT_DEVICE_READ) or that several hosts read (SIO_HINT_MULTI_HOST)
+ * is placed in the device's lender; one the CPU polls (a CQ: SIO_HINT_HOST_READ) here. The
+ * CPU reaches it through *cpu, the device through *ioaddr. */
+#define SIO_HINT_DEVICE_READ 1u
+#define SIO_HINT_DEVICE_WRITE 2u
+#define SIO_HINT_HOST_READ 4u
+#define SIO_HINT_HOST_WRITE 8u
+#define SIO_HINT_MULTI_HOST 16u
+typedef struct sio_mem sio_mem_t;
+int sio_alloc(sio_dev_t *dev, size_t size, unsigned hints, volatile void **cpu, uint64_t *ioaddr,
+              sio_mem_t **mem);
+/* Node id of the host the memory was placed in. */
+uint32_t sio_mem_node(const sio_mem_t *mem);
+int sio_free(sio_mem_t *mem);
+
 /* Interrupts: the MSI-X vector `vector` of the device wakes sio_wait_vector on this host. The
  * table entry is programmed to reach this host's MSI region through the lender's NTB. */
 int sio_enable_vector(sio_dev_t *dev, uint32_t vector, uint32_t host_vector);

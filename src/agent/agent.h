@@ -50,6 +50,8 @@ enum mbox_type {
     MBOX_DEV_UNMAP,
     MBOX_INBOUND_MAP,
     MBOX_INBOUND_UNMAP,
+    MBOX_SEG_CREATE_FOR,
+    MBOX_SEG_REMOVE_FOR,
     MBOX_TYPES = 32
 };
 #define MBOX_MAX_PAYLOAD 1024u
@@ -74,6 +76,11 @@ int aseg_remove(int32_t client, uint32_t id);
 int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
                  uint64_t event_phys, uint64_t *bus, uint64_t *size, uint64_t *conn);
 int aseg_disconnect(int32_t client, uint32_t owner, uint32_t conn_id);
+/* Segments an agent created on behalf of host `host` (placement): owned by a tag, removed by
+ * the requester or when that host's borrows end. */
+int aseg_alloc_at(int32_t client, uint32_t host, uint64_t size, uint64_t *id);
+int aseg_free_at(int32_t client, uint32_t host, uint32_t id);
+void aseg_host_gone(uint32_t host);
 int aintr_create(int32_t client, uint32_t id, uint64_t *out_id, uint64_t *phys);
 int aintr_remove(int32_t client, uint32_t id);
 int aintr_connect(uint32_t adapter, uint32_t node, uint32_t id, uint64_t *bus, uint64_t *owner);

@@ -554,15 +554,23 @@ static void *lease_watcher(void *arg)
     _Atomic uint32_t *seq = &fab_adapter(f, self->adapter_first)->link_seq;
     while (!atomic_load(&D.ag->stop)) {
         uint32_t now = atomic_load(seq);
+        uint32_t gone[64];
+        size_t ngone = 0;
         pthread_mutex_lock(&D.lock);
         for (struct lend *l = D.lends, *next; l; l = next) {
             next = l->next;
             const struct fab_host *h = fab_host(f, l->host);
             if (l->host != D.ag->host &&
-                (atomic_load(&h->state) == FAB_HOST_DOWN || atomic_load(&h->boot_gen) != l->boot))
+                (atomic_load(&h->state) == FAB_HOST_DOWN || atomic_load(&h->boot_gen) != l->boot)) {
+                if (ngone < 64)
+                    gone[ngone++] = l->host;
                 lend_drop(l->fn, l->host);
+            }
         }
         pthread_mutex_unlock(&D.lock);
+        /* Memory placed here for those hosts goes too (outside the lock: it notifies). */
+        for (size_t i = 0; i < ngone; i++)
+            aseg_host_gone(gone[i]);
         fab_futex_wait(seq, now, -1);
     }
     return NULL;

@@ -168,6 +168,12 @@ static void serve(struct client *c, const struct agent_req *req)
     case AGENT_DEV_UNMAP:
         rsp.rc = dev_unmap(c->pid, (uint32_t)req->a, (uint32_t)req->b);
         break;
+    case AGENT_SEG_ALLOC_AT:
+        rsp.rc = aseg_alloc_at(c->pid, (uint32_t)req->a, req->b, &rsp.a);
+        break;
+    case AGENT_SEG_FREE_AT:
+        rsp.rc = aseg_free_at(c->pid, (uint32_t)req->a, (uint32_t)req->b);
+        break;
     case AGENT_INTR_CONNECT:
         rsp.rc = aintr_connect(req->flags, (uint32_t)req->a, (uint32_t)req->b, &rsp.a, &rsp.b);
         break;

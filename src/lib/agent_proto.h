@@ -42,6 +42,9 @@ enum agent_op {
     AGENT_DEV_MAP,        /* b = target host index, c = bus address there, flags = pages ->
                            * a = device-side I/O address, b = mapping id */
     AGENT_DEV_UNMAP,      /* b = mapping id */
+    AGENT_SEG_ALLOC_AT,   /* a = host index, b = size -> a = id of a segment that host's agent
+                           * created for us, available on its adapter facing us */
+    AGENT_SEG_FREE_AT,    /* a = host index, b = id */
 };
 
 struct agent_req {

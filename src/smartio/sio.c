@@ -373,3 +373,97 @@ int sio_wait_vector(uint32_t host_vector, uint32_t *seen, int timeout_ms)
     rt_put(rt);
     return rc;
 }
+
+/* ---------------------------------------------------------------- placement */
+
+struct sio_mem {
+    sio_dev_t *dev;
+    seg_desc_t *sd;
+    seg_local_t *local;   /* placed here */
+    seg_remote_t *remote; /* placed in the lender */
+    seg_map_t *map;
+    sio_dma_t *dma;
+    uint32_t host, id;
+};
+
+static bool place_at_lender(const sio_dev_t *d, unsigned hints)
+{
+    if (d->lender == d->rt->host)
+        return false;
+    if (hints & SIO_HINT_MULTI_HOST)
+        return true;
+    /* Whoever reads it should have it close: the device reading a queue across the NTB pays a
+     * round trip per fetch, the CPU writing it there only a posted write. */
+    return (hints & SIO_HINT_DEVICE_READ) && !(hints & SIO_HINT_HOST_READ);
+}
+
+int sio_alloc(sio_dev_t *d, size_t size, unsigned hints, volatile void **cpu, uint64_t *ioaddr,
+              sio_mem_t **out)
+{
+    if (!d || !size || !cpu || !ioaddr || !out || (hints & ~0x1fu))
+        return -EINVAL;
+    sio_mem_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return -ENOMEM;
+    m->dev = d;
+    int rc = seg_open(&m->sd);
+    if (rc) {
+        free(m);
+        return rc;
+    }
+    struct fab *f = d->rt->f;
+    if (place_at_lender(d, hints)) {
+        struct agent_rsp r;
+        m->host = d->lender;
+        rc = call(d->rt, AGENT_SEG_ALLOC_AT, 0, d->lender, size, 0, &r);
+        if (!rc) {
+            m->id = (uint32_t)r.a;
+            int adapter = (int)((uint32_t)d->ai - fab_host(f, d->rt->host)->adapter_first);
+            rc = seg_connect(m->sd, &m->remote, fab_host(f, d->lender)->node_id, m->id, adapter, 2000);
+            if (!rc)
+                *cpu = seg_map_remote(m->remote, 0, size, 0, &m->map);
+            if (!rc && !*cpu)
+                rc = -errno;
+            if (!rc)
+                rc = sio_map_remote(d, m->remote, 0, size, ioaddr, &m->dma);
+        }
+    } else {
+        m->host = d->rt->host;
+        rc = seg_create(m->sd, &m->local, 0, size);
+        if (!rc)
+            *cpu = seg_map_local(m->local, 0, size, 0, &m->map);
+        if (!rc && !*cpu)
+            rc = -errno;
+        if (!rc)
+            rc = sio_map_local(d, m->local, 0, size, ioaddr, &m->dma);
+    }
+    if (rc) {
+        m->dma = NULL;
+        sio_free(m);
+        return rc;
+    }
+    *out = m;
+    return 0;
+}
+
+uint32_t sio_mem_node(const sio_mem_t *m) { return fab_host(m->dev->rt->f, m->host)->node_id; }
+
+int sio_free(sio_mem_t *m)
+{
+    if (!m)
+        return -EINVAL;
+    int rc = 0;
+    if (m->dma)
+        rc = sio_unmap(m->dma);
+    if (m->map)
+        seg_unmap(m->map);
+    if (m->remote)
+        seg_disconnect(m->remote);
+    if (m->local)
+        seg_remove(m->local);
+    if (m->id)
+        call(m->dev->rt, AGENT_SEG_FREE_AT, 0, m->host, m->id, 0, NULL);
+    seg_close(m->sd);
+    free(m);
+    return rc;
+}

@@ -7,7 +7,7 @@
  *
  * Input: byte 0 selects the mode (bit 0: I/O queue instead of admin, bit 1: through the
  * doorbell and nvme_process, bits 2-3: memory page size 4K/8K/16K/64K via CC.MPS); bytes 1..64
- * are the SQE; the rest is copied to host memory at MEM_BASE + 0x10000.
+ * are the SQE; the rest is copied to host memory at DATA (MEM_BASE + 0x40000).
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -22,11 +22,11 @@
 #define MEM_BASE 0x100000ull
 #define MEM_SIZE (1ull << 20)
 #define ASQ (MEM_BASE)
-#define ACQ (MEM_BASE + 0x1000)
-#define IOSQ (MEM_BASE + 0x2000)
-#define IOCQ (MEM_BASE + 0x3000)
-#define SCRATCH (MEM_BASE + 0x4000)
-#define DATA (MEM_BASE + 0x10000)
+#define ACQ (MEM_BASE + 0x10000) /* 64 KiB apart: aligned for every page size */
+#define IOSQ (MEM_BASE + 0x20000)
+#define IOCQ (MEM_BASE + 0x30000)
+#define SCRATCH (MEM_BASE + 0x40000)
+#define DATA (MEM_BASE + 0x40000)
 
 static uint8_t *mem;
 static uint8_t regs[NVME_REGS_SIZE] __attribute__((aligned(64)));
@@ -40,6 +40,7 @@ static int in_mem(uint64_t addr, uint64_t len)
 
 static int dma_read(void *ctx, uint64_t addr, void *buf, uint64_t len)
 {
+    (void)ctx;
     if (!in_mem(addr, len)) {
         memset(buf, 0xff, len);
         return -5;
@@ -50,6 +51,7 @@ static int dma_read(void *ctx, uint64_t addr, void *buf, uint64_t len)
 
 static int dma_write(void *ctx, uint64_t addr, const void *buf, uint64_t len)
 {
+    (void)ctx;
     if (!in_mem(addr, len))
         return -5;
     memcpy(mem + (addr - MEM_BASE), buf, len);
@@ -58,6 +60,7 @@ static int dma_write(void *ctx, uint64_t addr, const void *buf, uint64_t len)
 
 static void irq(void *ctx, uint32_t v)
 {
+    (void)ctx;
     if (v >= ctrl.p.vectors)
         abort(); /* the core must never raise a vector the function does not have */
 }
@@ -85,7 +88,7 @@ static void bring_up(uint32_t mps)
 {
     w32(NVME_REG_CC, 0);
     nvme_regs_update(&ctrl);
-    memset(mem, 0, 0x10000);
+    memset(mem, 0, SCRATCH - MEM_BASE);
     w32(NVME_REG_AQA, 15u << 16 | 15u);
     w32(NVME_REG_ASQ, (uint32_t)ASQ);
     w32(NVME_REG_ASQ + 4, 0);
@@ -97,15 +100,13 @@ static void bring_up(uint32_t mps)
     struct nvme_sqe s = { 0 };
     struct nvme_cqe c;
     s.opc = NVME_ADM_CREATE_CQ;
-    s.prp1 = IOCQ & ~((4096ull << mps) - 1);
+    s.prp1 = IOCQ;
     s.cdw10 = 15u << 16 | 1;
     s.cdw11 = 1u << 16 | 3;
     if (!nvme_exec(&ctrl, 0, &s, &c) || c.status)
         abort();
     s.opc = NVME_ADM_CREATE_SQ;
-    s.prp1 = IOSQ & ~((4096ull << mps) - 1);
-    if (mps) /* larger pages: put the SQ on the next page boundary */
-        s.prp1 += 4096ull << mps;
+    s.prp1 = IOSQ;
     s.cdw11 = 1u << 16 | 1;
     if (!nvme_exec(&ctrl, 0, &s, &c) || c.status)
         abort();

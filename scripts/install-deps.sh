@@ -10,6 +10,7 @@ packages=(
   libcmocka-dev                      # unit tests
   graphviz gnuplot-nox               # topology pictures and benchmark plots
   procps                             # ps/pgrep, used by the CPU-use measurement
+  clang libclang-rt-14-dev           # libFuzzer (scripts/fuzz.sh); Debian 12's clang is 14
 )
 
 missing=()

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 #include <fcntl.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/stat.h>
 
 #include "harness.h"
@@ -459,12 +460,42 @@ static void test_abort_and_aer(void **state)
     assert_int_equal((cqe.dw0 >> 8) & 0xff, NVME_AER_INFO_INVALID_DB);
 }
 
+/* Abort a command that is still in its SQ: it completes as aborted, unexecuted. */
+static void test_abort_queued(void **state)
+{
+    assert_int_equal(nvd_reset(&D), 0);
+    io_pair(16);
+    uint64_t buf = nvd_alloc(&D, NVD_PAGE, NVD_PAGE);
+    memset(nvd_ptr(&D, buf), 0x77, NVD_PAGE);
+    fab_cfg_write(F, D.fn, 0x04, 2, FAB_CMD_MEM); /* nothing is fetched meanwhile */
+    struct nvme_sqe s = nvd_rw(NVME_CMD_WRITE, 1, 4242, 1);
+    nvd_prp(&D, &s, buf, NVD_PAGE);
+    uint16_t victim = nvd_queue_cmd(&D, 1, &s, true);
+    s = nvd_sqe(NVME_ADM_ABORT, 0);
+    s.cdw10 = (uint32_t)victim << 16 | 1;
+    uint16_t ab = nvd_queue_cmd(&D, 0, &s, true);
+    fab_cfg_write(F, D.fn, 0x04, 2, FAB_CMD_MEM | FAB_CMD_BME);
+    struct nvme_cqe cqe;
+    assert_int_equal(nvd_wait_cid(&D, 0, ab, &cqe, 5000), 0);
+    assert_int_equal(nvd_status(&cqe), 0);
+    assert_int_equal(cqe.dw0 & 1, 0);
+    assert_int_equal(nvd_wait_cid(&D, 1, victim, &cqe, 5000), 0);
+    assert_int_equal(nvd_status(&cqe), NVME_ABORT_REQUESTED);
+    assert_false(nvd_dnr(&cqe));
+    /* Not written. */
+    s = nvd_rw(NVME_CMD_READ, 1, 4242, 1);
+    nvd_prp(&D, &s, buf, NVD_PAGE);
+    assert_int_equal(nvd_io(&D, 1, &s, NULL), 0);
+    char zero[4096] = { 0 };
+    assert_memory_equal(nvd_ptr(&D, buf), zero, sizeof zero);
+}
+
 /* ---------------------------------------------------------------- I/O */
 
 static void check_file(uint64_t slba, const void *data, size_t len)
 {
     char path[400];
-    snprintf(path, sizeof path, "%s/nvme0-ns1.img", nsdir);
+    snprintf(path, sizeof path, "%s/%s/nvme0-ns1.img", nsdir, fabname); /* a directory per fabric */
     int fd = open(path, O_RDONLY);
     assert_true(fd >= 0);
     char *b = malloc(len);
@@ -661,9 +692,10 @@ static void test_sq_deletion_aborts(void **state)
     assert_int_equal(nvd_reset(&D), 0);
     io_pair(16);
     uint64_t buf = nvd_alloc(&D, NVD_PAGE, NVD_PAGE);
-    usleep(50000); /* the controller goes to sleep on its doorbell futex */
-    /* Two reads on SQ 1 and Delete SQ 1 on the admin queue, announced together: the admin
-     * queue comes first in the round, so the reads are still in SQ 1 when it goes away. */
+    /* Two reads on SQ 1 and Delete SQ 1 on the admin queue, announced while bus mastering
+     * is off (nothing is fetched), then bus mastering on: the admin queue comes first in the
+     * round, so the reads are still in SQ 1 when it goes away. */
+    fab_cfg_write(F, D.fn, 0x04, 2, FAB_CMD_MEM);
     uint16_t cids[2];
     for (int i = 0; i < 2; i++) {
         struct nvme_sqe s = nvd_rw(NVME_CMD_READ, 1, 0, 1);
@@ -673,9 +705,9 @@ static void test_sq_deletion_aborts(void **state)
     struct nvme_sqe s = nvd_sqe(NVME_ADM_DELETE_SQ, 0);
     s.cdw10 = 1;
     uint16_t del = nvd_queue_cmd(&D, 0, &s, false);
-    __atomic_store_n((uint32_t *)(uintptr_t)(D.regs + NVME_REG_DBS + 8), D.q[1].sq_tail,
-                     __ATOMIC_RELEASE);
+    nvd_ring(&D, 1);
     nvd_ring(&D, 0);
+    fab_cfg_write(F, D.fn, 0x04, 2, FAB_CMD_MEM | FAB_CMD_BME);
     struct nvme_cqe cqe;
     assert_int_equal(nvd_wait_cid(&D, 0, del, &cqe, 5000), 0);
     assert_int_equal(nvd_status(&cqe), 0);
@@ -757,6 +789,180 @@ static void test_bus_master(void **state)
     assert_int_equal(nvd_reset(&D), 0);
 }
 
+/* ---------------------------------------------------------------- a second controller:
+ * 4 queue pairs, 2 namespaces of 64 MiB, MDTS 3, a 1 MiB controller memory buffer */
+
+static const char small_topo[] =
+    "[defaults]\nram = 512M\nlut_size = 1M\nlut_entries = 64\nrid_entries = 32\n"
+    "doorbells = 16\nscratchpads = 8\ndma_channels = 2\n"
+    "[host a]\nnode_id = 4\nadapters = ntb0\n[host b]\nnode_id = 8\nadapters = ntb0\n"
+    "[links]\na.ntb0 = b.ntb0\n"
+    "[device nvme1]\nhost = a\ntype = nvme\nqueues = 4\nnamespaces = 2\nns_size = 64M\n"
+    "mdts = 3\ncmb = 1M\n";
+static char topo_file[256];
+
+static int setup_small(void **state)
+{
+    fabname = h_fabric_name("nvme-small");
+    snprintf(nsdir, sizeof nsdir, "/var/tmp/ntblend-test-nvme-small-%d", (int)getpid());
+    setenv("NTBLEND_NVME_DIR", nsdir, 1);
+    snprintf(topo_file, sizeof topo_file, "/tmp/ntblend-test-nvme-%d.ini", (int)getpid());
+    FILE *fp = fopen(topo_file, "w");
+    if (!fp)
+        return -1;
+    fputs(small_topo, fp);
+    fclose(fp);
+    /* h_up takes a path relative to the source tree: climb to / from there. */
+    char src[512], rel[768] = "";
+    if (!realpath(h_src(), src))
+        return -1;
+    for (const char *c = src; *c; c++)
+        if (*c == '/' && c[1])
+            strcat(rel, "../");
+    strcat(rel, "..");
+    strcat(rel, topo_file);
+    int rc = h_up(fabname, rel);
+    unlink(topo_file);
+    if (rc || fab_attach(fabname, -1, &F))
+        return -1;
+    return nvd_open(&D, F, "nvme1");
+}
+
+static void test_small_config(void **state)
+{
+    assert_int_equal(nvd_reset(&D), 0);
+    assert_int_equal((fab_cfg_read(F, D.fn, FAB_CFG_MSIX + 2, 2) & 0x7ff) + 1, 5);
+    uint32_t dw0;
+    assert_int_equal(features(NVME_ADM_GET_FEATURES, NVME_FEAT_NUM_QUEUES, 0, &dw0), 0);
+    assert_int_equal(dw0, 3u << 16 | 3u);
+    assert_int_equal(nvd_create_cq(&D, 5, 4, false, 0), NVME_INVALID_QID);
+    assert_int_equal(nvd_create_cq(&D, 4, 4, true, 5), NVME_INVALID_VECTOR);
+    assert_int_equal(nvd_create_cq(&D, 4, 4, true, 4), 0);
+    uint64_t buf = nvd_alloc(&D, NVD_PAGE, NVD_PAGE);
+    uint8_t *p = nvd_ptr(&D, buf);
+    struct nvme_sqe s = nvd_sqe(NVME_ADM_IDENTIFY, 0);
+    s.cdw10 = NVME_CNS_CTRL;
+    nvd_prp(&D, &s, buf, NVD_PAGE);
+    assert_int_equal(nvd_admin(&D, &s, NULL), 0);
+    uint32_t nn;
+    memcpy(&nn, p + 516, 4);
+    assert_int_equal(nn, 2);
+    assert_int_equal(p[77], 3);
+    s = nvd_sqe(NVME_ADM_IDENTIFY, 0);
+    s.cdw10 = NVME_CNS_NS_LIST;
+    nvd_prp(&D, &s, buf, NVD_PAGE);
+    assert_int_equal(nvd_admin(&D, &s, NULL), 0);
+    uint32_t l[3];
+    memcpy(l, p, sizeof l);
+    assert_int_equal(l[0], 1);
+    assert_int_equal(l[1], 2);
+    assert_int_equal(l[2], 0);
+    s = nvd_sqe(NVME_ADM_IDENTIFY, 2);
+    s.cdw10 = NVME_CNS_NS;
+    nvd_prp(&D, &s, buf, NVD_PAGE);
+    assert_int_equal(nvd_admin(&D, &s, NULL), 0);
+    uint64_t nsze;
+    memcpy(&nsze, p, 8);
+    assert_int_equal(nsze, (64ull << 20) / 4096);
+    /* I/O on namespace 2, at MDTS (8 blocks) and beyond. */
+    io_pair(16);
+    uint64_t len = 8 * 4096ull;
+    uint64_t wb = nvd_alloc(&D, len, NVD_PAGE), rb = nvd_alloc(&D, len, NVD_PAGE);
+    fill(nvd_ptr(&D, wb), len, 7);
+    s = nvd_rw(NVME_CMD_WRITE, 2, 16383 - 7, 8);
+    nvd_prp(&D, &s, wb, len);
+    assert_int_equal(nvd_io(&D, 1, &s, NULL), 0);
+    s = nvd_rw(NVME_CMD_READ, 2, 16383 - 7, 8);
+    nvd_prp(&D, &s, rb, len);
+    assert_int_equal(nvd_io(&D, 1, &s, NULL), 0);
+    assert_memory_equal(nvd_ptr(&D, rb), nvd_ptr(&D, wb), len);
+    s = nvd_rw(NVME_CMD_READ, 1, 16383 - 7, 8); /* namespace 1 was not written there */
+    nvd_prp(&D, &s, rb, len);
+    assert_int_equal(nvd_io(&D, 1, &s, NULL), 0);
+    assert_memory_not_equal(nvd_ptr(&D, rb), nvd_ptr(&D, wb), len);
+    s = nvd_rw(NVME_CMD_READ, 2, 0, 9);
+    nvd_prp(&D, &s, rb, len + 4096);
+    assert_int_equal(nvd_io(&D, 1, &s, NULL), NVME_INVALID_FIELD);
+    s = nvd_rw(NVME_CMD_READ, 3, 0, 1);
+    nvd_prp(&D, &s, rb, 4096);
+    assert_int_equal(nvd_io(&D, 1, &s, NULL), NVME_INVALID_NAMESPACE);
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s/nvme1-ns2.img", nsdir, fabname);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_size, 64ll << 20);
+}
+
+static void test_cmb(void **state)
+{
+    assert_int_equal(nvd_reset(&D), 0);
+    const struct fab_function *fx = fab_func(F, D.fn);
+    assert_true(nvd_r64(&D, NVME_REG_CAP) & (1ull << 57));
+    uint32_t loc = nvd_r32(&D, NVME_REG_CMBLOC), sz = nvd_r32(&D, NVME_REG_CMBSZ);
+    assert_int_equal(loc & 7, 2);        /* BIR: BAR2 */
+    assert_int_equal(loc >> 12, 0);      /* offset */
+    assert_true(sz & 1);                 /* SQS */
+    assert_int_equal((sz >> 8) & 0xf, 0); /* SZU 4 KiB */
+    assert_int_equal(sz >> 12, 256);      /* 1 MiB */
+    assert_int_equal(fx->bar[2].kind, FAB_BAR_MEM);
+    /* An I/O SQ in the CMB: the driver writes commands into BAR2. */
+    uint64_t cmb = fx->bar[2].addr;
+    uint8_t *cmbp = fab_bar_mem(F, D.fn, fx->bar[2].off, 1 << 20);
+    assert_non_null(cmbp);
+    assert_int_equal(nvd_create_cq(&D, 1, 16, false, 0), 0);
+    struct nvme_sqe s = nvd_sqe(NVME_ADM_CREATE_SQ, 0);
+    s.prp1 = cmb;
+    s.cdw10 = 15u << 16 | 1;
+    s.cdw11 = 1u << 16 | 1;
+    assert_int_equal(nvd_admin(&D, &s, NULL), 0);
+    D.q[1].live = true;
+    D.q[1].sq_size = 16;
+    D.q[1].sq_tail = 0;
+    D.q[1].sq = 0;
+    /* Write data that sits in the CMB too (WDS), read it back into host memory. */
+    uint64_t rb = nvd_alloc(&D, NVD_PAGE, NVD_PAGE);
+    fill(cmbp + 65536, 4096, 1234);
+    for (int i = 0; i < 2; i++) {
+        struct nvme_sqe c = nvd_rw(i ? NVME_CMD_READ : NVME_CMD_WRITE, 1, 5, 1);
+        c.prp1 = i ? rb : cmb + 65536;
+        c.cid = ++D.next_cid;
+        memcpy(cmbp + 64 * D.q[1].sq_tail, &c, 64);
+        D.q[1].sq_tail++;
+        nvd_ring(&D, 1);
+        struct nvme_cqe cqe;
+        assert_int_equal(nvd_wait_cid(&D, 1, c.cid, &cqe, 5000), 0);
+        assert_int_equal(nvd_status(&cqe), 0);
+    }
+    assert_memory_equal(nvd_ptr(&D, rb), cmbp + 65536, 4096);
+}
+
+/* Two SQs on one CQ, both full before the controller may fetch: one command from each in
+ * turn (round robin, burst 1). */
+static void test_round_robin(void **state)
+{
+    assert_int_equal(nvd_reset(&D), 0);
+    assert_int_equal(nvd_create_cq(&D, 1, 16, false, 0), 0);
+    assert_int_equal(nvd_create_sq(&D, 1, 8, 1), 0);
+    assert_int_equal(nvd_create_sq(&D, 2, 8, 1), 0);
+    uint64_t buf = nvd_alloc(&D, NVD_PAGE, NVD_PAGE);
+    fab_cfg_write(F, D.fn, 0x04, 2, FAB_CMD_MEM); /* hold off fetching */
+    for (int i = 0; i < 6; i++) {
+        struct nvme_sqe s = nvd_rw(NVME_CMD_READ, 1, 0, 1);
+        nvd_prp(&D, &s, buf, NVD_PAGE);
+        nvd_queue_cmd(&D, i < 3 ? 1 : 2, &s, false);
+    }
+    nvd_ring(&D, 1);
+    nvd_ring(&D, 2);
+    fab_cfg_write(F, D.fn, 0x04, 2, FAB_CMD_MEM | FAB_CMD_BME);
+    for (int i = 0; i < 6; i++) {
+        struct nvme_cqe cqe;
+        assert_int_equal(nvd_reap(&D, 1, &cqe, 5000), 0);
+        assert_int_equal(nvd_status(&cqe), 0);
+        assert_int_equal(cqe.sqid, 1 + i % 2);
+        assert_int_equal(cqe.sqhd, i / 2 + 1);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -769,6 +975,7 @@ int main(void)
         cmocka_unit_test(test_features),
         cmocka_unit_test(test_log_pages),
         cmocka_unit_test(test_abort_and_aer),
+        cmocka_unit_test(test_abort_queued),
         cmocka_unit_test(test_read_write),
         cmocka_unit_test(test_flush_zeroes_dsm),
         cmocka_unit_test(test_io_errors),
@@ -776,5 +983,11 @@ int main(void)
         cmocka_unit_test(test_msix),
         cmocka_unit_test(test_bus_master),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    const struct CMUnitTest small[] = {
+        cmocka_unit_test(test_small_config),
+        cmocka_unit_test(test_cmb),
+        cmocka_unit_test(test_round_robin),
+    };
+    int rc = cmocka_run_group_tests(tests, setup, teardown);
+    return rc + cmocka_run_group_tests(small, setup_small, teardown);
 }

@@ -379,6 +379,13 @@ static void iso_user(void *arg)
     sio_dev_t *acc;
     CHECK_EQ(sio_borrow((uint32_t)sio_find("accel0"), SIO_EXCLUSIVE, &acc), 0);
     CHECK_EQ(sio_enable(acc), 0);
+    /* The lender's IOMMU lets our loads and stores reach the borrowed device's BARs. */
+    sio_bar_t *bar;
+    volatile uint32_t *mem = sio_map_bar(acc, 2, NULL, &bar);
+    CHECK(mem);
+    mem[5] = 0x600df00d;
+    CHECK_EQ(mem[5], 0x600df00d);
+    sio_unmap_bar(bar);
     seg_desc_t *sd;
     CHECK_EQ(seg_open(&sd), 0);
     seg_local_t *s;
@@ -410,6 +417,7 @@ static void test_iommu_isolation_on_the_lender(void **state)
     uint32_t ha = fab_func(f, acc)->host;
     struct h_proc u = h_spawn(fab, "b", iso_user, NULL);
     uint64_t io = h_from(&u);
+    assert_int_equal(((uint32_t *)fab_bar_mem(f, acc, fab_func(f, acc)->bar[2].off, 32))[5], 0x600df00d);
     uint8_t v[64];
     memset(v, 0x42, sizeof v);
     /* Mapped for it: the write goes through (to b, through a's NTB). */

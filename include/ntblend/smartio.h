@@ -110,7 +110,11 @@ int sio_free(sio_mem_t *mem);
 /* Interrupts: the MSI-X vector `vector` of the device wakes sio_wait_vector on this host. The
  * table entry is programmed to reach this host's MSI region through the lender's NTB. */
 int sio_enable_vector(sio_dev_t *dev, uint32_t vector, uint32_t host_vector);
-/* Wait for host vector v of this host (as an interrupt handler would run): 0 or -ETIMEDOUT. */
+/* Wait for host vector v of this host (as an interrupt handler would run): 0 or -ETIMEDOUT.
+ * *seen is a cursor of the vector's interrupt count: it returns when the count differs from
+ * *seen and stores the new count (several interrupts in between wake it once). Start with 0
+ * and timeout 0 to take the current count. Host vectors are the host's: processes sharing
+ * one wake each other. */
 int sio_wait_vector(uint32_t host_vector, uint32_t *seen, int timeout_ms);
 
 #ifdef __cplusplus

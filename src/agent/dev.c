@@ -98,6 +98,8 @@ static bool lender_of(uint32_t fn) { return fn < F()->ctl->nfuncs && FN(fn)->hos
 
 /* ---------------------------------------------------------------- lender */
 
+static void bars_inbound(uint32_t fn, bool map);
+
 static void drop_lmap(struct lmap *m)
 {
     struct fab *f = F();
@@ -132,9 +134,33 @@ static void lend_drop(uint32_t fn, uint32_t host)
     }
     set_borrower(fn, host, false);
     if (borrower_count(fn) == 0) {
+        bars_inbound(fn, false);
         /* Taken back: whatever the borrower left in it must not reach the next one. */
         if (atomic_exchange(&FN(fn)->lend_exclusive, 0))
             fab_fn_reset(F(), fn);
+    }
+}
+
+/* With the lender's IOMMU on, a borrower's loads and stores reach the device's BARs as the
+ * lender's NTB functions: their domains must map the BARs while the device is lent out. */
+static void bars_inbound(uint32_t fn, bool map)
+{
+    struct fab *f = F();
+    const struct fab_host *self = fab_host(f, D.ag->host);
+    if (!self->iommu)
+        return;
+    const struct fab_function *x = FN(fn);
+    for (uint32_t i = 0; i < self->nadapters; i++) {
+        uint16_t rid = fab_adapter(f, self->adapter_first + i)->rid;
+        for (int b = 0; b < FAB_BARS; b++) {
+            if (x->bar[b].kind == FAB_BAR_NONE)
+                continue;
+            if (map)
+                fab_iommu_map(f, D.ag->host, rid, x->bar[b].addr, x->bar[b].addr, x->bar[b].size,
+                              FAB_PERM_READ | FAB_PERM_WRITE, 0);
+            else
+                fab_iommu_unmap(f, D.ag->host, rid, x->bar[b].addr, x->bar[b].size);
+        }
     }
 }
 
@@ -157,6 +183,8 @@ static int lend_borrow(uint32_t fn, uint32_t host, uint32_t boot, uint32_t mode)
         return -ENOMEM;
     *l = (struct lend){ .next = D.lends, .fn = fn, .host = host, .boot = boot };
     D.lends = l;
+    if (borrower_count(fn) == 0)
+        bars_inbound(fn, true);
     set_borrower(fn, host, true);
     atomic_store(&x->lend_exclusive, mode == SIO_EXCLUSIVE);
     return 0;

@@ -5,6 +5,7 @@
  * fabric boots in parallel even on two cores.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -200,6 +201,25 @@ out:
     return rc ? CLI_FAIL : CLI_OK;
 }
 
+/* The NVMe models keep namespace images in $NTBLEND_NVME_DIR/<fabric> (default
+ * /var/tmp/ntblend/<fabric>) unless a device names its own backing= directory: those go with
+ * the fabric. */
+static void remove_namespace_images(const char *fabric)
+{
+    const char *root = getenv("NTBLEND_NVME_DIR");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/%s", root && *root ? root : "/var/tmp/ntblend", fabric);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ".img"))
+            unlinkat(dirfd(d), e->d_name, 0);
+    closedir(d);
+    rmdir(dir);
+}
+
 int cmd_down(struct cli *c)
 {
     struct cli_opts o;
@@ -255,6 +275,7 @@ int cmd_down(struct cli *c)
     fab_detach(f);
     free(pids);
     rc = fab_destroy_files(o.fabric);
+    remove_namespace_images(o.fabric);
     if (rc) {
         cli_err("agents stopped, but cannot remove %s: %s", dir, strerror(-rc));
         return CLI_FAIL;

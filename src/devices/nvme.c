@@ -162,13 +162,14 @@ static int nvme_start(struct fab *f, uint32_t fn, void **state)
     m->bar0_addr = fx->bar[0].addr;
     m->bar0_size = fx->bar[0].size;
     char dir[400], buf[300];
+    /* backing= is the directory itself; otherwise each fabric gets its own directory under
+     * $NTBLEND_NVME_DIR (or /var/tmp/ntblend), which `ntblend down` removes. */
     const char *d = param(fx->params, "backing", buf, sizeof buf);
-    if (!d)
-        d = getenv("NTBLEND_NVME_DIR");
+    const char *root = getenv("NTBLEND_NVME_DIR");
     if (d)
         snprintf(dir, sizeof dir, "%s", d);
     else
-        snprintf(dir, sizeof dir, "/var/tmp/ntblend/%s", f->ctl->name);
+        snprintf(dir, sizeof dir, "%s/%s", root && *root ? root : "/var/tmp/ntblend", f->ctl->name);
     int rc = mkdir_p(dir);
     if (rc) {
         fprintf(stderr, "nvme %s: cannot create %s: %s\n", fx->name, dir, strerror(-rc));

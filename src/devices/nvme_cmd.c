@@ -385,8 +385,12 @@ static uint16_t prp_map(struct nvme_ctrl *c, uint64_t prp1, uint64_t prp2, uint6
         st = NVME_INTERNAL_ERROR;
         goto out;
     }
-    uint64_t lp = prp2;
+    uint64_t lp = prp2, pages = 0;
     while (rem) {
+        if (++pages > max) { /* list pages that only chain on: a loop */
+            st = NVME_INVALID_FIELD;
+            goto out;
+        }
         uint64_t entries = (page - (lp & (page - 1))) / 8;
         uint64_t need = (rem + page - 1) / page;
         uint64_t take = need <= entries ? need : entries;

@@ -17,6 +17,8 @@
 
 struct sio_dev {
     struct rt *rt;
+    sio_dma_t *msi;  /* this host's MSI region, mapped for the device once */
+    uint64_t msi_io;
     uint32_t fn, lender;
     int ai, peer_ai; /* our adapter facing the lender and the lender's, -1 when local */
 };
@@ -139,7 +141,8 @@ int sio_return(sio_dev_t *d)
 {
     if (!d)
         return -EINVAL;
-    int rc = call(d->rt, AGENT_DEV_RETURN, 0, d->fn, 0, 0, NULL);
+    int rc = call(d->rt, AGENT_DEV_RETURN, 0, d->fn, 0, 0, NULL); /* drops its mappings */
+    free(d->msi);
     rt_put(d->rt);
     free(d);
     return rc;
@@ -329,13 +332,14 @@ int sio_enable_vector(sio_dev_t *d, uint32_t vector, uint32_t host_vector)
     uint16_t ctrl = (uint16_t)sio_cfg_read(d, FAB_CFG_MSIX + 2, 2);
     if (vector > (ctrl & 0x7ffu))
         return -EINVAL;
-    /* The device's MSI write must reach this host's MSI region: map it for the device. */
-    uint64_t io;
-    sio_dma_t *msi;
-    int rc = map_host(d, d->rt->host, FAB_MSI_BASE, 4096, &io, &msi);
-    if (rc)
-        return rc;
-    free(msi); /* kept for as long as the device is borrowed (returned with it) */
+    /* The device's MSI write must reach this host's MSI region: map it for the device (once;
+     * the mapping lives until the device is returned). */
+    if (!d->msi) {
+        int rc = map_host(d, d->rt->host, FAB_MSI_BASE, 4096, &d->msi_io, &d->msi);
+        if (rc)
+            return rc;
+    }
+    uint64_t io = d->msi_io;
     uint32_t table = sio_cfg_read(d, FAB_CFG_MSIX + 4, 4) & ~7u;
     sio_bar_t *regs;
     if (!sio_map_bar(d, 0, NULL, &regs))

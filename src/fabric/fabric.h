@@ -434,10 +434,12 @@ void fab_proc_unregister(struct fab *f);
 void fab_map_changed(struct fab *f);
 
 /* ---- latency model ---- */
-/* Delay for a DMA of len bytes over `hops` switches and `ntbs` NTB crossings (0 when off). */
-uint64_t fab_lat_dma_ns(const struct fab *f, uint32_t hops, uint32_t ntbs, uint64_t len,
-                        bool read);
-uint64_t fab_lat_doorbell_ns(const struct fab *f, uint32_t hops, uint32_t ntbs);
+/* Delay for a DMA of len bytes over a path whose one-way latency is one_way_ns (what
+ * fab_resolve computes in path_ns: root complex, NTBs, adapter switch chips and the cluster
+ * switches' own latency_ns), 0 when the model is off. */
+uint64_t fab_lat_dma_ns(const struct fab *f, uint64_t one_way_ns, uint64_t len, bool read);
+/* Delay for ringing a doorbell from adapter a on its peer b. */
+uint64_t fab_lat_doorbell_ns(const struct fab *f, uint32_t a, uint32_t b);
 void fab_lat_delay(uint64_t ns);
 
 /* ---- futex helpers (waits return 0, -ETIMEDOUT, -EINTR) ---- */

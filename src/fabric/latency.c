@@ -19,20 +19,11 @@ static inline void spin_pause(void)
 #endif
 }
 
-/* One-way latency of a path: root complex, then per NTB crossing the NTB itself and the
- * adapter's switch chip on both sides, plus the cluster switches crossed. */
-static uint64_t one_way_ns(const struct topo_latency *l, uint32_t hops, uint32_t ntbs)
-{
-    return l->root_ns + (uint64_t)ntbs * (l->ntb_ns + 2ull * l->adapter_switch_ns) +
-           (uint64_t)hops * 170ull;
-}
-
-uint64_t fab_lat_dma_ns(const struct fab *f, uint32_t hops, uint32_t ntbs, uint64_t len, bool read)
+uint64_t fab_lat_dma_ns(const struct fab *f, uint64_t lat, uint64_t len, bool read)
 {
     const struct topo_latency *l = &f->ctl->latency;
     if (!l->enabled)
         return 0;
-    uint64_t lat = one_way_ns(l, hops, ntbs);
     uint64_t mbps = l->link_mbps ? l->link_mbps : 6000;
     uint64_t wire_ns = len * 1000ull / mbps; /* bytes / (MB/s) = us; * 1000 = ns */
     if (!read)
@@ -45,12 +36,17 @@ uint64_t fab_lat_dma_ns(const struct fab *f, uint32_t hops, uint32_t ntbs, uint6
     return rtt + (window_ns > wire_ns ? window_ns : wire_ns);
 }
 
-uint64_t fab_lat_doorbell_ns(const struct fab *f, uint32_t hops, uint32_t ntbs)
+uint64_t fab_lat_doorbell_ns(const struct fab *f, uint32_t a, uint32_t b)
 {
     const struct topo_latency *l = &f->ctl->latency;
     if (!l->enabled)
         return 0;
-    return one_way_ns(l, hops, ntbs) + l->doorbell_ns;
+    const struct fab_adapter *ad = fab_adapter(f, a);
+    int p = fab_peer_index(f, a, b);
+    uint64_t sw = p >= 0 ? ad->peer_sw_ns[p] : 0;
+    /* Root complex, the NTB with the switch chips of both adapters, the cluster switches, and
+     * the interrupt's delivery. */
+    return l->root_ns + l->ntb_ns + 2ull * l->adapter_switch_ns + sw + l->doorbell_ns;
 }
 
 void fab_lat_delay(uint64_t ns)

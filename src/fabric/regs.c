@@ -249,7 +249,7 @@ int fab_db_ring(struct fab *f, uint32_t from, uint32_t to, uint32_t bits)
     if (!bits)
         return 0;
     if (f->ctl->latency.enabled)
-        fab_lat_delay(fab_lat_doorbell_ns(f, hops, 1));
+        fab_lat_delay(fab_lat_doorbell_ns(f, from, to));
     fab_db_raise(f, to, bits);
     return 0;
 }

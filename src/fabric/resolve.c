@@ -329,12 +329,10 @@ static void delay_for(struct fab *f, const struct extent *x, size_t n, uint64_t 
 {
     if (!f->ctl->latency.enabled)
         return;
-    uint32_t hops = 0, ntbs = 0;
-    for (size_t i = 0; i < n; i++) {
-        hops = x[i].t.hops > hops ? x[i].t.hops : hops;
-        ntbs = x[i].t.ntbs > ntbs ? x[i].t.ntbs : ntbs;
-    }
-    uint64_t want = fab_lat_dma_ns(f, hops, ntbs, len, read);
+    uint64_t path = 0; /* the longest path among the extents */
+    for (size_t i = 0; i < n; i++)
+        path = x[i].t.path_ns > path ? x[i].t.path_ns : path;
+    uint64_t want = fab_lat_dma_ns(f, path, len, read);
     uint64_t spent = fab_now_ns() - started;
     if (want > spent)
         fab_lat_delay(want - spent);
@@ -387,7 +385,7 @@ int fab_dev_read(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, void
 {
     int first = 0;
     uint64_t t0 = fab_now_ns();
-    uint32_t ntbs = 0, hops = 0;
+    uint64_t path = 0;
     for (uint64_t off = 0; off < len;) {
         struct fab_target t;
         int rc = fab_resolve(f, host, rid, addr + off, len - off, false, &t);
@@ -410,12 +408,11 @@ int fab_dev_read(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, void
             if (!first)
                 first = t.err;
         }
-        ntbs = t.ntbs > ntbs ? t.ntbs : ntbs;
-        hops = t.hops > hops ? t.hops : hops;
+        path = t.path_ns > path ? t.path_ns : path;
         off += t.len;
     }
     if (f->ctl->latency.enabled) {
-        uint64_t want = fab_lat_dma_ns(f, hops, ntbs, len, true), spent = fab_now_ns() - t0;
+        uint64_t want = fab_lat_dma_ns(f, path, len, true), spent = fab_now_ns() - t0;
         if (want > spent)
             fab_lat_delay(want - spent);
     }

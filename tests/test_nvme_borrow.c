@@ -1,0 +1,375 @@
+/*
+ * The SmartIO acceptance test: a program on borrower b borrows the NVMe of lender a, maps
+ * BAR0, resets the controller, creates admin and I/O queues and runs Identify plus 4 KiB
+ * writes and reads with byte-exact verification — with queues and data in b's memory, in a's
+ * memory, and in the accelerator BAR of a third host c (smartio-tocs-2021 §4.4, §6.2). The
+ * driver (tests/nvme_sio.h) uses nothing but smartio.h and seg.h; the device is the NVMe
+ * model, reached only through the fabric as a borrower would.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "harness.h"
+#include "nvme_sio.h"
+
+static char FAB[64];
+#define NODE_A 4u
+#define SEG_A 21u          /* the segment a's owner exports */
+#define REGION (1u << 20)  /* queues and data: 1 MiB */
+#define NBLK 8             /* single-block writes and reads per case */
+#define NMULTI 4           /* ... and one NMULTI-block command each way (a PRP list) */
+#define HV_ADMIN 20u       /* b's host vectors for the NVMe's MSI-X vectors 0 and 1 */
+#define HV_IO 21u
+
+/* On a lender: lend out the devices of its host, then wait for the parent. */
+static void lender(void *arg)
+{
+    (void)arg;
+    struct sio_info info[8];
+    int n = sio_list(info, 8);
+    CHECK(n >= 2);
+    uint32_t node;
+    CHECK_EQ(seg_local_node_id(&node), 0);
+    for (int i = 0; i < n && i < 8; i++)
+        if (info[i].node_id == node)
+            CHECK_EQ(sio_set_available(info[i].id, true), 0);
+    h_put(1);
+}
+
+static void lend(const char *host)
+{
+    struct h_proc p = h_spawn(FAB, host, lender, NULL);
+    h_from(&p);
+    assert_int_equal(h_join(&p), 0);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(FAB, sizeof FAB, "%s", h_fabric_name("nvb"));
+    if (h_up(FAB, "examples/topologies/smartio3.ini"))
+        return -1;
+    lend("a"); /* nvme0, accel0 */
+    lend("c"); /* accel1 */
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    h_down(FAB);
+    if (!getenv("NTBLEND_NVME_DIR")) /* the namespace file the model made for this fabric */
+        h_sh("rm -rf /var/tmp/ntblend/%s", FAB);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the driver's work */
+
+static uint8_t pattern(uint32_t tag, uint64_t lba, size_t i)
+{
+    uint64_t x = (lba + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)tag << 40 ^ i / 8;
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 32;
+    return (uint8_t)(x >> (8 * (i % 8)));
+}
+
+static bool printable(const volatile uint8_t *p, size_t n, bool need_text)
+{
+    bool text = false;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < 0x20 || p[i] > 0x7e)
+            return false;
+        text |= p[i] != ' ';
+    }
+    return text || !need_text;
+}
+
+static uint32_t rd32le(const volatile uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Everything, with queues, Identify buffers, PRP lists and data in region r. tag tells the
+ * cases' data apart (and their LBAs). irq: completions by MSI-X instead of polling. */
+static void exercise(sio_dev_t *dev, struct nvs_region *r, uint32_t tag, bool irq)
+{
+    struct nvs d;
+    CHECK_EQ(nvs_open(&d, dev), 0);
+    CHECK_EQ(nvs_reset(&d, r, r, 32), 0);
+    CHECK_EQ(sio_read32(d.regs, NVS_REG_CSTS) & (NVS_CSTS_RDY | NVS_CSTS_CFS), NVS_CSTS_RDY);
+    if (irq) {
+        CHECK_EQ(sio_enable_vector(dev, 0, HV_ADMIN), 0);
+        CHECK_EQ(sio_enable_vector(dev, 1, HV_IO), 0);
+        nvs_set_irq(&d, 0, (int)HV_ADMIN);
+    }
+
+    /* Identify controller and namespace 1. */
+    int64_t idc = nvs_alloc(r, 4096), idn = nvs_alloc(r, 4096);
+    CHECK(idc >= 0 && idn >= 0);
+    memset((void *)(r->cpu + idc), 0xa5, 4096);
+    CHECK_EQ(nvs_identify(&d, 1, 0, r, idc), 0);
+    const volatile uint8_t *c = r->cpu + idc;
+    uint16_t vid = (uint16_t)(c[0] | c[1] << 8);
+    CHECK(vid != 0 && vid != 0xffff && vid != 0xa5a5);
+    CHECK(printable(c + 4, 20, true));   /* SN */
+    CHECK(printable(c + 24, 40, true));  /* MN */
+    CHECK(printable(c + 64, 8, true));   /* FR */
+    CHECK_EQ(c[512], 0x66);              /* SQES: 64-byte entries */
+    CHECK_EQ(c[513], 0x44);              /* CQES: 16-byte entries */
+    uint32_t nn = rd32le(c + 516);
+    CHECK(nn >= 1 && nn < 1024);
+    CHECK(rd32le(c + 80) >= 0x00010000u); /* VER */
+    if (tag == 1) {
+        char mn[41];
+        for (int i = 0; i < 40; i++)
+            mn[i] = (char)c[24 + i];
+        mn[40] = 0;
+        fprintf(stderr, "nvme0: VID %04x, model \"%.40s\", %u namespace(s)\n", vid, mn, nn);
+    }
+    memset((void *)(r->cpu + idn), 0xa5, 4096);
+    CHECK_EQ(nvs_identify(&d, 0, 1, r, idn), 0);
+    const volatile uint8_t *ns = r->cpu + idn;
+    uint64_t nsze = (uint64_t)rd32le(ns + 4) << 32 | rd32le(ns);
+    CHECK_EQ(nsze, (1ull << 30) / 4096); /* smartio3.ini: ns_size = 1G, 4 KiB blocks */
+    uint8_t flbas = ns[26] & 0xf;
+    CHECK_EQ(ns[128 + 4 * flbas + 2], 12); /* LBADS: 4 KiB */
+    /* A namespace that does not exist is refused. */
+    CHECK_EQ(nvs_identify(&d, 0, nn + 1, r, idn), 0x000b);
+
+    /* An I/O queue pair. */
+    CHECK_EQ(nvs_create_pair(&d, 1, 64, r, r, irq, 1), 0);
+    if (irq)
+        nvs_set_irq(&d, 1, (int)HV_IO);
+
+    size_t span = (NBLK + NMULTI) * 4096ul;
+    int64_t wb = nvs_alloc(r, span), rb = nvs_alloc(r, span), list = nvs_alloc(r, 4096);
+    CHECK(wb >= 0 && rb >= 0 && list >= 0);
+    uint64_t lba0 = 4096ull * tag + 7; /* each case its own blocks */
+    volatile uint8_t *w = r->cpu + wb, *rd = r->cpu + rb;
+    for (size_t i = 0; i < span; i++) {
+        w[i] = pattern(tag, lba0 + i / 4096, i % 4096);
+        rd[i] = 0xee;
+    }
+
+    /* NBLK single-block writes, all in flight at once, then one NMULTI-block write. */
+    for (int b = 0; b < NBLK; b++) {
+        struct nvs_sqe s = nvs_rw(NVS_CMD_WRITE, 1, lba0 + (uint64_t)b, 1, r,
+                                  wb + b * 4096, NULL, 0);
+        CHECK(nvs_put(&d, 1, &s) > 0);
+    }
+    nvs_ring(&d, 1);
+    for (int b = 0; b < NBLK; b++) {
+        struct nvs_cqe e;
+        CHECK_EQ(nvs_reap(&d, 1, &e, 5000), 0);
+        CHECK_EQ(nvs_status(&e), 0);
+        CHECK_EQ(e.sqid, 1);
+    }
+    struct nvs_sqe s = nvs_rw(NVS_CMD_WRITE, 1, lba0 + NBLK, NMULTI, r, wb + NBLK * 4096, r,
+                              list);
+    CHECK_EQ(nvs_cmd(&d, 1, 1, &s, NULL), 0);
+
+    /* Read them back into the other buffer: one block at a time, in reverse, then the
+     * NMULTI-block range with one command. */
+    for (int b = NBLK - 1; b >= 0; b--) {
+        s = nvs_rw(NVS_CMD_READ, 1, lba0 + (uint64_t)b, 1, r, rb + b * 4096, NULL, 0);
+        if (irq && b == NBLK - 1) {
+            /* The interrupt itself: wait for the vector first, then the entry is there. The
+             * earlier commands' interrupts may still be on their way: let them land, then take
+             * the count. */
+            usleep(20000);
+            uint32_t seen = 0;
+            sio_wait_vector(HV_IO, &seen, 0);
+            int cid = nvs_put(&d, 1, &s);
+            CHECK(cid > 0);
+            nvs_ring(&d, 1);
+            CHECK_EQ(sio_wait_vector(HV_IO, &seen, 5000), 0);
+            struct nvs_cqe e;
+            CHECK_EQ(nvs_take(&d, 1, &e), 1);
+            nvs_cq_ring(&d, 1);
+            d.q[1].seen = seen;
+            CHECK_EQ(e.cid, cid);
+            CHECK_EQ(nvs_status(&e), 0);
+            continue;
+        }
+        CHECK_EQ(nvs_cmd(&d, 1, 1, &s, NULL), 0);
+    }
+    s = nvs_rw(NVS_CMD_READ, 1, lba0 + NBLK, NMULTI, r, rb + NBLK * 4096, r, list);
+    CHECK_EQ(nvs_cmd(&d, 1, 1, &s, NULL), 0);
+
+    /* Byte for byte. */
+    static uint8_t want[(NBLK + NMULTI) * 4096], got[(NBLK + NMULTI) * 4096];
+    for (size_t i = 0; i < span; i++) {
+        want[i] = pattern(tag, lba0 + i / 4096, i % 4096);
+        got[i] = rd[i];
+    }
+    for (size_t i = 0; i < span; i++)
+        if (got[i] != want[i]) {
+            fprintf(stderr, "case %u: byte %zu (block %zu) is %02x, wrote %02x\n", tag, i,
+                    i / 4096, got[i], want[i]);
+            CHECK(0);
+        }
+    CHECK(memcmp(got, want, span) == 0);
+
+    /* Out of range: refused, nothing moves. */
+    s = nvs_rw(NVS_CMD_READ, 1, nsze, 1, r, rb, NULL, 0);
+    CHECK_EQ(nvs_cmd(&d, 1, 1, &s, NULL), 0x0080);
+
+    /* Tear down: delete SQ then CQ, disable. */
+    s = nvs_sqe_new(NVS_ADM_DELETE_SQ, 0);
+    s.cdw10 = 1;
+    CHECK_EQ(nvs_cmd(&d, 0, 0, &s, NULL), 0);
+    s = nvs_sqe_new(NVS_ADM_DELETE_CQ, 0);
+    s.cdw10 = 1;
+    CHECK_EQ(nvs_cmd(&d, 0, 0, &s, NULL), 0);
+    CHECK_EQ(nvs_disable(&d), 0);
+    nvs_close(&d);
+}
+
+static sio_dev_t *borrow(const char *name)
+{
+    int id = sio_find(name);
+    CHECK(id >= 0);
+    sio_dev_t *dev;
+    CHECK_EQ(sio_borrow((uint32_t)id, SIO_EXCLUSIVE, &dev), 0);
+    CHECK_EQ(sio_enable(dev), 0);
+    return dev;
+}
+
+/* ---------------------------------------------------------------- (1) b's memory */
+
+static void in_borrower(void *arg)
+{
+    bool irq = arg != NULL;
+    sio_dev_t *nvme = borrow("nvme0");
+    seg_desc_t *sd;
+    CHECK_EQ(seg_open(&sd), 0);
+    seg_local_t *seg;
+    CHECK_EQ(seg_create(sd, &seg, SEG_ID_AUTO, REGION), 0);
+    seg_map_t *map;
+    volatile uint8_t *cpu = seg_map_local(seg, 0, 0, 0, &map);
+    CHECK(cpu);
+    uint64_t io;
+    sio_dma_t *dma;
+    CHECK_EQ(sio_map_local(nvme, seg, 0, REGION, &io, &dma), 0);
+    struct nvs_region r;
+    nvs_region_init(&r, cpu, io, REGION);
+    exercise(nvme, &r, irq ? 4 : 1, irq);
+    CHECK_EQ(sio_unmap(dma), 0);
+    CHECK_EQ(sio_return(nvme), 0);
+    seg_unmap(map);
+    seg_remove(seg);
+    seg_close(sd);
+}
+
+static void test_queues_and_data_in_borrower(void **state)
+{
+    (void)state;
+    struct h_proc p = h_spawn(FAB, "b", in_borrower, NULL);
+    assert_int_equal(h_join(&p), 0);
+}
+
+static void test_msix_queues_and_data_in_borrower(void **state)
+{
+    (void)state;
+    struct h_proc p = h_spawn(FAB, "b", in_borrower, (void *)1);
+    assert_int_equal(h_join(&p), 0);
+}
+
+/* ---------------------------------------------------------------- (2) a's memory */
+
+static void seg_owner(void *arg)
+{
+    (void)arg;
+    seg_desc_t *sd;
+    CHECK_EQ(seg_open(&sd), 0);
+    seg_local_t *s;
+    CHECK_EQ(seg_create(sd, &s, SEG_A, REGION), 0);
+    CHECK_EQ(seg_prepare(s, 0), 0);
+    CHECK_EQ(seg_set_available(s, 0), 0);
+    h_put(1);
+    h_get(); /* the borrower is done */
+    CHECK_EQ(seg_set_unavailable(s, 0), 0);
+    CHECK_EQ(seg_remove(s), 0);
+    seg_close(sd);
+}
+
+static void in_lender(void *arg)
+{
+    (void)arg;
+    sio_dev_t *nvme = borrow("nvme0");
+    seg_desc_t *sd;
+    CHECK_EQ(seg_open(&sd), 0);
+    seg_remote_t *seg;
+    CHECK_EQ(seg_connect(sd, &seg, NODE_A, SEG_A, 0, 5000), 0);
+    seg_map_t *map;
+    volatile uint8_t *cpu = seg_map_remote(seg, 0, 0, 0, &map);
+    CHECK(cpu);
+    uint64_t io;
+    sio_dma_t *dma;
+    CHECK_EQ(sio_map_remote(nvme, seg, 0, REGION, &io, &dma), 0);
+    struct nvs_region r;
+    nvs_region_init(&r, cpu, io, REGION);
+    exercise(nvme, &r, 2, false);
+    CHECK_EQ(sio_unmap(dma), 0);
+    CHECK_EQ(sio_return(nvme), 0);
+    seg_unmap(map);
+    seg_disconnect(seg);
+    seg_close(sd);
+}
+
+static void test_queues_and_data_in_lender(void **state)
+{
+    (void)state;
+    struct h_proc o = h_spawn(FAB, "a", seg_owner, NULL);
+    h_from(&o);
+    struct h_proc p = h_spawn(FAB, "b", in_lender, NULL);
+    int rc = h_join(&p);
+    h_to(&o, 1);
+    assert_int_equal(h_join(&o), 0);
+    assert_int_equal(rc, 0);
+}
+
+/* ---------------------------------------------------------------- (3) c's accelerator BAR */
+
+static void in_accel_bar(void *arg)
+{
+    (void)arg;
+    sio_dev_t *nvme = borrow("nvme0"), *acc = borrow("accel1");
+    size_t size;
+    sio_bar_t *bar;
+    volatile uint8_t *cpu = sio_map_bar(acc, 2, &size, &bar);
+    CHECK(cpu);
+    CHECK(size >= REGION);
+    uint64_t io;
+    sio_dma_t *dma;
+    CHECK_EQ(sio_map_peer_bar(nvme, acc, 2, &io, &dma), 0);
+    struct nvs_region r;
+    nvs_region_init(&r, cpu, io, REGION);
+    exercise(nvme, &r, 3, false);
+    CHECK_EQ(sio_unmap(dma), 0);
+    CHECK_EQ(sio_unmap_bar(bar), 0);
+    CHECK_EQ(sio_return(nvme), 0);
+    CHECK_EQ(sio_return(acc), 0);
+}
+
+static void test_queues_and_data_in_third_host_accel_bar(void **state)
+{
+    (void)state;
+    struct h_proc p = h_spawn(FAB, "b", in_accel_bar, NULL);
+    assert_int_equal(h_join(&p), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_queues_and_data_in_borrower),
+        cmocka_unit_test(test_queues_and_data_in_lender),
+        cmocka_unit_test(test_queues_and_data_in_third_host_accel_bar),
+        cmocka_unit_test(test_msix_queues_and_data_in_borrower),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -218,6 +218,7 @@ struct fab_ctl {
     uint64_t off_hosts, off_adapters, off_switches, off_links, off_iommu, off_funcs;
     struct topo_latency latency;
     _Atomic uint32_t map_gen;  /* futex: bump on any change of LUT, IOMMU or reachability */
+    _Atomic uint32_t tlb_gen;  /* bumps on requester-ID table changes (cached translations) */
     _Atomic uint32_t ctl_lock; /* serialises map_gen changes (spin + futex) */
     struct fab_proc procs[FAB_MAX_PROCS];
     _Atomic uint32_t down;     /* the fabric is being torn down */

@@ -30,6 +30,7 @@ void fab_adapter_reset(struct fab *f, uint32_t ai)
         if (sib != a)
             rid[n++] = (struct fab_rid_entry){ .used = 1, .rid = sib->rid };
     }
+    atomic_fetch_add(&f->ctl->tlb_gen, 1);
     atomic_store(&a->db, 0);
     atomic_store(&a->db_mask, 0);
     for (uint32_t i = 0; i < TOPO_MAX_SPADS; i++)
@@ -196,6 +197,7 @@ int fab_rid_add(struct fab *f, uint32_t ai, uint16_t rid, int32_t owner)
             r[i].rid = rid;
             r[i].owner_pid = owner;
             atomic_store(&r[i].used, 1);
+            atomic_fetch_add(&f->ctl->tlb_gen, 1);
             rc = 0;
             break;
         }
@@ -214,6 +216,7 @@ int fab_rid_remove(struct fab *f, uint32_t ai, uint16_t rid)
         if (atomic_load(&r[i].used) && r[i].rid == rid) {
             atomic_store(&r[i].used, 0);
             r[i].owner_pid = 0;
+            atomic_fetch_add(&f->ctl->tlb_gen, 1); /* cached reads by that requester go */
             rc = 0;
             break;
         }
@@ -305,6 +308,7 @@ void fab_reap_owner(struct fab *f, int32_t pid)
             if (atomic_load(&r[i].used) && r[i].owner_pid == pid) {
                 atomic_store(&r[i].used, 0);
                 r[i].owner_pid = 0;
+                atomic_fetch_add(&f->ctl->tlb_gen, 1);
             }
         struct fab_dma_chan *ch = fab_dma(f, a);
         for (uint32_t c = 0; c < a->dma_channels; c++) {

@@ -162,11 +162,9 @@ static uint64_t next_decoded(const struct fab *f, uint32_t host, uint64_t phys)
     return next;
 }
 
-int fab_resolve(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint64_t len,
-                bool write, struct fab_target *t)
+static int resolve_walk(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint64_t len,
+                        bool write, struct fab_target *t)
 {
-    if (host >= f->ctl->nhosts || !len)
-        return -EINVAL;
     const struct topo_latency *lat = &f->ctl->latency;
     *t = (struct fab_target){ .region = FAB_REGION_NONE, .host = host, .addr = addr, .len = len,
                               .path_ns = lat->enabled ? lat->root_ns : 0 };
@@ -253,6 +251,57 @@ int fab_resolve(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint6
         addr = peer_addr;
     }
     t->err = -ELOOP;
+    return 0;
+}
+
+/*
+ * The IOTLB: successful translations of whole 4 KiB pages, per thread (each device model and
+ * DMA engine is a thread), checked against the fabric's generations so that any change of a
+ * LUT entry, IOMMU mapping, requester-ID table, link or host invalidates them all. Every
+ * region boundary in the model is 4 KiB aligned (RAM sizes, BARs, LUT entries, IOMMU pages),
+ * so within a page a translation is uniform.
+ */
+#define IOTLB_ENTRIES 64
+
+struct iotlb_entry {
+    const struct fab_ctl *ctl;
+    uint32_t map_gen, tlb_gen, host;
+    uint16_t rid;
+    bool write, valid;
+    uint64_t page;
+    struct fab_target t; /* for the whole page */
+};
+
+static _Thread_local struct iotlb_entry iotlb[IOTLB_ENTRIES];
+
+int fab_resolve(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint64_t len,
+                bool write, struct fab_target *t)
+{
+    if (host >= f->ctl->nhosts || !len)
+        return -EINVAL;
+    if (probing)
+        return resolve_walk(f, host, rid, addr, len, write, t);
+    uint32_t map_gen = atomic_load_explicit(&f->ctl->map_gen, memory_order_acquire);
+    uint32_t tlb_gen = atomic_load_explicit(&f->ctl->tlb_gen, memory_order_acquire);
+    uint64_t page = addr & ~4095ull, in = addr - page;
+    struct iotlb_entry *e =
+        &iotlb[(page >> 12 ^ (uint64_t)host * 0x9e37 ^ (uint64_t)rid * 0x85eb ^ write) % IOTLB_ENTRIES];
+    /* Only accesses within one page use it: a long transfer resolves in long extents. */
+    if (len <= 4096 - in && e->valid && e->ctl == f->ctl && e->map_gen == map_gen && e->tlb_gen == tlb_gen &&
+        e->page == page && e->host == host && e->rid == rid && e->write == write) {
+        *t = e->t;
+        t->addr += in;
+        t->len = len;
+        return 0;
+    }
+    int rc = resolve_walk(f, host, rid, addr, len, write, t);
+    if (rc || t->err || (t->region != FAB_REGION_RAM && t->region != FAB_REGION_DEVICE))
+        return rc;
+    *e = (struct iotlb_entry){ .ctl = f->ctl, .map_gen = map_gen, .tlb_gen = tlb_gen,
+                               .host = host, .rid = rid, .write = write, .valid = true,
+                               .page = page, .t = *t };
+    e->t.addr -= in;
+    e->t.len = 4096;
     return 0;
 }
 

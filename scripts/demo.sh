@@ -48,6 +48,17 @@ owner=$!
 ntblend run --host a -- seg_hello 8 "hello from host a, stored straight into b's memory"
 wait "$owner"
 
+step "Device lending: a three-host cluster with an NVMe and accelerators"
+ntblend --fabric demo-dev up examples/topologies/smartio3.ini
+[ $keep = 1 ] || trap 'ntblend down >/dev/null 2>&1 || true; ntblend --fabric demo-dev down >/dev/null 2>&1 || true' EXIT
+ntblend --fabric demo-dev device add nvme0
+ntblend --fabric demo-dev device list
+
+step "Host b borrows a's NVMe and drives it with its own driver: write, read back, verify, measure"
+ntblend --fabric demo-dev run --host b -- nvme_bench --device nvme0 --qd 1 --seconds 1
+ntblend --fabric demo-dev run --host b -- nvme_bench --device nvme0 --qd 32 --seconds 1
+ntblend --fabric demo-dev down
+
 step "Pull the cable: the agents can no longer reach each other"
 ntblend agent-ping a b
 ntblend link down a b

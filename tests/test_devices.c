@@ -212,6 +212,38 @@ static void test_reboot_resets_functions(void **state)
     assert_int_equal(fab_cfg_read(F, acc1, 0x00, 2), 0x10de); /* still enumerated */
 }
 
+static void test_multifunction_and_sriov(void **state)
+{
+    char fab[64];
+    snprintf(fab, sizeof fab, "%s", h_fabric_name("sriov"));
+    assert_int_equal(h_up(fab, "tests/topologies/sriov.ini"), 0);
+    struct fab *f;
+    assert_int_equal(fab_attach(fab, -1, &f), 0);
+    assert_int_equal(f->ctl->nfuncs, 5);
+    const char *names[] = { "mf.f0", "mf.f1", "sr", "sr.vf1", "sr.vf2" };
+    uint16_t rids[5];
+    for (int i = 0; i < 5; i++) {
+        int fn = fab_func_by_name(f, names[i]);
+        assert_true(fn >= 0);
+        rids[i] = fab_func(f, (uint32_t)fn)->rid;
+        for (int k = 0; k < i; k++)
+            assert_int_not_equal(rids[k], rids[i]); /* every function its own requester */
+        assert_int_equal(atomic_load(&fab_func(f, (uint32_t)fn)->model_up), 1);
+    }
+    uint32_t f0 = (uint32_t)fab_func_by_name(f, "mf.f0"), pf = (uint32_t)fab_func_by_name(f, "sr");
+    uint32_t vf2 = (uint32_t)fab_func_by_name(f, "sr.vf2");
+    assert_int_equal(fab_cfg_read(f, f0, 0x0e, 1) & 0x80, 0x80); /* multi-function header */
+    assert_int_equal(fab_func(f, vf2)->vf, 2);
+    /* The PF's SR-IOV capability: TotalVFs 2, VF offset and stride. */
+    assert_int_equal(fab_cfg_read(f, pf, 0x100, 2), 0x0010);
+    assert_int_equal(fab_cfg_read(f, pf, 0x10e, 2), 2);
+    assert_int_equal(fab_cfg_read(f, vf2, 0x100, 2), 0); /* VFs have none */
+    /* Each VF has BARs of its own, apart from the PF's, in b's map. */
+    assert_true(fab_func(f, vf2)->bar[2].addr != fab_func(f, pf)->bar[2].addr);
+    fab_detach(f);
+    h_down(fab);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -220,6 +252,7 @@ int main(void)
         cmocka_unit_test(test_cpu_maps_a_remote_bar),
         cmocka_unit_test(test_msix_delivery),
         cmocka_unit_test(test_reboot_resets_functions),
+        cmocka_unit_test(test_multifunction_and_sriov),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

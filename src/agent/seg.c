@@ -78,6 +78,15 @@ static struct {
 
 static struct fab_host *self(void) { return fab_host(S.ag->f, S.ag->host); }
 
+/* Host index of a node id, or -1. */
+static int host_of_node(uint32_t node)
+{
+    for (uint32_t h = 0; h < S.ag->f->ctl->nhosts; h++)
+        if (fab_host(S.ag->f, h)->node_id == node)
+            return (int)h;
+    return -1;
+}
+
 static struct aseg *find_seg(uint32_t id)
 {
     for (struct aseg *s = S.segs; s; s = s->next)
@@ -401,10 +410,7 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
                  uint64_t event_phys, uint64_t *bus, uint64_t *size, uint64_t *conn)
 {
     struct fab *f = S.ag->f;
-    int owner = -1;
-    for (uint32_t h = 0; h < f->ctl->nhosts; h++)
-        if (fab_host(f, h)->node_id == node)
-            owner = (int)h;
+    int owner = host_of_node(node);
     if (owner < 0)
         return -EHOSTUNREACH;
     if (!fab_ram(f, S.ag->host, event_phys, sizeof(struct seg_event_word)))
@@ -582,11 +588,7 @@ static int h_intr_connect(struct agent *ag, uint32_t from, const void *req, uint
 
 int aintr_connect(uint32_t adapter, uint32_t node, uint32_t id, uint64_t *bus, uint64_t *owner_out)
 {
-    struct fab *f = S.ag->f;
-    int owner = -1;
-    for (uint32_t h = 0; h < f->ctl->nhosts; h++)
-        if (fab_host(f, h)->node_id == node)
-            owner = (int)h;
+    int owner = host_of_node(node);
     if (owner < 0)
         return -EHOSTUNREACH;
     *owner_out = (uint64_t)owner;

@@ -70,35 +70,7 @@ static bool be_bme(void *ctx)
     return fab_cfg_read(m->f, m->fn, 0x04, 2) & FAB_CMD_BME;
 }
 
-/* ---------------------------------------------------------------- params */
-
-static const char *param(const char *params, const char *key, char *buf, size_t len)
-{
-    size_t kl = strlen(key);
-    for (const char *p = params; p && *p;) {
-        const char *end = strchr(p, ';');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        if (n > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
-            size_t vl = n - kl - 1 < len - 1 ? n - kl - 1 : len - 1;
-            memcpy(buf, p + kl + 1, vl);
-            buf[vl] = 0;
-            return buf;
-        }
-        p = end ? end + 1 : NULL;
-    }
-    return NULL;
-}
-
-static int param_u64(const char *params, const char *key, uint64_t def, uint64_t *out)
-{
-    char buf[64];
-    const char *v = param(params, key, buf, sizeof buf);
-    if (!v) {
-        *out = def;
-        return 0;
-    }
-    return topo_parse_size(v, out);
-}
+/* ---------------------------------------------------------------- namespaces */
 
 static int mkdir_p(const char *path)
 {
@@ -145,11 +117,11 @@ static int nvme_start(struct fab *f, uint32_t fn, void **state)
 {
     struct fab_function *fx = fab_func(f, fn);
     uint64_t queues, nns, ns_size, mdts, cmb;
-    if (param_u64(fx->params, "queues", 32, &queues) || queues < 1 || queues > NVME_MAX_QUEUES ||
-        param_u64(fx->params, "namespaces", 1, &nns) || nns < 1 || nns > 1024 ||
-        param_u64(fx->params, "ns_size", 1ull << 30, &ns_size) || ns_size < NVME_LBA_SIZE ||
-        param_u64(fx->params, "mdts", 5, &mdts) || mdts < 1 || mdts > 10 ||
-        param_u64(fx->params, "cmb", 0, &cmb)) {
+    if (fab_param_size(fx->params, "queues", 32, &queues) || queues < 1 || queues > NVME_MAX_QUEUES ||
+        fab_param_size(fx->params, "namespaces", 1, &nns) || nns < 1 || nns > 1024 ||
+        fab_param_size(fx->params, "ns_size", 1ull << 30, &ns_size) || ns_size < NVME_LBA_SIZE ||
+        fab_param_size(fx->params, "mdts", 5, &mdts) || mdts < 1 || mdts > 10 ||
+        fab_param_size(fx->params, "cmb", 0, &cmb)) {
         fprintf(stderr, "nvme %s: bad queues (1..%u), namespaces (1..1024), ns_size (>= 4K), "
                 "mdts (1..10) or cmb\n", fx->name, NVME_MAX_QUEUES);
         return -EINVAL;
@@ -164,7 +136,7 @@ static int nvme_start(struct fab *f, uint32_t fn, void **state)
     char dir[400], buf[300];
     /* backing= is the directory itself; otherwise each fabric gets its own directory under
      * $NTBLEND_NVME_DIR (or /var/tmp/ntblend), which `ntblend down` removes. */
-    const char *d = param(fx->params, "backing", buf, sizeof buf);
+    const char *d = fab_param(fx->params, "backing", buf, sizeof buf);
     const char *root = getenv("NTBLEND_NVME_DIR");
     if (d)
         snprintf(dir, sizeof dir, "%s", d);

@@ -45,8 +45,7 @@ static const struct dev_type *type_by_name(const char *n)
     return NULL;
 }
 
-/* Value of `key` in "k=v;k=v;" params, or NULL. */
-static const char *param(const char *params, const char *key, char *buf, size_t len)
+const char *fab_param(const char *params, const char *key, char *buf, size_t len)
 {
     size_t kl = strlen(key);
     for (const char *p = params; p && *p;) {
@@ -63,10 +62,10 @@ static const char *param(const char *params, const char *key, char *buf, size_t 
     return NULL;
 }
 
-static int param_u64(const char *params, const char *key, uint64_t def, uint64_t *out)
+int fab_param_size(const char *params, const char *key, uint64_t def, uint64_t *out)
 {
     char buf[64];
-    const char *v = param(params, key, buf, sizeof buf);
+    const char *v = fab_param(params, key, buf, sizeof buf);
     if (!v) {
         *out = def;
         return 0;
@@ -151,10 +150,10 @@ int fab_devices_layout(const struct topo *t, struct fab_function *out, size_t ma
                 rc = -EINVAL;
                 continue;
             }
-            if (param_u64(td->params, "functions", 1, &functions) || functions < 1 || functions > 8 ||
-                param_u64(td->params, "vfs", 0, &vfs) || vfs > 64 ||
-                param_u64(td->params, ty->mem_key, ty->mem_default, &mem) || mem > (64ull << 30) ||
-                (ty->vectors_key ? param_u64(td->params, ty->vectors_key, ty->vectors_default, &vectors)
+            if (fab_param_size(td->params, "functions", 1, &functions) || functions < 1 || functions > 8 ||
+                fab_param_size(td->params, "vfs", 0, &vfs) || vfs > 64 ||
+                fab_param_size(td->params, ty->mem_key, ty->mem_default, &mem) || mem > (64ull << 30) ||
+                (ty->vectors_key ? fab_param_size(td->params, ty->vectors_key, ty->vectors_default, &vectors)
                                  : (vectors = ty->vectors_default, 0)) ||
                 vectors < 1 || vectors > 2047) {
                 fprintf(err, "%s:%d: [device %s]: bad functions (1..8), vfs (0..64), %s (<= 64G)%s%s\n",
@@ -230,21 +229,9 @@ int fab_bar_fd(struct fab *f, uint32_t fn)
 {
     if (fn >= f->ctl->nfuncs)
         return -EINVAL;
-    int fd = __atomic_load_n(&f->bar_fd[fn], __ATOMIC_ACQUIRE);
-    if (fd >= 0)
-        return fd;
-    char path[192];
-    snprintf(path, sizeof path, "%s/fn%u.bars", f->dir, fn);
-    fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    int expected = -1;
-    if (!__atomic_compare_exchange_n(&f->bar_fd[fn], &expected, fd, false, __ATOMIC_ACQ_REL,
-                                     __ATOMIC_ACQUIRE)) {
-        close(fd);
-        return expected;
-    }
-    return fd;
+    char name[32];
+    snprintf(name, sizeof name, "fn%u.bars", fn);
+    return fab_lazy_fd(f, &f->bar_fd[fn], name);
 }
 
 void *fab_bar_mem(struct fab *f, uint32_t fn, uint64_t off, uint64_t len)
@@ -254,28 +241,9 @@ void *fab_bar_mem(struct fab *f, uint32_t fn, uint64_t off, uint64_t len)
         return NULL;
     }
     uint64_t size = fab_func(f, fn)->file_size;
-    if (off > size || len > size - off) {
-        errno = ERANGE;
-        return NULL;
-    }
-    char *base = atomic_load(&f->bars[fn]);
-    if (!base) {
-        int fd = fab_bar_fd(f, fn);
-        if (fd < 0) {
-            errno = -fd;
-            return NULL;
-        }
-        char *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (m == MAP_FAILED)
-            return NULL;
-        char *expected = NULL;
-        if (!atomic_compare_exchange_strong(&f->bars[fn], &expected, m)) {
-            munmap(m, size);
-            m = expected;
-        }
-        base = m;
-    }
-    return base + off;
+    if (atomic_load(&f->bars[fn]) && off <= size && len <= size - off)
+        return atomic_load(&f->bars[fn]) + off;
+    return fab_lazy_map(&f->bars[fn], fab_bar_fd(f, fn), size, off, len);
 }
 
 /* ---------------------------------------------------------------- configuration space */

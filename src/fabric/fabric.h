@@ -281,6 +281,9 @@ struct fab_fault *fab_fault_ring(const struct fab *f, uint32_t host);
 
 int fab_host_by_name(const struct fab *f, const char *name); /* name or node id; -1 if none */
 int fab_adapter_by_name(const struct fab *f, const char *name); /* "HOST.ADAPTER"; -1 if none */
+/* Per-process lazily opened / mapped fabric files (RAM, BARs). */
+int fab_lazy_fd(struct fab *f, int *slot, const char *name);
+void *fab_lazy_map(_Atomic(char *) *slot, int fd, uint64_t size, uint64_t off, uint64_t len);
 /* The RAM file of a host (for mmap), opened on first use; -errno. */
 int fab_ram_fd(struct fab *f, uint32_t host);
 static inline uint32_t fab_agent_bit(const struct fab_adapter *a) { return 1u << (a->db_bits - 1); }
@@ -370,6 +373,11 @@ int fab_dev_copy(struct fab *f, uint32_t host, uint16_t rid, uint64_t dst, uint6
  * function table of a fabric being created (and returns the count), or with out == NULL just
  * counts. -EINVAL with a message for a device the models cannot build. */
 int fab_devices_layout(const struct topo *t, struct fab_function *out, size_t max, FILE *err);
+/* A device's topology parameters ("key=value;..." in struct fab_function.params): the value
+ * of key copied into buf, or NULL; and a size/number with k/M/G suffixes (default def when
+ * absent; -EINVAL when malformed). */
+const char *fab_param(const char *params, const char *key, char *buf, size_t len);
+int fab_param_size(const char *params, const char *key, uint64_t def, uint64_t *out);
 /* Configuration space access as a host's root complex performs it: BAR sizing, writable
  * command/MSI-X bits, read-only everything else. */
 uint32_t fab_cfg_read(struct fab *f, uint32_t fn, uint32_t off, uint32_t len);

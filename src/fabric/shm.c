@@ -512,20 +512,19 @@ void fab_detach(struct fab *f)
     free(f);
 }
 
-int fab_ram_fd(struct fab *f, uint32_t host)
+/* Open f->dir/name once per process; concurrent callers agree on one descriptor. */
+int fab_lazy_fd(struct fab *f, int *slot, const char *name)
 {
-    if (host >= f->ctl->nhosts)
-        return -EINVAL;
-    int fd = __atomic_load_n(&f->ram_fd[host], __ATOMIC_ACQUIRE);
+    int fd = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (fd >= 0)
         return fd;
     char path[192];
-    snprintf(path, sizeof path, "%s/host%u.ram", f->dir, host);
+    snprintf(path, sizeof path, "%s/%s", f->dir, name);
     fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0)
         return -errno;
     int expected = -1;
-    if (!__atomic_compare_exchange_n(&f->ram_fd[host], &expected, fd, false, __ATOMIC_ACQ_REL,
+    if (!__atomic_compare_exchange_n(slot, &expected, fd, false, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE)) {
         close(fd);
         return expected;
@@ -533,20 +532,15 @@ int fab_ram_fd(struct fab *f, uint32_t host)
     return fd;
 }
 
-void *fab_ram(struct fab *f, uint32_t host, uint64_t phys, uint64_t len)
+/* Map a whole file once per process (MAP_SHARED) and return base + off; NULL + errno. */
+void *fab_lazy_map(_Atomic(char *) *slot, int fd, uint64_t size, uint64_t off, uint64_t len)
 {
-    if (host >= f->ctl->nhosts) {
-        errno = EINVAL;
-        return NULL;
-    }
-    uint64_t size = fab_host(f, host)->ram_size;
-    if (phys > size || len > size - phys) {
+    if (off > size || len > size - off) {
         errno = ERANGE;
         return NULL;
     }
-    char *base = atomic_load(&f->ram[host]);
+    char *base = atomic_load(slot);
     if (!base) {
-        int fd = fab_ram_fd(f, host);
         if (fd < 0) {
             errno = -fd;
             return NULL;
@@ -555,13 +549,35 @@ void *fab_ram(struct fab *f, uint32_t host, uint64_t phys, uint64_t len)
         if (m == MAP_FAILED)
             return NULL;
         char *expected = NULL;
-        if (!atomic_compare_exchange_strong(&f->ram[host], &expected, m)) {
+        if (!atomic_compare_exchange_strong(slot, &expected, m)) {
             munmap(m, size);
             m = expected;
         }
         base = m;
     }
-    return base + phys;
+    return base + off;
+}
+
+int fab_ram_fd(struct fab *f, uint32_t host)
+{
+    if (host >= f->ctl->nhosts)
+        return -EINVAL;
+    char name[32];
+    snprintf(name, sizeof name, "host%u.ram", host);
+    return fab_lazy_fd(f, &f->ram_fd[host], name);
+}
+
+void *fab_ram(struct fab *f, uint32_t host, uint64_t phys, uint64_t len)
+{
+    if (host >= f->ctl->nhosts) {
+        errno = EINVAL;
+        return NULL;
+    }
+    /* Fast path first: the descriptor is only needed to map the file the first time. */
+    if (atomic_load(&f->ram[host]) && phys <= fab_host(f, host)->ram_size &&
+        len <= fab_host(f, host)->ram_size - phys)
+        return atomic_load(&f->ram[host]) + phys;
+    return fab_lazy_map(&f->ram[host], fab_ram_fd(f, host), fab_host(f, host)->ram_size, phys, len);
 }
 
 /* ---------------------------------------------------------------- process table */

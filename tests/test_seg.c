@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 
 #include "harness.h"
+#include "seg_util.h"
 #include "fabric.h"
 #include "ntblend/ntb.h"
 #include "ntblend/seg.h"
@@ -37,51 +38,11 @@ static int teardown(void **state)
 
 /* ---------------------------------------------------------------- helpers (children) */
 
-static seg_desc_t *sd_open(void)
-{
-    seg_desc_t *sd = NULL;
-    CHECK_EQ(seg_open(&sd), 0);
-    CHECK(sd);
-    return sd;
-}
 
-/* A segment of `size` bytes, prepared and available on adapter 0. */
-static seg_local_t *export_seg(seg_desc_t *sd, uint32_t id, size_t size)
-{
-    seg_local_t *s = NULL;
-    CHECK_EQ(seg_create(sd, &s, id, size), 0);
-    CHECK_EQ(seg_prepare(s, 0), 0);
-    CHECK_EQ(seg_set_available(s, 0), 0);
-    return s;
-}
 
-static uint8_t pat(uint32_t seed, size_t i) { return (uint8_t)(seed * 131u + i * 7u + (i >> 9)); }
 
-static void fill(volatile uint8_t *p, size_t n, uint32_t seed)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = pat(seed, i);
-}
 
-/* Byte for byte; reports the first difference. */
-static void expect_pat(const volatile uint8_t *p, size_t n, uint32_t seed)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != pat(seed, i)) {
-            fprintf(stderr, "byte %zu is 0x%02x, expected 0x%02x (seed %u)\n", i, p[i],
-                    pat(seed, i), seed);
-            CHECK(!"pattern mismatch");
-        }
-}
 
-static void expect_byte(const volatile uint8_t *p, size_t n, uint8_t v)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != v) {
-            fprintf(stderr, "byte %zu is 0x%02x, expected 0x%02x\n", i, p[i], v);
-            CHECK(!"unexpected byte");
-        }
-}
 
 /* Does a store to p kill the process (a read-only mapping)? Tried in a throw-away child. */
 static bool store_faults(volatile uint8_t *p)

@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 
 #include "harness.h"
+#include "seg_util.h"
 #include "fabric.h"
 #include "ntblend/seg.h"
 
@@ -37,12 +38,6 @@ static int teardown(void **state)
 
 /* ---------------------------------------------------------------- helpers (children) */
 
-static seg_desc_t *sd_open(void)
-{
-    seg_desc_t *sd = NULL;
-    CHECK_EQ(seg_open(&sd), 0);
-    return sd;
-}
 
 static uint32_t my_node(void)
 {
@@ -60,23 +55,8 @@ static seg_local_t *export_on(seg_desc_t *sd, uint32_t id, size_t size, int adap
     return s;
 }
 
-static uint8_t pat(uint32_t seed, size_t i) { return (uint8_t)(seed * 131u + i * 7u + (i >> 9)); }
 
-static void fill(volatile uint8_t *p, size_t n, uint32_t seed)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = pat(seed, i);
-}
 
-static void expect_pat(const volatile uint8_t *p, size_t n, uint32_t seed)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != pat(seed, i)) {
-            fprintf(stderr, "byte %zu is 0x%02x, expected 0x%02x (seed %u)\n", i, p[i],
-                    pat(seed, i), seed);
-            CHECK(!"pattern mismatch");
-        }
-}
 
 static bool store_faults(volatile uint8_t *p)
 {

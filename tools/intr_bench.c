@@ -17,7 +17,6 @@
 #define TAG 0x1b
 #define WAIT_MS 5000 /* one round trip longer than this is a failure */
 #define BLOCKS 4     /* interrupt and futex rounds alternate in this many blocks */
-#define FUTEX_STOP UINT32_MAX
 
 enum pin { PIN_SPLIT, PIN_SAME, PIN_NONE };
 static const char *pin_name[] = { "split", "same", "none" };
@@ -34,7 +33,7 @@ struct opts {
 
 static int serve(const struct opts *o)
 {
-    if (o->cpu >= 0 && su_pin(o->cpu)) /* before the library starts its threads */
+    if (o->cpu >= 0 && tu_pin(o->cpu)) /* before the library starts its threads */
         tu_err("cannot run on CPU %d (%s); running unpinned", o->cpu, strerror(errno));
     struct su_side s = { .timeout_s = o->timeout_s, .quiet = o->quiet };
     int rc = su_server_start(&s, o->adapter, o->node, o->session_set ? o->session
@@ -78,67 +77,6 @@ static int serve(const struct opts *o)
 out:
     su_server_finish(&s);
     return rc ? 1 : 0;
-}
-
-/* ---------------------------------------------------------------- the futex baseline */
-
-/* The partner process: answer every odd value v of the word with v + 1. */
-static void futex_partner(_Atomic uint32_t *word)
-{
-    uint32_t want = 1;
-    for (;;) {
-        uint32_t cur;
-        while ((cur = atomic_load(word)) != want && cur != FUTEX_STOP)
-            tu_futex_wait(word, cur, -1);
-        if (cur == FUTEX_STOP)
-            _exit(0);
-        atomic_store(word, want + 1);
-        tu_futex_wake(word);
-        want += 2;
-    }
-}
-
-static pid_t start_partner(_Atomic uint32_t **word, int cpu)
-{
-    *word = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (*word == MAP_FAILED) {
-        tu_err("mmap: %s", strerror(errno));
-        *word = NULL;
-        return -1;
-    }
-    atomic_store(*word, 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        tu_err("fork: %s", strerror(errno));
-        return -1;
-    }
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (cpu >= 0)
-            su_pin(cpu);
-        futex_partner(*word);
-    }
-    return pid;
-}
-
-/* Rounds [first, first+n): store 2k+1, sleep until the partner stored 2k+2. */
-static int futex_rounds(_Atomic uint32_t *word, uint64_t first, uint64_t n, uint64_t *ns)
-{
-    for (uint64_t i = 0; i < n; i++) {
-        uint32_t k = (uint32_t)(first + i);
-        uint64_t t0 = tu_now_ns();
-        atomic_store(word, 2 * k + 1);
-        tu_futex_wake(word);
-        uint32_t cur;
-        while ((cur = atomic_load(word)) != 2 * k + 2)
-            if (tu_futex_wait(word, cur, WAIT_MS) == -ETIMEDOUT && atomic_load(word) == cur) {
-                tu_err("the futex partner did not answer within %d ms", WAIT_MS);
-                return -ETIMEDOUT;
-            }
-        ns[i] = tu_now_ns() - t0;
-    }
-    return 0;
 }
 
 /* ---------------------------------------------------------------- interrupt rounds */
@@ -217,13 +155,13 @@ static int client(const struct opts *o)
         su_two_cpus(&self_cpu, &peer_cpu);
         if (o->pin == PIN_SAME || peer_cpu < 0)
             peer_cpu = self_cpu;
-        if (self_cpu >= 0 && su_pin(self_cpu)) {
+        if (self_cpu >= 0 && tu_pin(self_cpu)) {
             tu_err("cannot run on CPU %d (%s); use --pin none", self_cpu, strerror(errno));
             goto out_free;
         }
     }
     /* The futex partner next, before the library starts threads in this process. */
-    if (o->baseline && (partner = start_partner(&word, peer_cpu)) < 0)
+    if (o->baseline && (partner = tu_futex_partner_start(&word, peer_cpu)) < 0)
         goto out_free;
     if (su_find_peer(&s, o->adapter, o->node))
         goto out_partner;
@@ -243,7 +181,7 @@ static int client(const struct opts *o)
 
     /* A few untimed rounds wake everything up (page faults, the server's first wait). */
     uint64_t warm[16];
-    if (intr_rounds(&s, o->data, 0, 16, warm) || (o->baseline && futex_rounds(word, 0, 16, warm)))
+    if (intr_rounds(&s, o->data, 0, 16, warm) || (o->baseline && tu_futex_rounds(word, 0, 16, warm, WAIT_MS)))
         goto out;
     int blocks = o->baseline ? BLOCKS : 1;
     for (int b = 0; b < blocks; b++) {
@@ -251,7 +189,7 @@ static int client(const struct opts *o)
         uint64_t cnt = n * (uint64_t)(b + 1) / (uint64_t)blocks - first;
         if (intr_rounds(&s, o->data, 16 + first, cnt, in_ns + first))
             goto out;
-        if (o->baseline && futex_rounds(word, 16 + first, cnt, fx_ns + first))
+        if (o->baseline && tu_futex_rounds(word, 16 + first, cnt, fx_ns + first, WAIT_MS))
             goto out;
     }
 
@@ -312,7 +250,7 @@ out:;
     }
 out_partner:
     if (partner > 0) {
-        atomic_store(word, FUTEX_STOP);
+        atomic_store(word, TU_FUTEX_STOP);
         tu_futex_wake(word);
         tu_reap_peer(partner, 2000);
     }

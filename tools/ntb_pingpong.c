@@ -21,7 +21,6 @@
 
 #define WAIT_MS 5000       /* one round trip longer than this is a failure */
 #define BLOCKS 4           /* doorbell and futex rounds alternate in this many blocks */
-#define FUTEX_STOP UINT32_MAX
 
 enum { SP_COUNT = TU_SP_ARG0 };   /* server's scratchpad: the client's counter */
 enum { SPC_COUNT = TU_SPC_ARG0 }; /* client's scratchpad: the echo */
@@ -44,16 +43,8 @@ struct opts {
  * the same CPU. The scheduler places the doorbell pair and the futex pair differently from
  * run to run, which would make the ratio meaningless, so by default both pairs get the same
  * placement: this side on one CPU, the peer side (server and futex partner) on another.
+ * pick_cpus gives the CPUs for this side and the peer side, or -1/-1 when not pinning.
  */
-static int pin_self(int cpu)
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    return sched_setaffinity(0, sizeof set, &set) ? -errno : 0;
-}
-
-/* The CPUs for this side and the peer side, or -1/-1 when not pinning. */
 static void pick_cpus(enum pin pin, int *self, int *peer)
 {
     cpu_set_t set;
@@ -79,7 +70,7 @@ static void pick_cpus(enum pin pin, int *self, int *peer)
 static int serve(const struct opts *o)
 {
     int pidx = o->pidx, rc = 1;
-    if (o->cpu >= 0 && pin_self(o->cpu)) /* before the library starts its thread */
+    if (o->cpu >= 0 && tu_pin(o->cpu)) /* before the library starts its thread */
         tu_err("cannot run on CPU %d (%s); running unpinned", o->cpu, strerror(errno));
     struct ntb_dev *ntb = o->port >= 0 ? tu_open_for_port(o->adapter, o->port, &pidx)
                                        : tu_open(o->adapter < 0 ? 0 : o->adapter);
@@ -130,66 +121,6 @@ out:
     tu_db_restore(&db);
     ntb_close(ntb);
     return rc;
-}
-
-/* ---------------------------------------------------------------- the futex baseline */
-
-/* The partner process: answer every odd value v of the word with v + 1. */
-static void futex_partner(_Atomic uint32_t *word)
-{
-    uint32_t want = 1;
-    for (;;) {
-        uint32_t cur;
-        while ((cur = atomic_load(word)) != want && cur != FUTEX_STOP)
-            tu_futex_wait(word, cur, -1);
-        if (cur == FUTEX_STOP)
-            _exit(0);
-        atomic_store(word, want + 1);
-        tu_futex_wake(word);
-        want += 2;
-    }
-}
-
-static pid_t start_partner(_Atomic uint32_t **word, int cpu)
-{
-    *word = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (*word == MAP_FAILED) {
-        tu_err("mmap: %s", strerror(errno));
-        return -1;
-    }
-    atomic_store(*word, 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        tu_err("fork: %s", strerror(errno));
-        return -1;
-    }
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (cpu >= 0)
-            pin_self(cpu);
-        futex_partner(*word);
-    }
-    return pid;
-}
-
-/* Rounds [first, first+n): store 2k+1, sleep until the partner stored 2k+2. */
-static int futex_rounds(_Atomic uint32_t *word, uint64_t first, uint64_t n, uint64_t *ns)
-{
-    for (uint64_t i = 0; i < n; i++) {
-        uint32_t k = (uint32_t)(first + i);
-        uint64_t t0 = tu_now_ns();
-        atomic_store(word, 2 * k + 1);
-        tu_futex_wake(word);
-        uint32_t cur;
-        while ((cur = atomic_load(word)) != 2 * k + 2)
-            if (tu_futex_wait(word, cur, WAIT_MS) == -ETIMEDOUT && atomic_load(word) == cur) {
-                tu_err("the futex partner did not answer within %d ms", WAIT_MS);
-                return -ETIMEDOUT;
-            }
-        ns[i] = tu_now_ns() - t0;
-    }
-    return 0;
 }
 
 /* ---------------------------------------------------------------- the doorbell rounds */
@@ -268,14 +199,14 @@ static int client(const struct opts *o)
     }
     int self_cpu, peer_cpu;
     pick_cpus(o->pin, &self_cpu, &peer_cpu);
-    if (self_cpu >= 0 && pin_self(self_cpu)) {
+    if (self_cpu >= 0 && tu_pin(self_cpu)) {
         tu_err("cannot run on CPU %d (%s); use --pin none", self_cpu, strerror(errno));
         free(db_ns);
         free(fx_ns);
         return 1;
     }
     /* The futex partner first, before the library starts threads in this process. */
-    if (o->baseline && (partner = start_partner(&word, peer_cpu)) < 0) {
+    if (o->baseline && (partner = tu_futex_partner_start(&word, peer_cpu)) < 0) {
         free(db_ns);
         free(fx_ns);
         return 1;
@@ -319,7 +250,7 @@ static int client(const struct opts *o)
 
     /* A few untimed rounds wake everything up (page faults, the server's first wait). */
     uint64_t warm[16];
-    if (db_rounds(ntb, &db, pidx, 0, 16, warm) || (o->baseline && futex_rounds(word, 0, 16, warm)))
+    if (db_rounds(ntb, &db, pidx, 0, 16, warm) || (o->baseline && tu_futex_rounds(word, 0, 16, warm, WAIT_MS)))
         goto out;
     int blocks = o->baseline ? BLOCKS : 1;
     for (int b = 0; b < blocks; b++) {
@@ -327,7 +258,7 @@ static int client(const struct opts *o)
         uint64_t cnt = n * (uint64_t)(b + 1) / (uint64_t)blocks - first;
         if (db_rounds(ntb, &db, pidx, 16 + first, cnt, db_ns + first))
             goto out;
-        if (o->baseline && futex_rounds(word, 16 + first, cnt, fx_ns + first))
+        if (o->baseline && tu_futex_rounds(word, 16 + first, cnt, fx_ns + first, WAIT_MS))
             goto out;
     }
 
@@ -391,7 +322,7 @@ out:
     ntb_close(ntb);
 out_partner:
     if (partner > 0) {
-        atomic_store(word, FUTEX_STOP);
+        atomic_store(word, TU_FUTEX_STOP);
         tu_futex_wake(word);
         tu_reap_peer(partner, 2000);
         munmap((void *)word, 4096);

@@ -489,15 +489,6 @@ out:
 
 /* ---------------------------------------------------------------- CPU placement */
 
-/* Pin the calling thread to one CPU (before the library starts its threads). */
-static inline int su_pin(int cpu)
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    return sched_setaffinity(0, sizeof set, &set) ? -errno : 0;
-}
-
 /* The first two CPUs we may run on (-1 where there is none). */
 static inline void su_two_cpus(int *first, int *second)
 {

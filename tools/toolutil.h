@@ -13,6 +13,8 @@
 #include <libgen.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <sys/mman.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -493,5 +495,81 @@ static inline int tu_cmp_u64(const void *a, const void *b)
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
 }
+
+/* ---------------------------------------------------------------- the futex baseline */
+
+/* What the benchmarks compare a round trip with: two processes ping-ponging a word in
+ * shared memory, each sleeping on a futex until the other answers. */
+#define TU_FUTEX_STOP UINT32_MAX
+
+/* Pin the calling thread to one CPU. */
+static inline int tu_pin(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return sched_setaffinity(0, sizeof set, &set) ? -errno : 0;
+}
+
+
+/* The partner process: answer every odd value v of the word with v + 1. */
+static inline void tu_futex_partner(_Atomic uint32_t *word)
+{
+    uint32_t want = 1;
+    for (;;) {
+        uint32_t cur;
+        while ((cur = atomic_load(word)) != want && cur != TU_FUTEX_STOP)
+            tu_futex_wait(word, cur, -1);
+        if (cur == TU_FUTEX_STOP)
+            _exit(0);
+        atomic_store(word, want + 1);
+        tu_futex_wake(word);
+        want += 2;
+    }
+}
+
+static inline pid_t tu_futex_partner_start(_Atomic uint32_t **word, int cpu)
+{
+    *word = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (*word == MAP_FAILED) {
+        tu_err("mmap: %s", strerror(errno));
+        return -1;
+    }
+    atomic_store(*word, 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        tu_err("fork: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (cpu >= 0)
+            tu_pin(cpu);
+        tu_futex_partner(*word);
+    }
+    return pid;
+}
+
+/* Rounds [first, first+n): store 2k+1, sleep until the partner stored 2k+2. */
+static inline int tu_futex_rounds(_Atomic uint32_t *word, uint64_t first, uint64_t n, uint64_t *ns,
+                                  int wait_ms)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t k = (uint32_t)(first + i);
+        uint64_t t0 = tu_now_ns();
+        atomic_store(word, 2 * k + 1);
+        tu_futex_wake(word);
+        uint32_t cur;
+        while ((cur = atomic_load(word)) != 2 * k + 2)
+            if (tu_futex_wait(word, cur, wait_ms) == -ETIMEDOUT && atomic_load(word) == cur) {
+                tu_err("the futex partner did not answer within %d ms", wait_ms);
+                return -ETIMEDOUT;
+            }
+        ns[i] = tu_now_ns() - t0;
+    }
+    return 0;
+}
+
 
 #endif

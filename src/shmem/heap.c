@@ -1,0 +1,229 @@
+/*
+ * The symmetric heap allocator. Every PE runs the same deterministic first-fit allocator over
+ * its own heap, and the routines are collective (same calls, same order, same arguments), so
+ * an object has the same offset in every PE's heap: PE j's copy of `p` is heap_j + (p - heap).
+ * The block list is private memory of each PE; only the user's bytes live in the segment.
+ *
+ * Collective semantics (1.5 §9.3): malloc/calloc/align barrier before returning, free before
+ * releasing, realloc both; a size of 0 returns NULL without a barrier.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shmem.h"
+#include "shmem_internal.h"
+
+#define MIN_ALIGN 64u /* a cache line: atomics never share one with a neighbour's data */
+
+struct block {
+    size_t off, size;
+    bool used;
+};
+
+static struct block *blocks;
+static size_t nblocks, cap;
+
+static void insert_at(size_t i, struct block b)
+{
+    if (nblocks == cap) {
+        size_t ncap = cap ? cap * 2 : 64;
+        struct block *nb = realloc(blocks, ncap * sizeof *nb);
+        if (!nb)
+            shm_fatal("out of memory for the heap's block list");
+        blocks = nb;
+        cap = ncap;
+    }
+    memmove(blocks + i + 1, blocks + i, (nblocks - i) * sizeof *blocks);
+    blocks[i] = b;
+    nblocks++;
+}
+
+static void remove_at(size_t i)
+{
+    memmove(blocks + i, blocks + i + 1, (nblocks - i - 1) * sizeof *blocks);
+    nblocks--;
+}
+
+void shm_heap_init(void)
+{
+    nblocks = 0;
+    insert_at(0, (struct block){ 0, shm.heap_size, false });
+}
+
+void shm_heap_fini(void)
+{
+    free(blocks);
+    blocks = NULL;
+    nblocks = cap = 0;
+}
+
+static size_t free_bytes(void)
+{
+    size_t f = 0;
+    for (size_t i = 0; i < nblocks; i++)
+        if (!blocks[i].used)
+            f += blocks[i].size;
+    return f;
+}
+
+static void exhausted(const char *who, size_t size)
+{
+    size_t avail = free_bytes(), suggest = ((shm.heap_size / 2 + size) >> 20) + shm.heap_size / (1 << 20) + 1;
+    fprintf(stderr,
+            "shmem: PE %d: %s(%zu): the symmetric heap is exhausted (%zu of %zu bytes free%s); "
+            "enlarge it with SHMEM_SYMMETRIC_SIZE, e.g. SHMEM_SYMMETRIC_SIZE=%zuM oshrun ... "
+            "(each PE's heap is a segment of its host's RAM)\n",
+            shm.me, who, size, avail, shm.heap_size, avail >= size ? ", but not in one piece" : "",
+            suggest);
+}
+
+/* First fit at `align`; returns the offset or SIZE_MAX. */
+static size_t alloc_block(size_t align, size_t size)
+{
+    size = (size + MIN_ALIGN - 1) & ~(size_t)(MIN_ALIGN - 1);
+    for (size_t i = 0; i < nblocks; i++) {
+        struct block b = blocks[i];
+        if (b.used)
+            continue;
+        size_t start = (b.off + align - 1) & ~(align - 1);
+        if (start < b.off || start - b.off + size > b.size || start - b.off + size < size)
+            continue;
+        size_t front = start - b.off, back = b.size - front - size;
+        blocks[i] = (struct block){ start, size, true };
+        if (back)
+            insert_at(i + 1, (struct block){ start + size, back, false });
+        if (front)
+            insert_at(i, (struct block){ b.off, front, false });
+        return start;
+    }
+    return SIZE_MAX;
+}
+
+static size_t find_block(const void *ptr, const char *who)
+{
+    size_t off = (size_t)((const char *)ptr - shm_heap_of(shm.me));
+    if ((const char *)ptr < shm_heap_of(shm.me) || off >= shm.heap_size)
+        shm_fatal("%s(%p): not an address of the symmetric heap", who, ptr);
+    for (size_t i = 0; i < nblocks; i++)
+        if (blocks[i].used && blocks[i].off == off)
+            return i;
+    shm_fatal("%s(%p): not a block returned by shmem_malloc (freed twice?)", who, ptr);
+}
+
+static void release(size_t i)
+{
+    blocks[i].used = false;
+    if (i + 1 < nblocks && !blocks[i + 1].used) {
+        blocks[i].size += blocks[i + 1].size;
+        remove_at(i + 1);
+    }
+    if (i > 0 && !blocks[i - 1].used) {
+        blocks[i - 1].size += blocks[i].size;
+        remove_at(i);
+    }
+}
+
+static void *do_align(const char *who, size_t alignment, size_t size)
+{
+    shm_require_init(who);
+    if (size == 0)
+        return NULL;
+    if (alignment < MIN_ALIGN)
+        alignment = MIN_ALIGN;
+    void *p = NULL;
+    if (alignment & (alignment - 1))
+        fprintf(stderr, "shmem: PE %d: %s: alignment %zu is not a power of two\n", shm.me, who,
+                alignment);
+    else {
+        size_t off = alloc_block(alignment, size);
+        if (off == SIZE_MAX)
+            exhausted(who, size);
+        else
+            p = shm_heap_of(shm.me) + off;
+    }
+    shm_barrier();
+    return p;
+}
+
+void *shmem_malloc(size_t size) { return do_align("shmem_malloc", MIN_ALIGN, size); }
+void *shmem_align(size_t alignment, size_t size) { return do_align("shmem_align", alignment, size); }
+
+void *shmem_calloc(size_t count, size_t size)
+{
+    if (count && size > SIZE_MAX / count) {
+        shm_require_init("shmem_calloc");
+        exhausted("shmem_calloc", SIZE_MAX);
+        shm_barrier();
+        return NULL;
+    }
+    shm_require_init("shmem_calloc");
+    if (count * size == 0)
+        return NULL;
+    size_t off = alloc_block(MIN_ALIGN, count * size);
+    void *p = NULL;
+    if (off == SIZE_MAX)
+        exhausted("shmem_calloc", count * size);
+    else {
+        p = shm_heap_of(shm.me) + off;
+        memset(p, 0, count * size); /* before the barrier: nobody writes it earlier */
+    }
+    shm_barrier();
+    return p;
+}
+
+void shmem_free(void *ptr)
+{
+    shm_require_init("shmem_free");
+    if (!ptr)
+        return;
+    shm_barrier(); /* everyone is done with it */
+    release(find_block(ptr, "shmem_free"));
+}
+
+void *shmem_realloc(void *ptr, size_t size)
+{
+    if (!ptr)
+        return shmem_malloc(size);
+    if (size == 0) {
+        shmem_free(ptr);
+        return NULL;
+    }
+    shm_require_init("shmem_realloc");
+    size_t i = find_block(ptr, "shmem_realloc");
+    shm_barrier(); /* nobody is writing the old block while it moves */
+    size_t old_off = blocks[i].off, old_size = blocks[i].size;
+    size_t want = (size + MIN_ALIGN - 1) & ~(size_t)(MIN_ALIGN - 1);
+    void *p = ptr;
+    if (want <= old_size) {
+        if (want < old_size) { /* shrink in place */
+            blocks[i].size = want;
+            insert_at(i + 1, (struct block){ old_off + want, old_size - want, true });
+            release(i + 1);
+        }
+    } else if (i + 1 < nblocks && !blocks[i + 1].used && old_size + blocks[i + 1].size >= want) {
+        size_t extra = want - old_size; /* grow into the free neighbour */
+        blocks[i].size = want;
+        blocks[i + 1].off += extra;
+        blocks[i + 1].size -= extra;
+        if (!blocks[i + 1].size)
+            remove_at(i + 1);
+    } else {
+        size_t off = alloc_block(MIN_ALIGN, size);
+        if (off == SIZE_MAX) {
+            exhausted("shmem_realloc", size);
+            p = NULL; /* the old block stays, as realloc(3) */
+        } else {
+            p = shm_heap_of(shm.me) + off;
+            memcpy(p, ptr, old_size);
+            release(find_block(ptr, "shmem_realloc"));
+        }
+    }
+    shm_barrier();
+    return p;
+}
+
+void *shmalloc(size_t size) { return shmem_malloc(size); }
+void shfree(void *ptr) { shmem_free(ptr); }
+void *shrealloc(void *ptr, size_t size) { return shmem_realloc(ptr, size); }
+void *shmemalign(size_t alignment, size_t size) { return shmem_align(alignment, size); }

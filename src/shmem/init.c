@@ -1,0 +1,368 @@
+/*
+ * Setup and teardown: read the job from the environment oshrun sets, create this PE's
+ * symmetric heap as a segment on its host, connect to and map every other PE's heap, and
+ * the query routines (my_pe, n_pes, info, accessibility, shmem_ptr).
+ *
+ * No MPI and no sockets: the fabric's segment service is the bootstrap. A PE's heap is
+ * segment shm_seg_id(job, pe) on its host; seg_connect waits for it to become available,
+ * which is the "everyone has started" rendezvous, and the first barrier completes it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ntblend/ntb.h>
+
+#include "shmem.h"
+#include "shmem_internal.h"
+
+struct shm_state shm;
+
+#define DEFAULT_HEAP_SIZE (64u << 20)
+#define DEFAULT_BOOT_TIMEOUT_MS 60000
+#define MAX_PES 4096
+
+void shm_fatal(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "shmem: PE %d: ", shm.initialized ? shm.me : -1);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fflush(stderr);
+    _exit(1);
+}
+
+void shm_debug(const char *fmt, ...)
+{
+    if (!shm.debug)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "shmem debug: PE %d: ", shm.me);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void shm_require_init(const char *who)
+{
+    if (!shm.initialized || shm.finalized)
+        shm_fatal("%s called %s", who, shm.finalized ? "after shmem_finalize" : "before shmem_init");
+}
+
+/* SHMEM_X, else the SMA_X spelling older programs and launchers use. */
+static const char *env(const char *name)
+{
+    char sma[64];
+    const char *v = getenv(name);
+    if (v && *v)
+        return v;
+    if (strncmp(name, "SHMEM_", 6) == 0) {
+        snprintf(sma, sizeof sma, "SMA_%s", name + 6);
+        v = getenv(sma);
+        if (v && *v)
+            return v;
+    }
+    return NULL;
+}
+
+static bool env_true(const char *name)
+{
+    const char *v = env(name);
+    return v && strcmp(v, "0") != 0 && strcasecmp(v, "no") != 0 && strcasecmp(v, "false") != 0;
+}
+
+/* "64M", "3.1m", "1g", "4096", "2kB": binary multiples, fractions allowed. */
+int shm_parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || v < 0)
+        return -EINVAL;
+    double mul = 1;
+    switch (*end) {
+    case 'k': case 'K': mul = 1024.0; end++; break;
+    case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
+    case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
+    case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    if (*end == 'i')
+        end++;
+    if (*end == 'b' || *end == 'B')
+        end++;
+    if (*end)
+        return -EINVAL;
+    double bytes = v * mul;
+    if (bytes < 1 || bytes > (double)(SIZE_MAX / 2))
+        return -ERANGE;
+    *out = (size_t)(bytes + 0.5);
+    return 0;
+}
+
+static long env_long(const char *name, long dflt, long min, long max)
+{
+    const char *v = env(name);
+    if (!v)
+        return dflt;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || *end || x < min || x > max)
+        shm_fatal("%s=\"%s\" is not a number in [%ld, %ld]; start programs with oshrun", name, v,
+                  min, max);
+    return x;
+}
+
+static uint32_t seg_id_of(uint32_t job, int pe)
+{
+    return 0x40000000u | ((job & 0x3ffffu) << 12) | (uint32_t)pe;
+}
+
+/* Which of our adapters reaches node: -1 if none. Our own node: adapter 0 (no LUT entry). */
+static int adapter_for(uint32_t node, uint32_t self)
+{
+    int n = ntb_adapter_count();
+    if (node == self)
+        return n > 0 ? 0 : -1;
+    for (int i = 0; i < n; i++) {
+        struct ntb_dev *d = ntb_open(i);
+        if (!d)
+            continue;
+        int found = 0;
+        for (int p = 0; p < ntb_peer_port_count(d); p++)
+            if (ntb_peer_port_number(d, p) == (int)node)
+                found = 1;
+        ntb_close(d);
+        if (found)
+            return i;
+    }
+    return -1;
+}
+
+static void parse_nodes(uint32_t self)
+{
+    const char *list = env("SHMEM_PE_NODES");
+    if (!list) {
+        if (shm.npes != 1)
+            shm_fatal("SHMEM_PE_NODES is not set: start the program with oshrun");
+        shm.pes[0].node = self;
+        return;
+    }
+    const char *p = list;
+    for (int i = 0; i < shm.npes; i++) {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p || errno || (*end && *end != ','))
+            shm_fatal("SHMEM_PE_NODES=\"%s\" is malformed (one node id per PE, comma-separated)", list);
+        shm.pes[i].node = (uint32_t)v;
+        p = *end ? end + 1 : end;
+        if (!*end && i + 1 < shm.npes)
+            shm_fatal("SHMEM_PE_NODES=\"%s\" names fewer than %d PEs", list, shm.npes);
+    }
+    if (shm.pes[shm.me].node != self)
+        shm_fatal("SHMEM_PE_NODES places PE %d on node %u, but it runs on node %u", shm.me,
+                  shm.pes[shm.me].node, self);
+}
+
+static void print_info(void)
+{
+    printf("OpenSHMEM %d.%d, %s\n"
+           "environment:\n"
+           "  SHMEM_SYMMETRIC_SIZE  symmetric heap per PE (default 64M; k/m/g/t, fractions: 3.1M)\n"
+           "  SHMEM_VERSION         print the library version at start-up\n"
+           "  SHMEM_INFO            print this text at start-up\n"
+           "  SHMEM_DEBUG           debugging messages on stderr\n"
+           "  SHMEM_BOOTSTRAP_TIMEOUT  ms to wait for the other PEs' heaps (default 60000)\n"
+           "  set by oshrun: SHMEM_JOB, SHMEM_PE, SHMEM_NPES, SHMEM_PE_NODES\n"
+           "  (SMA_* spellings are honoured too)\n",
+           SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION, SHMEM_VENDOR_STRING);
+}
+
+void shmem_init(void)
+{
+    if (shm.initialized)
+        return; /* 1.5: calling it again has no effect */
+    shm.debug = env_true("SHMEM_DEBUG");
+    shm.npes = (int)env_long("SHMEM_NPES", 1, 1, MAX_PES);
+    shm.me = (int)env_long("SHMEM_PE", 0, 0, shm.npes - 1);
+    shm.job = (uint32_t)env_long("SHMEM_JOB", (long)getpid(), 0, 0x7fffffff);
+    shm.heap_size = DEFAULT_HEAP_SIZE;
+    const char *hs = env("SHMEM_SYMMETRIC_SIZE");
+    if (hs && shm_parse_size(hs, &shm.heap_size))
+        shm_fatal("SHMEM_SYMMETRIC_SIZE=\"%s\" is not a size (examples: 64M, 3.1M, 1G, 65536)", hs);
+    shm.heap_size = (shm.heap_size + 4095) & ~(size_t)4095;
+    shm.seg_size = SHM_CTRL_SIZE + shm.heap_size;
+    if (shm.me == 0 && env_true("SHMEM_VERSION"))
+        printf("OpenSHMEM %d.%d (%s)\n", SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION, SHMEM_VENDOR_STRING);
+    if (shm.me == 0 && env_true("SHMEM_INFO"))
+        print_info();
+
+    if (!getenv("NTBLEND_HOST"))
+        shm_fatal("not running on a fabric host: start the program with oshrun (or "
+                  "'ntblend run --host H -- prog' for one PE)");
+    int rc = seg_open(&shm.sd);
+    if (rc)
+        shm_fatal("cannot attach to host %s: %s", getenv("NTBLEND_HOST"), seg_strerror(rc));
+    uint32_t self;
+    if ((rc = seg_local_node_id(&self)))
+        shm_fatal("cannot find this host's node id: %s", seg_strerror(rc));
+    shm.pes = calloc((size_t)shm.npes, sizeof *shm.pes);
+    if (!shm.pes)
+        shm_fatal("out of memory");
+    parse_nodes(self);
+    shm.initialized = true; /* for messages from here on */
+
+    /* Our heap: created, made reachable through every adapter, and then available. */
+    uint32_t myid = seg_id_of(shm.job, shm.me);
+    rc = seg_create(shm.sd, &shm.local, myid, shm.seg_size);
+    if (rc)
+        shm_fatal("cannot create the symmetric heap (%zu bytes) on host %s: %s%s", shm.seg_size,
+                  getenv("NTBLEND_HOST"), seg_strerror(rc),
+                  rc == -ENOMEM || rc == -ENOSPC
+                      ? "; use a smaller SHMEM_SYMMETRIC_SIZE or fewer PEs per host"
+                      : "");
+    struct shm_pe *mine = &shm.pes[shm.me];
+    mine->base = seg_map_local(shm.local, 0, 0, 0, &mine->map);
+    if (!mine->base)
+        shm_fatal("cannot map the symmetric heap: %s", seg_strerror(-errno));
+    atomic_store(&shm_ctrl_of(shm.me)->magic, SHM_MAGIC);
+    int nad = ntb_adapter_count();
+    for (int a = 0; a < nad; a++) {
+        if ((rc = seg_prepare(shm.local, a)) || (rc = seg_set_available(shm.local, a)))
+            shm_fatal("cannot export the symmetric heap on adapter %d: %s", a, seg_strerror(rc));
+    }
+
+    int timeout = (int)env_long("SHMEM_BOOTSTRAP_TIMEOUT", DEFAULT_BOOT_TIMEOUT_MS, 0, 1 << 30);
+    for (int i = 1; i < shm.npes; i++) {
+        int pe = (shm.me + i) % shm.npes; /* spread the connects */
+        struct shm_pe *p = &shm.pes[pe];
+        int ad = adapter_for(p->node, self);
+        if (ad < 0)
+            shm_fatal("no adapter of this host (node %u) reaches PE %d on node %u", self, pe,
+                      p->node);
+        rc = seg_connect(shm.sd, &p->remote, p->node, seg_id_of(shm.job, pe), ad, timeout);
+        if (rc == -ENOENT || rc == -ECONNREFUSED)
+            shm_fatal("PE %d (node %u) did not publish its symmetric heap within %d ms: did it "
+                      "start? (set SHMEM_BOOTSTRAP_TIMEOUT to wait longer)", pe, p->node, timeout);
+        if (rc)
+            shm_fatal("cannot connect to PE %d's symmetric heap on node %u: %s%s", pe, p->node,
+                      seg_strerror(rc),
+                      rc == -ENOSPC ? "; a smaller SHMEM_SYMMETRIC_SIZE needs fewer LUT entries" : "");
+        if (seg_remote_size(p->remote) != shm.seg_size)
+            shm_fatal("PE %d has a %zu-byte symmetric heap, this PE %zu: give every PE the same "
+                      "SHMEM_SYMMETRIC_SIZE", pe, seg_remote_size(p->remote) - SHM_CTRL_SIZE,
+                      shm.heap_size);
+        p->base = seg_map_remote(p->remote, 0, 0, 0, &p->map);
+        if (!p->base)
+            shm_fatal("cannot map PE %d's symmetric heap: %s", pe, seg_strerror(-errno));
+        shm_debug("PE %d: node %u, adapter %d, mapped at %p", pe, p->node, ad, p->base);
+    }
+    shm_heap_init();
+    shm_barrier();
+    shm_debug("initialized: %d PEs, heap %zu bytes", shm.npes, shm.heap_size);
+}
+
+void shmem_finalize(void)
+{
+    if (!shm.initialized || shm.finalized)
+        return;
+    shm_barrier(); /* nobody touches a heap after this */
+    shm_heap_fini();
+    for (int pe = 0; pe < shm.npes; pe++) {
+        struct shm_pe *p = &shm.pes[pe];
+        if (p->map)
+            seg_unmap(p->map);
+        if (p->remote)
+            seg_disconnect(p->remote);
+    }
+    seg_remove(shm.local);
+    seg_close(shm.sd);
+    free(shm.pes);
+    shm.pes = NULL;
+    shm.finalized = true;
+}
+
+int shmem_my_pe(void)
+{
+    shm_require_init("shmem_my_pe");
+    return shm.me;
+}
+
+int shmem_n_pes(void)
+{
+    shm_require_init("shmem_n_pes");
+    return shm.npes;
+}
+
+void shmem_info_get_version(int *major, int *minor)
+{
+    *major = SHMEM_MAJOR_VERSION;
+    *minor = SHMEM_MINOR_VERSION;
+}
+
+void shmem_info_get_name(char *name)
+{
+    snprintf(name, SHMEM_MAX_NAME_LEN, "%s", SHMEM_VENDOR_STRING);
+}
+
+int shmem_pe_accessible(int pe)
+{
+    shm_require_init("shmem_pe_accessible");
+    if (pe < 0 || pe >= shm.npes)
+        return 0;
+    if (pe == shm.me)
+        return 1;
+    return seg_remote_state(shm.pes[pe].remote) == SEG_EVENT_AVAILABLE;
+}
+
+void *shm_translate_or_null(const void *addr, int pe)
+{
+    if (pe < 0 || pe >= shm.npes)
+        return NULL;
+    const char *a = addr, *h = shm_heap_of(shm.me);
+    if (a < h || a >= h + shm.heap_size)
+        return NULL;
+    return shm_heap_of(pe) + (a - h);
+}
+
+void *shm_translate(const char *who, const void *addr, int pe)
+{
+    if (pe < 0 || pe >= shm.npes)
+        shm_fatal("%s: PE %d does not exist (there are %d)", who, pe, shm.npes);
+    void *r = shm_translate_or_null(addr, pe);
+    if (!r)
+        shm_fatal("%s: %p is not symmetric: allocate remotely accessed objects with "
+                  "shmem_malloc (symmetric globals are not supported yet)", who, addr);
+    return r;
+}
+
+int shmem_addr_accessible(const void *addr, int pe)
+{
+    shm_require_init("shmem_addr_accessible");
+    return shm_translate_or_null(addr, pe) != NULL && shmem_pe_accessible(pe);
+}
+
+/* Every heap is mapped here, across hosts too: the NTB window is a plain pointer. */
+void *shmem_ptr(const void *dest, int pe)
+{
+    shm_require_init("shmem_ptr");
+    return shm_translate_or_null(dest, pe);
+}
+
+/* ---- deprecated ---- */
+void start_pes(int npes)
+{
+    (void)npes; /* the job size comes from oshrun, as in every implementation */
+    shmem_init();
+}
+int _my_pe(void) { return shmem_my_pe(); }
+int _num_pes(void) { return shmem_n_pes(); }

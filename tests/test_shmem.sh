@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# OpenSHMEM over the fabric (switched/back-to-back transport): the programs in tests/shmem/
+# are built with oshcc at test time and run with oshrun at 2 and 4 PEs on a switched fabric,
+# and with 2 PEs on one host and across a back-to-back link. Each program checks its own
+# results and exits non-zero on any mismatch.
+set -euo pipefail
+bin="${NTBLEND_BIN:?set NTBLEND_BIN to the bin directory of the build}"
+src="${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}"
+fabric="t-shmem-$$"
+work=$(mktemp -d)
+n() { "$bin/ntblend" --fabric "$fabric" "$@"; }
+trap 'n down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+progs=(hello putget malloc atomics barrier wait)
+for p in "${progs[@]}" fail; do
+    "$bin/oshcc" -std=gnu11 -Wall -Wextra -Werror -o "$work/$p" "$src/tests/shmem/$p.c" ||
+        fail "oshcc could not build $p.c"
+done
+
+# run LABEL OSHRUN-ARGS...: every program under one placement.
+run_all() {
+    local label=$1
+    shift
+    for p in "${progs[@]}"; do
+        if ! timeout 120 "$bin/oshrun" --fabric "$fabric" "$@" "$work/$p" >"$work/out" 2>&1; then
+            fail "$p ($label): $(cat "$work/out")"
+        fi
+    done
+}
+
+# Usage and errors before any fabric exists.
+"$bin/oshrun" --help | grep -q -- "-np N" || fail "oshrun --help"
+if "$bin/oshrun" -np 2 --fabric "$fabric" "$work/hello" 2>"$work/err"; then
+    fail "oshrun ran without a fabric"
+fi
+grep -q "not up" "$work/err" || fail "no 'not up' message: $(cat "$work/err")"
+
+n up "$src/examples/topologies/four-hosts-switch.ini" >/dev/null
+run_all "2 PEs, switch" -np 2
+run_all "4 PEs, switch" -np 4
+"$bin/oshrun" --fabric "$fabric" -np 4 "$work/hello" 4 >"$work/out"
+[[ $(grep -c "^hello from PE" "$work/out") == 4 ]] || fail "hello at 4 PEs: $(cat "$work/out")"
+for pe in 0 1 2 3; do grep -q "hello from PE $pe of 4" "$work/out" || fail "PE $pe missing"; done
+
+# Exit status: the first failure is oshrun's, and the other PEs do not keep it waiting.
+set +e
+timeout 60 "$bin/oshrun" --fabric "$fabric" -np 3 "$work/hello" 5 >/dev/null 2>&1
+st=$?
+set -e
+[[ $st == 1 ]] || fail "a failing PE gave oshrun status $st, expected 1"
+set +e
+timeout 60 "$bin/oshrun" --fabric "$fabric" -np 4 "$work/fail" exit >/dev/null 2>&1
+st=$?
+timeout 60 "$bin/oshrun" --fabric "$fabric" -np 4 "$work/fail" global >/dev/null 2>&1
+st2=$?
+set -e
+[[ $st == 3 ]] || fail "PE 1 exiting 3 during a barrier gave oshrun status $st"
+[[ $st2 == 4 ]] || fail "shmem_global_exit(4) gave oshrun status $st2"
+
+# A small heap, given as a fraction: exhaustion is a message, not a crash.
+SHMEM_SYMMETRIC_SIZE=3.1M "$bin/oshrun" --fabric "$fabric" -np 2 "$work/malloc" 2>"$work/err" ||
+    fail "malloc with a 3.1M heap: $(cat "$work/err")"
+grep -q "SHMEM_SYMMETRIC_SIZE" "$work/err" || fail "exhaustion does not say how to enlarge the heap"
+n down >/dev/null
+
+n up "$src/examples/topologies/two-hosts.ini" >/dev/null
+run_all "2 PEs on one host" -np 2 --ppn 2
+run_all "2 PEs back to back" -np 2
+echo "test_shmem: ok"

@@ -4,8 +4,9 @@
  * so RMA is a load or store through an NTB window and atomics are CPU atomics on the owner's
  * memory (what PCIe AtomicOps through the NTB do).
  *
- * This header declares what is implemented so far; the rest of the 1.5 surface (teams,
- * contexts, collectives, signals, locks, ...) is added alongside. Typed routines are generated
+ * This header declares what is implemented so far (setup, memory, RMA, atomics, sync,
+ * teams and collectives); the rest of the 1.5 surface (contexts, signals, locks, ...) is
+ * added alongside. Typed routines are generated
  * from the type tables below so that adding a type is one line.
  */
 #ifndef SHMEM_H
@@ -139,6 +140,166 @@ void shmem_sync_all(void);
     void shmem_##N##_wait(T *ivar, T value);
 SHMEM_P2P_TYPE_TABLE(SHMEM_DECL_P2P)
 #undef SHMEM_DECL_P2P
+
+/* ---- teams (1.5 §9.4) ---- */
+typedef struct shm_team *shmem_team_t;
+typedef struct {
+    int num_contexts;
+} shmem_team_config_t;
+#define SHMEM_TEAM_NUM_CONTEXTS (1L << 0)
+#define SHMEM_TEAM_INVALID ((shmem_team_t)0)
+extern shmem_team_t SHMEM_TEAM_WORLD;  /* every PE */
+extern shmem_team_t SHMEM_TEAM_SHARED; /* the PEs on this PE's host */
+
+int shmem_team_my_pe(shmem_team_t team);
+int shmem_team_n_pes(shmem_team_t team);
+int shmem_team_get_config(shmem_team_t team, long config_mask, shmem_team_config_t *config);
+int shmem_team_translate_pe(shmem_team_t src_team, int src_pe, shmem_team_t dest_team);
+int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride, int size,
+                             const shmem_team_config_t *config, long config_mask,
+                             shmem_team_t *new_team);
+int shmem_team_split_2d(shmem_team_t parent_team, int xrange,
+                        const shmem_team_config_t *xaxis_config, long xaxis_mask,
+                        shmem_team_t *xaxis_team, const shmem_team_config_t *yaxis_config,
+                        long yaxis_mask, shmem_team_t *yaxis_team);
+void shmem_team_destroy(shmem_team_t team);
+
+/* ---- collectives (1.5 §9.9) ---- */
+int shmem_team_sync(shmem_team_t team);
+int shmem_broadcastmem(shmem_team_t team, void *dest, const void *source, size_t nelems, int PE_root);
+int shmem_collectmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
+int shmem_fcollectmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
+int shmem_alltoallmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
+int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdiff_t dst,
+                       ptrdiff_t sst, size_t nelems);
+#define SHMEM_DECL_COLL(T, N)                                                                  \
+    int shmem_##N##_broadcast(shmem_team_t team, T *dest, const T *source, size_t nelems,      \
+                              int PE_root);                                                    \
+    int shmem_##N##_collect(shmem_team_t team, T *dest, const T *source, size_t nelems);       \
+    int shmem_##N##_fcollect(shmem_team_t team, T *dest, const T *source, size_t nelems);      \
+    int shmem_##N##_alltoall(shmem_team_t team, T *dest, const T *source, size_t nelems);      \
+    int shmem_##N##_alltoalls(shmem_team_t team, T *dest, const T *source, ptrdiff_t dst,      \
+                              ptrdiff_t sst, size_t nelems);
+SHMEM_RMA_TYPE_TABLE(SHMEM_DECL_COLL)
+#undef SHMEM_DECL_COLL
+
+/* Reduction types: X(TYPE, TYPENAME). Bitwise (and/or/xor), and ordered/arithmetic
+ * (max/min/sum/prod) as in the spec's Table 10 (complex types are not implemented). */
+#define SHMEM_REDUCE_BITWISE_TYPE_TABLE(X)                                                     \
+    X(unsigned char, uchar)                                                                    \
+    X(unsigned short, ushort)                                                                  \
+    X(unsigned int, uint)                                                                      \
+    X(unsigned long, ulong)                                                                    \
+    X(unsigned long long, ulonglong)                                                           \
+    X(int8_t, int8)                                                                            \
+    X(int16_t, int16)                                                                          \
+    X(int32_t, int32)                                                                          \
+    X(int64_t, int64)                                                                          \
+    X(uint8_t, uint8)                                                                          \
+    X(uint16_t, uint16)                                                                        \
+    X(uint32_t, uint32)                                                                        \
+    X(uint64_t, uint64)                                                                        \
+    X(size_t, size)
+#define SHMEM_REDUCE_ARITH_TYPE_TABLE(X)                                                       \
+    X(char, char)                                                                              \
+    X(signed char, schar)                                                                      \
+    X(short, short)                                                                            \
+    X(int, int)                                                                                \
+    X(long, long)                                                                              \
+    X(long long, longlong)                                                                     \
+    X(ptrdiff_t, ptrdiff)                                                                      \
+    X(unsigned char, uchar)                                                                    \
+    X(unsigned short, ushort)                                                                  \
+    X(unsigned int, uint)                                                                      \
+    X(unsigned long, ulong)                                                                    \
+    X(unsigned long long, ulonglong)                                                           \
+    X(int8_t, int8)                                                                            \
+    X(int16_t, int16)                                                                          \
+    X(int32_t, int32)                                                                          \
+    X(int64_t, int64)                                                                          \
+    X(uint8_t, uint8)                                                                          \
+    X(uint16_t, uint16)                                                                        \
+    X(uint32_t, uint32)                                                                        \
+    X(uint64_t, uint64)                                                                        \
+    X(size_t, size)                                                                            \
+    X(float, float)                                                                            \
+    X(double, double)                                                                          \
+    X(long double, longdouble)
+#define SHMEM_DECL_REDUCE(T, N, OP)                                                            \
+    int shmem_##N##_##OP##_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce);
+#define SHMEM_DECL_REDUCE_BIT(T, N)                                                            \
+    SHMEM_DECL_REDUCE(T, N, and) SHMEM_DECL_REDUCE(T, N, or) SHMEM_DECL_REDUCE(T, N, xor)
+#define SHMEM_DECL_REDUCE_ARITH(T, N)                                                          \
+    SHMEM_DECL_REDUCE(T, N, max) SHMEM_DECL_REDUCE(T, N, min) SHMEM_DECL_REDUCE(T, N, sum)     \
+    SHMEM_DECL_REDUCE(T, N, prod)
+SHMEM_REDUCE_BITWISE_TYPE_TABLE(SHMEM_DECL_REDUCE_BIT)
+SHMEM_REDUCE_ARITH_TYPE_TABLE(SHMEM_DECL_REDUCE_ARITH)
+#undef SHMEM_DECL_REDUCE_BIT
+#undef SHMEM_DECL_REDUCE_ARITH
+#undef SHMEM_DECL_REDUCE
+
+/* ---- deprecated active-set collectives (PE_start, logPE_stride, PE_size, pSync) ---- */
+/* pSync/pWrk are accepted (and must be symmetric, as the spec says) but the library keeps
+ * its own synchronisation state: their contents are never read or changed. */
+#define SHMEM_SYNC_VALUE 0L
+#define SHMEM_BARRIER_SYNC_SIZE 4
+#define SHMEM_BCAST_SYNC_SIZE 4
+#define SHMEM_COLLECT_SYNC_SIZE 4
+#define SHMEM_REDUCE_SYNC_SIZE 4
+#define SHMEM_ALLTOALL_SYNC_SIZE 4
+#define SHMEM_ALLTOALLS_SYNC_SIZE 4
+#define SHMEM_SYNC_SIZE 4
+#define SHMEM_REDUCE_MIN_WRKDATA_SIZE 1
+#define _SHMEM_SYNC_VALUE SHMEM_SYNC_VALUE
+#define _SHMEM_BARRIER_SYNC_SIZE SHMEM_BARRIER_SYNC_SIZE
+#define _SHMEM_BCAST_SYNC_SIZE SHMEM_BCAST_SYNC_SIZE
+#define _SHMEM_COLLECT_SYNC_SIZE SHMEM_COLLECT_SYNC_SIZE
+#define _SHMEM_REDUCE_SYNC_SIZE SHMEM_REDUCE_SYNC_SIZE
+#define _SHMEM_ALLTOALL_SYNC_SIZE SHMEM_ALLTOALL_SYNC_SIZE
+#define _SHMEM_ALLTOALLS_SYNC_SIZE SHMEM_ALLTOALLS_SYNC_SIZE
+#define _SHMEM_SYNC_SIZE SHMEM_SYNC_SIZE
+#define _SHMEM_REDUCE_MIN_WRKDATA_SIZE SHMEM_REDUCE_MIN_WRKDATA_SIZE
+
+void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync);
+#define SHMEM_DECL_ASET_COLL(B)                                                                \
+    void shmem_broadcast##B(void *dest, const void *source, size_t nelems, int PE_root,        \
+                            int PE_start, int logPE_stride, int PE_size, long *pSync);         \
+    void shmem_collect##B(void *dest, const void *source, size_t nelems, int PE_start,         \
+                          int logPE_stride, int PE_size, long *pSync);                         \
+    void shmem_fcollect##B(void *dest, const void *source, size_t nelems, int PE_start,        \
+                           int logPE_stride, int PE_size, long *pSync);                        \
+    void shmem_alltoall##B(void *dest, const void *source, size_t nelems, int PE_start,        \
+                           int logPE_stride, int PE_size, long *pSync);
+SHMEM_DECL_ASET_COLL(32)
+SHMEM_DECL_ASET_COLL(64)
+#undef SHMEM_DECL_ASET_COLL
+/* X(TYPE, TYPENAME) for the deprecated *_to_all reductions. */
+#define SHMEM_TO_ALL_BITWISE_TYPE_TABLE(X)                                                     \
+    X(short, short)                                                                            \
+    X(int, int)                                                                                \
+    X(long, long)                                                                              \
+    X(long long, longlong)
+#define SHMEM_TO_ALL_ARITH_TYPE_TABLE(X)                                                       \
+    X(short, short)                                                                            \
+    X(int, int)                                                                                \
+    X(long, long)                                                                              \
+    X(long long, longlong)                                                                     \
+    X(float, float)                                                                            \
+    X(double, double)                                                                          \
+    X(long double, longdouble)
+#define SHMEM_DECL_TO_ALL(T, N, OP)                                                            \
+    void shmem_##N##_##OP##_to_all(T *dest, const T *source, int nreduce, int PE_start,        \
+                                   int logPE_stride, int PE_size, T *pWrk, long *pSync);
+#define SHMEM_DECL_TO_ALL_BIT(T, N)                                                            \
+    SHMEM_DECL_TO_ALL(T, N, and) SHMEM_DECL_TO_ALL(T, N, or) SHMEM_DECL_TO_ALL(T, N, xor)
+#define SHMEM_DECL_TO_ALL_ARITH(T, N)                                                          \
+    SHMEM_DECL_TO_ALL(T, N, max) SHMEM_DECL_TO_ALL(T, N, min) SHMEM_DECL_TO_ALL(T, N, sum)     \
+    SHMEM_DECL_TO_ALL(T, N, prod)
+SHMEM_TO_ALL_BITWISE_TYPE_TABLE(SHMEM_DECL_TO_ALL_BIT)
+SHMEM_TO_ALL_ARITH_TYPE_TABLE(SHMEM_DECL_TO_ALL_ARITH)
+#undef SHMEM_DECL_TO_ALL_BIT
+#undef SHMEM_DECL_TO_ALL_ARITH
+#undef SHMEM_DECL_TO_ALL
 
 /* ---- deprecated setup and memory routines ---- */
 void start_pes(int npes);

@@ -2,7 +2,8 @@
 # OpenSHMEM over the fabric (switched/back-to-back transport): the programs in tests/shmem/
 # are built with oshcc at test time and run with oshrun at 2 and 4 PEs on a switched fabric,
 # and with 2 PEs on one host and across a back-to-back link. Each program checks its own
-# results and exits non-zero on any mismatch.
+# results and exits non-zero on any mismatch. Teams and collectives (teams.c, coll.c) also
+# run at 3 PEs (an odd count), round-robin and all on one host, and at 2 PEs per host.
 set -euo pipefail
 bin="${NTBLEND_BIN:?set NTBLEND_BIN to the bin directory of the build}"
 src="${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}"
@@ -12,7 +13,7 @@ n() { "$bin/ntblend" --fabric "$fabric" "$@"; }
 trap 'n down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-progs=(hello putget malloc atomics barrier wait)
+progs=(hello putget malloc atomics barrier wait teams coll)
 for p in "${progs[@]}" fail; do
     "$bin/oshcc" -std=gnu11 -Wall -Wextra -Werror -o "$work/$p" "$src/tests/shmem/$p.c" ||
         fail "oshcc could not build $p.c"
@@ -39,6 +40,19 @@ grep -q "not up" "$work/err" || fail "no 'not up' message: $(cat "$work/err")"
 n up "$src/examples/topologies/four-hosts-switch.ini" >/dev/null
 run_all "2 PEs, switch" -np 2
 run_all "4 PEs, switch" -np 4
+run_all "3 PEs, switch" -np 3
+# SHMEM_TEAM_SHARED is the PEs on one host: teams.c checks its size when given it.
+team_run() {
+    local label=$1 shared=$2
+    shift 2
+    for p in teams coll; do
+        timeout 120 "$bin/oshrun" --fabric "$fabric" "$@" "$work/$p" "$shared" >"$work/out" 2>&1 ||
+            fail "$p ($label): $(cat "$work/out")"
+    done
+}
+team_run "4 PEs, switch" 1 -np 4
+team_run "3 PEs on one host" 3 -np 3 --ppn 3
+SHMEM_SYMMETRIC_SIZE=16M team_run "4 PEs, 2 per host" 2 -np 4 --ppn 2
 "$bin/oshrun" --fabric "$fabric" -np 4 "$work/hello" 4 >"$work/out"
 [[ $(grep -c "^hello from PE" "$work/out") == 4 ]] || fail "hello at 4 PEs: $(cat "$work/out")"
 for pe in 0 1 2 3; do grep -q "hello from PE $pe of 4" "$work/out" || fail "PE $pe missing"; done
@@ -66,5 +80,6 @@ n down >/dev/null
 
 n up "$src/examples/topologies/two-hosts.ini" >/dev/null
 run_all "2 PEs on one host" -np 2 --ppn 2
+team_run "2 PEs on one host" 2 -np 2 --ppn 2
 run_all "2 PEs back to back" -np 2
 echo "test_shmem: ok"

@@ -48,7 +48,13 @@ static void remove_at(size_t i)
 void shm_heap_init(void)
 {
     nblocks = 0;
-    insert_at(0, (struct block){ 0, shm.heap_size, false });
+    /* The library's scratch area is the heap's last bytes, outside the allocator. */
+    size_t res = (shm_scratch_size() + 4095) & ~(size_t)4095;
+    if (res >= shm.heap_size)
+        shm_fatal("SHMEM_SYMMETRIC_SIZE is too small for %d PEs (the library reserves %zu bytes)",
+                  shm.npes, res);
+    insert_at(0, (struct block){ 0, shm.heap_size - res, false });
+    insert_at(1, (struct block){ shm.heap_size - res, res, true });
 }
 
 void shm_heap_fini(void)

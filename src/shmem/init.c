@@ -267,6 +267,7 @@ void shmem_init(void)
         shm_debug("PE %d: node %u, adapter %d, mapped at %p", pe, p->node, ad, p->base);
     }
     shm_heap_init();
+    shm_team_init();
     shm_barrier();
     shm_debug("initialized: %d PEs, heap %zu bytes", shm.npes, shm.heap_size);
 }
@@ -277,6 +278,7 @@ void shmem_finalize(void)
         return;
     shm_barrier(); /* nobody touches a heap after this */
     shm_heap_fini();
+    shm_team_fini();
     for (int pe = 0; pe < shm.npes; pe++) {
         struct shm_pe *p = &shm.pes[pe];
         if (p->map)

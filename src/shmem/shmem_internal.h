@@ -12,6 +12,8 @@
 
 #include <ntblend/seg.h>
 
+#include "shmem.h"
+
 /* The control region at the start of every heap: barriers, global exit. One page, so the
  * user heap after it stays page aligned. */
 #define SHM_CTRL_SIZE 4096u
@@ -55,6 +57,30 @@ void shm_require_init(const char *who);
 void *shm_translate(const char *who, const void *addr, int pe);
 /* NULL if addr is not in our symmetric heap. */
 void *shm_translate_or_null(const void *addr, int pe);
+
+/* The library's reserved symmetric area at the end of every heap (same offset everywhere),
+ * indexed by world PE: pairwise sync counters for teams/active sets and collect sizes. */
+struct shm_scratch {
+    _Atomic uint32_t wake; /* futex word: bumped by every arrival at / release of this PE */
+    uint32_t pad[15];
+    /* followed by: _Atomic uint32_t arrive[npes], release[npes]; uint64_t nelems[npes] */
+};
+size_t shm_scratch_size(void);
+struct shm_scratch *shm_scratch_of(int pe);
+
+/* A team or active set: its members as world PEs, in team order. */
+struct shm_team {
+    int n, me;  /* size, this PE's index (-1: not a member) */
+    int *pes;   /* world PE of each index */
+    int world;  /* 1: the world team (its sync is the world barrier) */
+    shmem_team_config_t config;
+};
+/* team.c */
+void shm_team_init(void);
+void shm_team_fini(void);
+void shm_team_sync(const struct shm_team *t);
+/* A team for the active set (PE_start, 2^logstride, size); fatal if this PE is not in it. */
+void shm_aset(struct shm_team *t, const char *who, int start, int logstride, int size);
 
 /* heap.c */
 void shm_heap_init(void);

@@ -4,9 +4,9 @@
  * so RMA is a load or store through an NTB window and atomics are CPU atomics on the owner's
  * memory (what PCIe AtomicOps through the NTB do).
  *
- * This header declares what is implemented so far (setup, memory, RMA, atomics, sync,
- * teams and collectives); the rest of the 1.5 surface (contexts, signals, locks, ...) is
- * added alongside. Typed routines are generated
+ * This header declares what is implemented so far (setup, memory, RMA incl. strided and
+ * sized forms, atomics, put-with-signal, point-to-point sync, locks, teams, contexts and
+ * collectives; docs/openshmem.md lists what is left). Typed routines are generated
  * from the type tables below so that adding a type is one line.
  */
 #ifndef SHMEM_H
@@ -50,25 +50,83 @@ extern "C" {
 #define _SHMEM_CMP_LE SHMEM_CMP_LE
 
 /* ---- type tables: X(TYPE, TYPENAME) ---- */
-/* Standard RMA types (spec Table 5; more are one line each). */
+/* Standard RMA types (spec Table 5). */
 #define SHMEM_RMA_TYPE_TABLE(X)                                                                \
     X(float, float)                                                                            \
     X(double, double)                                                                          \
+    X(long double, longdouble)                                                                 \
     X(char, char)                                                                              \
+    X(signed char, schar)                                                                      \
     X(short, short)                                                                            \
     X(int, int)                                                                                \
     X(long, long)                                                                              \
-    X(long long, longlong)
-/* Standard AMO types implemented so far (fetch_add ... swap). */
+    X(long long, longlong)                                                                     \
+    X(unsigned char, uchar)                                                                    \
+    X(unsigned short, ushort)                                                                  \
+    X(unsigned int, uint)                                                                      \
+    X(unsigned long, ulong)                                                                    \
+    X(unsigned long long, ulonglong)                                                           \
+    X(int8_t, int8)                                                                            \
+    X(int16_t, int16)                                                                          \
+    X(int32_t, int32)                                                                          \
+    X(int64_t, int64)                                                                          \
+    X(uint8_t, uint8)                                                                          \
+    X(uint16_t, uint16)                                                                        \
+    X(uint32_t, uint32)                                                                        \
+    X(uint64_t, uint64)                                                                        \
+    X(size_t, size)                                                                            \
+    X(ptrdiff_t, ptrdiff)
+/* Sized RMA: X(BITS) with BITS/8-byte elements. */
+#define SHMEM_SIZED_TABLE(X) X(8) X(16) X(32) X(64) X(128)
+/* Standard AMO types (spec Table 6: compare_swap, fetch_inc, inc, fetch_add, add). */
 #define SHMEM_AMO_TYPE_TABLE(X)                                                                \
     X(int, int)                                                                                \
     X(long, long)                                                                              \
-    X(long long, longlong)
-/* Point-to-point synchronisation types implemented so far. */
-#define SHMEM_P2P_TYPE_TABLE(X)                                                                \
+    X(long long, longlong)                                                                     \
+    X(unsigned int, uint)                                                                      \
+    X(unsigned long, ulong)                                                                    \
+    X(unsigned long long, ulonglong)                                                           \
+    X(int32_t, int32)                                                                          \
+    X(int64_t, int64)                                                                          \
+    X(uint32_t, uint32)                                                                        \
+    X(uint64_t, uint64)                                                                        \
+    X(size_t, size)                                                                            \
+    X(ptrdiff_t, ptrdiff)
+/* Extended AMO types (fetch, set, swap): the standard ones plus float and double. */
+#define SHMEM_EXT_AMO_TYPE_TABLE(X)                                                            \
+    X(float, float)                                                                            \
+    X(double, double)                                                                          \
+    SHMEM_AMO_TYPE_TABLE(X)
+/* Bitwise AMO types (fetch_and, and, fetch_or, or, fetch_xor, xor). */
+#define SHMEM_BITWISE_AMO_TYPE_TABLE(X)                                                        \
+    X(unsigned int, uint)                                                                      \
+    X(unsigned long, ulong)                                                                    \
+    X(unsigned long long, ulonglong)                                                           \
+    X(int32_t, int32)                                                                          \
+    X(int64_t, int64)                                                                          \
+    X(uint32_t, uint32)                                                                        \
+    X(uint64_t, uint64)
+/* The 1.3 names (shmem_TYPE_fadd, ...) exist for these only. */
+#define SHMEM_DEPR_AMO_TYPE_TABLE(X)                                                           \
     X(int, int)                                                                                \
     X(long, long)                                                                              \
     X(long long, longlong)
+/* Point-to-point synchronisation types (spec Table 9). */
+#define SHMEM_P2P_TYPE_TABLE(X)                                                                \
+    X(short, short)                                                                            \
+    X(int, int)                                                                                \
+    X(long, long)                                                                              \
+    X(long long, longlong)                                                                     \
+    X(unsigned short, ushort)                                                                  \
+    X(unsigned int, uint)                                                                      \
+    X(unsigned long, ulong)                                                                    \
+    X(unsigned long long, ulonglong)                                                           \
+    X(int32_t, int32)                                                                          \
+    X(int64_t, int64)                                                                          \
+    X(uint32_t, uint32)                                                                        \
+    X(uint64_t, uint64)                                                                        \
+    X(size_t, size)                                                                            \
+    X(ptrdiff_t, ptrdiff)
 
 /* ---- setup, exit and query ---- */
 void shmem_init(void);
@@ -101,21 +159,77 @@ void shmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe);
     void shmem_##N##_put_nbi(T *dest, const T *source, size_t nelems, int pe);                 \
     void shmem_##N##_get_nbi(T *dest, const T *source, size_t nelems, int pe);                 \
     void shmem_##N##_p(T *dest, T value, int pe);                                              \
-    T shmem_##N##_g(const T *source, int pe);
+    T shmem_##N##_g(const T *source, int pe);                                                  \
+    void shmem_##N##_iput(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst,              \
+                          size_t nelems, int pe);                                              \
+    void shmem_##N##_iget(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst,              \
+                          size_t nelems, int pe);                                              \
+    void shmem_##N##_put_signal(T *dest, const T *source, size_t nelems, uint64_t *sig_addr,   \
+                                uint64_t signal, int sig_op, int pe);                          \
+    void shmem_##N##_put_signal_nbi(T *dest, const T *source, size_t nelems,                   \
+                                    uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 SHMEM_RMA_TYPE_TABLE(SHMEM_DECL_RMA)
 #undef SHMEM_DECL_RMA
+#define SHMEM_DECL_SIZED(B)                                                                    \
+    void shmem_put##B(void *dest, const void *source, size_t nelems, int pe);                  \
+    void shmem_get##B(void *dest, const void *source, size_t nelems, int pe);                  \
+    void shmem_put##B##_nbi(void *dest, const void *source, size_t nelems, int pe);            \
+    void shmem_get##B##_nbi(void *dest, const void *source, size_t nelems, int pe);            \
+    void shmem_iput##B(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst,           \
+                       size_t nelems, int pe);                                                 \
+    void shmem_iget##B(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst,           \
+                       size_t nelems, int pe);                                                 \
+    void shmem_put##B##_signal(void *dest, const void *source, size_t nelems,                  \
+                               uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);       \
+    void shmem_put##B##_signal_nbi(void *dest, const void *source, size_t nelems,              \
+                                   uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+SHMEM_SIZED_TABLE(SHMEM_DECL_SIZED)
+#undef SHMEM_DECL_SIZED
+
+/* ---- put with signal (1.5 §9.8) ---- */
+#define SHMEM_SIGNAL_SET 0
+#define SHMEM_SIGNAL_ADD 1
+void shmem_putmem_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr,
+                         uint64_t signal, int sig_op, int pe);
+void shmem_putmem_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr,
+                             uint64_t signal, int sig_op, int pe);
+uint64_t shmem_signal_fetch(const uint64_t *sig_addr);
+uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value);
 
 /* ---- atomics ---- */
-#define SHMEM_DECL_AMO(T, N)                                                                   \
+#define SHMEM_DECL_EXT_AMO(T, N)                                                               \
     T shmem_##N##_atomic_fetch(const T *source, int pe);                                       \
     void shmem_##N##_atomic_set(T *dest, T value, int pe);                                     \
     T shmem_##N##_atomic_swap(T *dest, T value, int pe);                                       \
+    void shmem_##N##_atomic_fetch_nbi(T *fetch, const T *source, int pe);                      \
+    void shmem_##N##_atomic_swap_nbi(T *fetch, T *dest, T value, int pe);
+SHMEM_EXT_AMO_TYPE_TABLE(SHMEM_DECL_EXT_AMO)
+#undef SHMEM_DECL_EXT_AMO
+#define SHMEM_DECL_AMO(T, N)                                                                   \
     T shmem_##N##_atomic_compare_swap(T *dest, T cond, T value, int pe);                       \
     T shmem_##N##_atomic_fetch_inc(T *dest, int pe);                                           \
     void shmem_##N##_atomic_inc(T *dest, int pe);                                              \
     T shmem_##N##_atomic_fetch_add(T *dest, T value, int pe);                                  \
     void shmem_##N##_atomic_add(T *dest, T value, int pe);                                     \
-    /* deprecated (OpenSHMEM 1.3 names) */                                                     \
+    void shmem_##N##_atomic_compare_swap_nbi(T *fetch, T *dest, T cond, T value, int pe);      \
+    void shmem_##N##_atomic_fetch_inc_nbi(T *fetch, T *dest, int pe);                          \
+    void shmem_##N##_atomic_fetch_add_nbi(T *fetch, T *dest, T value, int pe);
+SHMEM_AMO_TYPE_TABLE(SHMEM_DECL_AMO)
+#undef SHMEM_DECL_AMO
+#define SHMEM_DECL_BIT_AMO(T, N)                                                               \
+    T shmem_##N##_atomic_fetch_and(T *dest, T value, int pe);                                  \
+    void shmem_##N##_atomic_and(T *dest, T value, int pe);                                     \
+    T shmem_##N##_atomic_fetch_or(T *dest, T value, int pe);                                   \
+    void shmem_##N##_atomic_or(T *dest, T value, int pe);                                      \
+    T shmem_##N##_atomic_fetch_xor(T *dest, T value, int pe);                                  \
+    void shmem_##N##_atomic_xor(T *dest, T value, int pe);                                     \
+    void shmem_##N##_atomic_fetch_and_nbi(T *fetch, T *dest, T value, int pe);                 \
+    void shmem_##N##_atomic_fetch_or_nbi(T *fetch, T *dest, T value, int pe);                  \
+    void shmem_##N##_atomic_fetch_xor_nbi(T *fetch, T *dest, T value, int pe);
+SHMEM_BITWISE_AMO_TYPE_TABLE(SHMEM_DECL_BIT_AMO)
+#undef SHMEM_DECL_BIT_AMO
+/* deprecated (OpenSHMEM 1.3 names) */
+#define SHMEM_DECL_DEPR_AMO(T, N)                                                              \
     T shmem_##N##_fetch(const T *source, int pe);                                              \
     void shmem_##N##_set(T *dest, T value, int pe);                                            \
     T shmem_##N##_swap(T *dest, T value, int pe);                                              \
@@ -124,8 +238,15 @@ SHMEM_RMA_TYPE_TABLE(SHMEM_DECL_RMA)
     void shmem_##N##_inc(T *dest, int pe);                                                     \
     T shmem_##N##_fadd(T *dest, T value, int pe);                                              \
     void shmem_##N##_add(T *dest, T value, int pe);
-SHMEM_AMO_TYPE_TABLE(SHMEM_DECL_AMO)
-#undef SHMEM_DECL_AMO
+SHMEM_DEPR_AMO_TYPE_TABLE(SHMEM_DECL_DEPR_AMO)
+#undef SHMEM_DECL_DEPR_AMO
+#define SHMEM_DECL_DEPR_EXT_AMO(T, N)                                                          \
+    T shmem_##N##_fetch(const T *source, int pe);                                              \
+    void shmem_##N##_set(T *dest, T value, int pe);                                            \
+    T shmem_##N##_swap(T *dest, T value, int pe);
+SHMEM_DECL_DEPR_EXT_AMO(float, float)
+SHMEM_DECL_DEPR_EXT_AMO(double, double)
+#undef SHMEM_DECL_DEPR_EXT_AMO
 
 /* ---- ordering and synchronisation ---- */
 void shmem_quiet(void);
@@ -137,9 +258,38 @@ void shmem_sync_all(void);
     void shmem_##N##_wait_until(T *ivar, int cmp, T cmp_value);                                \
     int shmem_##N##_test(T *ivar, int cmp, T cmp_value);                                       \
     /* deprecated: wait until *ivar != value */                                                \
-    void shmem_##N##_wait(T *ivar, T value);
+    void shmem_##N##_wait(T *ivar, T value);                                                   \
+    void shmem_##N##_wait_until_all(T *ivars, size_t nelems, const int *status, int cmp,       \
+                                    T cmp_value);                                              \
+    size_t shmem_##N##_wait_until_any(T *ivars, size_t nelems, const int *status, int cmp,     \
+                                      T cmp_value);                                            \
+    size_t shmem_##N##_wait_until_some(T *ivars, size_t nelems, size_t *indices,               \
+                                       const int *status, int cmp, T cmp_value);               \
+    void shmem_##N##_wait_until_all_vector(T *ivars, size_t nelems, const int *status,         \
+                                           int cmp, T *cmp_values);                            \
+    size_t shmem_##N##_wait_until_any_vector(T *ivars, size_t nelems, const int *status,       \
+                                             int cmp, T *cmp_values);                          \
+    size_t shmem_##N##_wait_until_some_vector(T *ivars, size_t nelems, size_t *indices,        \
+                                              const int *status, int cmp, T *cmp_values);      \
+    int shmem_##N##_test_all(T *ivars, size_t nelems, const int *status, int cmp,              \
+                             T cmp_value);                                                     \
+    size_t shmem_##N##_test_any(T *ivars, size_t nelems, const int *status, int cmp,           \
+                                T cmp_value);                                                  \
+    size_t shmem_##N##_test_some(T *ivars, size_t nelems, size_t *indices, const int *status,  \
+                                 int cmp, T cmp_value);                                        \
+    int shmem_##N##_test_all_vector(T *ivars, size_t nelems, const int *status, int cmp,       \
+                                    T *cmp_values);                                            \
+    size_t shmem_##N##_test_any_vector(T *ivars, size_t nelems, const int *status, int cmp,    \
+                                       T *cmp_values);                                         \
+    size_t shmem_##N##_test_some_vector(T *ivars, size_t nelems, size_t *indices,              \
+                                        const int *status, int cmp, T *cmp_values);
 SHMEM_P2P_TYPE_TABLE(SHMEM_DECL_P2P)
 #undef SHMEM_DECL_P2P
+
+/* ---- distributed locks (a symmetric long, initially 0) ---- */
+void shmem_set_lock(long *lock);
+void shmem_clear_lock(long *lock);
+int shmem_test_lock(long *lock);
 
 /* ---- teams (1.5 §9.4) ---- */
 typedef struct shm_team *shmem_team_t;
@@ -301,6 +451,100 @@ SHMEM_TO_ALL_ARITH_TYPE_TABLE(SHMEM_DECL_TO_ALL_ARITH)
 #undef SHMEM_DECL_TO_ALL_ARITH
 #undef SHMEM_DECL_TO_ALL
 
+/* ---- communication contexts (1.5 §9.5) ---- */
+/* Every operation completes at the store here, so a context only scopes quiet and fence; a
+ * context made from a team takes PE numbers relative to that team. */
+typedef struct shm_ctx *shmem_ctx_t;
+#define SHMEM_CTX_PRIVATE (1L << 0)
+#define SHMEM_CTX_SERIALIZED (1L << 1)
+#define SHMEM_CTX_NOSTORE (1L << 2)
+#define SHMEM_CTX_INVALID ((shmem_ctx_t)0)
+extern shmem_ctx_t SHMEM_CTX_DEFAULT;
+int shmem_ctx_create(long options, shmem_ctx_t *ctx);
+int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx);
+void shmem_ctx_destroy(shmem_ctx_t ctx);
+int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team);
+void shmem_ctx_quiet(shmem_ctx_t ctx);
+void shmem_ctx_fence(shmem_ctx_t ctx);
+void shmem_ctx_putmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
+void shmem_ctx_getmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
+void shmem_ctx_putmem_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
+                          int pe);
+void shmem_ctx_getmem_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
+                          int pe);
+void shmem_ctx_putmem_signal(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
+                             uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+void shmem_ctx_putmem_signal_nbi(shmem_ctx_t ctx, void *dest, const void *source,
+                                 size_t nelems, uint64_t *sig_addr, uint64_t signal,
+                                 int sig_op, int pe);
+#define SHMEM_DECL_CTX_RMA(T, N)                                                               \
+    void shmem_ctx_##N##_put(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, int pe); \
+    void shmem_ctx_##N##_get(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, int pe); \
+    void shmem_ctx_##N##_put_nbi(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems,     \
+                                 int pe);                                                      \
+    void shmem_ctx_##N##_get_nbi(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems,     \
+                                 int pe);                                                      \
+    void shmem_ctx_##N##_p(shmem_ctx_t ctx, T *dest, T value, int pe);                         \
+    T shmem_ctx_##N##_g(shmem_ctx_t ctx, const T *source, int pe);                             \
+    void shmem_ctx_##N##_iput(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst,        \
+                              ptrdiff_t sst, size_t nelems, int pe);                           \
+    void shmem_ctx_##N##_iget(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst,        \
+                              ptrdiff_t sst, size_t nelems, int pe);                           \
+    void shmem_ctx_##N##_put_signal(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems,  \
+                                    uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);  \
+    void shmem_ctx_##N##_put_signal_nbi(shmem_ctx_t ctx, T *dest, const T *source,             \
+                                        size_t nelems, uint64_t *sig_addr, uint64_t signal,    \
+                                        int sig_op, int pe);
+SHMEM_RMA_TYPE_TABLE(SHMEM_DECL_CTX_RMA)
+#undef SHMEM_DECL_CTX_RMA
+#define SHMEM_DECL_CTX_SIZED(B)                                                                \
+    void shmem_ctx_put##B(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,      \
+                          int pe);                                                             \
+    void shmem_ctx_get##B(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,      \
+                          int pe);                                                             \
+    void shmem_ctx_put##B##_nbi(shmem_ctx_t ctx, void *dest, const void *source,               \
+                                size_t nelems, int pe);                                        \
+    void shmem_ctx_get##B##_nbi(shmem_ctx_t ctx, void *dest, const void *source,               \
+                                size_t nelems, int pe);                                        \
+    void shmem_ctx_iput##B(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst,     \
+                           ptrdiff_t sst, size_t nelems, int pe);                              \
+    void shmem_ctx_iget##B(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst,     \
+                           ptrdiff_t sst, size_t nelems, int pe);
+SHMEM_SIZED_TABLE(SHMEM_DECL_CTX_SIZED)
+#undef SHMEM_DECL_CTX_SIZED
+#define SHMEM_DECL_CTX_EXT_AMO(T, N)                                                           \
+    T shmem_ctx_##N##_atomic_fetch(shmem_ctx_t ctx, const T *source, int pe);                  \
+    void shmem_ctx_##N##_atomic_set(shmem_ctx_t ctx, T *dest, T value, int pe);                \
+    T shmem_ctx_##N##_atomic_swap(shmem_ctx_t ctx, T *dest, T value, int pe);                  \
+    void shmem_ctx_##N##_atomic_fetch_nbi(shmem_ctx_t ctx, T *fetch, const T *source, int pe); \
+    void shmem_ctx_##N##_atomic_swap_nbi(shmem_ctx_t ctx, T *fetch, T *dest, T value, int pe);
+SHMEM_EXT_AMO_TYPE_TABLE(SHMEM_DECL_CTX_EXT_AMO)
+#undef SHMEM_DECL_CTX_EXT_AMO
+#define SHMEM_DECL_CTX_AMO(T, N)                                                               \
+    T shmem_ctx_##N##_atomic_compare_swap(shmem_ctx_t ctx, T *dest, T cond, T value, int pe);  \
+    T shmem_ctx_##N##_atomic_fetch_inc(shmem_ctx_t ctx, T *dest, int pe);                      \
+    void shmem_ctx_##N##_atomic_inc(shmem_ctx_t ctx, T *dest, int pe);                         \
+    T shmem_ctx_##N##_atomic_fetch_add(shmem_ctx_t ctx, T *dest, T value, int pe);             \
+    void shmem_ctx_##N##_atomic_add(shmem_ctx_t ctx, T *dest, T value, int pe);                \
+    void shmem_ctx_##N##_atomic_compare_swap_nbi(shmem_ctx_t ctx, T *fetch, T *dest, T cond,   \
+                                                 T value, int pe);                             \
+    void shmem_ctx_##N##_atomic_fetch_inc_nbi(shmem_ctx_t ctx, T *fetch, T *dest, int pe);     \
+    void shmem_ctx_##N##_atomic_fetch_add_nbi(shmem_ctx_t ctx, T *fetch, T *dest, T value,     \
+                                              int pe);
+SHMEM_AMO_TYPE_TABLE(SHMEM_DECL_CTX_AMO)
+#undef SHMEM_DECL_CTX_AMO
+#define SHMEM_DECL_CTX_BIT_OP(T, N, OP)                                                        \
+    T shmem_ctx_##N##_atomic_fetch_##OP(shmem_ctx_t ctx, T *dest, T value, int pe);            \
+    void shmem_ctx_##N##_atomic_##OP(shmem_ctx_t ctx, T *dest, T value, int pe);               \
+    void shmem_ctx_##N##_atomic_fetch_##OP##_nbi(shmem_ctx_t ctx, T *fetch, T *dest, T value,  \
+                                                 int pe);
+#define SHMEM_DECL_CTX_BIT_AMO(T, N)                                                           \
+    SHMEM_DECL_CTX_BIT_OP(T, N, and) SHMEM_DECL_CTX_BIT_OP(T, N, or)                           \
+    SHMEM_DECL_CTX_BIT_OP(T, N, xor)
+SHMEM_BITWISE_AMO_TYPE_TABLE(SHMEM_DECL_CTX_BIT_AMO)
+#undef SHMEM_DECL_CTX_BIT_AMO
+#undef SHMEM_DECL_CTX_BIT_OP
+
 /* ---- deprecated setup and memory routines ---- */
 void start_pes(int npes);
 int _my_pe(void);
@@ -312,53 +556,75 @@ void *shmemalign(size_t alignment, size_t size);
 
 /* ---- C11 generic interfaces ---- */
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
+/* One entry per distinct C type (int8_t ... are typedefs of these, size_t of unsigned long). */
+#define SHMEM_G_RMA(op)                                                                     \
+    float: shmem_float_##op, double: shmem_double_##op, long double: shmem_longdouble_##op,   \
+    char: shmem_char_##op, signed char: shmem_schar_##op, short: shmem_short_##op,            \
+    int: shmem_int_##op, long: shmem_long_##op, long long: shmem_longlong_##op,               \
+    unsigned char: shmem_uchar_##op, unsigned short: shmem_ushort_##op,                       \
+    unsigned int: shmem_uint_##op, unsigned long: shmem_ulong_##op,                           \
+    unsigned long long: shmem_ulonglong_##op
+#define SHMEM_G_AMO(op)                                                                     \
+    int: shmem_int_##op, long: shmem_long_##op, long long: shmem_longlong_##op,               \
+    unsigned int: shmem_uint_##op, unsigned long: shmem_ulong_##op,                           \
+    unsigned long long: shmem_ulonglong_##op
+#define SHMEM_G_EXT(op) float: shmem_float_##op, double: shmem_double_##op, SHMEM_G_AMO(op)
+#define SHMEM_G_P2P(op)                                                                     \
+    short: shmem_short_##op, unsigned short: shmem_ushort_##op, SHMEM_G_AMO(op)
 #define shmem_put(dest, source, nelems, pe)                                                    \
-    _Generic(*(dest), float: shmem_float_put, double: shmem_double_put, char: shmem_char_put,  \
-             short: shmem_short_put, int: shmem_int_put, long: shmem_long_put,                 \
-             long long: shmem_longlong_put)(dest, source, nelems, pe)
+    _Generic(*(dest), SHMEM_G_RMA(put))(dest, source, nelems, pe)
 #define shmem_get(dest, source, nelems, pe)                                                    \
-    _Generic(*(dest), float: shmem_float_get, double: shmem_double_get, char: shmem_char_get,  \
-             short: shmem_short_get, int: shmem_int_get, long: shmem_long_get,                 \
-             long long: shmem_longlong_get)(dest, source, nelems, pe)
-#define shmem_p(dest, value, pe)                                                               \
-    _Generic(*(dest), float: shmem_float_p, double: shmem_double_p, char: shmem_char_p,        \
-             short: shmem_short_p, int: shmem_int_p, long: shmem_long_p,                       \
-             long long: shmem_longlong_p)(dest, value, pe)
-#define shmem_g(source, pe)                                                                    \
-    _Generic(*(source), float: shmem_float_g, double: shmem_double_g, char: shmem_char_g,      \
-             short: shmem_short_g, int: shmem_int_g, long: shmem_long_g,                       \
-             long long: shmem_longlong_g)(source, pe)
-#define shmem_atomic_fetch_add(dest, value, pe)                                                \
-    _Generic(*(dest), int: shmem_int_atomic_fetch_add, long: shmem_long_atomic_fetch_add,      \
-             long long: shmem_longlong_atomic_fetch_add)(dest, value, pe)
-#define shmem_atomic_add(dest, value, pe)                                                      \
-    _Generic(*(dest), int: shmem_int_atomic_add, long: shmem_long_atomic_add,                  \
-             long long: shmem_longlong_atomic_add)(dest, value, pe)
-#define shmem_atomic_fetch_inc(dest, pe)                                                       \
-    _Generic(*(dest), int: shmem_int_atomic_fetch_inc, long: shmem_long_atomic_fetch_inc,      \
-             long long: shmem_longlong_atomic_fetch_inc)(dest, pe)
-#define shmem_atomic_inc(dest, pe)                                                             \
-    _Generic(*(dest), int: shmem_int_atomic_inc, long: shmem_long_atomic_inc,                  \
-             long long: shmem_longlong_atomic_inc)(dest, pe)
-#define shmem_atomic_compare_swap(dest, cond, value, pe)                                       \
-    _Generic(*(dest), int: shmem_int_atomic_compare_swap,                                      \
-             long: shmem_long_atomic_compare_swap,                                             \
-             long long: shmem_longlong_atomic_compare_swap)(dest, cond, value, pe)
-#define shmem_atomic_swap(dest, value, pe)                                                     \
-    _Generic(*(dest), int: shmem_int_atomic_swap, long: shmem_long_atomic_swap,                \
-             long long: shmem_longlong_atomic_swap)(dest, value, pe)
+    _Generic(*(dest), SHMEM_G_RMA(get))(dest, source, nelems, pe)
+#define shmem_put_nbi(dest, source, nelems, pe)                                                \
+    _Generic(*(dest), SHMEM_G_RMA(put_nbi))(dest, source, nelems, pe)
+#define shmem_get_nbi(dest, source, nelems, pe)                                                \
+    _Generic(*(dest), SHMEM_G_RMA(get_nbi))(dest, source, nelems, pe)
+#define shmem_p(dest, value, pe) _Generic(*(dest), SHMEM_G_RMA(p))(dest, value, pe)
+#define shmem_g(source, pe) _Generic(*(source), SHMEM_G_RMA(g))(source, pe)
+#define shmem_iput(dest, source, dst, sst, nelems, pe)                                         \
+    _Generic(*(dest), SHMEM_G_RMA(iput))(dest, source, dst, sst, nelems, pe)
+#define shmem_iget(dest, source, dst, sst, nelems, pe)                                         \
+    _Generic(*(dest), SHMEM_G_RMA(iget))(dest, source, dst, sst, nelems, pe)
+#define shmem_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe)                   \
+    _Generic(*(dest), SHMEM_G_RMA(put_signal))(dest, source, nelems, sig_addr, signal,       \
+                                                 sig_op, pe)
+#define shmem_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe)               \
+    _Generic(*(dest), SHMEM_G_RMA(put_signal_nbi))(dest, source, nelems, sig_addr, signal,   \
+                                                     sig_op, pe)
 #define shmem_atomic_fetch(source, pe)                                                         \
-    _Generic(*(source), int: shmem_int_atomic_fetch, long: shmem_long_atomic_fetch,            \
-             long long: shmem_longlong_atomic_fetch)(source, pe)
+    _Generic(*(source), SHMEM_G_EXT(atomic_fetch))(source, pe)
 #define shmem_atomic_set(dest, value, pe)                                                      \
-    _Generic(*(dest), int: shmem_int_atomic_set, long: shmem_long_atomic_set,                  \
-             long long: shmem_longlong_atomic_set)(dest, value, pe)
+    _Generic(*(dest), SHMEM_G_EXT(atomic_set))(dest, value, pe)
+#define shmem_atomic_swap(dest, value, pe)                                                     \
+    _Generic(*(dest), SHMEM_G_EXT(atomic_swap))(dest, value, pe)
+#define shmem_atomic_compare_swap(dest, cond, value, pe)                                       \
+    _Generic(*(dest), SHMEM_G_AMO(atomic_compare_swap))(dest, cond, value, pe)
+#define shmem_atomic_fetch_inc(dest, pe)                                                       \
+    _Generic(*(dest), SHMEM_G_AMO(atomic_fetch_inc))(dest, pe)
+#define shmem_atomic_inc(dest, pe) _Generic(*(dest), SHMEM_G_AMO(atomic_inc))(dest, pe)
+#define shmem_atomic_fetch_add(dest, value, pe)                                                \
+    _Generic(*(dest), SHMEM_G_AMO(atomic_fetch_add))(dest, value, pe)
+#define shmem_atomic_add(dest, value, pe)                                                      \
+    _Generic(*(dest), SHMEM_G_AMO(atomic_add))(dest, value, pe)
+#define SHMEM_G_BIT(op)                                                                     \
+    unsigned int: shmem_uint_##op, unsigned long: shmem_ulong_##op,                           \
+    unsigned long long: shmem_ulonglong_##op, int: shmem_int32_##op, long: shmem_int64_##op
+#define shmem_atomic_fetch_and(dest, value, pe)                                                \
+    _Generic(*(dest), SHMEM_G_BIT(atomic_fetch_and))(dest, value, pe)
+#define shmem_atomic_and(dest, value, pe)                                                      \
+    _Generic(*(dest), SHMEM_G_BIT(atomic_and))(dest, value, pe)
+#define shmem_atomic_fetch_or(dest, value, pe)                                                 \
+    _Generic(*(dest), SHMEM_G_BIT(atomic_fetch_or))(dest, value, pe)
+#define shmem_atomic_or(dest, value, pe)                                                       \
+    _Generic(*(dest), SHMEM_G_BIT(atomic_or))(dest, value, pe)
+#define shmem_atomic_fetch_xor(dest, value, pe)                                                \
+    _Generic(*(dest), SHMEM_G_BIT(atomic_fetch_xor))(dest, value, pe)
+#define shmem_atomic_xor(dest, value, pe)                                                      \
+    _Generic(*(dest), SHMEM_G_BIT(atomic_xor))(dest, value, pe)
 #define shmem_wait_until(ivar, cmp, cmp_value)                                                 \
-    _Generic(*(ivar), int: shmem_int_wait_until, long: shmem_long_wait_until,                  \
-             long long: shmem_longlong_wait_until)(ivar, cmp, cmp_value)
+    _Generic(*(ivar), SHMEM_G_P2P(wait_until))(ivar, cmp, cmp_value)
 #define shmem_test(ivar, cmp, cmp_value)                                                       \
-    _Generic(*(ivar), int: shmem_int_test, long: shmem_long_test,                              \
-             long long: shmem_longlong_test)(ivar, cmp, cmp_value)
+    _Generic(*(ivar), SHMEM_G_P2P(test))(ivar, cmp, cmp_value)
 #endif
 
 #ifdef __cplusplus

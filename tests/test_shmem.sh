@@ -2,8 +2,10 @@
 # OpenSHMEM over the fabric (switched/back-to-back transport): the programs in tests/shmem/
 # are built with oshcc at test time and run with oshrun at 2 and 4 PEs on a switched fabric,
 # and with 2 PEs on one host and across a back-to-back link. Each program checks its own
-# results and exits non-zero on any mismatch. Teams and collectives (teams.c, coll.c) also
-# run at 3 PEs (an odd count), round-robin and all on one host, and at 2 PEs per host.
+# results and exits non-zero on any mismatch. rma_ext, amo_ext, signal, p2p, lock and ctx
+# cover every 1.5 RMA/AMO/point-to-point type, put-with-signal, locks and contexts. Teams and
+# collectives (teams.c, coll.c) also run at 3 PEs (an odd count), round-robin and all on one
+# host, and at 2 PEs per host.
 set -euo pipefail
 bin="${NTBLEND_BIN:?set NTBLEND_BIN to the bin directory of the build}"
 src="${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}"
@@ -13,7 +15,7 @@ n() { "$bin/ntblend" --fabric "$fabric" "$@"; }
 trap 'n down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-progs=(hello putget malloc atomics barrier wait teams coll)
+progs=(hello putget malloc atomics barrier wait teams coll rma_ext amo_ext signal p2p lock ctx)
 for p in "${progs[@]}" fail; do
     "$bin/oshcc" -std=gnu11 -Wall -Wextra -Werror -o "$work/$p" "$src/tests/shmem/$p.c" ||
         fail "oshcc could not build $p.c"

@@ -111,24 +111,27 @@ static void backoff(unsigned *round)
         shm_check_exit();
 }
 
-static int compare(long long v, int cmp, long long ref)
+#define CMP_OP(v, cmp, ref)                                                                    \
+    ((cmp) == SHMEM_CMP_EQ   ? (v) == (ref)                                                    \
+     : (cmp) == SHMEM_CMP_NE ? (v) != (ref)                                                    \
+     : (cmp) == SHMEM_CMP_GT ? (v) > (ref)                                                     \
+     : (cmp) == SHMEM_CMP_GE ? (v) >= (ref)                                                    \
+     : (cmp) == SHMEM_CMP_LT ? (v) < (ref)                                                     \
+                             : (v) <= (ref))
+
+static void check_cmp(int cmp)
 {
-    switch (cmp) {
-    case SHMEM_CMP_EQ: return v == ref;
-    case SHMEM_CMP_NE: return v != ref;
-    case SHMEM_CMP_GT: return v > ref;
-    case SHMEM_CMP_GE: return v >= ref;
-    case SHMEM_CMP_LT: return v < ref;
-    case SHMEM_CMP_LE: return v <= ref;
-    default: shm_fatal("wait_until/test: %d is not a SHMEM_CMP_* operator", cmp);
-    }
+    if (cmp < SHMEM_CMP_EQ || cmp > SHMEM_CMP_LE)
+        shm_fatal("wait_until/test: %d is not a SHMEM_CMP_* operator", cmp);
 }
 
+/* The _all/_any/_some forms share one scan: ref is cmp_values[i] (vector) or *cmp_value. */
 #define DEF_P2P(T, N)                                                                          \
     int shmem_##N##_test(T *ivar, int cmp, T cmp_value)                                        \
     {                                                                                          \
+        check_cmp(cmp);                                                                        \
         T v = atomic_load((_Atomic T *)ivar);                                                  \
-        return compare((long long)v, cmp, (long long)cmp_value);                               \
+        return CMP_OP(v, cmp, cmp_value);                                                      \
     }                                                                                          \
     void shmem_##N##_wait_until(T *ivar, int cmp, T cmp_value)                                 \
     {                                                                                          \
@@ -137,5 +140,190 @@ static int compare(long long v, int cmp, long long ref)
             backoff(&round);                                                                   \
         atomic_thread_fence(memory_order_acquire);                                             \
     }                                                                                          \
-    void shmem_##N##_wait(T *ivar, T value) { shmem_##N##_wait_until(ivar, SHMEM_CMP_NE, value); }
+    void shmem_##N##_wait(T *ivar, T value) { shmem_##N##_wait_until(ivar, SHMEM_CMP_NE, value); } \
+    /* How many of the elements not excluded by status satisfy the comparison (their indices  \
+     * to idx if given; stop at the first if first); *active: how many are not excluded. */   \
+    static size_t scan_##N(T *ivars, size_t nelems, const int *status, int cmp,               \
+                           const T *refs, int vec, size_t *idx, int first, size_t *active)     \
+    {                                                                                          \
+        check_cmp(cmp);                                                                        \
+        size_t hits = 0, act = 0;                                                              \
+        for (size_t i = 0; i < nelems; i++) {                                                  \
+            if (status && status[i])                                                           \
+                continue;                                                                      \
+            act++;                                                                             \
+            T v = atomic_load((_Atomic T *)&ivars[i]);                                         \
+            T ref = vec ? refs[i] : refs[0];                                                   \
+            if (CMP_OP(v, cmp, ref)) {                                                         \
+                if (idx)                                                                       \
+                    idx[hits] = i;                                                             \
+                hits++;                                                                        \
+                if (first)                                                                     \
+                    break;                                                                     \
+            }                                                                                  \
+        }                                                                                      \
+        *active = act;                                                                         \
+        return hits;                                                                           \
+    }                                                                                          \
+    static int all_##N(T *ivars, size_t nelems, const int *status, int cmp, const T *refs,     \
+                       int vec)                                                                \
+    {                                                                                          \
+        size_t act, hits = scan_##N(ivars, nelems, status, cmp, refs, vec, NULL, 0, &act);     \
+        return hits == act;                                                                    \
+    }                                                                                          \
+    static size_t any_##N(T *ivars, size_t nelems, const int *status, int cmp, const T *refs,  \
+                          int vec, int wait)                                                   \
+    {                                                                                          \
+        unsigned round = 0;                                                                    \
+        for (;;) {                                                                             \
+            size_t i, act;                                                                     \
+            if (scan_##N(ivars, nelems, status, cmp, refs, vec, &i, 1, &act)) {                \
+                atomic_thread_fence(memory_order_acquire);                                     \
+                return i;                                                                      \
+            }                                                                                  \
+            if (!wait || act == 0)                                                             \
+                return SIZE_MAX;                                                               \
+            backoff(&round);                                                                   \
+        }                                                                                      \
+    }                                                                                          \
+    static size_t some_##N(T *ivars, size_t nelems, size_t *indices, const int *status,        \
+                           int cmp, const T *refs, int vec, int wait)                          \
+    {                                                                                          \
+        unsigned round = 0;                                                                    \
+        for (;;) {                                                                             \
+            size_t act, hits = scan_##N(ivars, nelems, status, cmp, refs, vec, indices, 0, &act); \
+            if (hits || !wait || act == 0) {                                                   \
+                atomic_thread_fence(memory_order_acquire);                                     \
+                return hits;                                                                   \
+            }                                                                                  \
+            backoff(&round);                                                                   \
+        }                                                                                      \
+    }                                                                                          \
+    static void wait_all_##N(T *ivars, size_t nelems, const int *status, int cmp,              \
+                             const T *refs, int vec)                                           \
+    {                                                                                          \
+        unsigned round = 0;                                                                    \
+        while (!all_##N(ivars, nelems, status, cmp, refs, vec))                                \
+            backoff(&round);                                                                   \
+        atomic_thread_fence(memory_order_acquire);                                             \
+    }                                                                                          \
+    void shmem_##N##_wait_until_all(T *ivars, size_t nelems, const int *status, int cmp,       \
+                                    T cmp_value)                                               \
+    {                                                                                          \
+        wait_all_##N(ivars, nelems, status, cmp, &cmp_value, 0);                               \
+    }                                                                                          \
+    size_t shmem_##N##_wait_until_any(T *ivars, size_t nelems, const int *status, int cmp,     \
+                                      T cmp_value)                                             \
+    {                                                                                          \
+        return any_##N(ivars, nelems, status, cmp, &cmp_value, 0, 1);                          \
+    }                                                                                          \
+    size_t shmem_##N##_wait_until_some(T *ivars, size_t nelems, size_t *indices,               \
+                                       const int *status, int cmp, T cmp_value)                \
+    {                                                                                          \
+        return some_##N(ivars, nelems, indices, status, cmp, &cmp_value, 0, 1);                \
+    }                                                                                          \
+    void shmem_##N##_wait_until_all_vector(T *ivars, size_t nelems, const int *status,         \
+                                           int cmp, T *cmp_values)                             \
+    {                                                                                          \
+        wait_all_##N(ivars, nelems, status, cmp, cmp_values, 1);                               \
+    }                                                                                          \
+    size_t shmem_##N##_wait_until_any_vector(T *ivars, size_t nelems, const int *status,       \
+                                             int cmp, T *cmp_values)                           \
+    {                                                                                          \
+        return any_##N(ivars, nelems, status, cmp, cmp_values, 1, 1);                          \
+    }                                                                                          \
+    size_t shmem_##N##_wait_until_some_vector(T *ivars, size_t nelems, size_t *indices,        \
+                                              const int *status, int cmp, T *cmp_values)       \
+    {                                                                                          \
+        return some_##N(ivars, nelems, indices, status, cmp, cmp_values, 1, 1);                \
+    }                                                                                          \
+    int shmem_##N##_test_all(T *ivars, size_t nelems, const int *status, int cmp, T cmp_value) \
+    {                                                                                          \
+        return all_##N(ivars, nelems, status, cmp, &cmp_value, 0);                             \
+    }                                                                                          \
+    size_t shmem_##N##_test_any(T *ivars, size_t nelems, const int *status, int cmp,           \
+                                T cmp_value)                                                   \
+    {                                                                                          \
+        return any_##N(ivars, nelems, status, cmp, &cmp_value, 0, 0);                          \
+    }                                                                                          \
+    size_t shmem_##N##_test_some(T *ivars, size_t nelems, size_t *indices, const int *status,  \
+                                 int cmp, T cmp_value)                                         \
+    {                                                                                          \
+        return some_##N(ivars, nelems, indices, status, cmp, &cmp_value, 0, 0);                \
+    }                                                                                          \
+    int shmem_##N##_test_all_vector(T *ivars, size_t nelems, const int *status, int cmp,       \
+                                    T *cmp_values)                                             \
+    {                                                                                          \
+        return all_##N(ivars, nelems, status, cmp, cmp_values, 1);                             \
+    }                                                                                          \
+    size_t shmem_##N##_test_any_vector(T *ivars, size_t nelems, const int *status, int cmp,    \
+                                       T *cmp_values)                                          \
+    {                                                                                          \
+        return any_##N(ivars, nelems, status, cmp, cmp_values, 1, 0);                          \
+    }                                                                                          \
+    size_t shmem_##N##_test_some_vector(T *ivars, size_t nelems, size_t *indices,              \
+                                        const int *status, int cmp, T *cmp_values)             \
+    {                                                                                          \
+        return some_##N(ivars, nelems, indices, status, cmp, cmp_values, 1, 0);                \
+    }
 SHMEM_P2P_TYPE_TABLE(DEF_P2P)
+
+/* The signal word is a local uint64_t updated by put_signal's remote atomic: poll it with the
+ * same backoff as wait_until. */
+uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value)
+{
+    check_cmp(cmp);
+    unsigned round = 0;
+    for (;;) {
+        uint64_t v = atomic_load((_Atomic uint64_t *)sig_addr);
+        if (CMP_OP(v, cmp, cmp_value)) {
+            atomic_thread_fence(memory_order_acquire);
+            return v;
+        }
+        backoff(&round);
+    }
+}
+
+/*
+ * Locks: a ticket lock in PE 0's copy of the symmetric long. The upper 32 bits are the next
+ * ticket, the lower 32 the ticket being served (each wraps on its own). set_lock takes a ticket
+ * with a remote fetch-add and waits (backoff, reading PE 0's word) until it is served.
+ */
+#define LOCK_TICKET (UINT64_C(1) << 32)
+static _Atomic uint64_t *lock_word(const char *who, long *lock)
+{
+    shm_require_init(who);
+    return (_Atomic uint64_t *)shm_translate(who, lock, 0);
+}
+
+void shmem_set_lock(long *lock)
+{
+    _Atomic uint64_t *w = lock_word("shmem_set_lock", lock);
+    uint32_t t = (uint32_t)(atomic_fetch_add(w, LOCK_TICKET) >> 32);
+    unsigned round = 0;
+    while ((uint32_t)atomic_load(w) != t)
+        backoff(&round);
+    atomic_thread_fence(memory_order_seq_cst);
+}
+
+int shmem_test_lock(long *lock)
+{
+    _Atomic uint64_t *w = lock_word("shmem_test_lock", lock);
+    uint64_t v = atomic_load(w);
+    if ((uint32_t)(v >> 32) != (uint32_t)v)
+        return 1; /* held (or waited for) */
+    if (!atomic_compare_exchange_strong(w, &v, v + LOCK_TICKET))
+        return 1;
+    atomic_thread_fence(memory_order_seq_cst);
+    return 0;
+}
+
+void shmem_clear_lock(long *lock)
+{
+    _Atomic uint64_t *w = lock_word("shmem_clear_lock", lock);
+    atomic_thread_fence(memory_order_seq_cst); /* quiet: the critical section's stores first */
+    uint64_t v = atomic_load(w), nv;
+    do
+        nv = (v & ~(LOCK_TICKET - 1)) | (uint32_t)((uint32_t)v + 1);
+    while (!atomic_compare_exchange_weak(w, &v, nv));
+}

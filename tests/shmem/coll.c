@@ -163,6 +163,9 @@ static void test_team(shmem_team_t t, const char *name)
     TEST_COLL(int, int);
     TEST_COLL(long, long);
     TEST_COLL(long long, longlong);
+    TEST_COLL(unsigned char, uchar); /* types added with the 1.5 RMA table */
+    TEST_COLL(uint64_t, uint64);
+    TEST_COLL(ptrdiff_t, ptrdiff);
     test_mem(t, ti, tn);
     TEST_ARITH(int, int);
     TEST_ARITH(long, long);

@@ -358,20 +358,7 @@ SHMEM_RMA_TYPE_TABLE(SHMEM_DECL_COLL)
     X(long, long)                                                                              \
     X(long long, longlong)                                                                     \
     X(ptrdiff_t, ptrdiff)                                                                      \
-    X(unsigned char, uchar)                                                                    \
-    X(unsigned short, ushort)                                                                  \
-    X(unsigned int, uint)                                                                      \
-    X(unsigned long, ulong)                                                                    \
-    X(unsigned long long, ulonglong)                                                           \
-    X(int8_t, int8)                                                                            \
-    X(int16_t, int16)                                                                          \
-    X(int32_t, int32)                                                                          \
-    X(int64_t, int64)                                                                          \
-    X(uint8_t, uint8)                                                                          \
-    X(uint16_t, uint16)                                                                        \
-    X(uint32_t, uint32)                                                                        \
-    X(uint64_t, uint64)                                                                        \
-    X(size_t, size)                                                                            \
+    SHMEM_REDUCE_BITWISE_TYPE_TABLE(X) /* the unsigned and fixed-width types */               \
     X(float, float)                                                                            \
     X(double, double)                                                                          \
     X(long double, longdouble)

@@ -79,24 +79,11 @@ static int client(const struct opts *o)
 
     if (su_find_peer(&s, o->adapter, o->node))
         return 1;
-    char size_arg[32];
-    snprintf(size_arg, sizeof size_arg, "%" PRIu64, seg_size);
-    const char *args[] = { "--seg-size", size_arg, NULL };
-    if (su_client_start(&s, o->session_set ? o->session : su_session_id(TAG, o->no_spawn),
-                        o->no_spawn, args))
+    if (su_client_segment(&s, o->session_set ? o->session : su_session_id(TAG, o->no_spawn),
+                          o->no_spawn, seg_size, &rseg))
         goto out;
     uint32_t rid = s.ctl->seg_id;
-    int e = seg_connect(s.sd, &rseg, s.peer_node, rid, s.adapter, o->timeout_s * 1000);
-    if (e) {
-        tu_err("cannot connect to segment %u of host %s: %s", rid, s.peer_host, seg_strerror(e));
-        goto out;
-    }
-    if (seg_remote_size(rseg) < seg_size) {
-        tu_err("host %s's segment has %zu bytes; %" PRIu64 " are needed (start its server with "
-               "--seg-size %" PRIu64 ")", s.peer_host, seg_remote_size(rseg), seg_size, seg_size);
-        goto out;
-    }
-    e = seg_create(s.sd, &lseg, SEG_ID_AUTO, seg_size);
+    int e = seg_create(s.sd, &lseg, SEG_ID_AUTO, seg_size);
     if (e || !(local = seg_map_local(lseg, 0, seg_size, 0, &lmap))) {
         tu_err("cannot create a %s segment on this host: %s", tu_fmt_size(seg_size, s1, sizeof s1),
                seg_strerror(e ? e : -errno));

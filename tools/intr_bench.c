@@ -110,32 +110,6 @@ static int intr_rounds(struct su_side *s, bool data, uint64_t first, uint64_t n,
 
 /* ---------------------------------------------------------------- client */
 
-struct stats {
-    uint64_t min, median, p99, max;
-    double mean;
-};
-
-static struct stats summarize(uint64_t *ns, uint64_t n)
-{
-    qsort(ns, n, sizeof *ns, tu_cmp_u64);
-    double sum = 0;
-    for (uint64_t i = 0; i < n; i++)
-        sum += (double)ns[i];
-    uint64_t p99 = (n * 99 + 99) / 100; /* nearest rank */
-    return (struct stats){ .min = ns[0], .median = ns[n / 2], .p99 = ns[p99 ? p99 - 1 : 0],
-                           .max = ns[n - 1], .mean = sum / (double)n };
-}
-
-static void jstats(struct json_object *j, const char *prefix, const struct stats *s)
-{
-    static const char *name[] = { "min_ns", "median_ns", "p99_ns", "max_ns", "mean_ns" };
-    uint64_t v[] = { s->min, s->median, s->p99, s->max, (uint64_t)s->mean };
-    char key[48];
-    for (int i = 0; i < 5; i++) {
-        snprintf(key, sizeof key, "%s%s", prefix, name[i]);
-        json_object_object_add(j, key, json_object_new_int64((int64_t)v[i]));
-    }
-}
 
 static int client(const struct opts *o)
 {
@@ -193,9 +167,9 @@ static int client(const struct opts *o)
             goto out;
     }
 
-    struct stats d = summarize(in_ns, n), f = { 0 };
+    struct tu_stats d = tu_summarize(in_ns, n), f = { 0 };
     if (o->baseline)
-        f = summarize(fx_ns, n);
+        f = tu_summarize(fx_ns, n);
     double ratio = o->baseline && f.median ? (double)d.median / (double)f.median : 0;
     if (o->json) {
         struct json_object *j = json_object_new_object();
@@ -210,9 +184,9 @@ static int client(const struct opts *o)
         json_object_object_add(j, "pin", json_object_new_string(self_cpu >= 0 ? pin_name[o->pin] : "none"));
         json_object_object_add(j, "cpu", self_cpu >= 0 ? json_object_new_int(self_cpu) : NULL);
         json_object_object_add(j, "peer_cpu", self_cpu >= 0 ? json_object_new_int(peer_cpu) : NULL);
-        jstats(j, "", &d);
+        tu_jstats(j, "", &d);
         if (o->baseline) {
-            jstats(j, "baseline_", &f);
+            tu_jstats(j, "baseline_", &f);
             json_object_object_add(j, "ratio", su_jdouble(ratio, 3));
         } else {
             json_object_object_add(j, "baseline_median_ns", NULL);

@@ -98,29 +98,16 @@ static int client(const struct opts *o)
 
     if (su_find_peer(&s, o->adapter, o->node))
         return 1;
-    char size_arg[32];
-    snprintf(size_arg, sizeof size_arg, "%" PRIu64, need);
-    const char *args[] = { "--seg-size", size_arg, NULL };
-    if (su_client_start(&s, o->session_set ? o->session : su_session_id(TAG, o->no_spawn),
-                        o->no_spawn, args))
+    if (su_client_segment(&s, o->session_set ? o->session : su_session_id(TAG, o->no_spawn),
+                          o->no_spawn, need, &rseg))
         goto out;
     uint32_t rid = s.ctl->seg_id;
-    int e = seg_connect(s.sd, &rseg, s.peer_node, rid, s.adapter, o->timeout_s * 1000);
-    if (e) {
-        tu_err("cannot connect to segment %u of host %s: %s", rid, s.peer_host, seg_strerror(e));
-        goto out;
-    }
-    if (seg_remote_size(rseg) < need) {
-        tu_err("host %s's segment has %zu bytes; %" PRIu64 " are needed (start its server with "
-               "--seg-size %" PRIu64 ")", s.peer_host, seg_remote_size(rseg), need, need);
-        goto out;
-    }
     b.remote = seg_map_remote(rseg, 0, need, 0, &rmap);
     if (!b.remote) {
         tu_err("cannot map segment %u of host %s: %s", rid, s.peer_host, seg_strerror(-errno));
         goto out;
     }
-    e = seg_create(s.sd, &lseg, SEG_ID_AUTO, need);
+    int e = seg_create(s.sd, &lseg, SEG_ID_AUTO, need);
     if (e || !(b.local = seg_map_local(lseg, 0, need, 0, &lmap))) {
         tu_err("cannot create a %s segment on this host: %s", tu_fmt_size(need, s1, sizeof s1),
                seg_strerror(e ? e : -errno));

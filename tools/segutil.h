@@ -487,6 +487,31 @@ out:
     return rc ? 1 : 0;
 }
 
+/* The client side of a segment benchmark, once su_find_peer found the peer: start its server
+ * with a segment of `size` bytes, connect to that segment and check it is large enough. 0,
+ * or 1 after a message (the caller cleans up s and *rseg). */
+static inline int su_client_segment(struct su_side *s, uint32_t session, bool no_spawn,
+                                    uint64_t size, seg_remote_t **rseg)
+{
+    char size_arg[32];
+    snprintf(size_arg, sizeof size_arg, "%" PRIu64, size);
+    const char *args[] = { "--seg-size", size_arg, NULL };
+    if (su_client_start(s, session, no_spawn, args))
+        return 1;
+    uint32_t rid = s->ctl->seg_id;
+    int e = seg_connect(s->sd, rseg, s->peer_node, rid, s->adapter, s->timeout_s * 1000);
+    if (e) {
+        tu_err("cannot connect to segment %u of host %s: %s", rid, s->peer_host, seg_strerror(e));
+        return 1;
+    }
+    if (seg_remote_size(*rseg) < size) {
+        tu_err("host %s's segment has %zu bytes; %" PRIu64 " are needed (start its server with "
+               "--seg-size %" PRIu64 ")", s->peer_host, seg_remote_size(*rseg), size, size);
+        return 1;
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------------- CPU placement */
 
 /* The first two CPUs we may run on (-1 where there is none). */

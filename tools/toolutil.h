@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
+#include <json-c/json.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sched.h>
@@ -571,5 +572,35 @@ static inline int tu_futex_rounds(_Atomic uint32_t *word, uint64_t first, uint64
     return 0;
 }
 
+
+/* ---------------------------------------------------------------- latency statistics */
+
+/* min / median / p99 (nearest rank) / max / mean of n samples (sorts them). */
+struct tu_stats {
+    uint64_t min, median, p99, max;
+    double mean;
+};
+
+static inline struct tu_stats tu_summarize(uint64_t *ns, uint64_t n)
+{
+    qsort(ns, n, sizeof *ns, tu_cmp_u64);
+    double sum = 0;
+    for (uint64_t i = 0; i < n; i++)
+        sum += (double)ns[i];
+    uint64_t p99 = (n * 99 + 99) / 100; /* nearest rank */
+    return (struct tu_stats){ .min = ns[0], .median = ns[n / 2], .p99 = ns[p99 ? p99 - 1 : 0],
+                           .max = ns[n - 1], .mean = sum / (double)n };
+}
+
+static inline void tu_jstats(struct json_object *j, const char *prefix, const struct tu_stats *s)
+{
+    static const char *name[] = { "min_ns", "median_ns", "p99_ns", "max_ns", "mean_ns" };
+    uint64_t v[] = { s->min, s->median, s->p99, s->max, (uint64_t)s->mean };
+    char key[48];
+    for (int i = 0; i < 5; i++) {
+        snprintf(key, sizeof key, "%s%s", prefix, name[i]);
+        json_object_object_add(j, key, json_object_new_int64((int64_t)v[i]));
+    }
+}
 
 #endif

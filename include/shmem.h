@@ -140,12 +140,28 @@ void *shmem_ptr(const void *dest, int pe);
 void shmem_info_get_version(int *major, int *minor);
 void shmem_info_get_name(char *name);
 
+/* Thread levels (1.5 §9.2), in increasing order. Every operation here is a store, a load, a
+ * CPU atomic or a team sync, so shmem_init_thread provides SHMEM_THREAD_MULTIPLE whatever is
+ * requested, and shmem_query_thread reports SHMEM_THREAD_MULTIPLE after shmem_init too. */
+#define SHMEM_THREAD_SINGLE 0
+#define SHMEM_THREAD_FUNNELED 1
+#define SHMEM_THREAD_SERIALIZED 2
+#define SHMEM_THREAD_MULTIPLE 3
+int shmem_init_thread(int requested, int *provided); /* 0: initialised */
+void shmem_query_thread(int *provided);
+
 /* ---- memory management ---- */
 void *shmem_malloc(size_t size);
 void *shmem_calloc(size_t count, size_t size);
 void *shmem_align(size_t alignment, size_t size);
 void *shmem_realloc(void *ptr, size_t size);
 void shmem_free(void *ptr);
+/* Hints (a bit mask, 0 for none) for shmem_malloc_with_hints. Every heap is RAM reached by
+ * stores and CPU atomics, so no hint changes the allocation: it is shmem_malloc's (unknown
+ * bits are ignored). */
+#define SHMEM_MALLOC_ATOMICS_REMOTE (1L << 0)
+#define SHMEM_MALLOC_SIGNAL_REMOTE (1L << 1)
+void *shmem_malloc_with_hints(size_t size, long hints);
 
 /* ---- RMA ---- */
 void shmem_putmem(void *dest, const void *source, size_t nelems, int pe);
@@ -313,6 +329,9 @@ int shmem_team_split_2d(shmem_team_t parent_team, int xrange,
                         shmem_team_t *xaxis_team, const shmem_team_config_t *yaxis_config,
                         long yaxis_mask, shmem_team_t *yaxis_team);
 void shmem_team_destroy(shmem_team_t team);
+/* dest's address on team PE pe (shmem_ptr of its world PE); NULL for SHMEM_TEAM_INVALID or a
+ * PE outside the team. */
+void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe);
 
 /* ---- collectives (1.5 §9.9) ---- */
 int shmem_team_sync(shmem_team_t team);
@@ -333,8 +352,8 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
 SHMEM_RMA_TYPE_TABLE(SHMEM_DECL_COLL)
 #undef SHMEM_DECL_COLL
 
-/* Reduction types: X(TYPE, TYPENAME). Bitwise (and/or/xor), and ordered/arithmetic
- * (max/min/sum/prod) as in the spec's Table 10 (complex types are not implemented). */
+/* Reduction types: X(TYPE, TYPENAME). Bitwise (and/or/xor), ordered/arithmetic
+ * (max/min/sum/prod), and complex (sum/prod only) as in the spec's Table 10. */
 #define SHMEM_REDUCE_BITWISE_TYPE_TABLE(X)                                                     \
     X(unsigned char, uchar)                                                                    \
     X(unsigned short, ushort)                                                                  \
@@ -362,6 +381,9 @@ SHMEM_RMA_TYPE_TABLE(SHMEM_DECL_COLL)
     X(float, float)                                                                            \
     X(double, double)                                                                          \
     X(long double, longdouble)
+#define SHMEM_REDUCE_COMPLEX_TYPE_TABLE(X)                                                     \
+    X(double _Complex, complexd)                                                               \
+    X(float _Complex, complexf)
 #define SHMEM_DECL_REDUCE(T, N, OP)                                                            \
     int shmem_##N##_##OP##_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce);
 #define SHMEM_DECL_REDUCE_BIT(T, N)                                                            \
@@ -371,6 +393,9 @@ SHMEM_RMA_TYPE_TABLE(SHMEM_DECL_COLL)
     SHMEM_DECL_REDUCE(T, N, prod)
 SHMEM_REDUCE_BITWISE_TYPE_TABLE(SHMEM_DECL_REDUCE_BIT)
 SHMEM_REDUCE_ARITH_TYPE_TABLE(SHMEM_DECL_REDUCE_ARITH)
+#define SHMEM_DECL_REDUCE_COMPLEX(T, N) SHMEM_DECL_REDUCE(T, N, sum) SHMEM_DECL_REDUCE(T, N, prod)
+SHMEM_REDUCE_COMPLEX_TYPE_TABLE(SHMEM_DECL_REDUCE_COMPLEX)
+#undef SHMEM_DECL_REDUCE_COMPLEX
 #undef SHMEM_DECL_REDUCE_BIT
 #undef SHMEM_DECL_REDUCE_ARITH
 #undef SHMEM_DECL_REDUCE
@@ -406,7 +431,10 @@ void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync);
     void shmem_fcollect##B(void *dest, const void *source, size_t nelems, int PE_start,        \
                            int logPE_stride, int PE_size, long *pSync);                        \
     void shmem_alltoall##B(void *dest, const void *source, size_t nelems, int PE_start,        \
-                           int logPE_stride, int PE_size, long *pSync);
+                           int logPE_stride, int PE_size, long *pSync);                        \
+    void shmem_alltoalls##B(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst,     \
+                            size_t nelems, int PE_start, int logPE_stride, int PE_size,        \
+                            long *pSync);
 SHMEM_DECL_ASET_COLL(32)
 SHMEM_DECL_ASET_COLL(64)
 #undef SHMEM_DECL_ASET_COLL
@@ -434,6 +462,10 @@ SHMEM_DECL_ASET_COLL(64)
     SHMEM_DECL_TO_ALL(T, N, prod)
 SHMEM_TO_ALL_BITWISE_TYPE_TABLE(SHMEM_DECL_TO_ALL_BIT)
 SHMEM_TO_ALL_ARITH_TYPE_TABLE(SHMEM_DECL_TO_ALL_ARITH)
+/* complexd and complexf: sum and prod (SHMEM_REDUCE_COMPLEX_TYPE_TABLE) */
+#define SHMEM_DECL_TO_ALL_COMPLEX(T, N) SHMEM_DECL_TO_ALL(T, N, sum) SHMEM_DECL_TO_ALL(T, N, prod)
+SHMEM_REDUCE_COMPLEX_TYPE_TABLE(SHMEM_DECL_TO_ALL_COMPLEX)
+#undef SHMEM_DECL_TO_ALL_COMPLEX
 #undef SHMEM_DECL_TO_ALL_BIT
 #undef SHMEM_DECL_TO_ALL_ARITH
 #undef SHMEM_DECL_TO_ALL
@@ -540,78 +572,299 @@ void *shmalloc(size_t size);
 void shfree(void *ptr);
 void *shrealloc(void *ptr, size_t size);
 void *shmemalign(size_t alignment, size_t size);
+/* deprecated cache management: no-ops (nothing is cached between a PE and the heaps) */
+void shmem_clear_cache_inv(void);
+void shmem_set_cache_inv(void);
+void shmem_clear_cache_line_inv(void *dest);
+void shmem_set_cache_line_inv(void *dest);
+void shmem_udcflush(void);
+void shmem_udcflush_line(void *dest);
 
 /* ---- C11 generic interfaces ---- */
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
-/* One entry per distinct C type (int8_t ... are typedefs of these, size_t of unsigned long). */
-#define SHMEM_G_RMA(op)                                                                     \
-    float: shmem_float_##op, double: shmem_double_##op, long double: shmem_longdouble_##op,   \
+/* One entry per distinct C type (int8_t ... are typedefs of these, size_t of unsigned long).
+ * P is the prefix: shmem_ for the plain routines, shmem_ctx_ for the context forms. */
+#define SHMEM_G_RMA_(P, op)                                                                   \
+    float: P##float_##op, double: P##double_##op, long double: P##longdouble_##op,            \
+    char: P##char_##op, signed char: P##schar_##op, short: P##short_##op, int: P##int_##op,   \
+    long: P##long_##op, long long: P##longlong_##op, unsigned char: P##uchar_##op,            \
+    unsigned short: P##ushort_##op, unsigned int: P##uint_##op,                               \
+    unsigned long: P##ulong_##op, unsigned long long: P##ulonglong_##op
+#define SHMEM_G_AMO_(P, op)                                                                   \
+    int: P##int_##op, long: P##long_##op, long long: P##longlong_##op,                        \
+    unsigned int: P##uint_##op, unsigned long: P##ulong_##op,                                 \
+    unsigned long long: P##ulonglong_##op
+#define SHMEM_G_EXT_(P, op) float: P##float_##op, double: P##double_##op, SHMEM_G_AMO_(P, op)
+#define SHMEM_G_BIT_(P, op)                                                                   \
+    unsigned int: P##uint_##op, unsigned long: P##ulong_##op,                                 \
+    unsigned long long: P##ulonglong_##op, int: P##int32_##op, long: P##int64_##op
+#define SHMEM_G_RMA(op) SHMEM_G_RMA_(shmem_, op)
+#define SHMEM_G_AMO(op) SHMEM_G_AMO_(shmem_, op)
+#define SHMEM_G_EXT(op) SHMEM_G_EXT_(shmem_, op)
+#define SHMEM_G_BIT(op) SHMEM_G_BIT_(shmem_, op)
+#define SHMEM_G_P2P(op)                                                                       \
+    short: shmem_short_##op, unsigned short: shmem_ushort_##op, SHMEM_G_AMO(op)
+/* RMA and AMO routines take an optional leading shmem_ctx_t (1.5): shmem_put(dest, source,
+ * nelems, pe) or shmem_put(ctx, dest, source, nelems, pe). The forms differ in their number of
+ * arguments: SHMEM_G_CTX(K, name, args) is SHMEM_GC_name(args) when given K arguments and
+ * SHMEM_GN_name(args) when given K - 1; each then selects on the type of *dest. */
+#define SHMEM_G_SEL3(_1, _2, _3, X, ...) X
+#define SHMEM_G_SEL4(_1, _2, _3, _4, X, ...) X
+#define SHMEM_G_SEL5(_1, _2, _3, _4, _5, X, ...) X
+#define SHMEM_G_SEL6(_1, _2, _3, _4, _5, _6, X, ...) X
+#define SHMEM_G_SEL7(_1, _2, _3, _4, _5, _6, _7, X, ...) X
+#define SHMEM_G_SEL8(_1, _2, _3, _4, _5, _6, _7, _8, X, ...) X
+#define SHMEM_G_SEL9(_1, _2, _3, _4, _5, _6, _7, _8, _9, X, ...) X
+#define SHMEM_G_CTX(K, name, ...)                                                             \
+    SHMEM_G_SEL##K(__VA_ARGS__, SHMEM_GC_##name, SHMEM_GN_##name, ~)(__VA_ARGS__)
+#define shmem_put(...) SHMEM_G_CTX(5, put, __VA_ARGS__)
+#define SHMEM_GN_put(dest, source, nelems, pe)                                                \
+    _Generic(*(dest), SHMEM_G_RMA_(shmem_, put))(dest, source, nelems, pe)
+#define SHMEM_GC_put(ctx, dest, source, nelems, pe)                                           \
+    _Generic(*(dest), SHMEM_G_RMA_(shmem_ctx_, put))(ctx, dest, source, nelems, pe)
+#define shmem_get(...) SHMEM_G_CTX(5, get, __VA_ARGS__)
+#define SHMEM_GN_get(dest, source, nelems, pe)                                                \
+    _Generic(*(dest), SHMEM_G_RMA_(shmem_, get))(dest, source, nelems, pe)
+#define SHMEM_GC_get(ctx, dest, source, nelems, pe)                                           \
+    _Generic(*(dest), SHMEM_G_RMA_(shmem_ctx_, get))(ctx, dest, source, nelems, pe)
+#define shmem_put_nbi(...) SHMEM_G_CTX(5, put_nbi, __VA_ARGS__)
+#define SHMEM_GN_put_nbi(dest, source, nelems, pe)                                            \
+    _Generic(*(dest), SHMEM_G_RMA_(shmem_, put_nbi))(dest, source, nelems, pe)
+#define SHMEM_GC_put_nbi(ctx, dest, source, nelems, pe)                                       \
+    _Generic(*(dest), SHMEM_G_RMA_(shmem_ctx_, put_nbi))(ctx, dest, source, nelems, pe)
+#define shmem_get_nbi(...) SHMEM_G_CTX(5, get_nbi, __VA_ARGS__)
+#define SHMEM_GN_get_nbi(dest, source, nelems, pe)                                            \
+    _Generic(*(dest), SHMEM_G_RMA_(shmem_, get_nbi))(dest, source, nelems, pe)
+#define SHMEM_GC_get_nbi(ctx, dest, source, nelems, pe)                                       \
+    _Generic(*(dest), SHMEM_G_RMA_(shmem_ctx_, get_nbi))(ctx, dest, source, nelems, pe)
+#define shmem_p(...) SHMEM_G_CTX(4, p, __VA_ARGS__)
+#define SHMEM_GN_p(dest, value, pe) _Generic(*(dest), SHMEM_G_RMA_(shmem_, p))(dest, value, pe)
+#define SHMEM_GC_p(ctx, dest, value, pe)                                                      \
+    _Generic(*(dest), SHMEM_G_RMA_(shmem_ctx_, p))(ctx, dest, value, pe)
+#define shmem_g(...) SHMEM_G_CTX(3, g, __VA_ARGS__)
+#define SHMEM_GN_g(source, pe) _Generic(*(source), SHMEM_G_RMA_(shmem_, g))(source, pe)
+#define SHMEM_GC_g(ctx, source, pe)                                                           \
+    _Generic(*(source), SHMEM_G_RMA_(shmem_ctx_, g))(ctx, source, pe)
+#define shmem_iput(...) SHMEM_G_CTX(7, iput, __VA_ARGS__)
+#define SHMEM_GN_iput(dest, source, dst, sst, nelems, pe)                                     \
+    _Generic(*(dest), SHMEM_G_RMA_(shmem_, iput))(dest, source, dst, sst, nelems, pe)
+#define SHMEM_GC_iput(ctx, dest, source, dst, sst, nelems, pe)                                \
+    _Generic(*(dest), SHMEM_G_RMA_(shmem_ctx_, iput))                                         \
+        (ctx, dest, source, dst, sst, nelems, pe)
+#define shmem_iget(...) SHMEM_G_CTX(7, iget, __VA_ARGS__)
+#define SHMEM_GN_iget(dest, source, dst, sst, nelems, pe)                                     \
+    _Generic(*(dest), SHMEM_G_RMA_(shmem_, iget))(dest, source, dst, sst, nelems, pe)
+#define SHMEM_GC_iget(ctx, dest, source, dst, sst, nelems, pe)                                \
+    _Generic(*(dest), SHMEM_G_RMA_(shmem_ctx_, iget))                                         \
+        (ctx, dest, source, dst, sst, nelems, pe)
+#define shmem_put_signal(...) SHMEM_G_CTX(8, put_signal, __VA_ARGS__)
+#define SHMEM_GN_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe)               \
+    _Generic(*(dest), SHMEM_G_RMA_(shmem_, put_signal))                                       \
+        (dest, source, nelems, sig_addr, signal, sig_op, pe)
+#define SHMEM_GC_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe)          \
+    _Generic(*(dest), SHMEM_G_RMA_(shmem_ctx_, put_signal))                                   \
+        (ctx, dest, source, nelems, sig_addr, signal, sig_op, pe)
+#define shmem_put_signal_nbi(...) SHMEM_G_CTX(8, put_signal_nbi, __VA_ARGS__)
+#define SHMEM_GN_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe)           \
+    _Generic(*(dest), SHMEM_G_RMA_(shmem_, put_signal_nbi))                                   \
+        (dest, source, nelems, sig_addr, signal, sig_op, pe)
+#define SHMEM_GC_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe)      \
+    _Generic(*(dest), SHMEM_G_RMA_(shmem_ctx_, put_signal_nbi))                               \
+        (ctx, dest, source, nelems, sig_addr, signal, sig_op, pe)
+#define shmem_atomic_fetch(...) SHMEM_G_CTX(3, atomic_fetch, __VA_ARGS__)
+#define SHMEM_GN_atomic_fetch(source, pe)                                                     \
+    _Generic(*(source), SHMEM_G_EXT_(shmem_, atomic_fetch))(source, pe)
+#define SHMEM_GC_atomic_fetch(ctx, source, pe)                                                \
+    _Generic(*(source), SHMEM_G_EXT_(shmem_ctx_, atomic_fetch))(ctx, source, pe)
+#define shmem_atomic_set(...) SHMEM_G_CTX(4, atomic_set, __VA_ARGS__)
+#define SHMEM_GN_atomic_set(dest, value, pe)                                                  \
+    _Generic(*(dest), SHMEM_G_EXT_(shmem_, atomic_set))(dest, value, pe)
+#define SHMEM_GC_atomic_set(ctx, dest, value, pe)                                             \
+    _Generic(*(dest), SHMEM_G_EXT_(shmem_ctx_, atomic_set))(ctx, dest, value, pe)
+#define shmem_atomic_swap(...) SHMEM_G_CTX(4, atomic_swap, __VA_ARGS__)
+#define SHMEM_GN_atomic_swap(dest, value, pe)                                                 \
+    _Generic(*(dest), SHMEM_G_EXT_(shmem_, atomic_swap))(dest, value, pe)
+#define SHMEM_GC_atomic_swap(ctx, dest, value, pe)                                            \
+    _Generic(*(dest), SHMEM_G_EXT_(shmem_ctx_, atomic_swap))(ctx, dest, value, pe)
+#define shmem_atomic_fetch_nbi(...) SHMEM_G_CTX(4, atomic_fetch_nbi, __VA_ARGS__)
+#define SHMEM_GN_atomic_fetch_nbi(fetch, source, pe)                                          \
+    _Generic(*(source), SHMEM_G_EXT_(shmem_, atomic_fetch_nbi))(fetch, source, pe)
+#define SHMEM_GC_atomic_fetch_nbi(ctx, fetch, source, pe)                                     \
+    _Generic(*(source), SHMEM_G_EXT_(shmem_ctx_, atomic_fetch_nbi))(ctx, fetch, source, pe)
+#define shmem_atomic_swap_nbi(...) SHMEM_G_CTX(5, atomic_swap_nbi, __VA_ARGS__)
+#define SHMEM_GN_atomic_swap_nbi(fetch, dest, value, pe)                                      \
+    _Generic(*(dest), SHMEM_G_EXT_(shmem_, atomic_swap_nbi))(fetch, dest, value, pe)
+#define SHMEM_GC_atomic_swap_nbi(ctx, fetch, dest, value, pe)                                 \
+    _Generic(*(dest), SHMEM_G_EXT_(shmem_ctx_, atomic_swap_nbi))(ctx, fetch, dest, value, pe)
+#define shmem_atomic_compare_swap(...) SHMEM_G_CTX(5, atomic_compare_swap, __VA_ARGS__)
+#define SHMEM_GN_atomic_compare_swap(dest, cond, value, pe)                                   \
+    _Generic(*(dest), SHMEM_G_AMO_(shmem_, atomic_compare_swap))(dest, cond, value, pe)
+#define SHMEM_GC_atomic_compare_swap(ctx, dest, cond, value, pe)                              \
+    _Generic(*(dest), SHMEM_G_AMO_(shmem_ctx_, atomic_compare_swap))                          \
+        (ctx, dest, cond, value, pe)
+#define shmem_atomic_fetch_inc(...) SHMEM_G_CTX(3, atomic_fetch_inc, __VA_ARGS__)
+#define SHMEM_GN_atomic_fetch_inc(dest, pe)                                                   \
+    _Generic(*(dest), SHMEM_G_AMO_(shmem_, atomic_fetch_inc))(dest, pe)
+#define SHMEM_GC_atomic_fetch_inc(ctx, dest, pe)                                              \
+    _Generic(*(dest), SHMEM_G_AMO_(shmem_ctx_, atomic_fetch_inc))(ctx, dest, pe)
+#define shmem_atomic_inc(...) SHMEM_G_CTX(3, atomic_inc, __VA_ARGS__)
+#define SHMEM_GN_atomic_inc(dest, pe)                                                         \
+    _Generic(*(dest), SHMEM_G_AMO_(shmem_, atomic_inc))(dest, pe)
+#define SHMEM_GC_atomic_inc(ctx, dest, pe)                                                    \
+    _Generic(*(dest), SHMEM_G_AMO_(shmem_ctx_, atomic_inc))(ctx, dest, pe)
+#define shmem_atomic_fetch_add(...) SHMEM_G_CTX(4, atomic_fetch_add, __VA_ARGS__)
+#define SHMEM_GN_atomic_fetch_add(dest, value, pe)                                            \
+    _Generic(*(dest), SHMEM_G_AMO_(shmem_, atomic_fetch_add))(dest, value, pe)
+#define SHMEM_GC_atomic_fetch_add(ctx, dest, value, pe)                                       \
+    _Generic(*(dest), SHMEM_G_AMO_(shmem_ctx_, atomic_fetch_add))(ctx, dest, value, pe)
+#define shmem_atomic_add(...) SHMEM_G_CTX(4, atomic_add, __VA_ARGS__)
+#define SHMEM_GN_atomic_add(dest, value, pe)                                                  \
+    _Generic(*(dest), SHMEM_G_AMO_(shmem_, atomic_add))(dest, value, pe)
+#define SHMEM_GC_atomic_add(ctx, dest, value, pe)                                             \
+    _Generic(*(dest), SHMEM_G_AMO_(shmem_ctx_, atomic_add))(ctx, dest, value, pe)
+#define shmem_atomic_compare_swap_nbi(...) SHMEM_G_CTX(6, atomic_compare_swap_nbi, __VA_ARGS__)
+#define SHMEM_GN_atomic_compare_swap_nbi(fetch, dest, cond, value, pe)                        \
+    _Generic(*(dest), SHMEM_G_AMO_(shmem_, atomic_compare_swap_nbi))                          \
+        (fetch, dest, cond, value, pe)
+#define SHMEM_GC_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe)                   \
+    _Generic(*(dest), SHMEM_G_AMO_(shmem_ctx_, atomic_compare_swap_nbi))                      \
+        (ctx, fetch, dest, cond, value, pe)
+#define shmem_atomic_fetch_inc_nbi(...) SHMEM_G_CTX(4, atomic_fetch_inc_nbi, __VA_ARGS__)
+#define SHMEM_GN_atomic_fetch_inc_nbi(fetch, dest, pe)                                        \
+    _Generic(*(dest), SHMEM_G_AMO_(shmem_, atomic_fetch_inc_nbi))(fetch, dest, pe)
+#define SHMEM_GC_atomic_fetch_inc_nbi(ctx, fetch, dest, pe)                                   \
+    _Generic(*(dest), SHMEM_G_AMO_(shmem_ctx_, atomic_fetch_inc_nbi))(ctx, fetch, dest, pe)
+#define shmem_atomic_fetch_add_nbi(...) SHMEM_G_CTX(5, atomic_fetch_add_nbi, __VA_ARGS__)
+#define SHMEM_GN_atomic_fetch_add_nbi(fetch, dest, value, pe)                                 \
+    _Generic(*(dest), SHMEM_G_AMO_(shmem_, atomic_fetch_add_nbi))(fetch, dest, value, pe)
+#define SHMEM_GC_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe)                            \
+    _Generic(*(dest), SHMEM_G_AMO_(shmem_ctx_, atomic_fetch_add_nbi))                         \
+        (ctx, fetch, dest, value, pe)
+#define shmem_atomic_fetch_and(...) SHMEM_G_CTX(4, atomic_fetch_and, __VA_ARGS__)
+#define SHMEM_GN_atomic_fetch_and(dest, value, pe)                                            \
+    _Generic(*(dest), SHMEM_G_BIT_(shmem_, atomic_fetch_and))(dest, value, pe)
+#define SHMEM_GC_atomic_fetch_and(ctx, dest, value, pe)                                       \
+    _Generic(*(dest), SHMEM_G_BIT_(shmem_ctx_, atomic_fetch_and))(ctx, dest, value, pe)
+#define shmem_atomic_and(...) SHMEM_G_CTX(4, atomic_and, __VA_ARGS__)
+#define SHMEM_GN_atomic_and(dest, value, pe)                                                  \
+    _Generic(*(dest), SHMEM_G_BIT_(shmem_, atomic_and))(dest, value, pe)
+#define SHMEM_GC_atomic_and(ctx, dest, value, pe)                                             \
+    _Generic(*(dest), SHMEM_G_BIT_(shmem_ctx_, atomic_and))(ctx, dest, value, pe)
+#define shmem_atomic_fetch_and_nbi(...) SHMEM_G_CTX(5, atomic_fetch_and_nbi, __VA_ARGS__)
+#define SHMEM_GN_atomic_fetch_and_nbi(fetch, dest, value, pe)                                 \
+    _Generic(*(dest), SHMEM_G_BIT_(shmem_, atomic_fetch_and_nbi))(fetch, dest, value, pe)
+#define SHMEM_GC_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe)                            \
+    _Generic(*(dest), SHMEM_G_BIT_(shmem_ctx_, atomic_fetch_and_nbi))                         \
+        (ctx, fetch, dest, value, pe)
+#define shmem_atomic_fetch_or(...) SHMEM_G_CTX(4, atomic_fetch_or, __VA_ARGS__)
+#define SHMEM_GN_atomic_fetch_or(dest, value, pe)                                             \
+    _Generic(*(dest), SHMEM_G_BIT_(shmem_, atomic_fetch_or))(dest, value, pe)
+#define SHMEM_GC_atomic_fetch_or(ctx, dest, value, pe)                                        \
+    _Generic(*(dest), SHMEM_G_BIT_(shmem_ctx_, atomic_fetch_or))(ctx, dest, value, pe)
+#define shmem_atomic_or(...) SHMEM_G_CTX(4, atomic_or, __VA_ARGS__)
+#define SHMEM_GN_atomic_or(dest, value, pe)                                                   \
+    _Generic(*(dest), SHMEM_G_BIT_(shmem_, atomic_or))(dest, value, pe)
+#define SHMEM_GC_atomic_or(ctx, dest, value, pe)                                              \
+    _Generic(*(dest), SHMEM_G_BIT_(shmem_ctx_, atomic_or))(ctx, dest, value, pe)
+#define shmem_atomic_fetch_or_nbi(...) SHMEM_G_CTX(5, atomic_fetch_or_nbi, __VA_ARGS__)
+#define SHMEM_GN_atomic_fetch_or_nbi(fetch, dest, value, pe)                                  \
+    _Generic(*(dest), SHMEM_G_BIT_(shmem_, atomic_fetch_or_nbi))(fetch, dest, value, pe)
+#define SHMEM_GC_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe)                             \
+    _Generic(*(dest), SHMEM_G_BIT_(shmem_ctx_, atomic_fetch_or_nbi))                          \
+        (ctx, fetch, dest, value, pe)
+#define shmem_atomic_fetch_xor(...) SHMEM_G_CTX(4, atomic_fetch_xor, __VA_ARGS__)
+#define SHMEM_GN_atomic_fetch_xor(dest, value, pe)                                            \
+    _Generic(*(dest), SHMEM_G_BIT_(shmem_, atomic_fetch_xor))(dest, value, pe)
+#define SHMEM_GC_atomic_fetch_xor(ctx, dest, value, pe)                                       \
+    _Generic(*(dest), SHMEM_G_BIT_(shmem_ctx_, atomic_fetch_xor))(ctx, dest, value, pe)
+#define shmem_atomic_xor(...) SHMEM_G_CTX(4, atomic_xor, __VA_ARGS__)
+#define SHMEM_GN_atomic_xor(dest, value, pe)                                                  \
+    _Generic(*(dest), SHMEM_G_BIT_(shmem_, atomic_xor))(dest, value, pe)
+#define SHMEM_GC_atomic_xor(ctx, dest, value, pe)                                             \
+    _Generic(*(dest), SHMEM_G_BIT_(shmem_ctx_, atomic_xor))(ctx, dest, value, pe)
+#define shmem_atomic_fetch_xor_nbi(...) SHMEM_G_CTX(5, atomic_fetch_xor_nbi, __VA_ARGS__)
+#define SHMEM_GN_atomic_fetch_xor_nbi(fetch, dest, value, pe)                                 \
+    _Generic(*(dest), SHMEM_G_BIT_(shmem_, atomic_fetch_xor_nbi))(fetch, dest, value, pe)
+#define SHMEM_GC_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe)                            \
+    _Generic(*(dest), SHMEM_G_BIT_(shmem_ctx_, atomic_fetch_xor_nbi))                         \
+        (ctx, fetch, dest, value, pe)
+/* point-to-point synchronisation (no context forms) */
+#define shmem_wait_until(ivar, cmp, cmp_value)                                                \
+    _Generic(*(ivar), SHMEM_G_P2P(wait_until))(ivar, cmp, cmp_value)
+#define shmem_test(ivar, cmp, cmp_value)                                                      \
+    _Generic(*(ivar), SHMEM_G_P2P(test))(ivar, cmp, cmp_value)
+#define shmem_wait_until_all(ivars, nelems, status, cmp, cmp_value)                           \
+    _Generic(*(ivars), SHMEM_G_P2P(wait_until_all))(ivars, nelems, status, cmp, cmp_value)
+#define shmem_wait_until_any(ivars, nelems, status, cmp, cmp_value)                           \
+    _Generic(*(ivars), SHMEM_G_P2P(wait_until_any))(ivars, nelems, status, cmp, cmp_value)
+#define shmem_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value)                 \
+    _Generic(*(ivars), SHMEM_G_P2P(wait_until_some))                                          \
+        (ivars, nelems, indices, status, cmp, cmp_value)
+#define shmem_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values)                   \
+    _Generic(*(ivars), SHMEM_G_P2P(wait_until_all_vector))                                    \
+        (ivars, nelems, status, cmp, cmp_values)
+#define shmem_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values)                   \
+    _Generic(*(ivars), SHMEM_G_P2P(wait_until_any_vector))                                    \
+        (ivars, nelems, status, cmp, cmp_values)
+#define shmem_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values)         \
+    _Generic(*(ivars), SHMEM_G_P2P(wait_until_some_vector))                                   \
+        (ivars, nelems, indices, status, cmp, cmp_values)
+#define shmem_test_all(ivars, nelems, status, cmp, cmp_value)                                 \
+    _Generic(*(ivars), SHMEM_G_P2P(test_all))(ivars, nelems, status, cmp, cmp_value)
+#define shmem_test_any(ivars, nelems, status, cmp, cmp_value)                                 \
+    _Generic(*(ivars), SHMEM_G_P2P(test_any))(ivars, nelems, status, cmp, cmp_value)
+#define shmem_test_some(ivars, nelems, indices, status, cmp, cmp_value)                       \
+    _Generic(*(ivars), SHMEM_G_P2P(test_some))                                                \
+        (ivars, nelems, indices, status, cmp, cmp_value)
+#define shmem_test_all_vector(ivars, nelems, status, cmp, cmp_values)                         \
+    _Generic(*(ivars), SHMEM_G_P2P(test_all_vector))(ivars, nelems, status, cmp, cmp_values)
+#define shmem_test_any_vector(ivars, nelems, status, cmp, cmp_values)                         \
+    _Generic(*(ivars), SHMEM_G_P2P(test_any_vector))(ivars, nelems, status, cmp, cmp_values)
+#define shmem_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values)               \
+    _Generic(*(ivars), SHMEM_G_P2P(test_some_vector))                                         \
+        (ivars, nelems, indices, status, cmp, cmp_values)
+/* collectives on teams (1.5 §9.9): every RMA type */
+#define shmem_broadcast(team, dest, source, nelems, PE_root)                                  \
+    _Generic(*(dest), SHMEM_G_RMA(broadcast))(team, dest, source, nelems, PE_root)
+#define shmem_collect(team, dest, source, nelems)                                             \
+    _Generic(*(dest), SHMEM_G_RMA(collect))(team, dest, source, nelems)
+#define shmem_fcollect(team, dest, source, nelems)                                            \
+    _Generic(*(dest), SHMEM_G_RMA(fcollect))(team, dest, source, nelems)
+#define shmem_alltoall(team, dest, source, nelems)                                            \
+    _Generic(*(dest), SHMEM_G_RMA(alltoall))(team, dest, source, nelems)
+#define shmem_alltoalls(team, dest, source, dst, sst, nelems)                                 \
+    _Generic(*(dest), SHMEM_G_RMA(alltoalls))(team, dest, source, dst, sst, nelems)
+/* reductions: and/or/xor on the bitwise types (int8_t ... int64_t are signed char, short, int
+ * and long), max/min on the arithmetic ones, sum/prod on those and the complex ones */
+#define SHMEM_G_RED_BIT(op)                                                                   \
+    unsigned char: shmem_uchar_##op, unsigned short: shmem_ushort_##op,                       \
+    unsigned int: shmem_uint_##op, unsigned long: shmem_ulong_##op,                           \
+    unsigned long long: shmem_ulonglong_##op, signed char: shmem_int8_##op,                   \
+    short: shmem_int16_##op, int: shmem_int32_##op, long: shmem_int64_##op
+#define SHMEM_G_RED_ARITH(op)                                                                 \
     char: shmem_char_##op, signed char: shmem_schar_##op, short: shmem_short_##op,            \
     int: shmem_int_##op, long: shmem_long_##op, long long: shmem_longlong_##op,               \
     unsigned char: shmem_uchar_##op, unsigned short: shmem_ushort_##op,                       \
     unsigned int: shmem_uint_##op, unsigned long: shmem_ulong_##op,                           \
-    unsigned long long: shmem_ulonglong_##op
-#define SHMEM_G_AMO(op)                                                                     \
-    int: shmem_int_##op, long: shmem_long_##op, long long: shmem_longlong_##op,               \
-    unsigned int: shmem_uint_##op, unsigned long: shmem_ulong_##op,                           \
-    unsigned long long: shmem_ulonglong_##op
-#define SHMEM_G_EXT(op) float: shmem_float_##op, double: shmem_double_##op, SHMEM_G_AMO(op)
-#define SHMEM_G_P2P(op)                                                                     \
-    short: shmem_short_##op, unsigned short: shmem_ushort_##op, SHMEM_G_AMO(op)
-#define shmem_put(dest, source, nelems, pe)                                                    \
-    _Generic(*(dest), SHMEM_G_RMA(put))(dest, source, nelems, pe)
-#define shmem_get(dest, source, nelems, pe)                                                    \
-    _Generic(*(dest), SHMEM_G_RMA(get))(dest, source, nelems, pe)
-#define shmem_put_nbi(dest, source, nelems, pe)                                                \
-    _Generic(*(dest), SHMEM_G_RMA(put_nbi))(dest, source, nelems, pe)
-#define shmem_get_nbi(dest, source, nelems, pe)                                                \
-    _Generic(*(dest), SHMEM_G_RMA(get_nbi))(dest, source, nelems, pe)
-#define shmem_p(dest, value, pe) _Generic(*(dest), SHMEM_G_RMA(p))(dest, value, pe)
-#define shmem_g(source, pe) _Generic(*(source), SHMEM_G_RMA(g))(source, pe)
-#define shmem_iput(dest, source, dst, sst, nelems, pe)                                         \
-    _Generic(*(dest), SHMEM_G_RMA(iput))(dest, source, dst, sst, nelems, pe)
-#define shmem_iget(dest, source, dst, sst, nelems, pe)                                         \
-    _Generic(*(dest), SHMEM_G_RMA(iget))(dest, source, dst, sst, nelems, pe)
-#define shmem_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe)                   \
-    _Generic(*(dest), SHMEM_G_RMA(put_signal))(dest, source, nelems, sig_addr, signal,       \
-                                                 sig_op, pe)
-#define shmem_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe)               \
-    _Generic(*(dest), SHMEM_G_RMA(put_signal_nbi))(dest, source, nelems, sig_addr, signal,   \
-                                                     sig_op, pe)
-#define shmem_atomic_fetch(source, pe)                                                         \
-    _Generic(*(source), SHMEM_G_EXT(atomic_fetch))(source, pe)
-#define shmem_atomic_set(dest, value, pe)                                                      \
-    _Generic(*(dest), SHMEM_G_EXT(atomic_set))(dest, value, pe)
-#define shmem_atomic_swap(dest, value, pe)                                                     \
-    _Generic(*(dest), SHMEM_G_EXT(atomic_swap))(dest, value, pe)
-#define shmem_atomic_compare_swap(dest, cond, value, pe)                                       \
-    _Generic(*(dest), SHMEM_G_AMO(atomic_compare_swap))(dest, cond, value, pe)
-#define shmem_atomic_fetch_inc(dest, pe)                                                       \
-    _Generic(*(dest), SHMEM_G_AMO(atomic_fetch_inc))(dest, pe)
-#define shmem_atomic_inc(dest, pe) _Generic(*(dest), SHMEM_G_AMO(atomic_inc))(dest, pe)
-#define shmem_atomic_fetch_add(dest, value, pe)                                                \
-    _Generic(*(dest), SHMEM_G_AMO(atomic_fetch_add))(dest, value, pe)
-#define shmem_atomic_add(dest, value, pe)                                                      \
-    _Generic(*(dest), SHMEM_G_AMO(atomic_add))(dest, value, pe)
-#define SHMEM_G_BIT(op)                                                                     \
-    unsigned int: shmem_uint_##op, unsigned long: shmem_ulong_##op,                           \
-    unsigned long long: shmem_ulonglong_##op, int: shmem_int32_##op, long: shmem_int64_##op
-#define shmem_atomic_fetch_and(dest, value, pe)                                                \
-    _Generic(*(dest), SHMEM_G_BIT(atomic_fetch_and))(dest, value, pe)
-#define shmem_atomic_and(dest, value, pe)                                                      \
-    _Generic(*(dest), SHMEM_G_BIT(atomic_and))(dest, value, pe)
-#define shmem_atomic_fetch_or(dest, value, pe)                                                 \
-    _Generic(*(dest), SHMEM_G_BIT(atomic_fetch_or))(dest, value, pe)
-#define shmem_atomic_or(dest, value, pe)                                                       \
-    _Generic(*(dest), SHMEM_G_BIT(atomic_or))(dest, value, pe)
-#define shmem_atomic_fetch_xor(dest, value, pe)                                                \
-    _Generic(*(dest), SHMEM_G_BIT(atomic_fetch_xor))(dest, value, pe)
-#define shmem_atomic_xor(dest, value, pe)                                                      \
-    _Generic(*(dest), SHMEM_G_BIT(atomic_xor))(dest, value, pe)
-#define shmem_wait_until(ivar, cmp, cmp_value)                                                 \
-    _Generic(*(ivar), SHMEM_G_P2P(wait_until))(ivar, cmp, cmp_value)
-#define shmem_test(ivar, cmp, cmp_value)                                                       \
-    _Generic(*(ivar), SHMEM_G_P2P(test))(ivar, cmp, cmp_value)
+    unsigned long long: shmem_ulonglong_##op, float: shmem_float_##op,                        \
+    double: shmem_double_##op, long double: shmem_longdouble_##op
+#define SHMEM_G_RED_CPLX(op)                                                                  \
+    SHMEM_G_RED_ARITH(op), double _Complex: shmem_complexd_##op,                              \
+    float _Complex: shmem_complexf_##op
+#define shmem_and_reduce(team, dest, source, nreduce)                                         \
+    _Generic(*(dest), SHMEM_G_RED_BIT(and_reduce))(team, dest, source, nreduce)
+#define shmem_or_reduce(team, dest, source, nreduce)                                          \
+    _Generic(*(dest), SHMEM_G_RED_BIT(or_reduce))(team, dest, source, nreduce)
+#define shmem_xor_reduce(team, dest, source, nreduce)                                         \
+    _Generic(*(dest), SHMEM_G_RED_BIT(xor_reduce))(team, dest, source, nreduce)
+#define shmem_max_reduce(team, dest, source, nreduce)                                         \
+    _Generic(*(dest), SHMEM_G_RED_ARITH(max_reduce))(team, dest, source, nreduce)
+#define shmem_min_reduce(team, dest, source, nreduce)                                         \
+    _Generic(*(dest), SHMEM_G_RED_ARITH(min_reduce))(team, dest, source, nreduce)
+#define shmem_sum_reduce(team, dest, source, nreduce)                                         \
+    _Generic(*(dest), SHMEM_G_RED_CPLX(sum_reduce))(team, dest, source, nreduce)
+#define shmem_prod_reduce(team, dest, source, nreduce)                                        \
+    _Generic(*(dest), SHMEM_G_RED_CPLX(prod_reduce))(team, dest, source, nreduce)
 #endif
 
 #ifdef __cplusplus

@@ -40,6 +40,10 @@ int ntb_port_number(const struct ntb_dev *ntb);     /* our node id */
 int ntb_peer_port_count(const struct ntb_dev *ntb);
 int ntb_peer_port_number(const struct ntb_dev *ntb, int pidx); /* peer's node id */
 int ntb_peer_port_idx(const struct ntb_dev *ntb, int port);    /* -EINVAL if not a peer */
+/* Fabric discovery, as a fabric manager reports it: the node ids that host `node`'s adapters
+ * reach directly, adapter by adapter (a ring host lists its left then its right neighbour).
+ * Writes at most max of them; returns how many there are, or -ENOENT (no such node). */
+int ntb_fabric_peers(uint32_t node, uint32_t *peers, int max);
 
 /* ---- link ---- */
 /* Bitmask of peers (by pidx) whose link is up. */
@@ -96,6 +100,9 @@ int ntb_peer_db_set(struct ntb_dev *ntb, int pidx, uint64_t bits);
 /* Wait until an unmasked bit is pending; returns the pending unmasked bits (>0), 0 on
  * timeout, or -errno. timeout_ms < 0 waits forever. */
 int64_t ntb_db_event_wait(struct ntb_dev *ntb, int timeout_ms);
+/* The same for some bits only (a per-vector interrupt handler): wait until one of `bits` is
+ * pending and unmasked; returns those pending bits (>0), 0 on timeout, or -errno. */
+int64_t ntb_db_vector_wait(struct ntb_dev *ntb, uint64_t bits, int timeout_ms);
 
 /* ---- scratchpads ---- */
 int ntb_spad_count(struct ntb_dev *ntb);

@@ -85,6 +85,28 @@ int ntb_peer_port_number(const struct ntb_dev *ntb, int pidx)
     return (int)fab_host(ntb->f, peer(ntb, pidx)->host)->node_id;
 }
 
+int ntb_fabric_peers(uint32_t node, uint32_t *peers, int max)
+{
+    struct rt *rt = rt_get();
+    if (!rt)
+        return -errno;
+    int n = -ENOENT;
+    for (uint32_t h = 0; h < rt->f->ctl->nhosts && n < 0; h++) {
+        const struct fab_host *host = fab_host(rt->f, h);
+        if (host->node_id != node)
+            continue;
+        n = 0;
+        for (uint32_t i = 0; i < host->nadapters; i++) {
+            const struct fab_adapter *a = fab_adapter(rt->f, host->adapter_first + i);
+            for (uint32_t p = 0; p < a->npeers; p++, n++)
+                if (n < max)
+                    peers[n] = fab_host(rt->f, fab_adapter(rt->f, a->peers[p])->host)->node_id;
+        }
+    }
+    rt_put(rt);
+    return n;
+}
+
 int ntb_peer_port_idx(const struct ntb_dev *ntb, int port)
 {
     for (uint32_t p = 0; p < ntb->a->npeers; p++)

@@ -79,11 +79,16 @@ int ntb_peer_db_set(struct ntb_dev *ntb, int pidx, uint64_t bits)
 
 int64_t ntb_db_event_wait(struct ntb_dev *ntb, int timeout_ms)
 {
+    return ntb_db_vector_wait(ntb, UINT64_MAX, timeout_ms);
+}
+
+int64_t ntb_db_vector_wait(struct ntb_dev *ntb, uint64_t bits, int timeout_ms)
+{
     struct fab_adapter *a = ntb->a;
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : fab_now_ns() + (uint64_t)timeout_ms * 1000000ull;
     for (;;) {
         uint32_t seq = atomic_load(&a->db_seq);
-        uint64_t pending = atomic_load(&a->db) & ~atomic_load(&a->db_mask) & ntb_db_valid_mask(ntb);
+        uint64_t pending = atomic_load(&a->db) & ~atomic_load(&a->db_mask) & ntb_db_valid_mask(ntb) & bits;
         if (pending)
             return (int64_t)pending;
         uint64_t now = fab_now_ns();

@@ -27,8 +27,27 @@ static void put(void *dest, const void *src, size_t n, int pe)
 {
     if (!n)
         return;
-    char *d = pe == shm.me ? dest : shm_translate("collective", dest, pe);
-    memmove(d, src, n);
+    if (pe == shm.me)
+        memmove(dest, src, n);
+    else
+        shm_put(pe, shm_off("collective", dest, pe), src, n);
+}
+
+/* PE pe's copy of the symmetric `source` (bytes long) to read: ours, the mapped one, or else a
+ * private copy fetched through the transport (*tmp, for the caller to free). */
+static const void *shm_source(const char *who, const void *source, size_t bytes, int pe, void **tmp)
+{
+    *tmp = NULL;
+    if (pe == shm.me || !bytes)
+        return source;
+    size_t off = shm_off(who, source, pe);
+    const void *s = shm_direct(pe, off);
+    if (s)
+        return s;
+    if (!(*tmp = malloc(bytes)))
+        shm_fatal("%s: out of memory for %zu bytes", who, bytes);
+    shm_get(pe, *tmp, off, bytes);
+    return *tmp;
 }
 
 static void bcast(const struct shm_team *t, void *dest, const void *src, size_t bytes, int root,
@@ -63,9 +82,7 @@ static void collect(const struct shm_team *t, void *dest, const void *src, size_
     uint64_t mine = bytes;
     for (int i = 0; i < t->n; i++) {
         int pe = t->pes[i];
-        memcpy(pe == shm.me ? &nelems_of(pe)[shm.me]
-                            : (uint64_t *)shm_translate("collect", &nelems_of(shm.me)[shm.me], pe),
-               &mine, sizeof mine);
+        put(&nelems_of(shm.me)[shm.me], &mine, sizeof mine, pe);
     }
     shm_team_sync(t);
     size_t off = 0;
@@ -171,11 +188,12 @@ SHMEM_RMA_TYPE_TABLE(DEF_COLL)
         if (n && !acc)                                                                         \
             shm_fatal("out of memory for a reduction of %zu elements", n);                     \
         for (int i = 0; i < t->n; i++) {                                                       \
-            const T *s = t->pes[i] == shm.me                                                   \
-                             ? source                                                          \
-                             : (const T *)shm_translate("reduce", source, t->pes[i]);          \
+            T *tmp = NULL;                                                                     \
+            const T *s = (const T *)shm_source("reduce", source, n * sizeof(T), t->pes[i],    \
+                                               (void **)&tmp);                                 \
             for (size_t k = 0; k < n; k++)                                                     \
                 acc[k] = i == 0 ? s[k] : (T)OP_##OP(acc[k], s[k]);                             \
+            free(tmp);                                                                         \
         }                                                                                      \
         shm_team_sync(t);                                                                      \
         if (n)                                                                                 \
@@ -256,3 +274,23 @@ DEF_REDUCE_CORE(long, long, and) DEF_REDUCE_CORE(long, long, or) DEF_REDUCE_CORE
 DEF_REDUCE_CORE(long long, longlong, and) DEF_REDUCE_CORE(long long, longlong, or)
 DEF_REDUCE_CORE(long long, longlong, xor)
 SHMEM_TO_ALL_BITWISE_TYPE_TABLE(DEF_TO_ALL_BIT)
+
+/* ---- complex reductions (sum and prod only), team and deprecated active-set forms ---- */
+#define DEF_REDUCE_COMPLEX(T, N) DEF_REDUCE(T, N, sum) DEF_REDUCE(T, N, prod)
+SHMEM_REDUCE_COMPLEX_TYPE_TABLE(DEF_REDUCE_COMPLEX)
+#define DEF_TO_ALL_COMPLEX(T, N) DEF_TO_ALL(T, N, sum) DEF_TO_ALL(T, N, prod)
+SHMEM_REDUCE_COMPLEX_TYPE_TABLE(DEF_TO_ALL_COMPLEX)
+
+/* ---- deprecated strided all-to-all on an active set ---- */
+#define DEF_ASET_ALLTOALLS(B)                                                                  \
+    void shmem_alltoalls##B(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst,     \
+                            size_t nelems, int PE_start, int logPE_stride, int PE_size,        \
+                            long *pSync)                                                       \
+    {                                                                                          \
+        struct shm_team t;                                                                     \
+        (void)pSync;                                                                           \
+        shm_aset(&t, "shmem_alltoalls" #B, PE_start, logPE_stride, PE_size);                   \
+        alltoalls(&t, dest, source, dst, sst, nelems, B / 8);                                  \
+    }
+DEF_ASET_ALLTOALLS(32)
+DEF_ASET_ALLTOALLS(64)

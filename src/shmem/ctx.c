@@ -54,7 +54,7 @@ void shmem_ctx_destroy(shmem_ctx_t ctx)
 {
     if (ctx == SHMEM_CTX_INVALID || ctx == &default_ctx)
         return;
-    atomic_thread_fence(memory_order_seq_cst); /* destroy quiets the context */
+    shm_quiet_all(); /* destroy quiets the context */
     free(ctx);
 }
 

@@ -155,6 +155,15 @@ static void *do_align(const char *who, size_t alignment, size_t size)
 void *shmem_malloc(size_t size) { return do_align("shmem_malloc", MIN_ALIGN, size); }
 void *shmem_align(size_t alignment, size_t size) { return do_align("shmem_align", alignment, size); }
 
+/* The hints (SHMEM_MALLOC_ATOMICS_REMOTE, SHMEM_MALLOC_SIGNAL_REMOTE) say how the block will be
+ * used; every heap is RAM reached by stores and CPU atomics, so none changes the allocation.
+ * Unknown bits are ignored. */
+void *shmem_malloc_with_hints(size_t size, long hints)
+{
+    (void)hints;
+    return do_align("shmem_malloc_with_hints", MIN_ALIGN, size);
+}
+
 void *shmem_calloc(size_t count, size_t size)
 {
     if (count && size > SIZE_MAX / count) {

@@ -126,28 +126,7 @@ static uint32_t seg_id_of(uint32_t job, int pe)
     return 0x40000000u | ((job & 0x3ffffu) << 12) | (uint32_t)pe;
 }
 
-/* Which of our adapters reaches node: -1 if none. Our own node: adapter 0 (no LUT entry). */
-static int adapter_for(uint32_t node, uint32_t self)
-{
-    int n = ntb_adapter_count();
-    if (node == self)
-        return n > 0 ? 0 : -1;
-    for (int i = 0; i < n; i++) {
-        struct ntb_dev *d = ntb_open(i);
-        if (!d)
-            continue;
-        int found = 0;
-        for (int p = 0; p < ntb_peer_port_count(d); p++)
-            if (ntb_peer_port_number(d, p) == (int)node)
-                found = 1;
-        ntb_close(d);
-        if (found)
-            return i;
-    }
-    return -1;
-}
-
-static void parse_nodes(uint32_t self)
+static void parse_nodes(uint32_t self, bool relay)
 {
     const char *list = env("SHMEM_PE_NODES");
     if (!list) {
@@ -168,7 +147,7 @@ static void parse_nodes(uint32_t self)
         if (!*end && i + 1 < shm.npes)
             shm_fatal("SHMEM_PE_NODES=\"%s\" names fewer than %d PEs", list, shm.npes);
     }
-    if (shm.pes[shm.me].node != self)
+    if (!relay && shm.pes[shm.me].node != self)
         shm_fatal("SHMEM_PE_NODES places PE %d on node %u, but it runs on node %u", shm.me,
                   shm.pes[shm.me].node, self);
 }
@@ -187,43 +166,52 @@ static void print_info(void)
            SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION, SHMEM_VENDOR_STRING);
 }
 
-void shmem_init(void)
+void shm_job_env(uint32_t *self, bool relay)
 {
-    if (shm.initialized)
-        return; /* 1.5: calling it again has no effect */
     shm.debug = env_true("SHMEM_DEBUG");
     shm.npes = (int)env_long("SHMEM_NPES", 1, 1, MAX_PES);
-    shm.me = (int)env_long("SHMEM_PE", 0, 0, shm.npes - 1);
+    shm.me = relay ? -1 : (int)env_long("SHMEM_PE", 0, 0, shm.npes - 1);
     shm.job = (uint32_t)env_long("SHMEM_JOB", (long)getpid(), 0, 0x7fffffff);
     shm.heap_size = DEFAULT_HEAP_SIZE;
     const char *hs = env("SHMEM_SYMMETRIC_SIZE");
     if (hs && shm_parse_size(hs, &shm.heap_size))
         shm_fatal("SHMEM_SYMMETRIC_SIZE=\"%s\" is not a size (examples: 64M, 3.1M, 1G, 65536)", hs);
     shm.heap_size = (shm.heap_size + 4095) & ~(size_t)4095;
-    shm.seg_size = SHM_CTRL_SIZE + shm.heap_size;
-    if (shm.me == 0 && env_true("SHMEM_VERSION"))
-        printf("OpenSHMEM %d.%d (%s)\n", SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION, SHMEM_VENDOR_STRING);
-    if (shm.me == 0 && env_true("SHMEM_INFO"))
-        print_info();
-
+    shm.timeout_ms = (int)env_long("SHMEM_BOOTSTRAP_TIMEOUT", DEFAULT_BOOT_TIMEOUT_MS, 0, 1 << 30);
     if (!getenv("NTBLEND_HOST"))
         shm_fatal("not running on a fabric host: start the program with oshrun (or "
                   "'ntblend run --host H -- prog' for one PE)");
     int rc = seg_open(&shm.sd);
     if (rc)
         shm_fatal("cannot attach to host %s: %s", getenv("NTBLEND_HOST"), seg_strerror(rc));
-    uint32_t self;
-    if ((rc = seg_local_node_id(&self)))
+    if ((rc = seg_local_node_id(self)))
         shm_fatal("cannot find this host's node id: %s", seg_strerror(rc));
     shm.pes = calloc((size_t)shm.npes, sizeof *shm.pes);
     if (!shm.pes)
         shm_fatal("out of memory");
-    parse_nodes(self);
+    if (relay && !env("SHMEM_PE_NODES"))
+        shm_fatal("oshrelay is started by oshrun, not by hand");
+    parse_nodes(*self, relay);
     shm.initialized = true; /* for messages from here on */
+    shm_xport_init(*self);
+    shm.rbuf_off = SHM_CTRL_SIZE + shm.heap_size;
+    shm.seg_size = shm.rbuf_off + shm.rbuf_size;
+}
 
-    /* Our heap: created, made reachable through every adapter, and then available. */
+void shmem_init(void)
+{
+    if (shm.initialized)
+        return; /* 1.5: calling it again has no effect */
+    uint32_t self;
+    shm_job_env(&self, false);
+    if (shm.me == 0 && env_true("SHMEM_VERSION"))
+        printf("OpenSHMEM %d.%d (%s)\n", SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION, SHMEM_VENDOR_STRING);
+    if (shm.me == 0 && env_true("SHMEM_INFO"))
+        print_info();
+
+    /* Our segment: created, made reachable through every adapter, and then available. */
     uint32_t myid = seg_id_of(shm.job, shm.me);
-    rc = seg_create(shm.sd, &shm.local, myid, shm.seg_size);
+    int rc = seg_create(shm.sd, &shm.local, myid, shm.seg_size);
     if (rc)
         shm_fatal("cannot create the symmetric heap (%zu bytes) on host %s: %s%s", shm.seg_size,
                   getenv("NTBLEND_HOST"), seg_strerror(rc),
@@ -234,6 +222,7 @@ void shmem_init(void)
     mine->base = seg_map_local(shm.local, 0, 0, 0, &mine->map);
     if (!mine->base)
         shm_fatal("cannot map the symmetric heap: %s", seg_strerror(-errno));
+    memset(mine->base, 0, SHM_CTRL_SIZE);
     atomic_store(&shm_ctrl_of(shm.me)->magic, SHM_MAGIC);
     int nad = ntb_adapter_count();
     for (int a = 0; a < nad; a++) {
@@ -241,35 +230,38 @@ void shmem_init(void)
             shm_fatal("cannot export the symmetric heap on adapter %d: %s", a, seg_strerror(rc));
     }
 
-    int timeout = (int)env_long("SHMEM_BOOTSTRAP_TIMEOUT", DEFAULT_BOOT_TIMEOUT_MS, 0, 1 << 30);
+    /* Every PE on this host or on a host one of our adapters reaches is mapped; the others
+     * (on a ring) are reached through the nodes in between. */
     for (int i = 1; i < shm.npes; i++) {
         int pe = (shm.me + i) % shm.npes; /* spread the connects */
         struct shm_pe *p = &shm.pes[pe];
-        int ad = adapter_for(p->node, self);
+        int ad = p->host == shm.myhost ? 0 : shm.hosts[p->host].adapter;
         if (ad < 0)
-            shm_fatal("no adapter of this host (node %u) reaches PE %d on node %u", self, pe,
-                      p->node);
-        rc = seg_connect(shm.sd, &p->remote, p->node, seg_id_of(shm.job, pe), ad, timeout);
+            continue;
+        rc = seg_connect(shm.sd, &p->remote, p->node, seg_id_of(shm.job, pe), ad, shm.timeout_ms);
         if (rc == -ENOENT || rc == -ECONNREFUSED)
             shm_fatal("PE %d (node %u) did not publish its symmetric heap within %d ms: did it "
-                      "start? (set SHMEM_BOOTSTRAP_TIMEOUT to wait longer)", pe, p->node, timeout);
+                      "start? (set SHMEM_BOOTSTRAP_TIMEOUT to wait longer)", pe, p->node,
+                      shm.timeout_ms);
         if (rc)
             shm_fatal("cannot connect to PE %d's symmetric heap on node %u: %s%s", pe, p->node,
                       seg_strerror(rc),
                       rc == -ENOSPC ? "; a smaller SHMEM_SYMMETRIC_SIZE needs fewer LUT entries" : "");
         if (seg_remote_size(p->remote) != shm.seg_size)
             shm_fatal("PE %d has a %zu-byte symmetric heap, this PE %zu: give every PE the same "
-                      "SHMEM_SYMMETRIC_SIZE", pe, seg_remote_size(p->remote) - SHM_CTRL_SIZE,
-                      shm.heap_size);
+                      "SHMEM_SYMMETRIC_SIZE (and SHMEM_RING_CHUNK)", pe,
+                      seg_remote_size(p->remote), shm.seg_size);
         p->base = seg_map_remote(p->remote, 0, 0, 0, &p->map);
         if (!p->base)
             shm_fatal("cannot map PE %d's symmetric heap: %s", pe, seg_strerror(-errno));
         shm_debug("PE %d: node %u, adapter %d, mapped at %p", pe, p->node, ad, p->base);
     }
+    shm_xport_connect();
     shm_heap_init();
     shm_team_init();
     shm_barrier();
-    shm_debug("initialized: %d PEs, heap %zu bytes", shm.npes, shm.heap_size);
+    shm_debug("initialized: %d PEs, heap %zu bytes%s", shm.npes, shm.heap_size,
+              shm.routed ? ", routed around the ring" : "");
 }
 
 void shmem_finalize(void)
@@ -279,6 +271,7 @@ void shmem_finalize(void)
     shm_barrier(); /* nobody touches a heap after this */
     shm_heap_fini();
     shm_team_fini();
+    shm_xport_fini();
     for (int pe = 0; pe < shm.npes; pe++) {
         struct shm_pe *p = &shm.pes[pe];
         if (p->map)
@@ -321,8 +314,10 @@ int shmem_pe_accessible(int pe)
     shm_require_init("shmem_pe_accessible");
     if (pe < 0 || pe >= shm.npes)
         return 0;
-    if (pe == shm.me)
+    if (pe == shm.me || shm.pes[pe].host == shm.myhost)
         return 1;
+    if (!shm.pes[pe].remote)
+        return shm.routed; /* reached through the ring's nodes */
     return seg_remote_state(shm.pes[pe].remote) == SEG_EVENT_AVAILABLE;
 }
 
@@ -330,10 +325,10 @@ void *shm_translate_or_null(const void *addr, int pe)
 {
     if (pe < 0 || pe >= shm.npes)
         return NULL;
-    const char *a = addr, *h = shm_heap_of(shm.me);
-    if (a < h || a >= h + shm.heap_size)
+    size_t off;
+    if (!shm.pes[pe].base || !shm_off_ok(addr, &off))
         return NULL;
-    return shm_heap_of(pe) + (a - h);
+    return (char *)shm.pes[pe].base + off;
 }
 
 void *shm_translate(const char *who, const void *addr, int pe)
@@ -350,10 +345,12 @@ void *shm_translate(const char *who, const void *addr, int pe)
 int shmem_addr_accessible(const void *addr, int pe)
 {
     shm_require_init("shmem_addr_accessible");
-    return shm_translate_or_null(addr, pe) != NULL && shmem_pe_accessible(pe);
+    size_t off;
+    return shm_off_ok(addr, &off) && shmem_pe_accessible(pe);
 }
 
-/* Every heap is mapped here, across hosts too: the NTB window is a plain pointer. */
+/* Every heap this PE maps is a plain pointer, across an NTB window too; PEs reached through
+ * the ring's nodes have none (NULL). */
 void *shmem_ptr(const void *dest, int pe)
 {
     shm_require_init("shmem_ptr");

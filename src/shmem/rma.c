@@ -1,16 +1,17 @@
 /*
- * RMA and atomics. Every PE's heap is mapped here, so a put is a memcpy into PE pe's heap at
- * the object's offset and a get the reverse; through an NTB window these are posted writes and
- * non-posted reads with no software in between. Blocking and _nbi forms are the same here:
- * a store through the window has left this PE when the copy returns.
+ * RMA and atomics, through the transport (xport.c). To a PE whose heap is mapped here a put is
+ * a memcpy into its heap at the object's offset and a get the reverse: through an NTB window
+ * these are posted writes and non-posted reads with no software in between, complete when the
+ * copy returns. To a PE across a switchless ring they are messages forwarded by the nodes in
+ * between; shmem_quiet waits for their acknowledgements. The _nbi forms are the blocking ones.
  *
- * iput/iget copy element by element; put-with-signal is the copy, a store fence, then an atomic
- * store or add on the remote signal word.
+ * iput/iget copy element by element; put-with-signal is the data, then an atomic store or add
+ * on the signal word that wakes the PE waiting for it.
  *
- * Atomics are C11 atomics on the mapped remote word (fetch/set/swap through the GCC generic
- * atomics, so float and double go by their bit patterns): on the fabric they are what PCIe
- * AtomicOps (FetchAdd, Swap, CAS) through the NTB do, performed at the owner's memory, so they
- * progress without the target making any call.
+ * Atomics on a mapped word are C11 atomics on it, what PCIe AtomicOps (FetchAdd, Swap, CAS)
+ * through the NTB do at the owner's memory; otherwise (or with SHMEM_ATOMICS=software) the
+ * target host's node does them. Either way they progress without the target making any call;
+ * float and double travel as their bit patterns.
  */
 #include <stdatomic.h>
 #include <string.h>
@@ -18,22 +19,18 @@
 #include "shmem.h"
 #include "shmem_internal.h"
 
-static void *remote(const char *who, const void *addr, int pe)
-{
-    shm_require_init(who);
-    return shm_translate(who, addr, pe);
-}
+#define OFF(who, addr, pe) shm_off(who, addr, pe)
 
 void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)
 {
     if (nelems)
-        memcpy(remote("shmem_putmem", dest, pe), source, nelems);
+        shm_put(pe, OFF("shmem_putmem", dest, pe), source, nelems);
 }
 
 void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
 {
     if (nelems)
-        memcpy(dest, remote("shmem_getmem", source, pe), nelems);
+        shm_get(pe, dest, OFF("shmem_getmem", source, pe), nelems);
 }
 
 void shmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe)
@@ -56,15 +53,33 @@ static void strided(char *d, const char *s, ptrdiff_t dst, ptrdiff_t sst, size_t
 static void iput(const char *who, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst,
                  size_t nelems, size_t es, int pe)
 {
-    if (nelems)
-        strided(remote(who, dest, pe), source, dst, sst, nelems, es);
+    if (!nelems)
+        return;
+    size_t off = OFF(who, dest, pe);
+    char *d = shm_direct(pe, off);
+    if (d) {
+        strided(d, source, dst, sst, nelems, es);
+        return;
+    }
+    for (size_t i = 0; i < nelems; i++)
+        shm_put(pe, off + (size_t)((ptrdiff_t)i * dst * (ptrdiff_t)es),
+                (const char *)source + (ptrdiff_t)i * sst * (ptrdiff_t)es, es);
 }
 
 static void iget(const char *who, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst,
                  size_t nelems, size_t es, int pe)
 {
-    if (nelems)
-        strided(dest, remote(who, source, pe), dst, sst, nelems, es);
+    if (!nelems)
+        return;
+    size_t off = OFF(who, source, pe);
+    const char *s = shm_direct(pe, off);
+    if (s) {
+        strided(dest, s, dst, sst, nelems, es);
+        return;
+    }
+    for (size_t i = 0; i < nelems; i++)
+        shm_get(pe, (char *)dest + (ptrdiff_t)i * dst * (ptrdiff_t)es,
+                off + (size_t)((ptrdiff_t)i * sst * (ptrdiff_t)es), es);
 }
 
 /* Put with signal: the data, a store fence (so the signal cannot overtake it), then the signal
@@ -72,16 +87,16 @@ static void iget(const char *who, void *dest, const void *source, ptrdiff_t dst,
 static void put_signal(const char *who, void *dest, const void *source, size_t bytes,
                        uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)
 {
-    if (bytes)
-        memcpy(remote(who, dest, pe), source, bytes);
-    _Atomic uint64_t *sig = (_Atomic uint64_t *)remote(who, sig_addr, pe);
-    atomic_thread_fence(memory_order_seq_cst);
-    if (sig_op == SHMEM_SIGNAL_SET)
-        atomic_store(sig, signal);
-    else if (sig_op == SHMEM_SIGNAL_ADD)
-        atomic_fetch_add(sig, signal);
-    else
+    if (sig_op != SHMEM_SIGNAL_SET && sig_op != SHMEM_SIGNAL_ADD)
         shm_fatal("%s: sig_op %d is neither SHMEM_SIGNAL_SET nor SHMEM_SIGNAL_ADD", who, sig_op);
+    size_t soff = OFF(who, sig_addr, pe);
+    if (bytes)
+        shm_put(pe, OFF(who, dest, pe), source, bytes);
+    /* Directly: a store fence so the signal cannot overtake the data. Routed: the signal
+     * travels behind the data in the same ring. */
+    atomic_thread_fence(memory_order_seq_cst);
+    shm_amo(pe, soff, (sig_op == SHMEM_SIGNAL_SET ? SHM_AMO_SET : SHM_AMO_ADD) | SHM_AMO_WAKE, 8,
+            signal, 0);
 }
 
 void shmem_putmem_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr,
@@ -105,12 +120,12 @@ uint64_t shmem_signal_fetch(const uint64_t *sig_addr)
     void shmem_##N##_put(T *dest, const T *source, size_t nelems, int pe)                      \
     {                                                                                          \
         if (nelems)                                                                            \
-            memcpy(remote("shmem_" #N "_put", dest, pe), source, nelems * sizeof(T));          \
+            shm_put(pe, OFF("shmem_" #N "_put", dest, pe), source, nelems * sizeof(T));        \
     }                                                                                          \
     void shmem_##N##_get(T *dest, const T *source, size_t nelems, int pe)                      \
     {                                                                                          \
         if (nelems)                                                                            \
-            memcpy(dest, remote("shmem_" #N "_get", source, pe), nelems * sizeof(T));          \
+            shm_get(pe, dest, OFF("shmem_" #N "_get", source, pe), nelems * sizeof(T));        \
     }                                                                                          \
     void shmem_##N##_put_nbi(T *dest, const T *source, size_t nelems, int pe)                  \
     {                                                                                          \
@@ -122,11 +137,13 @@ uint64_t shmem_signal_fetch(const uint64_t *sig_addr)
     }                                                                                          \
     void shmem_##N##_p(T *dest, T value, int pe)                                               \
     {                                                                                          \
-        *(volatile T *)remote("shmem_" #N "_p", dest, pe) = value;                             \
+        shm_put(pe, OFF("shmem_" #N "_p", dest, pe), &value, sizeof(T));                       \
     }                                                                                          \
     T shmem_##N##_g(const T *source, int pe)                                                   \
     {                                                                                          \
-        return *(const volatile T *)remote("shmem_" #N "_g", source, pe);                      \
+        T v;                                                                                   \
+        shm_get(pe, &v, OFF("shmem_" #N "_g", source, pe), sizeof(T));                         \
+        return v;                                                                              \
     }                                                                                          \
     void shmem_##N##_iput(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst,              \
                           size_t nelems, int pe)                                               \
@@ -156,12 +173,12 @@ SHMEM_RMA_TYPE_TABLE(DEF_RMA)
     void shmem_put##B(void *dest, const void *source, size_t nelems, int pe)                   \
     {                                                                                          \
         if (nelems)                                                                            \
-            memcpy(remote("shmem_put" #B, dest, pe), source, nelems * (B / 8));                \
+            shm_put(pe, OFF("shmem_put" #B, dest, pe), source, nelems * (B / 8));              \
     }                                                                                          \
     void shmem_get##B(void *dest, const void *source, size_t nelems, int pe)                   \
     {                                                                                          \
         if (nelems)                                                                            \
-            memcpy(dest, remote("shmem_get" #B, source, pe), nelems * (B / 8));                \
+            shm_get(pe, dest, OFF("shmem_get" #B, source, pe), nelems * (B / 8));              \
     }                                                                                          \
     void shmem_put##B##_nbi(void *dest, const void *source, size_t nelems, int pe)             \
     {                                                                                          \
@@ -195,29 +212,25 @@ SHMEM_RMA_TYPE_TABLE(DEF_RMA)
     }
 SHMEM_SIZED_TABLE(DEF_SIZED)
 
-#define AT(T, who, p, pe) ((_Atomic T *)remote(who, p, pe))
+/* An AMO on a T of 4 or 8 bytes through the transport: in place on a mapped word (PCIe
+ * AtomicOps through the NTB), else by the target host's node. Values travel as bit patterns. */
+#define BITS(T, x) ({ T x_ = (x); uint64_t b_ = 0; memcpy(&b_, &x_, sizeof(T)); b_; })
+#define FROM_BITS(T, b) ({ uint64_t b2_ = (b); T v_; memcpy(&v_, &b2_, sizeof(T)); v_; })
+#define AMO(T, who, addr, pe, op, v, c)                                                        \
+    FROM_BITS(T, shm_amo(pe, OFF(who, addr, pe), op, sizeof(T), BITS(T, v), BITS(T, c)))
 
-/* Extended AMOs on any type of 4 or 8 bytes (float and double too) through the GCC generic
- * atomics, which operate on the bit pattern. */
 #define DEF_EXT_AMO(T, N)                                                                      \
     T shmem_##N##_atomic_fetch(const T *source, int pe)                                        \
     {                                                                                          \
-        T v;                                                                                   \
-        __atomic_load((T *)remote("shmem_" #N "_atomic_fetch", source, pe), &v,                \
-                      __ATOMIC_SEQ_CST);                                                       \
-        return v;                                                                              \
+        return AMO(T, "shmem_" #N "_atomic_fetch", source, pe, SHM_AMO_FETCH, (T)0, (T)0);     \
     }                                                                                          \
     void shmem_##N##_atomic_set(T *dest, T value, int pe)                                      \
     {                                                                                          \
-        __atomic_store((T *)remote("shmem_" #N "_atomic_set", dest, pe), &value,               \
-                       __ATOMIC_SEQ_CST);                                                      \
+        (void)AMO(T, "shmem_" #N "_atomic_set", dest, pe, SHM_AMO_SET, value, (T)0);           \
     }                                                                                          \
     T shmem_##N##_atomic_swap(T *dest, T value, int pe)                                        \
     {                                                                                          \
-        T old;                                                                                 \
-        __atomic_exchange((T *)remote("shmem_" #N "_atomic_swap", dest, pe), &value, &old,     \
-                          __ATOMIC_SEQ_CST);                                                   \
-        return old;                                                                            \
+        return AMO(T, "shmem_" #N "_atomic_swap", dest, pe, SHM_AMO_SWAP, value, (T)0);        \
     }                                                                                          \
     void shmem_##N##_atomic_fetch_nbi(T *fetch, const T *source, int pe)                       \
     {                                                                                          \
@@ -232,25 +245,23 @@ SHMEM_EXT_AMO_TYPE_TABLE(DEF_EXT_AMO)
 #define DEF_AMO(T, N)                                                                          \
     T shmem_##N##_atomic_compare_swap(T *dest, T cond, T value, int pe)                        \
     {                                                                                          \
-        atomic_compare_exchange_strong(AT(T, "shmem_" #N "_atomic_compare_swap", dest, pe),    \
-                                       &cond, value);                                          \
-        return cond; /* the old value either way */                                            \
+        return AMO(T, "shmem_" #N "_atomic_compare_swap", dest, pe, SHM_AMO_CSWAP, value, cond); \
     }                                                                                          \
     T shmem_##N##_atomic_fetch_add(T *dest, T value, int pe)                                   \
     {                                                                                          \
-        return atomic_fetch_add(AT(T, "shmem_" #N "_atomic_fetch_add", dest, pe), value);      \
+        return AMO(T, "shmem_" #N "_atomic_fetch_add", dest, pe, SHM_AMO_ADD, value, (T)0);    \
     }                                                                                          \
     void shmem_##N##_atomic_add(T *dest, T value, int pe)                                      \
     {                                                                                          \
-        atomic_fetch_add(AT(T, "shmem_" #N "_atomic_add", dest, pe), value);                   \
+        (void)AMO(T, "shmem_" #N "_atomic_add", dest, pe, SHM_AMO_ADD, value, (T)0);           \
     }                                                                                          \
     T shmem_##N##_atomic_fetch_inc(T *dest, int pe)                                            \
     {                                                                                          \
-        return atomic_fetch_add(AT(T, "shmem_" #N "_atomic_fetch_inc", dest, pe), (T)1);       \
+        return AMO(T, "shmem_" #N "_atomic_fetch_inc", dest, pe, SHM_AMO_ADD, (T)1, (T)0);     \
     }                                                                                          \
     void shmem_##N##_atomic_inc(T *dest, int pe)                                               \
     {                                                                                          \
-        atomic_fetch_add(AT(T, "shmem_" #N "_atomic_inc", dest, pe), (T)1);                    \
+        (void)AMO(T, "shmem_" #N "_atomic_inc", dest, pe, SHM_AMO_ADD, (T)1, (T)0);            \
     }                                                                                          \
     void shmem_##N##_atomic_compare_swap_nbi(T *fetch, T *dest, T cond, T value, int pe)       \
     {                                                                                          \
@@ -266,20 +277,22 @@ SHMEM_EXT_AMO_TYPE_TABLE(DEF_EXT_AMO)
     }
 SHMEM_AMO_TYPE_TABLE(DEF_AMO)
 
-#define DEF_BIT_OP(T, N, OP)                                                                   \
+#define DEF_BIT_OP(T, N, OP, CODE)                                                             \
     T shmem_##N##_atomic_fetch_##OP(T *dest, T value, int pe)                                  \
     {                                                                                          \
-        return atomic_fetch_##OP(AT(T, "shmem_" #N "_atomic_fetch_" #OP, dest, pe), value);    \
+        return AMO(T, "shmem_" #N "_atomic_fetch_" #OP, dest, pe, CODE, value, (T)0);          \
     }                                                                                          \
     void shmem_##N##_atomic_##OP(T *dest, T value, int pe)                                     \
     {                                                                                          \
-        atomic_fetch_##OP(AT(T, "shmem_" #N "_atomic_" #OP, dest, pe), value);                 \
+        (void)AMO(T, "shmem_" #N "_atomic_" #OP, dest, pe, CODE, value, (T)0);                 \
     }                                                                                          \
     void shmem_##N##_atomic_fetch_##OP##_nbi(T *fetch, T *dest, T value, int pe)              \
     {                                                                                          \
         *fetch = shmem_##N##_atomic_fetch_##OP(dest, value, pe);                               \
     }
-#define DEF_BIT_AMO(T, N) DEF_BIT_OP(T, N, and) DEF_BIT_OP(T, N, or) DEF_BIT_OP(T, N, xor)
+#define DEF_BIT_AMO(T, N)                                                                      \
+    DEF_BIT_OP(T, N, and, SHM_AMO_AND) DEF_BIT_OP(T, N, or, SHM_AMO_OR)                        \
+    DEF_BIT_OP(T, N, xor, SHM_AMO_XOR)
 SHMEM_BITWISE_AMO_TYPE_TABLE(DEF_BIT_AMO)
 
 #define DEF_DEPR_AMO(T, N)                                                                     \

@@ -19,15 +19,25 @@
 #define SHM_CTRL_SIZE 4096u
 #define SHM_MAGIC 0x53484d31u /* "SHM1" */
 
+#define SHM_RBUF_SLOTS 4u /* get replies in flight per PE (routed gets) */
+#define SHM_BAR_ROUNDS 16 /* dissemination barrier: up to 2^16 PEs */
+
 struct shm_ctrl {
     _Atomic uint32_t magic;
-    _Atomic uint32_t bar_count; /* PE 0's: arrivals at the current barrier */
-    _Atomic uint32_t bar_gen;   /* PE 0's: barrier generation (futex word) */
+    _Atomic uint32_t notify;    /* futex word: bumped by every wake-up sent to this PE */
+    _Atomic uint32_t sleeping;  /* someone sleeps on notify: senders must FUTEX_WAKE */
     _Atomic int32_t exit_code;  /* set by shmem_global_exit: status + 1 */
+    _Atomic uint64_t bar_flag[SHM_BAR_ROUNDS]; /* dissemination barrier: arrivals per round */
+    /* Replies of the routed transport (xport.c), written by the node next to this PE. */
+    _Atomic uint64_t acks;                    /* routed puts and AMOs completed */
+    _Atomic uint64_t amo_seq;                 /* last AMO reply's sequence number */
+    uint64_t amo_val;                         /* its value */
+    _Atomic uint64_t rbuf_seq[SHM_RBUF_SLOTS]; /* get reply slot filled: its sequence number */
 };
 
 struct shm_pe {
     uint32_t node;
+    int host;             /* index into shm.hosts */
     void *base;           /* the PE's heap, mapped here (ours: seg_map_local) */
     seg_remote_t *remote; /* NULL for ourselves */
     seg_map_t *map;
@@ -43,6 +53,15 @@ struct shm_state {
     seg_desc_t *sd;
     seg_local_t *local;
     struct shm_pe *pes;
+    size_t rbuf_off, rbuf_size; /* routed get replies: after the heap in every segment */
+    /* The hosts of the job (xport.c): every host with a PE, and on a ring every host of it. */
+    int nhosts, myhost;
+    struct shm_host *hosts;
+    bool routed;      /* some PEs are not directly reachable: ring transport */
+    bool sw_atomics;  /* SHMEM_ATOMICS=software: cross-host AMOs by the target's node */
+    int threads;      /* SHMEM_RING_THREADS: transfer threads per adapter of each node */
+    size_t chunk;     /* SHMEM_RING_CHUNK */
+    int timeout_ms;   /* SHMEM_BOOTSTRAP_TIMEOUT */
 };
 
 extern struct shm_state shm;
@@ -81,6 +100,53 @@ void shm_team_fini(void);
 void shm_team_sync(const struct shm_team *t);
 /* A team for the active set (PE_start, 2^logstride, size); fatal if this PE is not in it. */
 void shm_aset(struct shm_team *t, const char *who, int start, int logstride, int size);
+
+/*
+ * xport.c: every access to another PE's memory goes through these. off is the object's offset
+ * in the PE's segment (symmetric: the same on every PE). A PE whose segment is mapped here
+ * (same host, or reached through an NTB window) is accessed directly; any other goes by the
+ * routed transport: messages forwarded by the nodes (transfer threads) of the hosts between.
+ */
+enum shm_amo_op {
+    SHM_AMO_FETCH, SHM_AMO_SET, SHM_AMO_SWAP, SHM_AMO_CSWAP,
+    SHM_AMO_ADD, SHM_AMO_AND, SHM_AMO_OR, SHM_AMO_XOR,
+};
+#define SHM_AMO_WAKE 0x80u /* or-ed into op: afterwards wake the target PE's waiters */
+
+struct shm_host {
+    uint32_t node;
+    int ring_pos;   /* position around the ring (-1: not on it) */
+    int first_pe;   /* lowest PE on this host, -1 if none */
+    int adapter;    /* our adapter that reaches it directly, -1 if none (or us) */
+};
+
+size_t shm_off(const char *who, const void *addr, int pe); /* fatal unless symmetric */
+bool shm_off_ok(const void *addr, size_t *off);
+static inline void *shm_direct(int pe, size_t off)
+{ return shm.pes[pe].base ? (char *)shm.pes[pe].base + off : NULL; }
+void shm_put(int pe, size_t off, const void *src, size_t len);
+void shm_get(int pe, void *dst, size_t off, size_t len);
+uint64_t shm_amo(int pe, size_t off, unsigned op, unsigned size, uint64_t v, uint64_t cond);
+void shm_quiet_all(void);
+/* Wake-ups: bump PE pe's notify word and FUTEX_WAKE it if it sleeps (direct PEs only). */
+void shm_poke_direct(int pe);
+/* Wait until pred(arg) holds: a short spin, then sleeps on our notify word (100 ms timeouts
+ * to look for a global exit). */
+void shm_wait_notify(bool (*pred)(void *), void *arg);
+void shm_futex_wake(_Atomic uint32_t *w);
+void shm_futex_wait(_Atomic uint32_t *w, uint32_t seen, long ms);
+/* Set-up (init.c calls these): the job's hosts, the ring, and the connections to nodes. */
+void shm_xport_init(uint32_t self);
+void shm_xport_connect(void);
+void shm_xport_fini(void);
+bool shm_xport_needed(void);
+uint64_t shm_amo_at(void *p, unsigned op, unsigned size, uint64_t v, uint64_t cond);
+/* The job from oshrun's environment: shm.npes/me/job/heap and seg sizes/pes[].node; opens
+ * the segment descriptor. relay: we are a node (oshrelay), not a PE. Our node id to *self. */
+void shm_job_env(uint32_t *self, bool relay);
+int shm_host_of_node(uint32_t node);
+/* The node service of a host (relay.c): run by oshrelay on every host of the job. */
+int shmemi_relay_main(void);
 
 /* heap.c */
 void shm_heap_init(void);

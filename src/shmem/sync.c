@@ -1,41 +1,32 @@
 /*
- * Ordering and synchronisation: quiet/fence, the barrier, wait_until/test, global_exit.
+ * Ordering and synchronisation: quiet/fence, the barrier, wait_until/test, global_exit, locks.
  *
- * Stores through an NTB window are globally visible once they retire, so quiet and fence are
- * store fences. The barrier is a central counter in PE 0's control region: each PE increments
- * it with a remote atomic; the last one resets it and bumps the generation word, then wakes
- * the sleepers with a FUTEX_WAKE through its mapping of that page. The others sleep in
- * FUTEX_WAIT on their own mapping of the same page (a MAP_SHARED page of PE 0's host RAM file:
- * one futex key for all of them, the mechanism the segment interrupts use). The waits time
- * out every 100 ms to look for a global exit, so nobody spins on the 2-core machines.
+ * A store through an NTB window is globally visible once it retires, so to a mapped PE quiet
+ * is a store fence; routed puts (xport.c) are complete when their acknowledgements are back.
+ * fence is a store fence: routed messages to one PE travel in order in one ring anyway.
+ *
+ * The barrier is a dissemination barrier over the control pages: in round k each PE adds 1 to
+ * bar_flag[k] of PE (me + 2^k) mod n with a remote atomic that wakes it, and waits until its
+ * own bar_flag[k] has counted this barrier; ceil(log2 n) rounds, no central counter, and every
+ * PE waits on its own page (a short spin, then FUTEX_WAIT; the waker's FUTEX_WAKE reaches it
+ * through the same host RAM page). Waits time out every 100 ms to look for a global exit.
  *
  * wait_until/test poll the local variable (a put from another PE is a plain store into our
  * memory, which wakes nobody): a short spin, then sleeps from 1 us doubling to 1 ms.
+ * signal_wait_until sleeps on our notify word, which put-with-signal wakes.
  */
 #define _GNU_SOURCE
 #include <limits.h>
-#include <linux/futex.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "shmem.h"
 #include "shmem_internal.h"
-
-static void futex_wait(_Atomic uint32_t *w, uint32_t seen, long ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    /* Not FUTEX_PRIVATE: the waiters are different processes sharing the page. */
-    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, seen, &ts, NULL, 0);
-}
-
-static void futex_wake(_Atomic uint32_t *w)
-{
-    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-}
 
 void shm_check_exit(void)
 {
@@ -46,23 +37,29 @@ void shm_check_exit(void)
     }
 }
 
+struct flag_wait {
+    _Atomic uint64_t *flag;
+    uint64_t want;
+};
+
+static bool flag_reached(void *arg)
+{
+    struct flag_wait *w = arg;
+    return atomic_load_explicit(w->flag, memory_order_acquire) >= w->want;
+}
+
 void shm_barrier(void)
 {
-    atomic_thread_fence(memory_order_seq_cst); /* quiet: our puts are done before we arrive */
-    struct shm_ctrl *c = shm_ctrl_of(0);
-    uint32_t gen = atomic_load(&c->bar_gen);
-    if (atomic_fetch_add(&c->bar_count, 1) + 1 == (uint32_t)shm.npes) {
-        atomic_store(&c->bar_count, 0);
-        atomic_fetch_add(&c->bar_gen, 1);
-        futex_wake(&c->bar_gen);
-        return;
-    }
-    int spins = 0;
-    while (atomic_load(&c->bar_gen) == gen) {
-        if (++spins < 64)
-            continue; /* a barrier among PEs that arrive together: no syscall */
-        shm_check_exit();
-        futex_wait(&c->bar_gen, gen, 100);
+    static uint64_t epoch;
+    shm_quiet_all(); /* our puts are done before we arrive */
+    epoch++;
+    struct shm_ctrl *c = shm_ctrl_of(shm.me);
+    for (int k = 0, dist = 1; dist < shm.npes; k++, dist <<= 1) {
+        int to = (shm.me + dist) % shm.npes;
+        shm_amo(to, offsetof(struct shm_ctrl, bar_flag) + (size_t)k * sizeof(uint64_t),
+                SHM_AMO_ADD | SHM_AMO_WAKE, 8, 1, 0);
+        struct flag_wait w = { &c->bar_flag[k], epoch };
+        shm_wait_notify(flag_reached, &w);
     }
     atomic_thread_fence(memory_order_seq_cst);
 }
@@ -79,19 +76,23 @@ void shmem_sync_all(void)
     shm_barrier();
 }
 
-void shmem_quiet(void) { atomic_thread_fence(memory_order_seq_cst); }
-void shmem_fence(void) { atomic_thread_fence(memory_order_release); }
+void shmem_quiet(void)
+{
+    shm_require_init("shmem_quiet");
+    shm_quiet_all();
+}
 
-/* Tell every PE, wake the barrier sleepers, and leave; oshrun ends the stragglers too. */
+void shmem_fence(void) { atomic_thread_fence(memory_order_seq_cst); }
+
+/* Tell every PE (waking it), and leave; oshrun ends the stragglers too. */
 void shmem_global_exit(int status)
 {
     fflush(NULL);
     if (shm.initialized && !shm.finalized) {
         for (int pe = 0; pe < shm.npes; pe++)
-            if (shm.pes[pe].base)
-                atomic_store(&shm_ctrl_of(pe)->exit_code, (int32_t)(status & 0xff) + 1);
-        if (shm.pes[0].base)
-            futex_wake(&shm_ctrl_of(0)->bar_gen);
+            if (pe != shm.me)
+                shm_amo(pe, offsetof(struct shm_ctrl, exit_code), SHM_AMO_SET | SHM_AMO_WAKE, 4,
+                        (uint32_t)(status & 0xff) + 1, 0);
     }
     _exit(status);
 }
@@ -268,20 +269,28 @@ static void check_cmp(int cmp)
     }
 SHMEM_P2P_TYPE_TABLE(DEF_P2P)
 
-/* The signal word is a local uint64_t updated by put_signal's remote atomic: poll it with the
- * same backoff as wait_until. */
+struct sig_wait {
+    _Atomic uint64_t *sig;
+    int cmp;
+    uint64_t ref, seen;
+};
+
+static bool sig_ready(void *arg)
+{
+    struct sig_wait *w = arg;
+    w->seen = atomic_load(w->sig);
+    return CMP_OP(w->seen, w->cmp, w->ref);
+}
+
+/* The signal word is a local uint64_t updated by put-with-signal's remote atomic, which
+ * wakes us. */
 uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value)
 {
     check_cmp(cmp);
-    unsigned round = 0;
-    for (;;) {
-        uint64_t v = atomic_load((_Atomic uint64_t *)sig_addr);
-        if (CMP_OP(v, cmp, cmp_value)) {
-            atomic_thread_fence(memory_order_acquire);
-            return v;
-        }
-        backoff(&round);
-    }
+    struct sig_wait w = { (_Atomic uint64_t *)sig_addr, cmp, cmp_value, 0 };
+    shm_wait_notify(sig_ready, &w);
+    atomic_thread_fence(memory_order_acquire);
+    return w.seen;
 }
 
 /*
@@ -290,29 +299,29 @@ uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value
  * with a remote fetch-add and waits (backoff, reading PE 0's word) until it is served.
  */
 #define LOCK_TICKET (UINT64_C(1) << 32)
-static _Atomic uint64_t *lock_word(const char *who, long *lock)
+static size_t lock_off(const char *who, long *lock) { return shm_off(who, lock, 0); }
+static uint64_t lock_amo(size_t off, unsigned op, uint64_t v, uint64_t cond)
 {
-    shm_require_init(who);
-    return (_Atomic uint64_t *)shm_translate(who, lock, 0);
+    return shm_amo(0, off, op, 8, v, cond);
 }
 
 void shmem_set_lock(long *lock)
 {
-    _Atomic uint64_t *w = lock_word("shmem_set_lock", lock);
-    uint32_t t = (uint32_t)(atomic_fetch_add(w, LOCK_TICKET) >> 32);
+    size_t off = lock_off("shmem_set_lock", lock);
+    uint32_t t = (uint32_t)(lock_amo(off, SHM_AMO_ADD, LOCK_TICKET, 0) >> 32);
     unsigned round = 0;
-    while ((uint32_t)atomic_load(w) != t)
+    while ((uint32_t)lock_amo(off, SHM_AMO_FETCH, 0, 0) != t)
         backoff(&round);
     atomic_thread_fence(memory_order_seq_cst);
 }
 
 int shmem_test_lock(long *lock)
 {
-    _Atomic uint64_t *w = lock_word("shmem_test_lock", lock);
-    uint64_t v = atomic_load(w);
+    size_t off = lock_off("shmem_test_lock", lock);
+    uint64_t v = lock_amo(off, SHM_AMO_FETCH, 0, 0);
     if ((uint32_t)(v >> 32) != (uint32_t)v)
         return 1; /* held (or waited for) */
-    if (!atomic_compare_exchange_strong(w, &v, v + LOCK_TICKET))
+    if (lock_amo(off, SHM_AMO_CSWAP, v + LOCK_TICKET, v) != v)
         return 1;
     atomic_thread_fence(memory_order_seq_cst);
     return 0;
@@ -320,10 +329,14 @@ int shmem_test_lock(long *lock)
 
 void shmem_clear_lock(long *lock)
 {
-    _Atomic uint64_t *w = lock_word("shmem_clear_lock", lock);
-    atomic_thread_fence(memory_order_seq_cst); /* quiet: the critical section's stores first */
-    uint64_t v = atomic_load(w), nv;
-    do
-        nv = (v & ~(LOCK_TICKET - 1)) | (uint32_t)((uint32_t)v + 1);
-    while (!atomic_compare_exchange_weak(w, &v, nv));
+    size_t off = lock_off("shmem_clear_lock", lock);
+    shm_quiet_all(); /* the critical section's stores first */
+    uint64_t v = lock_amo(off, SHM_AMO_FETCH, 0, 0);
+    for (;;) {
+        uint64_t nv = (v & ~(LOCK_TICKET - 1)) | (uint32_t)((uint32_t)v + 1);
+        uint64_t old = lock_amo(off, SHM_AMO_CSWAP, nv, v);
+        if (old == v)
+            break;
+        v = old;
+    }
 }

@@ -9,9 +9,9 @@
  * release[root] in each member's area. No counter is shared by two teams, so teams need no
  * identifiers agreed on at creation, and disjoint or overlapping teams sync independently as
  * long as each pair of PEs calls its collectives in the same order (as the spec requires).
- * Waiters sleep in FUTEX_WAIT on their own area's `wake` word, which every arrival/release
- * bumps and FUTEX_WAKEs through the writer's mapping (one page of the host RAM file, so one
- * futex key); the waits time out every 100 ms to look for a global exit.
+ * The counters are bumped with remote atomics that wake the receiver (xport.c), which waits
+ * on its own control page's notify word; the waits time out every 100 ms to look for a
+ * global exit.
  */
 #define _GNU_SOURCE
 #include <limits.h>
@@ -45,27 +45,22 @@ struct shm_scratch *shm_scratch_of(int pe)
 static _Atomic uint32_t *arrive_of(int pe) { return (_Atomic uint32_t *)(shm_scratch_of(pe) + 1); }
 static _Atomic uint32_t *release_of(int pe) { return arrive_of(pe) + shm.npes; }
 
-static void poke(int pe)
+/* Add 1 to word w of our own scratch area, in PE pe's copy, and wake pe. */
+static void bump(int pe, _Atomic uint32_t *w)
 {
-    _Atomic uint32_t *w = &shm_scratch_of(pe)->wake;
-    atomic_fetch_add(w, 1);
-    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+    size_t off = (size_t)((char *)w - (char *)shm.pes[shm.me].base);
+    shm_amo(pe, off, SHM_AMO_ADD | SHM_AMO_WAKE, 4, 1, 0);
 }
 
-/* Sleep until *word (in our scratch) differs from `seen`: a short spin, then futex waits. */
-static void wait_for(_Atomic uint32_t *word, uint32_t seen)
+struct word_wait {
+    _Atomic uint32_t *word;
+    uint32_t seen;
+};
+
+static bool word_moved(void *arg)
 {
-    _Atomic uint32_t *w = &shm_scratch_of(shm.me)->wake;
-    for (int spins = 0;; spins++) {
-        uint32_t wv = atomic_load(w);
-        if (atomic_load(word) != seen)
-            return;
-        if (spins < 64)
-            continue;
-        shm_check_exit();
-        struct timespec ts = { 0, 100 * 1000000L };
-        syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, wv, &ts, NULL, 0);
-    }
+    struct word_wait *w = arg;
+    return atomic_load(w->word) != w->seen;
 }
 
 void shm_team_sync(const struct shm_team *t)
@@ -74,25 +69,24 @@ void shm_team_sync(const struct shm_team *t)
         shm_barrier();
         return;
     }
-    atomic_thread_fence(memory_order_seq_cst);
+    shm_quiet_all();
     int root = t->pes[0];
     if (t->n == 1)
         return;
     if (shm.me != root) {
-        atomic_fetch_add(&arrive_of(root)[shm.me], 1);
-        poke(root);
-        wait_for(&release_of(shm.me)[root], rel_seen[root]);
+        bump(root, &arrive_of(shm.me)[shm.me]);
+        struct word_wait w = { &release_of(shm.me)[root], rel_seen[root] };
+        shm_wait_notify(word_moved, &w);
         rel_seen[root]++;
     } else {
         for (int i = 1; i < t->n; i++) {
             int k = t->pes[i];
-            wait_for(&arrive_of(shm.me)[k], arr_seen[k]);
+            struct word_wait w = { &arrive_of(shm.me)[k], arr_seen[k] };
+            shm_wait_notify(word_moved, &w);
             arr_seen[k]++;
         }
-        for (int i = 1; i < t->n; i++) {
-            atomic_fetch_add(&release_of(t->pes[i])[root], 1);
-            poke(t->pes[i]);
-        }
+        for (int i = 1; i < t->n; i++)
+            bump(t->pes[i], &release_of(shm.me)[root]);
     }
     atomic_thread_fence(memory_order_seq_cst);
 }

@@ -1,0 +1,379 @@
+/*
+ * The node of a host in a routed job (xport.h): oshrun starts it as `oshrelay` on every host
+ * of the fabric; it stays only where the job needs it (every host of a switchless ring, or,
+ * with SHMEM_ATOMICS=software, every host with PEs) and is ended by oshrun after the PEs.
+ *
+ * It creates the host's inbox, maps the segments of the PEs on its own host and on the hosts
+ * its adapters reach, connects to the neighbours' inboxes, and runs SHMEM_RING_THREADS
+ * transfer threads per adapter. Thread t of an adapter consumes the rings whose messages
+ * arrive through that adapter and whose doorbell bit is t; it sleeps on that bit (a
+ * per-vector interrupt) when they are empty. For each message it either does the work, when
+ * the PE concerned is mapped here (a put's data into a neighbour's heap, a get's data read
+ * from it, a reply into the PE's control page; an AMO only on the target's own host), or
+ * passes it on to the next host's inbox in the same ring. Work that produces a reply first
+ * reserves room for it, so an AMO is never done twice; a message whose next ring is full
+ * stays where it is and the thread serves its other rings meanwhile.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shmem_internal.h"
+#include "xport.h"
+
+struct rthread {
+    pthread_t tid;
+    struct ntb_dev *dev;
+    uint64_t bit;
+    uint32_t *rings;
+    int nrings;
+};
+
+static void *inbox;
+static uint32_t nrings;
+static struct xp_link *nlinks;  /* by host: neighbours' inboxes */
+static struct xp_prod *nprods;  /* [host * nrings + ring] */
+static _Atomic bool stop;
+
+static struct xp_prod *prod_for(int host, uint32_t ring)
+{
+    struct xp_prod *p = &nprods[(size_t)host * nrings + ring];
+    return p->link ? p : NULL;
+}
+
+/* Apply a reply to a PE mapped here. */
+static void apply_reply(const struct xp_msg *m, const void *data)
+{
+    int pe = (int)m->dst_pe;
+    struct shm_ctrl *c = shm_ctrl_of(pe);
+    switch (m->type) {
+    case XP_ACK:
+        atomic_fetch_add(&c->acks, m->v);
+        break;
+    case XP_GET_DATA:
+        memcpy((char *)shm.pes[pe].base + shm.rbuf_off + (size_t)m->token * shm.chunk, data, m->len);
+        atomic_store_explicit(&c->rbuf_seq[m->token], m->seq, memory_order_release);
+        break;
+    case XP_AMO_VAL:
+        c->amo_val = m->v;
+        atomic_store_explicit(&c->amo_seq, m->seq, memory_order_release);
+        break;
+    case XP_POKE:
+        break;
+    }
+    shm_poke_direct(pe);
+}
+
+/* Room for a reply of ours to PE pe: NULL with 0 when pe is mapped here (the reply is applied
+ * directly), else the locked producer; -EAGAIN when its ring is full. */
+static int reply_begin(int pe, struct xp_prod **pp)
+{
+    *pp = NULL;
+    if (shm.pes[pe].base)
+        return 0;
+    int h = xp_next_hop(shm.myhost, shm.pes[pe].host);
+    struct xp_prod *p = prod_for(h, (uint32_t)shm.npes + (uint32_t)shm.myhost);
+    if (!p)
+        shm_fatal("relay: no way to host node %u", shm.hosts[shm.pes[pe].host].node);
+    pthread_mutex_lock(&p->lock);
+    if (!xp_has_room(p)) {
+        pthread_mutex_unlock(&p->lock);
+        return -EAGAIN;
+    }
+    *pp = p;
+    return 0;
+}
+
+static void reply_end(struct xp_prod *p, struct xp_msg *rm, const void *data)
+{
+    rm->origin = (uint32_t)shm.myhost;
+    if (!p) {
+        apply_reply(rm, data);
+        return;
+    }
+    xp_push(p, rm, data, rm->type == XP_GET_DATA ? rm->len : 0);
+    pthread_mutex_unlock(&p->lock);
+}
+
+static int forward(const struct xp_msg *m, const void *data, uint32_t ring)
+{
+    int h = xp_next_hop(shm.myhost, shm.pes[m->dst_pe].host);
+    struct xp_prod *p = prod_for(h, ring);
+    if (!p)
+        shm_fatal("relay: no way to host node %u", shm.hosts[h].node);
+    pthread_mutex_lock(&p->lock);
+    if (!xp_has_room(p)) {
+        pthread_mutex_unlock(&p->lock);
+        return -EAGAIN;
+    }
+    xp_push(p, m, data, (m->type == XP_PUT || m->type == XP_GET_DATA) ? m->len : 0);
+    pthread_mutex_unlock(&p->lock);
+    return 0;
+}
+
+static int handle(const struct xp_msg *m, const void *data, uint32_t ring)
+{
+    if (m->dst_pe >= (uint32_t)shm.npes || m->src_pe >= (uint32_t)shm.npes)
+        return 0; /* not from this job's library: dropped */
+    int dst = (int)m->dst_pe, src = (int)m->src_pe;
+    char *base = shm.pes[dst].base;
+    struct xp_prod *p;
+    struct xp_msg rm = { .src_pe = (uint32_t)dst, .dst_pe = (uint32_t)src };
+    if (xp_is_reply(m->type))
+        return base ? (apply_reply(m, data), 0) : forward(m, data, ring);
+    switch (m->type) {
+    case XP_PUT:
+        if (!base)
+            return forward(m, data, ring);
+        if (m->off + m->len > shm.seg_size)
+            return 0;
+        if (reply_begin(src, &p))
+            return -EAGAIN;
+        memcpy(base + m->off, data, m->len);
+        rm.type = XP_ACK;
+        rm.v = 1;
+        reply_end(p, &rm, NULL);
+        return 0;
+    case XP_GET:
+        if (!base)
+            return forward(m, data, ring);
+        if (m->off + m->len > shm.seg_size || m->len > shm.chunk || m->token >= SHM_RBUF_SLOTS)
+            return 0;
+        if (reply_begin(src, &p))
+            return -EAGAIN;
+        rm.type = XP_GET_DATA;
+        rm.len = m->len;
+        rm.token = m->token;
+        rm.seq = m->seq;
+        reply_end(p, &rm, base + m->off);
+        return 0;
+    case XP_AMO:
+        if (shm.pes[dst].host != shm.myhost)
+            return forward(m, data, ring);
+        if (m->off + m->size > shm.seg_size || (m->size != 4 && m->size != 8) || (m->off % m->size))
+            return 0;
+        if (reply_begin(src, &p))
+            return -EAGAIN;
+        rm.type = XP_AMO_VAL;
+        rm.seq = m->seq;
+        rm.v = shm_amo_at(base + m->off, m->op, m->size, m->v, m->cond);
+        if (m->op & SHM_AMO_WAKE)
+            shm_poke_direct(dst);
+        reply_end(p, &rm, NULL);
+        return 0;
+    }
+    return 0;
+}
+
+/* One pass over a thread's rings; how many messages were handled, and whether one is stuck. */
+static int drain(struct rthread *t, bool *stuck)
+{
+    int done = 0;
+    *stuck = false;
+    for (int i = 0; i < t->nrings; i++) {
+        uint32_t r = t->rings[i];
+        struct xp_ring *ring = xp_ring_at(inbox, r);
+        uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_relaxed);
+        while (tail < atomic_load_explicit(&ring->head, memory_order_acquire)) {
+            const struct xp_msg *m = &ring->msg[tail % XP_SLOTS];
+            if (handle(m, xp_slot_data(inbox, nrings, shm.chunk, r, tail), r)) {
+                *stuck = true;
+                break;
+            }
+            atomic_store_explicit(&ring->tail, ++tail, memory_order_release);
+            done++;
+        }
+    }
+    return done;
+}
+
+static void *transfer_thread(void *arg)
+{
+    struct rthread *t = arg;
+    while (!atomic_load(&stop)) {
+        ntb_db_clear(t->dev, t->bit);
+        bool stuck;
+        if (drain(t, &stuck))
+            continue;
+        if (stuck) { /* the next host is busy: try again shortly */
+            struct timespec ts = { 0, 20000 };
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        /* Poll a little before sleeping: producers that stream have the next one ready. */
+        uint64_t t0 = 0;
+        struct timespec now;
+        bool busy = false;
+        for (int i = 0; i < 2000 && !busy; i++) {
+            for (int k = 0; k < t->nrings && !busy; k++) {
+                struct xp_ring *ring = xp_ring_at(inbox, t->rings[k]);
+                busy = atomic_load(&ring->tail) < atomic_load(&ring->head);
+            }
+            if ((i & 63) == 63) {
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                uint64_t ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+                if (!t0)
+                    t0 = ns;
+                else if (ns - t0 > 20000)
+                    break;
+            }
+        }
+        if (!busy)
+            ntb_db_vector_wait(t->dev, t->bit, 100);
+    }
+    return NULL;
+}
+
+static uint32_t seg_id_of(uint32_t job, int pe)
+{
+    return 0x40000000u | ((job & 0x3ffffu) << 12) | (uint32_t)pe;
+}
+
+int shmemi_relay_main(void)
+{
+    uint32_t self;
+    shm_job_env(&self, true);
+    shm_xport_init(self);
+    struct shm_host *mine = &shm.hosts[shm.myhost];
+    bool needed = shm.routed ? mine->ring_pos >= 0 : (shm.sw_atomics && shm.nhosts > 1 && mine->first_pe >= 0);
+    if (!needed) {
+        shm_debug("relay on node %u: not needed by this job", self);
+        return 0;
+    }
+    nrings = xp_nrings();
+    size_t size = xp_inbox_size(nrings, shm.chunk);
+    seg_local_t *local;
+    int rc = seg_create(shm.sd, &local, xp_inbox_id(shm.job, self), size);
+    if (rc)
+        shm_fatal("relay: cannot create the inbox (%zu bytes) on node %u: %s", size, self,
+                  seg_strerror(rc));
+    seg_map_t *lmap;
+    inbox = seg_map_local(local, 0, 0, 0, &lmap);
+    if (!inbox)
+        shm_fatal("relay: cannot map the inbox: %s", seg_strerror(-errno));
+    memset(inbox, 0, xp_data_off(nrings));
+    struct xp_inbox *hdr = inbox;
+    hdr->nrings = nrings;
+    hdr->slots = XP_SLOTS;
+    hdr->chunk = shm.chunk;
+    hdr->data_off = xp_data_off(nrings);
+    atomic_store(&hdr->magic, XP_MAGIC);
+    int nad = ntb_adapter_count();
+    for (int a = 0; a < nad; a++)
+        if ((rc = seg_prepare(local, a)) || (rc = seg_set_available(local, a)))
+            shm_fatal("relay: cannot export the inbox on adapter %d: %s", a, seg_strerror(rc));
+
+    /* The PEs' segments on this host and on the hosts our adapters reach. */
+    for (int pe = 0; pe < shm.npes; pe++) {
+        struct shm_pe *p = &shm.pes[pe];
+        int ad = p->host == shm.myhost ? 0 : shm.hosts[p->host].adapter;
+        if (ad < 0)
+            continue;
+        rc = seg_connect(shm.sd, &p->remote, p->node, seg_id_of(shm.job, pe), ad, shm.timeout_ms);
+        if (rc)
+            shm_fatal("relay: cannot connect to PE %d's segment on node %u: %s%s", pe, p->node,
+                      seg_strerror(rc),
+                      rc == -ENOSPC ? "; a smaller SHMEM_SYMMETRIC_SIZE needs fewer LUT entries" : "");
+        if (seg_remote_size(p->remote) != shm.seg_size)
+            shm_fatal("relay: PE %d's segment has another size: give every PE and oshrelay the "
+                      "same SHMEM_SYMMETRIC_SIZE", pe);
+        if (!(p->base = seg_map_remote(p->remote, 0, 0, 0, &p->map)))
+            shm_fatal("relay: cannot map PE %d's segment: %s", pe, seg_strerror(-errno));
+    }
+    /* The neighbours' inboxes, to pass messages on (only a ring forwards). */
+    nlinks = calloc((size_t)shm.nhosts, sizeof *nlinks);
+    nprods = calloc((size_t)shm.nhosts * nrings, sizeof *nprods);
+    if (!nlinks || !nprods)
+        shm_fatal("out of memory");
+    for (int h = 0; h < shm.nhosts; h++) {
+        if (h == shm.myhost || shm.hosts[h].adapter < 0 || !shm.routed)
+            continue;
+        if ((rc = xp_link_open(&nlinks[h], shm.sd, h)))
+            shm_fatal("relay: cannot reach the node of host node %u: %s", shm.hosts[h].node,
+                      seg_strerror(rc));
+        for (uint32_t r = 0; r < nrings; r++) {
+            struct xp_prod *p = &nprods[(size_t)h * nrings + r];
+            p->link = &nlinks[h];
+            p->ring = r;
+            pthread_mutex_init(&p->lock, NULL);
+        }
+    }
+
+    /* Transfer threads: per adapter that faces a host of the job, SHMEM_RING_THREADS. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    int nthreads = nad * shm.threads;
+    struct rthread *th = calloc((size_t)nthreads, sizeof *th);
+    if (!th)
+        shm_fatal("out of memory");
+    int started = 0;
+    for (int a = 0; a < nad; a++) {
+        for (int t = 0; t < shm.threads; t++) {
+            struct rthread *x = &th[a * shm.threads + t];
+            x->bit = UINT64_C(1) << t;
+            x->rings = calloc(nrings, sizeof *x->rings);
+            if (!x->rings)
+                shm_fatal("out of memory");
+            for (uint32_t r = 0; r < nrings; r++) {
+                int from = r < (uint32_t)shm.npes ? shm.pes[r].host : (int)(r - (uint32_t)shm.npes);
+                if (from == shm.myhost || (r % (uint32_t)shm.threads) != (uint32_t)t)
+                    continue;
+                if (!shm.routed && !xp_direct(from, shm.myhost))
+                    continue;
+                int prev = xp_prev_hop(from, shm.myhost);
+                if (shm.hosts[prev].adapter == a)
+                    x->rings[x->nrings++] = r;
+            }
+            if (!x->nrings)
+                continue;
+            if (!(x->dev = ntb_open(a)))
+                shm_fatal("relay: cannot open adapter %d: %s", a, strerror(errno));
+            if ((rc = pthread_create(&x->tid, NULL, transfer_thread, x)))
+                shm_fatal("relay: cannot start a transfer thread: %s", strerror(rc));
+            started++;
+        }
+    }
+    shm_debug("relay on node %u: %d transfer threads, %u rings of %u x %zu bytes", self, started,
+              nrings, XP_SLOTS, shm.chunk);
+
+    /* Until oshrun ends us (or goes away itself). */
+    pid_t launcher = (pid_t)strtol(getenv("SHMEM_LAUNCHER_PID") ? getenv("SHMEM_LAUNCHER_PID") : "0", NULL, 10);
+    for (;;) {
+        struct timespec ts = { 0, 200 * 1000000L };
+        int sig = sigtimedwait(&sigs, NULL, &ts);
+        if (sig > 0)
+            break;
+        if (launcher > 0 && kill(launcher, 0) && errno == ESRCH)
+            break;
+    }
+    atomic_store(&stop, true);
+    for (int i = 0; i < nthreads; i++)
+        if (th[i].dev) {
+            ntb_db_set(th[i].dev, th[i].bit); /* wake it */
+            pthread_join(th[i].tid, NULL);
+            ntb_close(th[i].dev);
+        }
+    for (int h = 0; h < shm.nhosts; h++)
+        if (nlinks[h].remote)
+            xp_link_close(&nlinks[h]);
+    for (int pe = 0; pe < shm.npes; pe++) {
+        if (shm.pes[pe].map)
+            seg_unmap(shm.pes[pe].map);
+        if (shm.pes[pe].remote)
+            seg_disconnect(shm.pes[pe].remote);
+    }
+    seg_unmap(lmap);
+    seg_remove(local);
+    seg_close(shm.sd);
+    return 0;
+}

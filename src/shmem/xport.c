@@ -1,0 +1,558 @@
+/*
+ * Remote access (see shmem_internal.h): direct loads, stores and atomics on every segment that
+ * is mapped here, and the routed transport for the rest (xport.h): a PE that is not reachable
+ * through any of our adapters gets messages through the nodes of the hosts in between.
+ *
+ * The job's hosts: every host with a PE. When some pair of them is not directly connected the
+ * fabric must be a switchless ring (each host two adapters, one neighbour each): the ring is
+ * discovered from the fabric, and every host of it, with PEs or not, joins the job with a node.
+ * Traffic then takes the shorter way around.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shmem_internal.h"
+#include "xport.h"
+
+static uint8_t *adj;  /* adj[a * nhosts + b]: host a reaches host b directly */
+static int ring_n;    /* hosts around the ring (0: not routed) */
+static int *ring_host; /* ring position -> host index */
+
+/* PE side of the routed transport. */
+static struct xp_link *links; /* by host */
+static struct xp_prod *prods; /* our ring in each host's inbox, by host */
+static _Atomic uint64_t issued; /* routed puts and posted AMOs sent */
+static pthread_mutex_t get_lock = PTHREAD_MUTEX_INITIALIZER, amo_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t get_seq, amo_seq;
+
+void shm_futex_wait(_Atomic uint32_t *w, uint32_t seen, long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    /* Not FUTEX_PRIVATE: the waiters are different processes sharing the page. */
+    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, seen, &ts, NULL, 0);
+}
+
+void shm_futex_wake(_Atomic uint32_t *w)
+{
+    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* ------------------------------------------------------------------------ job geometry */
+
+int shm_host_of_node(uint32_t node)
+{
+    for (int h = 0; h < shm.nhosts; h++)
+        if (shm.hosts[h].node == node)
+            return h;
+    return -1;
+}
+
+static int add_host(uint32_t node)
+{
+    int h = shm_host_of_node(node);
+    if (h >= 0)
+        return h;
+    struct shm_host *nh = realloc(shm.hosts, (size_t)(shm.nhosts + 1) * sizeof *nh);
+    if (!nh)
+        shm_fatal("out of memory");
+    shm.hosts = nh;
+    nh[shm.nhosts] = (struct shm_host){ .node = node, .ring_pos = -1, .first_pe = -1, .adapter = -1 };
+    return shm.nhosts++;
+}
+
+/* Which of our adapters reaches node: -1 if none. */
+static int adapter_for(uint32_t node)
+{
+    int n = ntb_adapter_count();
+    for (int i = 0; i < n; i++) {
+        struct ntb_dev *d = ntb_open(i);
+        if (!d)
+            continue;
+        int found = ntb_peer_port_idx(d, (int)node) >= 0;
+        ntb_close(d);
+        if (found)
+            return i;
+    }
+    return -1;
+}
+
+static int fabric_peers(uint32_t node, uint32_t *out, int max)
+{
+    int n = ntb_fabric_peers(node, out, max);
+    if (n < 0)
+        shm_fatal("node %u is not on this fabric: %s", node, strerror(-n));
+    return n < max ? n : max;
+}
+
+/* Walk the ring from our host: each host of a switchless ring has exactly two peers. */
+static void discover_ring(uint32_t self, int a, int b)
+{
+    uint32_t peers[8];
+    int cap = 64;
+    uint32_t *order = malloc((size_t)cap * sizeof *order);
+    if (!order)
+        shm_fatal("out of memory");
+    int n = 0;
+    uint32_t prev = UINT32_MAX, cur = self;
+    for (;;) {
+        int np = fabric_peers(cur, peers, 8);
+        if (np != 2)
+            shm_fatal("PE hosts on nodes %u and %u do not reach each other and host node %u has "
+                      "%d peers: routing is supported on switched fabrics (every host reaches "
+                      "every other) and on switchless rings (two neighbours each)",
+                      shm.hosts[a].node, shm.hosts[b].node, cur, np);
+        if (n == cap && !(order = realloc(order, (size_t)(cap *= 2) * sizeof *order)))
+            shm_fatal("out of memory");
+        order[n++] = cur;
+        /* Go right: the second adapter's peer, then onwards away from where we came. */
+        uint32_t next = prev == UINT32_MAX ? peers[1] : (peers[0] == prev ? peers[1] : peers[0]);
+        prev = cur;
+        cur = next;
+        if (cur == self)
+            break;
+        if (n > 4096)
+            shm_fatal("the fabric's ring does not close");
+    }
+    ring_n = n;
+    ring_host = malloc((size_t)n * sizeof *ring_host);
+    if (!ring_host)
+        shm_fatal("out of memory");
+    for (int i = 0; i < n; i++) {
+        int h = add_host(order[i]);
+        ring_host[i] = h;
+        shm.hosts[h].ring_pos = i;
+    }
+    free(order);
+    for (int h = 0; h < shm.nhosts; h++)
+        if (shm.hosts[h].ring_pos < 0)
+            shm_fatal("host node %u is not on the ring of this host (node %u)", shm.hosts[h].node,
+                      self);
+}
+
+static void build_adjacency(void)
+{
+    free(adj);
+    adj = calloc((size_t)shm.nhosts * (size_t)shm.nhosts, 1);
+    if (!adj)
+        shm_fatal("out of memory");
+    uint32_t peers[256];
+    for (int a = 0; a < shm.nhosts; a++) {
+        adj[a * shm.nhosts + a] = 1;
+        int np = fabric_peers(shm.hosts[a].node, peers, 256);
+        for (int i = 0; i < np; i++) {
+            int b = shm_host_of_node(peers[i]);
+            if (b >= 0)
+                adj[a * shm.nhosts + b] = 1;
+        }
+    }
+}
+
+bool xp_direct(int a, int b) { return adj[a * shm.nhosts + b] != 0; }
+
+static long env_num(const char *name, long dflt, long min, long max)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    size_t x;
+    if (shm_parse_size(v, &x) || (long)x < min || (long)x > max)
+        shm_fatal("%s=\"%s\": give a number from %ld to %ld", name, v, min, max);
+    return (long)x;
+}
+
+void shm_xport_init(uint32_t self)
+{
+    shm.nhosts = 0;
+    for (int pe = 0; pe < shm.npes; pe++) {
+        int h = add_host(shm.pes[pe].node);
+        shm.pes[pe].host = h;
+        if (shm.hosts[h].first_pe < 0)
+            shm.hosts[h].first_pe = pe;
+    }
+    int me = add_host(self);
+    shm.myhost = me;
+    build_adjacency();
+    int ha = -1, hb = -1;
+    for (int a = 0; a < shm.nhosts && ha < 0; a++)
+        for (int b = 0; b < shm.nhosts; b++)
+            if (!xp_direct(a, b)) {
+                ha = a;
+                hb = b;
+                break;
+            }
+    shm.routed = ha >= 0;
+    if (shm.routed) {
+        discover_ring(self, ha, hb);
+        build_adjacency();
+    }
+    for (int h = 0; h < shm.nhosts; h++)
+        shm.hosts[h].adapter = h == me ? -1 : adapter_for(shm.hosts[h].node);
+    const char *at = getenv("SHMEM_ATOMICS");
+    if (at && *at && strcmp(at, "hardware") && strcmp(at, "software"))
+        shm_fatal("SHMEM_ATOMICS=\"%s\": give hardware (in place, PCIe AtomicOps through the "
+                  "NTB) or software (done by the target host's node)", at);
+    shm.sw_atomics = at && strcmp(at, "software") == 0;
+    shm.threads = (int)env_num("SHMEM_RING_THREADS", 2, 1, XP_MAX_THREADS);
+    shm.chunk = (size_t)env_num("SHMEM_RING_CHUNK", 64 << 10, 4096, 4 << 20);
+    shm.chunk = (shm.chunk + 63) & ~(size_t)63;
+    shm.rbuf_size = SHM_RBUF_SLOTS * shm.chunk;
+}
+
+bool shm_xport_needed(void) { return shm.routed || (shm.sw_atomics && shm.nhosts > 1); }
+
+int xp_next_hop(int from, int to)
+{
+    if (xp_direct(from, to))
+        return to;
+    int pf = shm.hosts[from].ring_pos, pt = shm.hosts[to].ring_pos;
+    int right = (pt - pf + ring_n) % ring_n;
+    return ring_host[right <= ring_n - right ? (pf + 1) % ring_n : (pf - 1 + ring_n) % ring_n];
+}
+
+int xp_prev_hop(int from, int at)
+{
+    if (xp_direct(from, at))
+        return from;
+    int pf = shm.hosts[from].ring_pos, pa = shm.hosts[at].ring_pos;
+    int right = (pa - pf + ring_n) % ring_n;
+    return ring_host[right <= ring_n - right ? (pa - 1 + ring_n) % ring_n : (pa + 1) % ring_n];
+}
+
+bool xp_is_reply(uint8_t type) { return type >= XP_ACK; }
+
+uint32_t xp_inbox_id(uint32_t job, uint32_t node)
+{
+    return 0x80000000u | ((job & 0x3ffffu) << 12) | (node & 0xfffu);
+}
+
+uint32_t xp_nrings(void) { return (uint32_t)(shm.npes + shm.nhosts); }
+
+/* ------------------------------------------------------------------------ producing */
+
+int xp_link_open(struct xp_link *l, seg_desc_t *sd, int host)
+{
+    struct shm_host *h = &shm.hosts[host];
+    l->host = host;
+    int rc = seg_connect(sd, &l->remote, h->node, xp_inbox_id(shm.job, h->node), h->adapter,
+                         shm.timeout_ms);
+    if (rc)
+        return rc;
+    if (seg_remote_size(l->remote) != xp_inbox_size(xp_nrings(), shm.chunk)) {
+        seg_disconnect(l->remote);
+        l->remote = NULL;
+        return -EPROTO;
+    }
+    l->base = seg_map_remote(l->remote, 0, 0, 0, &l->map);
+    if (!l->base)
+        return -errno;
+    if (!(l->dev = ntb_open(h->adapter)))
+        return -errno;
+    l->pidx = ntb_peer_port_idx(l->dev, (int)h->node);
+    return l->pidx < 0 ? l->pidx : 0;
+}
+
+void xp_link_close(struct xp_link *l)
+{
+    if (l->map)
+        seg_unmap(l->map);
+    if (l->remote)
+        seg_disconnect(l->remote);
+    if (l->dev)
+        ntb_close(l->dev);
+    memset(l, 0, sizeof *l);
+}
+
+bool xp_has_room(struct xp_prod *p)
+{
+    if (p->head - p->tail_seen < XP_SLOTS)
+        return true;
+    /* A read across the link: only when we think the ring is full. */
+    p->tail_seen = atomic_load_explicit(&xp_ring_at(p->link->base, p->ring)->tail, memory_order_acquire);
+    return p->head - p->tail_seen < XP_SLOTS;
+}
+
+void xp_push(struct xp_prod *p, const struct xp_msg *m, const void *data, size_t len)
+{
+    struct xp_ring *r = xp_ring_at(p->link->base, p->ring);
+    if (len)
+        memcpy(xp_slot_data(p->link->base, xp_nrings(), shm.chunk, p->ring, p->head), data, len);
+    r->msg[p->head % XP_SLOTS] = *m;
+    atomic_store_explicit(&r->head, ++p->head, memory_order_release);
+    ntb_peer_db_set(p->link->dev, p->link->pidx, xp_bit(p->ring, shm.threads));
+}
+
+/* A PE's send: wait for room (the node drains the ring on its own). */
+static void send_msg(int host, const struct xp_msg *m, const void *data, size_t len)
+{
+    struct xp_prod *p = &prods[host];
+    if (!p->link)
+        shm_fatal("no connection to the node of host node %u", shm.hosts[host].node);
+    pthread_mutex_lock(&p->lock);
+    for (unsigned round = 0; !xp_has_room(p); round++) {
+        if (round > 100) {
+            struct timespec ts = { 0, round < 1000 ? 2000 : 100000 };
+            nanosleep(&ts, NULL);
+            if ((round & 1023) == 0)
+                shm_check_exit();
+        }
+    }
+    xp_push(p, m, data, len);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* Where a PE sends a message for PE pe: its host's node for AMOs on a direct host, else the
+ * next hop on the way. */
+static int first_hop(int pe) { return xp_next_hop(shm.myhost, shm.pes[pe].host); }
+
+void shm_xport_connect(void)
+{
+    if (!shm_xport_needed())
+        return;
+    links = calloc((size_t)shm.nhosts, sizeof *links);
+    prods = calloc((size_t)shm.nhosts, sizeof *prods);
+    if (!links || !prods)
+        shm_fatal("out of memory");
+    for (int h = 0; h < shm.nhosts; h++) {
+        if (h == shm.myhost || shm.hosts[h].adapter < 0)
+            continue;
+        /* Ring: our neighbours forward for us. Switched with software atomics: every host
+         * with PEs does them for its PEs. */
+        if (!shm.routed && shm.hosts[h].first_pe < 0)
+            continue;
+        int rc = xp_link_open(&links[h], shm.sd, h);
+        if (rc)
+            shm_fatal("cannot reach the node of host node %u (%s): is oshrelay running there? "
+                      "(oshrun starts it)", shm.hosts[h].node, seg_strerror(rc));
+        prods[h].link = &links[h];
+        prods[h].ring = (uint32_t)shm.me;
+        pthread_mutex_init(&prods[h].lock, NULL);
+        shm_debug("routed transport: node on host node %u via adapter %d", shm.hosts[h].node,
+                  shm.hosts[h].adapter);
+    }
+}
+
+void shm_xport_fini(void)
+{
+    if (links)
+        for (int h = 0; h < shm.nhosts; h++)
+            if (links[h].remote)
+                xp_link_close(&links[h]);
+    free(links);
+    free(prods);
+    links = NULL;
+    prods = NULL;
+}
+
+/* ------------------------------------------------------------------------ addressing */
+
+bool shm_off_ok(const void *addr, size_t *off)
+{
+    const char *a = addr, *h = shm_heap_of(shm.me);
+    if (a < h || a >= h + shm.heap_size)
+        return false;
+    *off = (size_t)(a - (const char *)shm.pes[shm.me].base);
+    return true;
+}
+
+size_t shm_off(const char *who, const void *addr, int pe)
+{
+    shm_require_init(who);
+    if (pe < 0 || pe >= shm.npes)
+        shm_fatal("%s: PE %d does not exist (there are %d)", who, pe, shm.npes);
+    size_t off;
+    if (!shm_off_ok(addr, &off))
+        shm_fatal("%s: %p is not symmetric: allocate remotely accessed objects with "
+                  "shmem_malloc", who, addr);
+    return off;
+}
+
+/* ------------------------------------------------------------------------ operations */
+
+void shm_put(int pe, size_t off, const void *src, size_t len)
+{
+    if (!len)
+        return;
+    void *d = shm_direct(pe, off);
+    if (d) {
+        memcpy(d, src, len);
+        return;
+    }
+    int hop = first_hop(pe);
+    for (size_t done = 0; done < len;) {
+        size_t n = len - done < shm.chunk ? len - done : shm.chunk;
+        struct xp_msg m = { .type = XP_PUT, .src_pe = (uint32_t)shm.me, .dst_pe = (uint32_t)pe,
+                            .len = (uint32_t)n, .off = off + done };
+        atomic_fetch_add(&issued, 1);
+        send_msg(hop, &m, (const char *)src + done, n);
+        done += n;
+    }
+}
+
+struct seq_wait {
+    _Atomic uint64_t *word;
+    uint64_t seq;
+};
+
+static bool seq_reached(void *arg)
+{
+    struct seq_wait *w = arg;
+    return atomic_load_explicit(w->word, memory_order_acquire) >= w->seq;
+}
+
+void shm_get(int pe, void *dst, size_t off, size_t len)
+{
+    if (!len)
+        return;
+    void *s = shm_direct(pe, off);
+    if (s) {
+        memcpy(dst, s, len);
+        return;
+    }
+    struct shm_ctrl *c = shm_ctrl_of(shm.me);
+    char *rbuf = (char *)shm.pes[shm.me].base + shm.rbuf_off;
+    int hop = first_hop(pe);
+    pthread_mutex_lock(&get_lock);
+    /* Up to SHM_RBUF_SLOTS requests in flight, each with its own reply slot. */
+    size_t nchunks = (len + shm.chunk - 1) / shm.chunk, sent = 0, recvd = 0;
+    uint64_t first = get_seq + 1;
+    while (recvd < nchunks) {
+        while (sent < nchunks && sent - recvd < SHM_RBUF_SLOTS) {
+            size_t o = sent * shm.chunk, n = len - o < shm.chunk ? len - o : shm.chunk;
+            struct xp_msg m = { .type = XP_GET, .src_pe = (uint32_t)shm.me, .dst_pe = (uint32_t)pe,
+                                .len = (uint32_t)n, .off = off + o,
+                                .token = (uint32_t)(sent % SHM_RBUF_SLOTS), .seq = first + sent };
+            send_msg(hop, &m, NULL, 0);
+            sent++;
+        }
+        unsigned slot = (unsigned)(recvd % SHM_RBUF_SLOTS);
+        struct seq_wait w = { &c->rbuf_seq[slot], first + recvd };
+        shm_wait_notify(seq_reached, &w);
+        size_t o = recvd * shm.chunk, n = len - o < shm.chunk ? len - o : shm.chunk;
+        memcpy((char *)dst + o, rbuf + (size_t)slot * shm.chunk, n);
+        recvd++;
+    }
+    get_seq = first + nchunks - 1;
+    pthread_mutex_unlock(&get_lock);
+}
+
+static uint64_t amo_local(void *p, unsigned op, unsigned size, uint64_t v, uint64_t cond)
+{
+    op &= 0x7f;
+    if (size == 4) {
+        _Atomic uint32_t *w = p;
+        uint32_t x = (uint32_t)v, c = (uint32_t)cond;
+        switch (op) {
+        case SHM_AMO_FETCH: return atomic_load(w);
+        case SHM_AMO_SET: atomic_store(w, x); return 0;
+        case SHM_AMO_SWAP: return atomic_exchange(w, x);
+        case SHM_AMO_CSWAP: atomic_compare_exchange_strong(w, &c, x); return c;
+        case SHM_AMO_ADD: return atomic_fetch_add(w, x);
+        case SHM_AMO_AND: return atomic_fetch_and(w, x);
+        case SHM_AMO_OR: return atomic_fetch_or(w, x);
+        case SHM_AMO_XOR: return atomic_fetch_xor(w, x);
+        }
+    } else {
+        _Atomic uint64_t *w = p;
+        uint64_t c = cond;
+        switch (op) {
+        case SHM_AMO_FETCH: return atomic_load(w);
+        case SHM_AMO_SET: atomic_store(w, v); return 0;
+        case SHM_AMO_SWAP: return atomic_exchange(w, v);
+        case SHM_AMO_CSWAP: atomic_compare_exchange_strong(w, &c, v); return c;
+        case SHM_AMO_ADD: return atomic_fetch_add(w, v);
+        case SHM_AMO_AND: return atomic_fetch_and(w, v);
+        case SHM_AMO_OR: return atomic_fetch_or(w, v);
+        case SHM_AMO_XOR: return atomic_fetch_xor(w, v);
+        }
+    }
+    shm_fatal("internal: AMO op %u", op);
+}
+
+/* Done at the memory: used by the nodes for software AMOs too. */
+uint64_t shm_amo_at(void *p, unsigned op, unsigned size, uint64_t v, uint64_t cond)
+{
+    return amo_local(p, op, size, v, cond);
+}
+
+void shm_poke_direct(int pe)
+{
+    struct shm_ctrl *c = shm_ctrl_of(pe);
+    atomic_fetch_add(&c->notify, 1);
+    if (atomic_load(&c->sleeping))
+        shm_futex_wake(&c->notify);
+}
+
+uint64_t shm_amo(int pe, size_t off, unsigned op, unsigned size, uint64_t v, uint64_t cond)
+{
+    void *p = shm_direct(pe, off);
+    bool remote_host = shm.pes[pe].host != shm.myhost;
+    if (p && !(shm.sw_atomics && remote_host)) {
+        uint64_t old = amo_local(p, op, size, v, cond);
+        if (op & SHM_AMO_WAKE)
+            shm_poke_direct(pe);
+        return old;
+    }
+    /* Software path: the target host's node does it and replies with the old value. */
+    int hop = xp_next_hop(shm.myhost, shm.pes[pe].host);
+    struct xp_msg m = { .type = XP_AMO, .op = (uint8_t)op, .size = (uint8_t)size,
+                        .src_pe = (uint32_t)shm.me, .dst_pe = (uint32_t)pe, .off = off, .v = v,
+                        .cond = cond };
+    pthread_mutex_lock(&amo_lock);
+    m.seq = ++amo_seq;
+    send_msg(hop, &m, NULL, 0);
+    struct shm_ctrl *c = shm_ctrl_of(shm.me);
+    struct seq_wait w = { &c->amo_seq, m.seq };
+    shm_wait_notify(seq_reached, &w);
+    uint64_t old = c->amo_val;
+    pthread_mutex_unlock(&amo_lock);
+    return old;
+}
+
+struct acks_wait {
+    _Atomic uint64_t *acks;
+    uint64_t want;
+};
+
+static bool acks_reached(void *arg)
+{
+    struct acks_wait *w = arg;
+    return atomic_load_explicit(w->acks, memory_order_acquire) >= w->want;
+}
+
+void shm_quiet_all(void)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    uint64_t want = atomic_load(&issued);
+    if (!want)
+        return;
+    struct acks_wait w = { &shm_ctrl_of(shm.me)->acks, want };
+    shm_wait_notify(acks_reached, &w);
+}
+
+void shm_wait_notify(bool (*pred)(void *), void *arg)
+{
+    struct shm_ctrl *c = shm_ctrl_of(shm.me);
+    for (int spins = 0;; spins++) {
+        uint32_t seen = atomic_load(&c->notify);
+        if (pred(arg))
+            return;
+        if (spins < 200) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+            continue;
+        }
+        shm_check_exit();
+        atomic_fetch_add(&c->sleeping, 1);
+        if (!pred(arg))
+            shm_futex_wait(&c->notify, seen, 100);
+        atomic_fetch_sub(&c->sleeping, 1);
+    }
+}

@@ -1,0 +1,121 @@
+/*
+ * The routed transport's wire format, shared by the PEs (xport.c) and the nodes (relay.c).
+ *
+ * Every host of a routed job runs one node (oshrelay) that owns an inbox: a segment of the
+ * host's RAM with one descriptor ring and its data slots per producer. Ring r < npes carries
+ * the requests of PE r (puts, gets, AMOs) and ring npes + h the replies that host h's node
+ * produced (acks, get data, AMO results). A ring has one producing host, so a producer only
+ * ever competes with the threads of its own process; the consumer is one transfer thread of
+ * the inbox's node. A producer writes the descriptor and its data through its NTB window
+ * into the next slot, publishes the ring's head, and rings the doorbell bit of the thread
+ * that consumes the ring; the consumer publishes its tail, which a producer reads only when
+ * it runs out of slots. Because requests and replies travel in different rings and a node
+ * never blocks on a full ring (it leaves the message where it is and serves other rings),
+ * traffic around a ring cannot deadlock.
+ */
+#ifndef SHMEM_XPORT_H
+#define SHMEM_XPORT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <ntblend/ntb.h>
+#include <ntblend/seg.h>
+
+#define XP_MAGIC 0x58504f31u /* "XPO1" */
+#define XP_SLOTS 8u          /* descriptors (and data slots) per ring */
+#define XP_MAX_THREADS 8
+
+enum xp_type {
+    XP_PUT = 1, /* data to dst's segment at off; then an ack to src */
+    XP_GET,     /* read len bytes at off of dst; reply XP_GET_DATA to src */
+    XP_AMO,     /* an atomic on dst's word at off, done by dst's node */
+    XP_ACK,     /* to src: n (in v) routed operations completed */
+    XP_GET_DATA, /* to dst: data for reply slot `token`, sequence seq */
+    XP_AMO_VAL, /* to dst: an AMO's old value (v), sequence seq */
+    XP_POKE,    /* to dst: bump notify and wake it (after a routed AMO with SHM_AMO_WAKE) */
+};
+
+struct xp_msg {
+    uint8_t type, op, size, pad;
+    uint32_t origin; /* host whose node produced a reply */
+    uint32_t src_pe, dst_pe;
+    uint32_t len, token;
+    uint64_t off, v, cond, seq;
+};
+
+struct xp_ring {
+    _Atomic uint64_t head; /* written by the producer */
+    char pad0[56];
+    _Atomic uint64_t tail; /* written by the consumer */
+    char pad1[56];
+    struct xp_msg msg[XP_SLOTS];
+};
+
+struct xp_inbox {
+    _Atomic uint32_t magic;
+    uint32_t nrings, slots;
+    uint32_t pad;
+    uint64_t chunk, data_off;
+};
+
+/* Inbox geometry: a header page, the rings, then the data slots (page aligned). */
+static inline size_t xp_rings_off(void) { return 4096; }
+static inline size_t xp_data_off(uint32_t nrings)
+{
+    return (xp_rings_off() + nrings * sizeof(struct xp_ring) + 4095) & ~(size_t)4095;
+}
+static inline size_t xp_inbox_size(uint32_t nrings, size_t chunk)
+{
+    return xp_data_off(nrings) + (size_t)nrings * XP_SLOTS * chunk;
+}
+static inline struct xp_ring *xp_ring_at(void *inbox, uint32_t r)
+{
+    return (struct xp_ring *)((char *)inbox + xp_rings_off()) + r;
+}
+static inline char *xp_slot_data(void *inbox, uint32_t nrings, size_t chunk, uint32_t r,
+                                 uint64_t slot)
+{
+    return (char *)inbox + xp_data_off(nrings) + ((size_t)r * XP_SLOTS + slot % XP_SLOTS) * chunk;
+}
+
+/* A connection to another host's inbox, and our producer state for one of its rings. */
+struct xp_link {
+    int host;
+    seg_remote_t *remote;
+    seg_map_t *map;
+    void *base;
+    struct ntb_dev *dev;
+    int pidx;
+};
+
+struct xp_prod {
+    struct xp_link *link;
+    uint32_t ring;
+    uint64_t head, tail_seen;
+    pthread_mutex_t lock;
+};
+
+uint32_t xp_inbox_id(uint32_t job, uint32_t node);
+uint32_t xp_nrings(void);
+/* The doorbell bit of the transfer thread that consumes ring r. */
+static inline uint64_t xp_bit(uint32_t r, int threads) { return UINT64_C(1) << (r % (uint32_t)threads); }
+/* Connect to host h's inbox through the adapter that reaches it (waits for it to appear). */
+int xp_link_open(struct xp_link *l, seg_desc_t *sd, int host);
+void xp_link_close(struct xp_link *l);
+/* Is there a free slot? (reads the consumer's tail through the window only when needed) */
+bool xp_has_room(struct xp_prod *p);
+/* Put a message (and len bytes of data) into the ring and ring the consumer's doorbell. The
+ * caller holds p->lock and has checked xp_has_room. */
+void xp_push(struct xp_prod *p, const struct xp_msg *m, const void *data, size_t len);
+/* The next host on the way from host `from` to host `to` (a direct peer, or around the ring
+ * the shorter way; ties go right). */
+int xp_next_hop(int from, int to);
+/* The host a message from `from` arrives from at host `at` (at is on its way). */
+int xp_prev_hop(int from, int at);
+bool xp_direct(int a, int b);
+bool xp_is_reply(uint8_t type);
+
+#endif

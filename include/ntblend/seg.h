@@ -109,6 +109,12 @@ int seg_dma_transfer(seg_dma_queue_t *q, seg_local_t *local, size_t loff, seg_re
 typedef void (*seg_dma_cb)(seg_dma_queue_t *q, int status, void *arg);
 /* Wait for everything queued: 0, the first failure (-EIO, -EFAULT, -ENOLINK), -ETIMEDOUT. */
 int seg_dma_wait(seg_dma_queue_t *q, int timeout_ms);
+/* Wait for the oldest transfer still queued only (transfers complete in order): its status,
+ * -ETIMEDOUT, or -ENOENT when nothing is queued. Lets a producer keep the engine busy with
+ * the next transfers while it hands on each one as it completes. */
+int seg_dma_wait_first(seg_dma_queue_t *q, int timeout_ms);
+/* Transfers queued and not yet waited for. */
+int seg_dma_pending(const seg_dma_queue_t *q);
 /* Instead of waiting: call cb(status) from a library thread once everything queued is done. */
 int seg_dma_on_done(seg_dma_queue_t *q, seg_dma_cb cb, void *arg);
 /* Drop what has not started; waits for the transfer in progress. */

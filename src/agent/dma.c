@@ -39,7 +39,8 @@ static void *engine_thread(void *arg)
             struct fab_dma_desc *d = &ch->ring[tail % FAB_DMA_RING];
             int rc = (atomic_load(&d->flags) & FAB_DMA_CANCEL)
                          ? -ECANCELED
-                         : fab_dev_copy(f, e->ag->host, ch->rid, d->dst, d->src, d->len);
+                         : fab_dev_copy_queued(f, e->ag->host, ch->rid, d->dst, d->src, d->len,
+                                                       d->submitted_ns);
             atomic_store_explicit(&d->status, rc, memory_order_release);
             atomic_store(&ch->tail, ++tail);
             atomic_fetch_add(&e->ag->dma_done, 1);

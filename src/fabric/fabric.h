@@ -149,6 +149,7 @@ struct fab_rid_entry {
 struct fab_dma_desc {
     uint64_t src, dst, len;
     uint64_t cookie;
+    uint64_t submitted_ns;  /* when it was queued: the engine of the hardware starts it then */
     _Atomic uint32_t flags; /* FAB_DMA_INTR, FAB_DMA_CANCEL */
     _Atomic int32_t status; /* 1 pending, 0 done, -errno failed */
 };
@@ -188,6 +189,9 @@ struct fab_adapter {
     _Atomic uint32_t db;              /* doorbell bits */
     _Atomic uint32_t db_mask;
     _Atomic uint32_t db_seq;          /* futex: app doorbell vector (all but FAB_AGENT_DB_BIT) */
+    /* Latency model: the link is busy carrying earlier DMA data until these times (ns), out
+     * (writes) and in (read completions); DMA on every channel shares the link's rate. */
+    _Atomic uint64_t wire_out_until, wire_in_until;
     _Atomic uint32_t spad[TOPO_MAX_SPADS];
     uint64_t off_lut, off_rid, off_dma; /* offsets from ctl base */
 };
@@ -332,6 +336,7 @@ struct fab_target {
     uint32_t hops;       /* NTB crossings + switches, for the latency model */
     uint32_t ntbs;       /* NTB crossings */
     uint32_t path_ns;    /* one-way latency of the path (latency model; 0 when off) */
+    uint32_t egress;     /* 1 + the adapter of the first NTB crossing (0: none) */
     uint32_t fn;         /* FAB_REGION_DEVICE: the function; addr is then the offset in its
                           * BAR file */
     int err;             /* 0, or why it failed: -ENOLINK link down, -EFAULT IOMMU fault,
@@ -367,6 +372,11 @@ int fab_dev_read(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, void
 /* Bus-to-bus copy as a DMA engine does it (both addresses on `host`). */
 int fab_dev_copy(struct fab *f, uint32_t host, uint16_t rid, uint64_t dst, uint64_t src,
                  uint64_t len);
+/* The same for a descriptor queued at `queued_ns` on a DMA engine: with the latency model, its
+ * data goes on the wire as soon as the link is free after that time, however late the
+ * emulating thread gets to it (the hardware engine would have started it then). */
+int fab_dev_copy_queued(struct fab *f, uint32_t host, uint16_t rid, uint64_t dst, uint64_t src,
+                        uint64_t len, uint64_t queued_ns);
 
 /* ---- PCIe functions (devices.c) ---- */
 /* The functions a topology's devices have, with their BARs and config space; fills the

@@ -53,22 +53,23 @@ void fab_lat_delay(uint64_t ns)
 {
     if (!ns)
         return;
-    /* Short delays spin (a sleep would cost tens of microseconds); long ones sleep. */
-    if (ns < 50000) {
-        uint64_t end = fab_now_ns() + ns;
-        while (fab_now_ns() < end)
-            spin_pause();
-        return;
-    }
-    /* An absolute deadline and no timer slack: the default 50 us slack alone would stretch a
-     * modelled 70 us transfer to twice that. */
-    static _Thread_local bool slack_set;
-    if (!slack_set) {
-        prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-        slack_set = true;
-    }
     uint64_t end = fab_now_ns() + ns;
-    struct timespec ts = { .tv_sec = (time_t)(end / 1000000000ull), .tv_nsec = (long)(end % 1000000000ull) };
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-        ;
+    /* Long delays sleep until shortly before the end (a sleep can overshoot by tens of
+     * microseconds) and spin the rest; short ones only spin. An absolute deadline and no timer
+     * slack: the default 50 us slack alone would stretch a modelled 70 us transfer to twice
+     * that. Sleeping matters on small machines, where a spinning engine takes a whole CPU. */
+    if (ns >= 40000) {
+        static _Thread_local bool slack_set;
+        if (!slack_set) {
+            prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+            slack_set = true;
+        }
+        uint64_t wake = end - 20000;
+        struct timespec ts = { .tv_sec = (time_t)(wake / 1000000000ull),
+                               .tv_nsec = (long)(wake % 1000000000ull) };
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            ;
+    }
+    while (fab_now_ns() < end)
+        spin_pause();
 }

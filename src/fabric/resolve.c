@@ -239,7 +239,8 @@ static int resolve_walk(struct fab *f, uint32_t host, uint16_t rid, uint64_t add
             return 0;
         }
         t->hops += hops;
-        t->ntbs++;
+        if (!t->ntbs++)
+            t->egress = (uint32_t)ai + 1;
         if (lat->enabled) {
             int p = fab_peer_index(f, (uint32_t)ai, peer);
             t->path_ns += lat->ntb_ns + 2 * lat->adapter_switch_ns + a->peer_sw_ns[p];
@@ -373,18 +374,38 @@ static void free_extents(struct extent *x, struct extent *inline_buf)
         free(x);
 }
 
+/* The latency model's delay for a DMA of len bytes over the extents' path: the longest path's
+ * latency, plus the data's time on the wire of the first NTB link, which DMA from every channel
+ * shares: a transfer's data starts when the link has carried the earlier transfers' data. */
 static void delay_for(struct fab *f, const struct extent *x, size_t n, uint64_t len, bool read,
-                      uint64_t started)
+                      uint64_t started, uint64_t queued)
 {
-    if (!f->ctl->latency.enabled)
+    const struct topo_latency *l = &f->ctl->latency;
+    if (!l->enabled)
         return;
     uint64_t path = 0; /* the longest path among the extents */
-    for (size_t i = 0; i < n; i++)
+    uint32_t egress = 0;
+    for (size_t i = 0; i < n; i++) {
         path = x[i].t.path_ns > path ? x[i].t.path_ns : path;
+        if (!egress)
+            egress = x[i].t.egress;
+    }
     uint64_t want = fab_lat_dma_ns(f, path, len, read);
-    uint64_t spent = fab_now_ns() - started;
-    if (want > spent)
-        fab_lat_delay(want - spent);
+    uint64_t end = started + want;
+    if (egress) {
+        struct fab_adapter *a = fab_adapter(f, egress - 1);
+        _Atomic uint64_t *busy = read ? &a->wire_in_until : &a->wire_out_until;
+        uint64_t mbps = l->link_mbps ? l->link_mbps : 6000;
+        uint64_t wire = len * 1000ull / mbps, b = atomic_load(busy), start;
+        uint64_t from = queued && queued < started ? queued : started;
+        do
+            start = b > from ? b : from;
+        while (!atomic_compare_exchange_weak(busy, &b, start + wire));
+        end = start + want;
+    }
+    uint64_t now = fab_now_ns();
+    if (end > now)
+        fab_lat_delay(end - now);
 }
 
 /* Where a resolved RAM or BAR extent lives in this process. */
@@ -424,7 +445,7 @@ int fab_dev_write(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, con
         return rc;
     for (size_t i = 0; i < n && !rc; i++)
         rc = write_extent(f, &x[i].t, (const char *)src + x[i].off);
-    delay_for(f, x, n, len, false, t0);
+    delay_for(f, x, n, len, false, t0, 0);
     free_extents(x, buf);
     return rc;
 }
@@ -471,6 +492,12 @@ int fab_dev_read(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, void
 int fab_dev_copy(struct fab *f, uint32_t host, uint16_t rid, uint64_t dst, uint64_t src,
                  uint64_t len)
 {
+    return fab_dev_copy_queued(f, host, rid, dst, src, len, 0);
+}
+
+int fab_dev_copy_queued(struct fab *f, uint32_t host, uint16_t rid, uint64_t dst, uint64_t src,
+                        uint64_t len, uint64_t queued)
+{
     struct extent sbuf[INLINE_EXTENTS], dbuf[INLINE_EXTENTS], *s, *d;
     size_t ns, nd;
     uint64_t t0 = fab_now_ns();
@@ -511,7 +538,7 @@ int fab_dev_copy(struct fab *f, uint32_t host, uint16_t rid, uint64_t dst, uint6
     bool remote_src = false;
     for (size_t k = 0; k < ns; k++)
         remote_src |= s[k].t.ntbs > 0;
-    delay_for(f, remote_src ? s : d, remote_src ? ns : nd, len, remote_src, t0);
+    delay_for(f, remote_src ? s : d, remote_src ? ns : nd, len, remote_src, t0, queued);
     free_extents(s, sbuf);
     free_extents(d, dbuf);
     return rc;

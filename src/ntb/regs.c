@@ -202,6 +202,7 @@ int64_t ntb_dma_submit(struct ntb_dma_chan *h, uint64_t dst, uint64_t src, uint6
     d->dst = dst;
     d->len = len;
     d->cookie = head + 1;
+    d->submitted_ns = fab_now_ns();
     d->flags = interrupt ? FAB_DMA_INTR : 0;
     atomic_store(&d->status, 1);
     atomic_store_explicit(&ch->head, head + 1, memory_order_release);
@@ -232,7 +233,7 @@ int ntb_dma_wait(struct ntb_dma_chan *h, int64_t cookie, int timeout_ms)
     uint64_t idx = (uint64_t)cookie - 1;
     /* Like Linux dma_sync_wait, poll a little first: most copies finish within microseconds,
      * and a futex sleep plus wake-up costs more than that. */
-    uint64_t poll_until = fab_now_ns() + 10000;
+    uint64_t poll_until = timeout_ms == 0 ? 0 : fab_now_ns() + 10000;
     while (atomic_load(&ch->tail) <= idx && fab_now_ns() < poll_until)
         ;
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : fab_now_ns() + (uint64_t)timeout_ms * 1000000ull;

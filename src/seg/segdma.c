@@ -90,6 +90,25 @@ int seg_dma_transfer(seg_dma_queue_t *q, seg_local_t *local, size_t loff, seg_re
     return 0;
 }
 
+int seg_dma_wait_first(seg_dma_queue_t *q, int timeout_ms)
+{
+    if (!q || q->cb_running)
+        return -EINVAL;
+    if (q->tail == q->head)
+        return -ENOENT;
+    int rc = ntb_dma_wait(q->ch, q->cookies[q->tail % QUEUE_MAX], timeout_ms);
+    if (rc == -ETIMEDOUT)
+        return rc;
+    q->tail++;
+    if (rc && !q->first_err)
+        q->first_err = rc;
+    if (q->tail == q->head && q->state == SEG_DMA_POSTED)
+        q->state = q->first_err == -ECANCELED ? SEG_DMA_ABORTED : q->first_err ? SEG_DMA_ERROR : SEG_DMA_DONE;
+    return rc;
+}
+
+int seg_dma_pending(const seg_dma_queue_t *q) { return q ? (int)(q->head - q->tail) : 0; }
+
 int seg_dma_wait(seg_dma_queue_t *q, int timeout_ms)
 {
     uint64_t deadline = seg_deadline(timeout_ms);

@@ -195,7 +195,8 @@ void shm_job_env(uint32_t *self, bool relay)
     shm.initialized = true; /* for messages from here on */
     shm_xport_init(*self);
     shm.rbuf_off = SHM_CTRL_SIZE + shm.heap_size;
-    shm.seg_size = shm.rbuf_off + shm.rbuf_size;
+    shm.globals_off = shm.rbuf_off + shm.rbuf_size;
+    shm.seg_size = shm.globals_off + (relay ? 0 : shm_globals_size()); /* relay: learnt later */
 }
 
 void shmem_init(void)
@@ -224,6 +225,7 @@ void shmem_init(void)
         shm_fatal("cannot map the symmetric heap: %s", seg_strerror(-errno));
     memset(mine->base, 0, SHM_CTRL_SIZE);
     atomic_store(&shm_ctrl_of(shm.me)->magic, SHM_MAGIC);
+    shm_globals_init();
     int nad = ntb_adapter_count();
     for (int a = 0; a < nad; a++) {
         if ((rc = seg_prepare(shm.local, a)) || (rc = seg_set_available(shm.local, a)))
@@ -279,6 +281,7 @@ void shmem_finalize(void)
         if (p->remote)
             seg_disconnect(p->remote);
     }
+    shm_globals_fini();
     seg_remove(shm.local);
     seg_close(shm.sd);
     free(shm.pes);
@@ -328,6 +331,8 @@ void *shm_translate_or_null(const void *addr, int pe)
     size_t off;
     if (!shm.pes[pe].base || !shm_off_ok(addr, &off))
         return NULL;
+    if (pe == shm.me)
+        return (void *)addr; /* the object itself (a global has a second mapping in our segment) */
     return (char *)shm.pes[pe].base + off;
 }
 
@@ -338,7 +343,7 @@ void *shm_translate(const char *who, const void *addr, int pe)
     void *r = shm_translate_or_null(addr, pe);
     if (!r)
         shm_fatal("%s: %p is not symmetric: allocate remotely accessed objects with "
-                  "shmem_malloc (symmetric globals are not supported yet)", who, addr);
+                  "shmem_malloc or make them global or static variables", who, addr);
     return r;
 }
 

@@ -33,9 +33,17 @@ struct rthread {
     uint64_t bit;
     uint32_t *rings;
     int nrings;
+    uint64_t *owed;      /* acks owed, by source PE: sent in batches */
+    struct xp_dmaq *dq;  /* by adapter: our DMA queue for data leaving through it */
+    /* Puts whose data a DMA is moving on: all of one ring, through one adapter. */
+    struct xp_fifo fifo;
+    uint32_t pring;
+    struct xp_dmaq *pdq;
+    uint64_t next_pos;   /* the next message of pring to look at */
 };
 
 static void *inbox;
+static seg_local_t *inbox_seg;
 static uint32_t nrings;
 static struct xp_link *nlinks;  /* by host: neighbours' inboxes */
 static struct xp_prod *nprods;  /* [host * nrings + ring] */
@@ -101,12 +109,38 @@ static void reply_end(struct xp_prod *p, struct xp_msg *rm, const void *data)
     pthread_mutex_unlock(&p->lock);
 }
 
-static int forward(const struct xp_msg *m, const void *data, uint32_t ring)
+/* Send the acks we owe (batched: one message per source). false if some must wait. */
+static bool pay_acks(struct rthread *t)
+{
+    bool all = true;
+    for (int pe = 0; pe < shm.npes; pe++) {
+        if (!t->owed[pe])
+            continue;
+        struct xp_prod *p;
+        if (reply_begin(pe, &p)) {
+            all = false;
+            continue;
+        }
+        struct xp_msg rm = { .type = XP_ACK, .src_pe = (uint32_t)pe, .dst_pe = (uint32_t)pe,
+                             .v = t->owed[pe] };
+        t->owed[pe] = 0;
+        reply_end(p, &rm, NULL);
+    }
+    return all;
+}
+
+static struct xp_prod *next_prod(const struct xp_msg *m, uint32_t ring)
 {
     int h = xp_next_hop(shm.myhost, shm.pes[m->dst_pe].host);
     struct xp_prod *p = prod_for(h, ring);
     if (!p)
         shm_fatal("relay: no way to host node %u", shm.hosts[h].node);
+    return p;
+}
+
+static int forward(const struct xp_msg *m, const void *data, uint32_t ring)
+{
+    struct xp_prod *p = next_prod(m, ring);
     pthread_mutex_lock(&p->lock);
     if (!xp_has_room(p)) {
         pthread_mutex_unlock(&p->lock);
@@ -117,9 +151,15 @@ static int forward(const struct xp_msg *m, const void *data, uint32_t ring)
     return 0;
 }
 
-static int handle(const struct xp_msg *m, const void *data, uint32_t ring)
+static bool msg_sane(const struct xp_msg *m)
 {
-    if (m->dst_pe >= (uint32_t)shm.npes || m->src_pe >= (uint32_t)shm.npes)
+    return m->dst_pe < (uint32_t)shm.npes && m->src_pe < (uint32_t)shm.npes &&
+           m->len <= shm.chunk;
+}
+
+static int handle(struct rthread *t, const struct xp_msg *m, const void *data, uint32_t ring)
+{
+    if (!msg_sane(m))
         return 0; /* not from this job's library: dropped */
     int dst = (int)m->dst_pe, src = (int)m->src_pe;
     char *base = shm.pes[dst].base;
@@ -131,19 +171,15 @@ static int handle(const struct xp_msg *m, const void *data, uint32_t ring)
     case XP_PUT:
         if (!base)
             return forward(m, data, ring);
-        if (m->off + m->len > shm.seg_size)
-            return 0;
-        if (reply_begin(src, &p))
-            return -EAGAIN;
-        memcpy(base + m->off, data, m->len);
-        rm.type = XP_ACK;
-        rm.v = 1;
-        reply_end(p, &rm, NULL);
+        if (m->off + m->len <= shm.seg_size) {
+            memcpy(base + m->off, data, m->len);
+            t->owed[src]++;
+        }
         return 0;
     case XP_GET:
         if (!base)
             return forward(m, data, ring);
-        if (m->off + m->len > shm.seg_size || m->len > shm.chunk || m->token >= SHM_RBUF_SLOTS)
+        if (m->off + m->len > shm.seg_size || m->token >= SHM_RBUF_SLOTS)
             return 0;
         if (reply_begin(src, &p))
             return -EAGAIN;
@@ -154,7 +190,10 @@ static int handle(const struct xp_msg *m, const void *data, uint32_t ring)
         reply_end(p, &rm, base + m->off);
         return 0;
     case XP_AMO:
-        if (shm.pes[dst].host != shm.myhost)
+        /* In place through our window when the target's host is ours or a neighbour (PCIe
+         * AtomicOps on that link), unless software AMOs are asked for: then only its own
+         * host's node does it. */
+        if (!base || (shm.sw_atomics && shm.pes[dst].host != shm.myhost))
             return forward(m, data, ring);
         if (m->off + m->size > shm.seg_size || (m->size != 4 && m->size != 8) || (m->off % m->size))
             return 0;
@@ -171,7 +210,89 @@ static int handle(const struct xp_msg *m, const void *data, uint32_t ring)
     return 0;
 }
 
-/* One pass over a thread's rings; how many messages were handled, and whether one is stuck. */
+static void advance(struct xp_ring *ring, uint64_t pos)
+{
+    atomic_store_explicit(&ring->tail, pos + 1, memory_order_release);
+}
+
+static int npend(const struct rthread *t) { return (int)t->fifo.n; }
+
+/* Finish the oldest DMA in flight (wait: block for it; else only if it is done): publish the
+ * message on (forward) or owe the ack (delivery), and hand its slot back. */
+static bool complete_first(struct rthread *t, bool wait)
+{
+    if (!t->fifo.n)
+        return false;
+    int rc = seg_dma_wait_first(t->pdq->q, wait ? -1 : 0);
+    if (rc == -ETIMEDOUT)
+        return false;
+    if (rc)
+        shm_fatal("relay: DMA of a forwarded put failed: %s", seg_strerror(rc));
+    struct xp_pend *e = xp_fifo_first(&t->fifo);
+    if (e->fwd)
+        xp_publish(e->fwd, e->idx, &e->m);
+    else
+        t->owed[e->m.src_pe]++;
+    advance(xp_ring_at(inbox, t->pring), e->pos);
+    xp_fifo_pop(&t->fifo);
+    return true;
+}
+
+static void flush(struct rthread *t)
+{
+    while (complete_first(t, true))
+        ;
+}
+
+/* A put of at least SHMEM_DMA_MIN whose data can go by DMA: started and left in flight (0),
+ * or -EAGAIN (no room ahead) / 1 (do it the ordinary way; nothing is in flight then). */
+static int start_dma(struct rthread *t, uint32_t r, uint64_t pos, const struct xp_msg *m)
+{
+    if (!xp_dma_min || m->type != XP_PUT || m->len < xp_dma_min || !msg_sane(m))
+        return 1;
+    int dst = (int)m->dst_pe;
+    struct xp_prod *fwd = NULL;
+    seg_remote_t *to;
+    size_t roff = 0;
+    int out;
+    if (shm.pes[dst].base) {
+        if (m->off + m->len > shm.seg_size)
+            return 1;
+        to = shm.pes[dst].remote;
+        roff = m->off;
+        out = shm.pes[dst].host == shm.myhost ? -1 : shm.hosts[shm.pes[dst].host].adapter;
+    } else {
+        fwd = next_prod(m, r);
+        to = fwd->link->remote;
+        out = shm.hosts[fwd->link->host].adapter;
+    }
+    if (out < 0 || !to)
+        return 1; /* on our own host: a memcpy */
+    struct xp_dmaq *dq = &t->dq[out];
+    if (npend(t) && t->pdq != dq)
+        flush(t);
+    if (!xp_dmaq_get(dq, shm.sd, out))
+        return 1;
+    while (fwd && !xp_has_room(fwd))
+        if (!complete_first(t, true))
+            return -EAGAIN;
+    uint64_t idx = fwd ? xp_reserve(fwd) : 0;
+    if (fwd)
+        roff = xp_slot_off(fwd->ring, idx);
+    int rc = seg_dma_transfer(dq->q, inbox_seg, xp_slot_off(r, pos), to, roff, m->len, 0);
+    if (rc)
+        shm_fatal("relay: cannot queue a DMA: %s", seg_strerror(rc));
+    *xp_fifo_add(&t->fifo) = (struct xp_pend){ .pos = pos, .fwd = fwd, .idx = idx, .m = *m };
+    t->pdq = dq;
+    t->pring = r;
+    t->next_pos = pos + 1;
+    while (complete_first(t, false))
+        ;
+    return 0;
+}
+
+/* One pass over a thread's rings; how many messages were started or handled, and whether one
+ * is stuck. DMAs may stay in flight after it (see transfer_thread). */
 static int drain(struct rthread *t, bool *stuck)
 {
     int done = 0;
@@ -179,18 +300,42 @@ static int drain(struct rthread *t, bool *stuck)
     for (int i = 0; i < t->nrings; i++) {
         uint32_t r = t->rings[i];
         struct xp_ring *ring = xp_ring_at(inbox, r);
-        uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_relaxed);
-        while (tail < atomic_load_explicit(&ring->head, memory_order_acquire)) {
-            const struct xp_msg *m = &ring->msg[tail % XP_SLOTS];
-            if (handle(m, xp_slot_data(inbox, nrings, shm.chunk, r, tail), r)) {
+        if (npend(t) && t->pring != r) {
+            if (atomic_load_explicit(&ring->head, memory_order_acquire) ==
+                atomic_load_explicit(&ring->tail, memory_order_relaxed))
+                continue; /* nothing here: keep the other ring's DMAs in flight */
+            flush(t);
+        }
+        uint64_t pos = npend(t) ? t->next_pos : atomic_load_explicit(&ring->tail, memory_order_relaxed);
+        while (pos < atomic_load_explicit(&ring->head, memory_order_acquire)) {
+            const struct xp_msg *m = &ring->msg[pos % XP_SLOTS];
+            int rc = start_dma(t, r, pos, m);
+            if (rc == 0) {
+                pos++;
+                done++;
+                continue;
+            }
+            flush(t); /* in order: what is in flight goes first */
+            if (rc < 0 || handle(t, m, xp_slot_data(inbox, nrings, shm.chunk, r, pos), r)) {
                 *stuck = true;
                 break;
             }
-            atomic_store_explicit(&ring->tail, ++tail, memory_order_release);
+            advance(ring, pos++);
             done++;
         }
+        if (*stuck)
+            break;
     }
+    if (!pay_acks(t))
+        *stuck = true;
     return done;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
 }
 
 static void *transfer_thread(void *arg)
@@ -201,6 +346,18 @@ static void *transfer_thread(void *arg)
         bool stuck;
         if (drain(t, &stuck))
             continue;
+        if (npend(t)) {
+            /* Nothing new: until the oldest DMA is done or a message comes, poll both (a
+             * transfer is due within a wire time; sleeping on it would leave the next
+             * message waiting for our wake-up). */
+            struct xp_ring *ring = xp_ring_at(inbox, t->pring);
+            for (int i = 0; i < 20000 && !complete_first(t, false); i++) {
+                if (atomic_load(&ring->head) > t->next_pos)
+                    break;
+                cpu_relax();
+            }
+            continue;
+        }
         if (stuck) { /* the next host is busy: try again shortly */
             struct timespec ts = { 0, 20000 };
             nanosleep(&ts, NULL);
@@ -250,6 +407,7 @@ int shmemi_relay_main(void)
     size_t size = xp_inbox_size(nrings, shm.chunk);
     seg_local_t *local;
     int rc = seg_create(shm.sd, &local, xp_inbox_id(shm.job, self), size);
+    inbox_seg = local;
     if (rc)
         shm_fatal("relay: cannot create the inbox (%zu bytes) on node %u: %s", size, self,
                   seg_strerror(rc));
@@ -280,9 +438,12 @@ int shmemi_relay_main(void)
             shm_fatal("relay: cannot connect to PE %d's segment on node %u: %s%s", pe, p->node,
                       seg_strerror(rc),
                       rc == -ENOSPC ? "; a smaller SHMEM_SYMMETRIC_SIZE needs fewer LUT entries" : "");
-        if (seg_remote_size(p->remote) != shm.seg_size)
-            shm_fatal("relay: PE %d's segment has another size: give every PE and oshrelay the "
-                      "same SHMEM_SYMMETRIC_SIZE", pe);
+        /* Its size includes the program's globals, which only the PEs know. */
+        if (shm.seg_size == shm.globals_off)
+            shm.seg_size = seg_remote_size(p->remote);
+        if (seg_remote_size(p->remote) != shm.seg_size || shm.seg_size < shm.globals_off)
+            shm_fatal("relay: PE %d's segment has another size: give every PE the same "
+                      "program, SHMEM_SYMMETRIC_SIZE and SHMEM_RING_CHUNK", pe);
         if (!(p->base = seg_map_remote(p->remote, 0, 0, 0, &p->map)))
             shm_fatal("relay: cannot map PE %d's segment: %s", pe, seg_strerror(-errno));
     }
@@ -295,8 +456,10 @@ int shmemi_relay_main(void)
         if (h == shm.myhost || shm.hosts[h].adapter < 0 || !shm.routed)
             continue;
         if ((rc = xp_link_open(&nlinks[h], shm.sd, h)))
-            shm_fatal("relay: cannot reach the node of host node %u: %s", shm.hosts[h].node,
-                      seg_strerror(rc));
+            shm_fatal("relay: cannot reach the node of host node %u: %s%s", shm.hosts[h].node,
+                      seg_strerror(rc),
+                      rc == -ENOSPC ? "; a smaller SHMEM_RING_CHUNK or SHMEM_SYMMETRIC_SIZE needs "
+                                      "fewer LUT entries" : "");
         for (uint32_t r = 0; r < nrings; r++) {
             struct xp_prod *p = &nprods[(size_t)h * nrings + r];
             p->link = &nlinks[h];
@@ -322,7 +485,9 @@ int shmemi_relay_main(void)
             struct rthread *x = &th[a * shm.threads + t];
             x->bit = UINT64_C(1) << t;
             x->rings = calloc(nrings, sizeof *x->rings);
-            if (!x->rings)
+            x->owed = calloc((size_t)shm.npes, sizeof *x->owed);
+            x->dq = calloc((size_t)nad, sizeof *x->dq);
+            if (!x->rings || !x->owed || !x->dq)
                 shm_fatal("out of memory");
             for (uint32_t r = 0; r < nrings; r++) {
                 int from = r < (uint32_t)shm.npes ? shm.pes[r].host : (int)(r - (uint32_t)shm.npes);
@@ -362,6 +527,8 @@ int shmemi_relay_main(void)
             ntb_db_set(th[i].dev, th[i].bit); /* wake it */
             pthread_join(th[i].tid, NULL);
             ntb_close(th[i].dev);
+            for (int a = 0; a < nad; a++)
+                xp_dmaq_put(&th[i].dq[a]);
         }
     for (int h = 0; h < shm.nhosts; h++)
         if (nlinks[h].remote)

@@ -54,6 +54,7 @@ struct shm_state {
     seg_local_t *local;
     struct shm_pe *pes;
     size_t rbuf_off, rbuf_size; /* routed get replies: after the heap in every segment */
+    size_t globals_off;         /* the program's globals: after the reply buffer */
     /* The hosts of the job (xport.c): every host with a PE, and on a ring every host of it. */
     int nhosts, myhost;
     struct shm_host *hosts;
@@ -122,6 +123,15 @@ struct shm_host {
 
 size_t shm_off(const char *who, const void *addr, int pe); /* fatal unless symmetric */
 bool shm_off_ok(const void *addr, size_t *off);
+/* globals.c: the program's data and bss, remotely accessible. shm_globals_size() is what the
+ * segment holds for them (page multiple, after the get reply buffer at shm.globals_off);
+ * shm_globals_init() moves them into our segment once it is mapped (before anyone connects);
+ * shm_globals_off() says whether addr is one of them and its offset in the segment;
+ * shm_globals_fini() gives the program private memory again. */
+size_t shm_globals_size(void);
+void shm_globals_init(void);
+bool shm_globals_off(const void *addr, size_t *off);
+void shm_globals_fini(void);
 static inline void *shm_direct(int pe, size_t off)
 { return shm.pes[pe].base ? (char *)shm.pes[pe].base + off : NULL; }
 void shm_put(int pe, size_t off, const void *src, size_t len);

@@ -28,6 +28,7 @@ static int *ring_host; /* ring position -> host index */
 /* PE side of the routed transport. */
 static struct xp_link *links; /* by host */
 static struct xp_prod *prods; /* our ring in each host's inbox, by host */
+static struct xp_dmaq *pe_dmaq; /* DMA queues of the adapter reaching each host */
 static _Atomic uint64_t issued; /* routed puts and posted AMOs sent */
 static pthread_mutex_t get_lock = PTHREAD_MUTEX_INITIALIZER, amo_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t get_seq, amo_seq;
@@ -200,9 +201,14 @@ void shm_xport_init(uint32_t self)
                   "NTB) or software (done by the target host's node)", at);
     shm.sw_atomics = at && strcmp(at, "software") == 0;
     shm.threads = (int)env_num("SHMEM_RING_THREADS", 2, 1, XP_MAX_THREADS);
-    shm.chunk = (size_t)env_num("SHMEM_RING_CHUNK", 64 << 10, 4096, 4 << 20);
+    shm.chunk = (size_t)env_num("SHMEM_RING_CHUNK", XP_DEFAULT_CHUNK, 4096, 1 << 20);
     shm.chunk = (shm.chunk + 63) & ~(size_t)63;
-    shm.rbuf_size = SHM_RBUF_SLOTS * shm.chunk;
+    const char *dm = getenv("SHMEM_DMA_MIN");
+    xp_dma_min = dm && (!strcmp(dm, "off") || !strcmp(dm, "0"))
+                     ? 0
+                     : (size_t)env_num("SHMEM_DMA_MIN", 32 << 10, 1, 1L << 40);
+    /* Get replies, then two chunks of staging for DMA from private memory. */
+    shm.rbuf_size = (SHM_RBUF_SLOTS + 4) * shm.chunk; /* + PUT_STAGES */
 }
 
 bool shm_xport_needed(void) { return shm.routed || (shm.sw_atomics && shm.nhosts > 1); }
@@ -269,23 +275,61 @@ void xp_link_close(struct xp_link *l)
     memset(l, 0, sizeof *l);
 }
 
+size_t xp_dma_min;
+
 bool xp_has_room(struct xp_prod *p)
 {
-    if (p->head - p->tail_seen < XP_SLOTS)
+    if (p->resv - p->tail_seen < XP_SLOTS)
         return true;
     /* A read across the link: only when we think the ring is full. */
     p->tail_seen = atomic_load_explicit(&xp_ring_at(p->link->base, p->ring)->tail, memory_order_acquire);
-    return p->head - p->tail_seen < XP_SLOTS;
+    return p->resv - p->tail_seen < XP_SLOTS;
+}
+
+size_t xp_slot_off(uint32_t r, uint64_t idx)
+{
+    return xp_data_off(xp_nrings()) + ((size_t)r * XP_SLOTS + idx % XP_SLOTS) * shm.chunk;
+}
+
+void xp_publish(struct xp_prod *p, uint64_t idx, const struct xp_msg *m)
+{
+    struct xp_ring *r = xp_ring_at(p->link->base, p->ring);
+    if (idx != p->head)
+        shm_fatal("internal: ring %u published out of order (%llu, head %llu)", p->ring,
+                  (unsigned long long)idx, (unsigned long long)p->head);
+    r->msg[idx % XP_SLOTS] = *m;
+    atomic_store_explicit(&r->head, ++p->head, memory_order_release);
+    ntb_peer_db_set(p->link->dev, p->link->pidx, xp_bit(p->ring, shm.threads));
 }
 
 void xp_push(struct xp_prod *p, const struct xp_msg *m, const void *data, size_t len)
 {
-    struct xp_ring *r = xp_ring_at(p->link->base, p->ring);
+    uint64_t idx = xp_reserve(p);
     if (len)
-        memcpy(xp_slot_data(p->link->base, xp_nrings(), shm.chunk, p->ring, p->head), data, len);
-    r->msg[p->head % XP_SLOTS] = *m;
-    atomic_store_explicit(&r->head, ++p->head, memory_order_release);
-    ntb_peer_db_set(p->link->dev, p->link->pidx, xp_bit(p->ring, shm.threads));
+        memcpy(xp_slot_data(p->link->base, xp_nrings(), shm.chunk, p->ring, idx), data, len);
+    xp_publish(p, idx, m);
+}
+
+static pthread_mutex_t dmaq_lock = PTHREAD_MUTEX_INITIALIZER;
+
+bool xp_dmaq_get(struct xp_dmaq *d, seg_desc_t *sd, int adapter)
+{
+    if (d->tried)
+        return d->q != NULL;
+    pthread_mutex_lock(&dmaq_lock);
+    d->tried = true;
+    if (xp_dma_min && seg_dma_queue_create(sd, &d->q, adapter))
+        d->q = NULL;
+    pthread_mutex_unlock(&dmaq_lock);
+    shm_debug("DMA on adapter %d: %s", adapter, d->q ? "yes" : "no channel free: copies by CPU");
+    return d->q != NULL;
+}
+
+void xp_dmaq_put(struct xp_dmaq *d)
+{
+    if (d->q)
+        seg_dma_queue_remove(d->q);
+    memset(d, 0, sizeof *d);
 }
 
 /* A PE's send: wait for room (the node drains the ring on its own). */
@@ -317,7 +361,8 @@ void shm_xport_connect(void)
         return;
     links = calloc((size_t)shm.nhosts, sizeof *links);
     prods = calloc((size_t)shm.nhosts, sizeof *prods);
-    if (!links || !prods)
+    pe_dmaq = calloc((size_t)shm.nhosts, sizeof *pe_dmaq);
+    if (!links || !prods || !pe_dmaq)
         shm_fatal("out of memory");
     for (int h = 0; h < shm.nhosts; h++) {
         if (h == shm.myhost || shm.hosts[h].adapter < 0)
@@ -327,6 +372,11 @@ void shm_xport_connect(void)
         if (!shm.routed && shm.hosts[h].first_pe < 0)
             continue;
         int rc = xp_link_open(&links[h], shm.sd, h);
+        if (rc == -ENOSPC)
+            shm_fatal("cannot map the inbox of host node %u (%zu KiB): %s; a smaller "
+                      "SHMEM_RING_CHUNK or SHMEM_SYMMETRIC_SIZE needs fewer LUT entries",
+                      shm.hosts[h].node, xp_inbox_size(xp_nrings(), shm.chunk) >> 10,
+                      seg_strerror(rc));
         if (rc)
             shm_fatal("cannot reach the node of host node %u (%s): is oshrelay running there? "
                       "(oshrun starts it)", shm.hosts[h].node, seg_strerror(rc));
@@ -341,9 +391,13 @@ void shm_xport_connect(void)
 void shm_xport_fini(void)
 {
     if (links)
-        for (int h = 0; h < shm.nhosts; h++)
+        for (int h = 0; h < shm.nhosts; h++) {
+            xp_dmaq_put(&pe_dmaq[h]);
             if (links[h].remote)
                 xp_link_close(&links[h]);
+        }
+    free(pe_dmaq);
+    pe_dmaq = NULL;
     free(links);
     free(prods);
     links = NULL;
@@ -356,7 +410,7 @@ bool shm_off_ok(const void *addr, size_t *off)
 {
     const char *a = addr, *h = shm_heap_of(shm.me);
     if (a < h || a >= h + shm.heap_size)
-        return false;
+        return shm_globals_off(addr, off);
     *off = (size_t)(a - (const char *)shm.pes[shm.me].base);
     return true;
 }
@@ -375,6 +429,25 @@ size_t shm_off(const char *who, const void *addr, int pe)
 
 /* ------------------------------------------------------------------------ operations */
 
+#define PUT_STAGES 4u /* staging chunks for DMA from private memory */
+
+/* Publish the oldest chunk in flight once its DMA is done; with wait false only if it is. */
+static bool put_complete(struct xp_prod *p, seg_dma_queue_t *q, struct xp_fifo *f, bool wait)
+{
+    if (!f->n)
+        return false;
+    int rc = seg_dma_wait_first(q, wait ? -1 : 0);
+    if (rc == -ETIMEDOUT)
+        return false;
+    if (rc)
+        shm_fatal("DMA to the node of host node %u failed: %s", shm.hosts[p->link->host].node,
+                  seg_strerror(rc));
+    struct xp_pend *e = xp_fifo_first(f);
+    xp_publish(p, e->idx, &e->m);
+    xp_fifo_pop(f);
+    return true;
+}
+
 void shm_put(int pe, size_t off, const void *src, size_t len)
 {
     if (!len)
@@ -385,14 +458,63 @@ void shm_put(int pe, size_t off, const void *src, size_t len)
         return;
     }
     int hop = first_hop(pe);
-    for (size_t done = 0; done < len;) {
+    struct xp_prod *p = &prods[hop];
+    if (!p->link)
+        shm_fatal("no connection to the node of host node %u", shm.hosts[hop].node);
+    /* Chunks of at least SHMEM_DMA_MIN go by the adapter's DMA engine, straight from the
+     * symmetric source or through staging chunks in our segment, several in flight; each is
+     * published as soon as its DMA is done, so the next hop starts on it at once. */
+    size_t soff = 0;
+    bool sym = shm_off_ok(src, &soff) && soff + len <= shm.seg_size;
+    struct xp_dmaq *dq = &pe_dmaq[hop];
+    struct xp_fifo f = { .n = 0 };
+    pthread_mutex_lock(&p->lock);
+    unsigned k = 0;
+    for (size_t done = 0; done < len; k++) {
         size_t n = len - done < shm.chunk ? len - done : shm.chunk;
         struct xp_msg m = { .type = XP_PUT, .src_pe = (uint32_t)shm.me, .dst_pe = (uint32_t)pe,
                             .len = (uint32_t)n, .off = off + done };
+        bool dma = xp_dma_min && n >= xp_dma_min && xp_dmaq_get(dq, shm.sd, shm.hosts[hop].adapter);
+        if (!dma)
+            while (put_complete(p, dq->q, &f, true)) /* in order: what is in flight first */
+                ;
+        if (dma && !sym && f.n == PUT_STAGES)
+            put_complete(p, dq->q, &f, true);
+        for (unsigned round = 0; !xp_has_room(p); round++) {
+            if (put_complete(p, dq->q, &f, true))
+                continue;
+            if (round > 100) {
+                struct timespec ts = { 0, round < 1000 ? 2000 : 100000 };
+                nanosleep(&ts, NULL);
+                if ((round & 1023) == 0)
+                    shm_check_exit();
+            }
+        }
         atomic_fetch_add(&issued, 1);
-        send_msg(hop, &m, (const char *)src + done, n);
+        if (!dma) {
+            xp_push(p, &m, (const char *)src + done, n);
+            done += n;
+            continue;
+        }
+        uint64_t idx = xp_reserve(p);
+        size_t loff = soff + done;
+        if (!sym) {
+            loff = shm.rbuf_off + (SHM_RBUF_SLOTS + (idx % PUT_STAGES)) * shm.chunk;
+            memcpy((char *)shm.pes[shm.me].base + loff, (const char *)src + done, n);
+        }
+        int rc = seg_dma_transfer(dq->q, shm.local, loff, p->link->remote,
+                                  xp_slot_off(p->ring, idx), n, 0);
+        if (rc)
+            shm_fatal("cannot queue a DMA to the node of host node %u: %s",
+                      shm.hosts[hop].node, seg_strerror(rc));
+        *xp_fifo_add(&f) = (struct xp_pend){ .idx = idx, .m = m };
+        while (put_complete(p, dq->q, &f, false))
+            ;
         done += n;
     }
+    while (put_complete(p, dq->q, &f, true))
+        ;
+    pthread_mutex_unlock(&p->lock);
 }
 
 struct seq_wait {

@@ -26,6 +26,7 @@
 
 #define XP_MAGIC 0x58504f31u /* "XPO1" */
 #define XP_SLOTS 8u          /* descriptors (and data slots) per ring */
+#define XP_DEFAULT_CHUNK (128u << 10)
 #define XP_MAX_THREADS 8
 
 enum xp_type {
@@ -94,9 +95,36 @@ struct xp_link {
 struct xp_prod {
     struct xp_link *link;
     uint32_t ring;
-    uint64_t head, tail_seen;
+    uint64_t head;      /* published */
+    uint64_t resv;      /* reserved (slots whose data a DMA may still be writing) */
+    uint64_t tail_seen;
     pthread_mutex_t lock;
 };
+
+/* A DMA queue (channel) of one adapter. A hop keeps several chunks queued on it, so the
+ * engine goes from one to the next without idling, and hands each on as it completes. */
+struct xp_dmaq {
+    seg_dma_queue_t *q;
+    bool tried;
+};
+/* Claim the queue (once; false when the adapter's channels are all taken: copies by CPU). */
+bool xp_dmaq_get(struct xp_dmaq *d, seg_desc_t *sd, int adapter);
+void xp_dmaq_put(struct xp_dmaq *d);
+/* Chunks in flight, in the order they were queued. */
+struct xp_pend {
+    uint64_t pos;        /* relay: the message's place in its incoming ring */
+    struct xp_prod *fwd; /* where it is published when done (NULL: a delivery) */
+    uint64_t idx;        /* its reserved slot there */
+    struct xp_msg m;
+};
+struct xp_fifo {
+    struct xp_pend e[XP_SLOTS];
+    unsigned head, n;
+};
+static inline struct xp_pend *xp_fifo_first(struct xp_fifo *f) { return &f->e[f->head % XP_SLOTS]; }
+static inline struct xp_pend *xp_fifo_add(struct xp_fifo *f) { return &f->e[(f->head + f->n++) % XP_SLOTS]; }
+static inline void xp_fifo_pop(struct xp_fifo *f) { f->head++; f->n--; }
+extern size_t xp_dma_min; /* SHMEM_DMA_MIN: hops of at least this many bytes use DMA */
 
 uint32_t xp_inbox_id(uint32_t job, uint32_t node);
 uint32_t xp_nrings(void);
@@ -110,6 +138,12 @@ bool xp_has_room(struct xp_prod *p);
 /* Put a message (and len bytes of data) into the ring and ring the consumer's doorbell. The
  * caller holds p->lock and has checked xp_has_room. */
 void xp_push(struct xp_prod *p, const struct xp_msg *m, const void *data, size_t len);
+/* The same in two steps, for data a DMA writes into the slot meanwhile: reserve the next
+ * slot (room checked), then publish the message once its data is there, in reserve order. */
+static inline uint64_t xp_reserve(struct xp_prod *p) { return p->resv++; }
+void xp_publish(struct xp_prod *p, uint64_t idx, const struct xp_msg *m);
+/* Offset of ring r's slot idx in an inbox segment. */
+size_t xp_slot_off(uint32_t r, uint64_t idx);
 /* The next host on the way from host `from` to host `to` (a direct peer, or around the ring
  * the shorter way; ties go right). */
 int xp_next_hop(int from, int to);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The demo: installs what is missing, builds, boots a two-host fabric, shows it, measures an
-# NTB window and the doorbell round trip between the hosts, and shuts it down.
+# NTB window and the doorbell round trip between the hosts, lends an NVMe, runs an OpenSHMEM
+# program across a five-host switchless ring, and shuts it all down.
 # Usage: scripts/demo.sh [--keep]   (--keep leaves the fabric up for you to explore)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,6 +59,13 @@ step "Host b borrows a's NVMe and drives it with its own driver: write, read bac
 ntblend --fabric demo-dev run --host b -- nvme_bench --device nvme0 --qd 1 --seconds 1
 ntblend --fabric demo-dev run --host b -- nvme_bench --device nvme0 --qd 32 --seconds 1
 ntblend --fabric demo-dev down
+
+step "OpenSHMEM on a switchless ring of five hosts: oshcc, then oshrun across the ring"
+ntblend --fabric demo-ring up examples/topologies/ring5.ini
+[ $keep = 1 ] || trap 'ntblend down >/dev/null 2>&1 || true; ntblend --fabric demo-ring down >/dev/null 2>&1 || true' EXIT
+oshcc -o build/ring_demo examples/shmem/ring_demo.c
+oshrun -np 5 --fabric demo-ring build/ring_demo
+ntblend --fabric demo-ring down
 
 step "Pull the cable: the agents can no longer reach each other"
 ntblend agent-ping a b

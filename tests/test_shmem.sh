@@ -15,7 +15,7 @@ n() { "$bin/ntblend" --fabric "$fabric" "$@"; }
 trap 'n down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-progs=(hello putget malloc atomics barrier wait teams coll rma_ext amo_ext signal p2p lock ctx api15)
+progs=(hello putget malloc atomics barrier wait teams coll rma_ext amo_ext signal p2p lock ctx api15 globals quiet_fwd progress ring_order)
 for p in "${progs[@]}" fail; do
     "$bin/oshcc" -std=gnu11 -Wall -Wextra -Werror -o "$work/$p" "$src/tests/shmem/$p.c" ||
         fail "oshcc could not build $p.c"

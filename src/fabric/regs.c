@@ -65,13 +65,19 @@ int fab_lut_alloc(struct fab *f, uint32_t ai, int32_t owner, uint32_t flags)
     struct fab_lut_entry *e = fab_lut(f, a);
     int rc = -ENOSPC;
     fab_lock(&f->ctl->ctl_lock);
-    for (uint32_t i = 0; i < a->lut_entries; i++)
+    /* The agents' mailbox entries, which live as long as the fabric, come from the top of the
+     * table: taken from the bottom, in between the ranges of the applications of the moment,
+     * they would split the table and keep large windows from ever fitting again. */
+    bool top = flags & FAB_LUT_AGENT;
+    for (uint32_t k = 0; k < a->lut_entries; k++) {
+        uint32_t i = top ? a->lut_entries - 1 - k : k;
         if (e[i].owner_pid == 0 && !(e[i].flags & FAB_LUT_AGENT) && !atomic_load(&e[i].valid)) {
             e[i].owner_pid = owner;
             e[i].flags = flags;
             rc = (int)i;
             break;
         }
+    }
     fab_unlock(&f->ctl->ctl_lock);
     return rc;
 }

@@ -1,7 +1,7 @@
 /*
- * Communication contexts. Every RMA and AMO here completes at the store (rma.c), so a context
- * carries no resources: it only scopes quiet/fence (both store fences) and, when made from a
- * team, maps the team-relative PE numbers its operations take to world PEs.
+ * Communication contexts. A context carries no resources: its quiet/fence are the PE's (which
+ * wait for the PE's routed operations too, more than required), and one made from a team maps
+ * the team-relative PE numbers its operations take to world PEs.
  */
 #include <stdatomic.h>
 #include <stdlib.h>

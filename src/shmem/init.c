@@ -240,7 +240,7 @@ void shmem_init(void)
         int ad = p->host == shm.myhost ? 0 : shm.hosts[p->host].adapter;
         if (ad < 0)
             continue;
-        rc = seg_connect(shm.sd, &p->remote, p->node, seg_id_of(shm.job, pe), ad, shm.timeout_ms);
+        rc = shm_connect(shm.sd, &p->remote, p->node, seg_id_of(shm.job, pe), ad);
         if (rc == -ENOENT || rc == -ECONNREFUSED)
             shm_fatal("PE %d (node %u) did not publish its symmetric heap within %d ms: did it "
                       "start? (set SHMEM_BOOTSTRAP_TIMEOUT to wait longer)", pe, p->node,

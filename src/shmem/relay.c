@@ -433,7 +433,7 @@ int shmemi_relay_main(void)
         int ad = p->host == shm.myhost ? 0 : shm.hosts[p->host].adapter;
         if (ad < 0)
             continue;
-        rc = seg_connect(shm.sd, &p->remote, p->node, seg_id_of(shm.job, pe), ad, shm.timeout_ms);
+        rc = shm_connect(shm.sd, &p->remote, p->node, seg_id_of(shm.job, pe), ad);
         if (rc)
             shm_fatal("relay: cannot connect to PE %d's segment on node %u: %s%s", pe, p->node,
                       seg_strerror(rc),

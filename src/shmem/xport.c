@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,13 @@ static struct xp_dmaq *pe_dmaq; /* DMA queues of the adapter reaching each host 
 static _Atomic uint64_t issued; /* routed puts and posted AMOs sent */
 static pthread_mutex_t get_lock = PTHREAD_MUTEX_INITIALIZER, amo_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t get_seq, amo_seq;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 void shm_futex_wait(_Atomic uint32_t *w, uint32_t seen, long ms)
 {
@@ -242,12 +250,24 @@ uint32_t xp_nrings(void) { return (uint32_t)(shm.npes + shm.nhosts); }
 
 /* ------------------------------------------------------------------------ producing */
 
+int shm_connect(seg_desc_t *sd, seg_remote_t **r, uint32_t node, uint32_t id, int adapter)
+{
+    /* LUT entries of a job that just ended come back as the agents process its processes'
+     * exits, which can lag behind them: give a full adapter a few seconds. */
+    for (int tries = 0;; tries++) {
+        int rc = seg_connect(sd, r, node, id, adapter, shm.timeout_ms);
+        if (rc != -ENOSPC || tries == 50)
+            return rc;
+        struct timespec ts = { 0, 100 * 1000000L };
+        nanosleep(&ts, NULL);
+    }
+}
+
 int xp_link_open(struct xp_link *l, seg_desc_t *sd, int host)
 {
     struct shm_host *h = &shm.hosts[host];
     l->host = host;
-    int rc = seg_connect(sd, &l->remote, h->node, xp_inbox_id(shm.job, h->node), h->adapter,
-                         shm.timeout_ms);
+    int rc = shm_connect(sd, &l->remote, h->node, xp_inbox_id(shm.job, h->node), h->adapter);
     if (rc)
         return rc;
     if (seg_remote_size(l->remote) != xp_inbox_size(xp_nrings(), shm.chunk)) {
@@ -658,9 +678,13 @@ void shm_quiet_all(void)
     shm_wait_notify(acks_reached, &w);
 }
 
+/* Wait for pred: spin briefly (the other PE is usually running on another core), then yield
+ * the CPU for a while (with more PEs than cores the one we wait for may need ours), and only
+ * then sleep on our notify word, which every remote wake-up bumps. */
 void shm_wait_notify(bool (*pred)(void *), void *arg)
 {
     struct shm_ctrl *c = shm_ctrl_of(shm.me);
+    uint64_t yield_until = 0;
     for (int spins = 0;; spins++) {
         uint32_t seen = atomic_load(&c->notify);
         if (pred(arg))
@@ -669,6 +693,13 @@ void shm_wait_notify(bool (*pred)(void *), void *arg)
 #if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
 #endif
+            continue;
+        }
+        uint64_t now = now_ns();
+        if (!yield_until)
+            yield_until = now + 200000;
+        if (now < yield_until) {
+            sched_yield();
             continue;
         }
         shm_check_exit();

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# OpenSHMEM over the routed transport (xport.c, relay.c). On ring5.ini (a switchless ring of 5
+# hosts, each reaching only its two neighbours) every program of test_shmem.sh's list runs at 5
+# PEs round-robin (each PE has two non-neighbours), at 3 PEs on a,c,e (two hops between all
+# but e-a; b and d only forward), at 4 PEs, at 2 PEs on a,c, at 10 PEs as 2 per host with an
+# 8M heap, and at 5 PEs with SHMEM_RING_THREADS=1 and 4 and with SHMEM_RING_CHUNK=4096 (many
+# chunks per put). quiet_fwd, progress and ring_order pick non-neighbours on purpose: quiet
+# waits for forwarded puts, the relays serve a target that sleeps outside the library, and
+# fence/put-with-signal keep their order across the hops. Then on four-hosts-switch.ini with
+# SHMEM_ATOMICS=software the AMO-heavy programs run with the target hosts' relays doing the
+# atomics, which SHMEM_DEBUG's "routed transport" lines confirm.
+set -euo pipefail
+bin="${NTBLEND_BIN:?set NTBLEND_BIN to the bin directory of the build}"
+src="${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}"
+fabric="t-shmem-ring-$$"
+work=$(mktemp -d)
+n() { "$bin/ntblend" --fabric "$fabric" "$@"; }
+trap 'n down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# The programs: test_shmem.sh's list.
+eval "$(awk '/^progs=\(/ { f = 1 } f { print } f && /\)$/ { exit }' "$src/tests/test_shmem.sh")"
+[[ ${#progs[@]} -gt 10 ]] || fail "cannot read the program list of test_shmem.sh"
+for p in "${progs[@]}"; do
+    "$bin/oshcc" -std=gnu11 -Wall -Wextra -Werror -o "$work/$p" "$src/tests/shmem/$p.c" ||
+        fail "oshcc could not build $p.c"
+done
+
+# run LABEL OSHRUN-ARGS...: every program under one placement.
+run_all() {
+    local label=$1
+    shift
+    for p in "${progs[@]}"; do
+        if ! timeout 60 "$bin/oshrun" --fabric "$fabric" "$@" "$work/$p" >"$work/out" 2>&1; then
+            fail "$p ($label): $(cat "$work/out")"
+        fi
+    done
+}
+
+n up "$src/examples/topologies/ring5.ini" >/dev/null
+# The job is routed: non-neighbours are reached through the relays.
+SHMEM_DEBUG=1 timeout 60 "$bin/oshrun" --fabric "$fabric" -np 5 "$work/hello" >"$work/out" 2>&1 ||
+    fail "hello on the ring: $(cat "$work/out")"
+[[ $(grep -o "routed around the ring" "$work/out" | wc -l) == 5 ]] ||
+    fail "5 PEs on ring5 are not routed: $(cat "$work/out")"
+run_all "5 PEs, ring" -np 5
+run_all "3 PEs on a,c,e" -np 3 --hosts a,c,e
+run_all "4 PEs, ring" -np 4
+run_all "2 PEs on a,c" -np 2 --hosts a,c
+SHMEM_SYMMETRIC_SIZE=8M run_all "10 PEs, 2 per host" -np 10 --ppn 2
+for p in teams coll; do # SHMEM_TEAM_SHARED: the 2 PEs of a host
+    SHMEM_SYMMETRIC_SIZE=8M timeout 60 "$bin/oshrun" --fabric "$fabric" -np 10 --ppn 2 \
+        "$work/$p" 2 >"$work/out" 2>&1 || fail "$p (10 PEs, 2 per host, SHARED): $(cat "$work/out")"
+done
+SHMEM_RING_THREADS=1 run_all "5 PEs, 1 thread" -np 5
+SHMEM_RING_THREADS=4 run_all "5 PEs, 4 threads" -np 5
+SHMEM_RING_CHUNK=4096 run_all "5 PEs, 4 KiB chunks" -np 5
+n down >/dev/null
+
+# Software atomics on a switch: the target host's relay does every AMO between hosts.
+n up "$src/examples/topologies/four-hosts-switch.ini" >/dev/null
+amo_progs=(atomics amo_ext lock signal barrier)
+sw_run() {
+    local label=$1 np=$2
+    shift 2
+    for p in "${amo_progs[@]}"; do
+        SHMEM_ATOMICS=software SHMEM_DEBUG=1 timeout 60 "$bin/oshrun" --fabric "$fabric" "$@" \
+            "$work/$p" >"$work/out" 2>&1 || fail "$p ($label): $(cat "$work/out")"
+        # Each PE connected to the relay of every other host with PEs (-o: PEs' debug lines
+        # may share a line of the output).
+        [[ $(grep -o "routed transport: node on host node" "$work/out" | wc -l) == $((np * 3)) ]] ||
+            fail "$p ($label): the PEs did not use the relays: $(cat "$work/out")"
+        grep -q "relay on node .*transfer threads" "$work/out" ||
+            fail "$p ($label): no relay ran: $(cat "$work/out")"
+    done
+}
+# LUT entries (64 of 4 MiB per adapter): the relay of each host maps every other host's PE
+# heaps too, and each PE the other hosts' inboxes (nrings x 8 chunks), so the heaps are small.
+SHMEM_SYMMETRIC_SIZE=16M sw_run "software atomics, 4 PEs" 4 -np 4
+SHMEM_SYMMETRIC_SIZE=4M SHMEM_RING_CHUNK=64K sw_run "software atomics, 8 PEs, 2 per host" 8 \
+    -np 8 --ppn 2
+# Hardware atomics (the default): no relay is involved.
+SHMEM_DEBUG=1 timeout 60 "$bin/oshrun" --fabric "$fabric" -np 4 "$work/atomics" >"$work/out" 2>&1 ||
+    fail "atomics (hardware): $(cat "$work/out")"
+if grep -q "routed transport" "$work/out"; then
+    fail "hardware atomics on a switch used the relays: $(cat "$work/out")"
+fi
+echo "test_shmem_ring: ok"

@@ -28,6 +28,8 @@ struct shm_ctrl {
     _Atomic uint32_t sleeping;  /* someone sleeps on notify: senders must FUTEX_WAKE */
     _Atomic int32_t exit_code;  /* set by shmem_global_exit: status + 1 */
     _Atomic uint64_t bar_flag[SHM_BAR_ROUNDS]; /* dissemination barrier: arrivals per round */
+    _Atomic uint64_t bar_count;   /* PE 0's: arrivals at the counter barrier, all barriers */
+    _Atomic uint64_t bar_release; /* the last counter barrier that released us */
     /* Replies of the routed transport (xport.c), written by the node next to this PE. */
     _Atomic uint64_t acks;                    /* routed puts and AMOs completed */
     _Atomic uint64_t amo_seq;                 /* last AMO reply's sequence number */
@@ -63,6 +65,7 @@ struct shm_state {
     int threads;      /* SHMEM_RING_THREADS: transfer threads per adapter of each node */
     size_t chunk;     /* SHMEM_RING_CHUNK */
     int timeout_ms;   /* SHMEM_BOOTSTRAP_TIMEOUT */
+    bool crowded;     /* more PEs than CPUs on this machine: yield at once, count at PE 0 */
 };
 
 extern struct shm_state shm;

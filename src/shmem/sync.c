@@ -10,6 +10,7 @@
  * own bar_flag[k] has counted this barrier; ceil(log2 n) rounds, no central counter, and every
  * PE waits on its own page (a short spin, then FUTEX_WAIT; the waker's FUTEX_WAKE reaches it
  * through the same host RAM page). Waits time out every 100 ms to look for a global exit.
+ * With more PEs than CPUs it is a counter in PE 0's control page instead (counter_barrier).
  *
  * wait_until/test poll the local variable (a put from another PE is a plain store into our
  * memory, which wakes nobody): a short spin, then sleeps from 1 us doubling to 1 ms.
@@ -48,11 +49,33 @@ static bool flag_reached(void *arg)
     return atomic_load_explicit(w->flag, memory_order_acquire) >= w->want;
 }
 
+/* With more PEs than CPUs a waiting PE must give its CPU to the PE it waits for, and every
+ * round of the dissemination barrier needs the partner to have run: a central counter needs
+ * each PE to run once per barrier (arrive; see the release and arrive at the next one). */
+static void counter_barrier(uint64_t epoch)
+{
+    struct shm_ctrl *c = shm_ctrl_of(shm.me);
+    uint64_t arrived = shm_amo(0, offsetof(struct shm_ctrl, bar_count), SHM_AMO_ADD, 8, 1, 0) + 1;
+    if (arrived == epoch * (uint64_t)shm.npes) { /* the last one: release the others */
+        for (int i = 1; i < shm.npes; i++)
+            shm_amo((shm.me + i) % shm.npes, offsetof(struct shm_ctrl, bar_release),
+                    SHM_AMO_SET | SHM_AMO_WAKE, 8, epoch, 0);
+        return;
+    }
+    struct flag_wait w = { &c->bar_release, epoch };
+    shm_wait_notify(flag_reached, &w);
+}
+
 void shm_barrier(void)
 {
     static uint64_t epoch;
     shm_quiet_all(); /* our puts are done before we arrive */
     epoch++;
+    if (shm.crowded) {
+        counter_barrier(epoch);
+        atomic_thread_fence(memory_order_seq_cst);
+        return;
+    }
     struct shm_ctrl *c = shm_ctrl_of(shm.me);
     for (int k = 0, dist = 1; dist < shm.npes; k++, dist <<= 1) {
         int to = (shm.me + dist) % shm.npes;

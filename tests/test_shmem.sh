@@ -7,30 +7,9 @@
 # collectives (teams.c, coll.c) also run at 3 PEs (an odd count), round-robin and all on one
 # host, and at 2 PEs per host.
 set -euo pipefail
-bin="${NTBLEND_BIN:?set NTBLEND_BIN to the bin directory of the build}"
-src="${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}"
 fabric="t-shmem-$$"
-work=$(mktemp -d)
-n() { "$bin/ntblend" --fabric "$fabric" "$@"; }
-trap 'n down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-progs=(hello putget malloc atomics barrier wait teams coll rma_ext amo_ext signal p2p lock ctx api15 globals quiet_fwd progress ring_order)
-for p in "${progs[@]}" fail; do
-    "$bin/oshcc" -std=gnu11 -Wall -Wextra -Werror -o "$work/$p" "$src/tests/shmem/$p.c" ||
-        fail "oshcc could not build $p.c"
-done
-
-# run LABEL OSHRUN-ARGS...: every program under one placement.
-run_all() {
-    local label=$1
-    shift
-    for p in "${progs[@]}"; do
-        if ! timeout 120 "$bin/oshrun" --fabric "$fabric" "$@" "$work/$p" >"$work/out" 2>&1; then
-            fail "$p ($label): $(cat "$work/out")"
-        fi
-    done
-}
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/shmem/common.sh"
+build "${progs[@]}" fail
 
 # Usage and errors before any fabric exists.
 "$bin/oshrun" --help | grep -q -- "-np N" || fail "oshrun --help"

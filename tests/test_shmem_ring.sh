@@ -10,32 +10,9 @@
 # SHMEM_ATOMICS=software the AMO-heavy programs run with the target hosts' relays doing the
 # atomics, which SHMEM_DEBUG's "routed transport" lines confirm.
 set -euo pipefail
-bin="${NTBLEND_BIN:?set NTBLEND_BIN to the bin directory of the build}"
-src="${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}"
 fabric="t-shmem-ring-$$"
-work=$(mktemp -d)
-n() { "$bin/ntblend" --fabric "$fabric" "$@"; }
-trap 'n down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-# The programs: test_shmem.sh's list.
-eval "$(awk '/^progs=\(/ { f = 1 } f { print } f && /\)$/ { exit }' "$src/tests/test_shmem.sh")"
-[[ ${#progs[@]} -gt 10 ]] || fail "cannot read the program list of test_shmem.sh"
-for p in "${progs[@]}"; do
-    "$bin/oshcc" -std=gnu11 -Wall -Wextra -Werror -o "$work/$p" "$src/tests/shmem/$p.c" ||
-        fail "oshcc could not build $p.c"
-done
-
-# run LABEL OSHRUN-ARGS...: every program under one placement.
-run_all() {
-    local label=$1
-    shift
-    for p in "${progs[@]}"; do
-        if ! timeout 60 "$bin/oshrun" --fabric "$fabric" "$@" "$work/$p" >"$work/out" 2>&1; then
-            fail "$p ($label): $(cat "$work/out")"
-        fi
-    done
-}
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/shmem/common.sh"
+build "${progs[@]}"
 
 n up "$src/examples/topologies/ring5.ini" >/dev/null
 # The job is routed: non-neighbours are reached through the relays.

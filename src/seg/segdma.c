@@ -52,7 +52,8 @@ int seg_dma_queue_create(seg_desc_t *sd, seg_dma_queue_t **out, int adapter)
     return 0;
 }
 
-static int reap_one(seg_dma_queue_t *q, int timeout_ms)
+/* Wait for the oldest transfer: -ETIMEDOUT, else 0 with its status in *status (if given). */
+static int reap_one_status(seg_dma_queue_t *q, int timeout_ms, int *status)
 {
     int rc = ntb_dma_wait(q->ch, q->cookies[q->tail % QUEUE_MAX], timeout_ms);
     if (rc == -ETIMEDOUT)
@@ -60,8 +61,12 @@ static int reap_one(seg_dma_queue_t *q, int timeout_ms)
     q->tail++;
     if (rc && !q->first_err)
         q->first_err = rc;
+    if (status)
+        *status = rc;
     return 0;
 }
+
+static int reap_one(seg_dma_queue_t *q, int timeout_ms) { return reap_one_status(q, timeout_ms, NULL); }
 
 int seg_dma_transfer(seg_dma_queue_t *q, seg_local_t *local, size_t loff, seg_remote_t *remote,
                      size_t roff, size_t size, unsigned flags)
@@ -96,15 +101,12 @@ int seg_dma_wait_first(seg_dma_queue_t *q, int timeout_ms)
         return -EINVAL;
     if (q->tail == q->head)
         return -ENOENT;
-    int rc = ntb_dma_wait(q->ch, q->cookies[q->tail % QUEUE_MAX], timeout_ms);
-    if (rc == -ETIMEDOUT)
-        return rc;
-    q->tail++;
-    if (rc && !q->first_err)
-        q->first_err = rc;
+    int status;
+    if (reap_one_status(q, timeout_ms, &status))
+        return -ETIMEDOUT;
     if (q->tail == q->head && q->state == SEG_DMA_POSTED)
         q->state = q->first_err == -ECANCELED ? SEG_DMA_ABORTED : q->first_err ? SEG_DMA_ERROR : SEG_DMA_DONE;
-    return rc;
+    return status;
 }
 
 int seg_dma_pending(const seg_dma_queue_t *q) { return q ? (int)(q->head - q->tail) : 0; }

@@ -24,6 +24,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include <shmem.h>
 
+#include "bench_util.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdint.h>
@@ -33,7 +35,7 @@
 #include <time.h>
 
 #define MAX_SIZES 16
-#define MAX_REPS 101
+#define MAX_REPS BENCH_MAX_REPS
 
 static const char *usage_text =
     "usage: osh_bench [--test LIST] [--sizes LIST] [--iters N] [--put-iters N] [--reps N]\n"
@@ -57,44 +59,6 @@ static const char *usage_text =
     "  --label NAME    \"impl\" in the JSON (default: shmem_info_get_name)\n"
     "  -h, --help      this text\n";
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    double s[MAX_REPS];
-    memcpy(s, v, (size_t)n * sizeof *v);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-}
-
-static double best_low(double *v, int n)
-{
-    double m = v[0];
-    for (int i = 1; i < n; i++)
-        if (v[i] < m)
-            m = v[i];
-    return m;
-}
-
-static double best_high(double *v, int n)
-{
-    double m = v[0];
-    for (int i = 1; i < n; i++)
-        if (v[i] > m)
-            m = v[i];
-    return m;
-}
 
 static int parse_size(const char *s, size_t *out)
 {

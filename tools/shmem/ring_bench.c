@@ -26,6 +26,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include <shmem.h>
 
+#include "bench_util.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +35,7 @@
 #include <time.h>
 
 #define MAX_SIZES 32
-#define MAX_REPS 101
+#define MAX_REPS BENCH_MAX_REPS
 
 static const char *usage_text =
     "usage: ring_bench --mode bw|lat|turnaround [--target PE] [--distance D] [--sizes LIST]\n"
@@ -54,42 +56,6 @@ static const char *usage_text =
     "  --double           bw: shmem_double_put (size / 8 doubles) instead of shmem_putmem\n"
     "  -h, --help         this text\n";
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(const double *v, int n)
-{
-    double s[MAX_REPS];
-    memcpy(s, v, (size_t)n * sizeof *v);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-}
-
-static double best_low(const double *v, int n)
-{
-    double b = v[0];
-    for (int i = 1; i < n; i++)
-        b = v[i] < b ? v[i] : b;
-    return b;
-}
-
-static double best_high(const double *v, int n)
-{
-    double b = v[0];
-    for (int i = 1; i < n; i++)
-        b = v[i] > b ? v[i] : b;
-    return b;
-}
 
 static int me, npes;
 

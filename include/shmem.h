@@ -29,7 +29,7 @@ extern "C" {
 #define SHMEM_MAJOR_VERSION 1
 #define SHMEM_MINOR_VERSION 5
 #define SHMEM_MAX_NAME_LEN 256
-#define SHMEM_VENDOR_STRING "ntblend OpenSHMEM (switched NTB transport)"
+#define SHMEM_VENDOR_STRING "ntblend OpenSHMEM over PCIe NTB"
 
 #define SHMEM_CMP_EQ 1
 #define SHMEM_CMP_NE 2

@@ -54,17 +54,20 @@ void fab_lat_delay(uint64_t ns)
     if (!ns)
         return;
     uint64_t end = fab_now_ns() + ns;
-    /* Long delays sleep until shortly before the end (a sleep can overshoot by tens of
-     * microseconds) and spin the rest; short ones only spin. An absolute deadline and no timer
+    /* Delays of 15 us or more sleep until 5 us before the end and spin the rest; shorter ones
+     * only spin. A sleep can overshoot by tens of microseconds on a busy machine, which delays
+     * that completion but not the link: a transfer queued behind it starts, in the model, when
+     * the link was free (delay_for), so streams keep the modelled rate. Spinning through every
+     * transfer instead would take a whole CPU per busy engine. An absolute deadline and no timer
      * slack: the default 50 us slack alone would stretch a modelled 70 us transfer to twice
-     * that. Sleeping matters on small machines, where a spinning engine takes a whole CPU. */
-    if (ns >= 40000) {
+     * that. */
+    if (ns >= 15000) {
         static _Thread_local bool slack_set;
         if (!slack_set) {
             prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
             slack_set = true;
         }
-        uint64_t wake = end - 20000;
+        uint64_t wake = end - 5000;
         struct timespec ts = { .tv_sec = (time_t)(wake / 1000000000ull),
                                .tv_nsec = (long)(wake % 1000000000ull) };
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)

@@ -161,6 +161,10 @@ static void print_info(void)
            "  SHMEM_INFO            print this text at start-up\n"
            "  SHMEM_DEBUG           debugging messages on stderr\n"
            "  SHMEM_BOOTSTRAP_TIMEOUT  ms to wait for the other PEs' heaps (default 60000)\n"
+           "  SHMEM_ATOMICS         hardware (in place, default) or software (the target's node)\n"
+           "  SHMEM_RING_THREADS    transfer threads per adapter of each node (1-8, default 2)\n"
+           "  SHMEM_RING_CHUNK      bytes per forwarded message (default 256k)\n"
+           "  SHMEM_DMA_MIN         forwarded hops of at least this size use DMA (default 32k)\n"
            "  set by oshrun: SHMEM_JOB, SHMEM_PE, SHMEM_NPES, SHMEM_PE_NODES\n"
            "  (SMA_* spellings are honoured too)\n",
            SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION, SHMEM_VENDOR_STRING);

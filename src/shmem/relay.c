@@ -331,13 +331,6 @@ static int drain(struct rthread *t, bool *stuck)
     return done;
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 static void *transfer_thread(void *arg)
 {
     struct rthread *t = arg;
@@ -346,16 +339,8 @@ static void *transfer_thread(void *arg)
         bool stuck;
         if (drain(t, &stuck))
             continue;
-        if (npend(t)) {
-            /* Nothing new: until the oldest DMA is done or a message comes, poll both (a
-             * transfer is due within a wire time; sleeping on it would leave the next
-             * message waiting for our wake-up). */
-            struct xp_ring *ring = xp_ring_at(inbox, t->pring);
-            for (int i = 0; i < 20000 && !complete_first(t, false); i++) {
-                if (atomic_load(&ring->head) > t->next_pos)
-                    break;
-                cpu_relax();
-            }
+        if (npend(t)) { /* nothing new: finish the oldest DMA (the rest keep the engine busy) */
+            complete_first(t, true);
             continue;
         }
         if (stuck) { /* the next host is busy: try again shortly */

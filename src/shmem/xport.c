@@ -30,6 +30,21 @@ static int *ring_host; /* ring position -> host index */
 static struct xp_link *links; /* by host */
 static struct xp_prod *prods; /* our ring in each host's inbox, by host */
 static struct xp_dmaq *pe_dmaq; /* DMA queues of the adapter reaching each host */
+
+/* Puts by DMA: the caller copies each chunk into a staging chunk of our segment and hands it
+ * to the hop's sender thread, which queues the DMAs and publishes each message the moment its
+ * data has landed; the put returns as soon as its data is staged, so the next put's chunks
+ * are queued before the link goes idle. */
+#define PUT_STAGES 8u /* staging chunks per side (a ring host has two); at most XP_SLOTS */
+struct xp_sender {
+    pthread_t tid;
+    bool started, stop;
+    pthread_cond_t cond; /* new chunks (for the thread); a chunk done (for the callers) */
+    struct xp_fifo fifo; /* chunks staged, in order; the first `queued` have their DMA */
+    unsigned queued;
+    int host;
+};
+static struct xp_sender *senders; /* by host */
 static _Atomic uint64_t issued; /* routed puts and posted AMOs sent */
 static pthread_mutex_t get_lock = PTHREAD_MUTEX_INITIALIZER, amo_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t get_seq, amo_seq;
@@ -216,7 +231,7 @@ void shm_xport_init(uint32_t self)
                      ? 0
                      : (size_t)env_num("SHMEM_DMA_MIN", 32 << 10, 1, 1L << 40);
     /* Get replies, then two chunks of staging for DMA from private memory. */
-    shm.rbuf_size = (SHM_RBUF_SLOTS + 4) * shm.chunk; /* + PUT_STAGES */
+    shm.rbuf_size = (SHM_RBUF_SLOTS + 2 * PUT_STAGES) * shm.chunk;
     /* Every emulated host runs on this machine: more PEs than its CPUs means waiting PEs must
      * give theirs away. */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -356,14 +371,20 @@ void xp_dmaq_put(struct xp_dmaq *d)
     memset(d, 0, sizeof *d);
 }
 
-/* A PE's send: wait for room (the node drains the ring on its own). */
-static void send_msg(int host, const struct xp_msg *m, const void *data, size_t len)
+/* With prods[host].lock held: wait until the sender thread has published every staged chunk
+ * (in_order: messages go behind them) and the ring has a free slot (the node drains it on its
+ * own). */
+static void wait_room(int host, bool in_order)
 {
     struct xp_prod *p = &prods[host];
-    if (!p->link)
-        shm_fatal("no connection to the node of host node %u", shm.hosts[host].node);
-    pthread_mutex_lock(&p->lock);
+    struct xp_sender *sd = senders ? &senders[host] : NULL;
+    while (in_order && sd && sd->fifo.n)
+        pthread_cond_wait(&sd->cond, &p->lock);
     for (unsigned round = 0; !xp_has_room(p); round++) {
+        if (sd && sd->fifo.n) { /* our own chunks hold slots: they will be published */
+            pthread_cond_wait(&sd->cond, &p->lock);
+            continue;
+        }
         if (round > 100) {
             struct timespec ts = { 0, round < 1000 ? 2000 : 100000 };
             nanosleep(&ts, NULL);
@@ -371,6 +392,16 @@ static void send_msg(int host, const struct xp_msg *m, const void *data, size_t 
                 shm_check_exit();
         }
     }
+}
+
+/* A PE's send: wait for room (the node drains the ring on its own). */
+static void send_msg(int host, const struct xp_msg *m, const void *data, size_t len)
+{
+    struct xp_prod *p = &prods[host];
+    if (!p->link)
+        shm_fatal("no connection to the node of host node %u", shm.hosts[host].node);
+    pthread_mutex_lock(&p->lock);
+    wait_room(host, true);
     xp_push(p, m, data, len);
     pthread_mutex_unlock(&p->lock);
 }
@@ -386,7 +417,8 @@ void shm_xport_connect(void)
     links = calloc((size_t)shm.nhosts, sizeof *links);
     prods = calloc((size_t)shm.nhosts, sizeof *prods);
     pe_dmaq = calloc((size_t)shm.nhosts, sizeof *pe_dmaq);
-    if (!links || !prods || !pe_dmaq)
+    senders = calloc((size_t)shm.nhosts, sizeof *senders);
+    if (!links || !prods || !pe_dmaq || !senders)
         shm_fatal("out of memory");
     for (int h = 0; h < shm.nhosts; h++) {
         if (h == shm.myhost || shm.hosts[h].adapter < 0)
@@ -407,6 +439,8 @@ void shm_xport_connect(void)
         prods[h].link = &links[h];
         prods[h].ring = (uint32_t)shm.me;
         pthread_mutex_init(&prods[h].lock, NULL);
+        pthread_cond_init(&senders[h].cond, NULL);
+        senders[h].host = h;
         shm_debug("routed transport: node on host node %u via adapter %d", shm.hosts[h].node,
                   shm.hosts[h].adapter);
     }
@@ -416,12 +450,22 @@ void shm_xport_fini(void)
 {
     if (links)
         for (int h = 0; h < shm.nhosts; h++) {
+            struct xp_sender *sd = &senders[h];
+            if (sd->started) { /* it publishes what is left, then ends */
+                pthread_mutex_lock(&prods[h].lock);
+                sd->stop = true;
+                pthread_cond_broadcast(&sd->cond);
+                pthread_mutex_unlock(&prods[h].lock);
+                pthread_join(sd->tid, NULL);
+            }
             xp_dmaq_put(&pe_dmaq[h]);
             if (links[h].remote)
                 xp_link_close(&links[h]);
         }
     free(pe_dmaq);
     pe_dmaq = NULL;
+    free(senders);
+    senders = NULL;
     free(links);
     free(prods);
     links = NULL;
@@ -453,22 +497,60 @@ size_t shm_off(const char *who, const void *addr, int pe)
 
 /* ------------------------------------------------------------------------ operations */
 
-#define PUT_STAGES 4u /* staging chunks for DMA from private memory */
-
-/* Publish the oldest chunk in flight once its DMA is done; with wait false only if it is. */
-static bool put_complete(struct xp_prod *p, seg_dma_queue_t *q, struct xp_fifo *f, bool wait)
+static size_t stage_off(int host, uint64_t idx)
 {
-    if (!f->n)
+    unsigned side = (unsigned)shm.hosts[host].adapter & 1u;
+    return shm.rbuf_off + (SHM_RBUF_SLOTS + side * PUT_STAGES + idx % PUT_STAGES) * shm.chunk;
+}
+
+static void *sender_thread(void *arg)
+{
+    struct xp_sender *sd = arg;
+    struct xp_prod *p = &prods[sd->host];
+    seg_dma_queue_t *q = pe_dmaq[sd->host].q;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        for (; sd->queued < sd->fifo.n; sd->queued++) {
+            struct xp_pend *e = &sd->fifo.e[(sd->fifo.head + sd->queued) % XP_SLOTS];
+            int rc = seg_dma_transfer(q, shm.local, stage_off(sd->host, e->idx), p->link->remote,
+                                      xp_slot_off(p->ring, e->idx), e->m.len, 0);
+            if (rc)
+                shm_fatal("cannot queue a DMA to the node of host node %u: %s",
+                          shm.hosts[sd->host].node, seg_strerror(rc));
+        }
+        if (sd->queued) {
+            pthread_mutex_unlock(&p->lock);
+            int rc = seg_dma_wait_first(q, -1);
+            if (rc)
+                shm_fatal("DMA to the node of host node %u failed: %s",
+                          shm.hosts[sd->host].node, seg_strerror(rc));
+            pthread_mutex_lock(&p->lock);
+            struct xp_pend *e = xp_fifo_first(&sd->fifo);
+            xp_publish(p, e->idx, &e->m);
+            xp_fifo_pop(&sd->fifo);
+            sd->queued--;
+            pthread_cond_broadcast(&sd->cond);
+            continue;
+        }
+        if (sd->stop)
+            break;
+        pthread_cond_wait(&sd->cond, &p->lock);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* With p->lock held: can this hop's chunks go by DMA (its queue and sender thread exist)? */
+static bool sender_ready(int hop)
+{
+    struct xp_sender *sd = &senders[hop];
+    if (sd->started)
+        return true;
+    if (!xp_dmaq_get(&pe_dmaq[hop], shm.sd, shm.hosts[hop].adapter))
         return false;
-    int rc = seg_dma_wait_first(q, wait ? -1 : 0);
-    if (rc == -ETIMEDOUT)
+    if (pthread_create(&sd->tid, NULL, sender_thread, sd))
         return false;
-    if (rc)
-        shm_fatal("DMA to the node of host node %u failed: %s", shm.hosts[p->link->host].node,
-                  seg_strerror(rc));
-    struct xp_pend *e = xp_fifo_first(f);
-    xp_publish(p, e->idx, &e->m);
-    xp_fifo_pop(f);
+    sd->started = true;
     return true;
 }
 
@@ -485,59 +567,30 @@ void shm_put(int pe, size_t off, const void *src, size_t len)
     struct xp_prod *p = &prods[hop];
     if (!p->link)
         shm_fatal("no connection to the node of host node %u", shm.hosts[hop].node);
-    /* Chunks of at least SHMEM_DMA_MIN go by the adapter's DMA engine, straight from the
-     * symmetric source or through staging chunks in our segment, several in flight; each is
-     * published as soon as its DMA is done, so the next hop starts on it at once. */
-    size_t soff = 0;
-    bool sym = shm_off_ok(src, &soff) && soff + len <= shm.seg_size;
-    struct xp_dmaq *dq = &pe_dmaq[hop];
-    struct xp_fifo f = { .n = 0 };
+    struct xp_sender *sd = &senders[hop];
     pthread_mutex_lock(&p->lock);
-    unsigned k = 0;
-    for (size_t done = 0; done < len; k++) {
+    for (size_t done = 0; done < len;) {
         size_t n = len - done < shm.chunk ? len - done : shm.chunk;
         struct xp_msg m = { .type = XP_PUT, .src_pe = (uint32_t)shm.me, .dst_pe = (uint32_t)pe,
                             .len = (uint32_t)n, .off = off + done };
-        bool dma = xp_dma_min && n >= xp_dma_min && xp_dmaq_get(dq, shm.sd, shm.hosts[hop].adapter);
-        if (!dma)
-            while (put_complete(p, dq->q, &f, true)) /* in order: what is in flight first */
-                ;
-        if (dma && !sym && f.n == PUT_STAGES)
-            put_complete(p, dq->q, &f, true);
-        for (unsigned round = 0; !xp_has_room(p); round++) {
-            if (put_complete(p, dq->q, &f, true))
-                continue;
-            if (round > 100) {
-                struct timespec ts = { 0, round < 1000 ? 2000 : 100000 };
-                nanosleep(&ts, NULL);
-                if ((round & 1023) == 0)
-                    shm_check_exit();
-            }
-        }
+        /* Chunks of at least SHMEM_DMA_MIN go by the adapter's DMA engine; smaller ones are
+         * CPU stores into the slot, behind any chunk still on its way. */
+        bool dma = xp_dma_min && n >= xp_dma_min && sender_ready(hop);
+        if (dma)
+            while (sd->fifo.n == PUT_STAGES)
+                pthread_cond_wait(&sd->cond, &p->lock);
+        wait_room(hop, !dma);
         atomic_fetch_add(&issued, 1);
         if (!dma) {
             xp_push(p, &m, (const char *)src + done, n);
-            done += n;
-            continue;
+        } else {
+            uint64_t idx = xp_reserve(p);
+            memcpy((char *)shm.pes[shm.me].base + stage_off(hop, idx), (const char *)src + done, n);
+            *xp_fifo_add(&sd->fifo) = (struct xp_pend){ .idx = idx, .m = m };
+            pthread_cond_broadcast(&sd->cond);
         }
-        uint64_t idx = xp_reserve(p);
-        size_t loff = soff + done;
-        if (!sym) {
-            loff = shm.rbuf_off + (SHM_RBUF_SLOTS + (idx % PUT_STAGES)) * shm.chunk;
-            memcpy((char *)shm.pes[shm.me].base + loff, (const char *)src + done, n);
-        }
-        int rc = seg_dma_transfer(dq->q, shm.local, loff, p->link->remote,
-                                  xp_slot_off(p->ring, idx), n, 0);
-        if (rc)
-            shm_fatal("cannot queue a DMA to the node of host node %u: %s",
-                      shm.hosts[hop].node, seg_strerror(rc));
-        *xp_fifo_add(&f) = (struct xp_pend){ .idx = idx, .m = m };
-        while (put_complete(p, dq->q, &f, false))
-            ;
         done += n;
     }
-    while (put_complete(p, dq->q, &f, true))
-        ;
     pthread_mutex_unlock(&p->lock);
 }
 

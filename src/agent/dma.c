@@ -10,7 +10,7 @@
 
 #include "agent.h"
 
-#define ENGINE_POLL_NS 20000
+#define ENGINE_POLL_NS 5000
 
 static inline void cpu_relax(void)
 {

@@ -388,7 +388,7 @@ done
 # ================================================================ plots
 if [ $plot = 1 ]; then
   gp=$src/tools/plots/ring.gp
-  mlabel=$([ $latency = 1 ] && echo "latency model on" || echo "latency model off")
+  mlabel=$([ $latency = 1 ] && echo "latency model on, links ${link_mbps:-6000} MB/s" || echo "latency model off")
   tl=$(IFS=' '; echo "${threads[*]}")
   gnuplot -e "dir='$src/tools/plots/'; fig='4a'; in='$outdir/fig4a.tsv'; out='$outdir/fig4a.png'; title='Fig. 4a: raw neighbour link vs OpenSHMEM putmem, 5-host ring ($mlabel)'" "$gp"
   gnuplot -e "dir='$src/tools/plots/'; fig='6'; in='$outdir/fig6.tsv'; threads='$tl'; out='$outdir/fig6.png'; title='Fig. 6: putmem PE 0 -> PE 2 (two hops) on the 5-host ring by transfer threads ($mlabel)'" "$gp"

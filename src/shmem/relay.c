@@ -9,9 +9,12 @@
  * arrive through that adapter and whose doorbell bit is t; it sleeps on that bit (a
  * per-vector interrupt) when they are empty. For each message it either does the work, when
  * the PE concerned is mapped here (a put's data into a neighbour's heap, a get's data read
- * from it, a reply into the PE's control page; an AMO only on the target's own host), or
- * passes it on to the next host's inbox in the same ring. Work that produces a reply first
- * reserves room for it, so an AMO is never done twice; a message whose next ring is full
+ * from it, an AMO in place — with SHMEM_ATOMICS=software only on the target's own host — a
+ * reply into the PE's control page), or passes it on to the next host's inbox in the same
+ * ring. Puts of at least SHMEM_DMA_MIN go on by the adapter's DMA engine: the thread queues
+ * each as it arrives, keeps several in flight, and publishes (or acknowledges) each as it
+ * completes; acks are sent in batches, one message per source. Work that produces a reply
+ * first reserves room for it, so an AMO is never done twice; a message whose next ring is full
  * stays where it is and the thread serves its other rings meanwhile.
  */
 #define _GNU_SOURCE

@@ -6,7 +6,10 @@
  * The job's hosts: every host with a PE. When some pair of them is not directly connected the
  * fabric must be a switchless ring (each host two adapters, one neighbour each): the ring is
  * discovered from the fabric, and every host of it, with PEs or not, joins the job with a node.
- * Traffic then takes the shorter way around.
+ * Traffic then takes the shorter way around. A PE writes its messages into the next host's
+ * inbox itself; large put chunks are staged and handed to a sender thread per neighbour that
+ * moves them by DMA (shm_put). quiet waits for the nodes' acknowledgements; replies to gets and
+ * fetching AMOs arrive in the control page and reply buffer of the PE's segment.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -113,8 +113,6 @@ int seg_dma_wait(seg_dma_queue_t *q, int timeout_ms);
  * -ETIMEDOUT, or -ENOENT when nothing is queued. Lets a producer keep the engine busy with
  * the next transfers while it hands on each one as it completes. */
 int seg_dma_wait_first(seg_dma_queue_t *q, int timeout_ms);
-/* Transfers queued and not yet waited for. */
-int seg_dma_pending(const seg_dma_queue_t *q);
 /* Instead of waiting: call cb(status) from a library thread once everything queued is done. */
 int seg_dma_on_done(seg_dma_queue_t *q, seg_dma_cb cb, void *arg);
 /* Drop what has not started; waits for the transfer in progress. */

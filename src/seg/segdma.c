@@ -109,8 +109,6 @@ int seg_dma_wait_first(seg_dma_queue_t *q, int timeout_ms)
     return status;
 }
 
-int seg_dma_pending(const seg_dma_queue_t *q) { return q ? (int)(q->head - q->tail) : 0; }
-
 int seg_dma_wait(seg_dma_queue_t *q, int timeout_ms)
 {
     uint64_t deadline = seg_deadline(timeout_ms);

@@ -340,17 +340,6 @@ void *shm_translate_or_null(const void *addr, int pe)
     return (char *)shm.pes[pe].base + off;
 }
 
-void *shm_translate(const char *who, const void *addr, int pe)
-{
-    if (pe < 0 || pe >= shm.npes)
-        shm_fatal("%s: PE %d does not exist (there are %d)", who, pe, shm.npes);
-    void *r = shm_translate_or_null(addr, pe);
-    if (!r)
-        shm_fatal("%s: %p is not symmetric: allocate remotely accessed objects with "
-                  "shmem_malloc or make them global or static variables", who, addr);
-    return r;
-}
-
 int shmem_addr_accessible(const void *addr, int pe)
 {
     shm_require_init("shmem_addr_accessible");

@@ -75,8 +75,6 @@ static void apply_reply(const struct xp_msg *m, const void *data)
         c->amo_val = m->v;
         atomic_store_explicit(&c->amo_seq, m->seq, memory_order_release);
         break;
-    case XP_POKE:
-        break;
     }
     shm_poke_direct(pe);
 }

@@ -76,9 +76,8 @@ static inline char *shm_heap_of(int pe) { return (char *)shm.pes[pe].base + SHM_
 void shm_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void shm_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void shm_require_init(const char *who);
-/* The address of symmetric object `addr` (ours) in PE pe's heap; fatal if not symmetric. */
-void *shm_translate(const char *who, const void *addr, int pe);
-/* NULL if addr is not in our symmetric heap. */
+/* The address of symmetric object `addr` (ours) in PE pe's segment as mapped here; NULL if
+ * addr is not symmetric or pe is not mapped (reached through the ring's nodes). */
 void *shm_translate_or_null(const void *addr, int pe);
 
 /* The library's reserved symmetric area at the end of every heap (same offset everywhere),

@@ -36,7 +36,6 @@ enum xp_type {
     XP_ACK,     /* to src: n (in v) routed operations completed */
     XP_GET_DATA, /* to dst: data for reply slot `token`, sequence seq */
     XP_AMO_VAL, /* to dst: an AMO's old value (v), sequence seq */
-    XP_POKE,    /* to dst: bump notify and wake it (after a routed AMO with SHM_AMO_WAKE) */
 };
 
 struct xp_msg {

@@ -157,8 +157,9 @@ uint64_t shm_amo_at(void *p, unsigned op, unsigned size, uint64_t v, uint64_t co
  * the segment descriptor. relay: we are a node (oshrelay), not a PE. Our node id to *self. */
 void shm_job_env(uint32_t *self, bool relay);
 int shm_host_of_node(uint32_t node);
-/* seg_connect with the bootstrap timeout, retrying for up to 5 s while the adapter has no free
- * LUT entry (a job that just ended may still be giving its entries back). */
+/* seg_connect with the bootstrap timeout, retrying for up to 10 s while the adapter has no free
+ * LUT entry (a job that just ended may still be giving its entries back) or the owner's agent
+ * did not answer in time (busy with the connects of a large job). */
 int shm_connect(seg_desc_t *sd, seg_remote_t **r, uint32_t node, uint32_t id, int adapter);
 /* The node service of a host (relay.c): run by oshrelay on every host of the job. */
 int shmemi_relay_main(void);

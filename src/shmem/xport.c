@@ -234,7 +234,9 @@ void shm_xport_init(uint32_t self)
                      ? 0
                      : (size_t)env_num("SHMEM_DMA_MIN", 32 << 10, 1, 1L << 40);
     /* Get replies, then two chunks of staging for DMA from private memory. */
-    shm.rbuf_size = (SHM_RBUF_SLOTS + 2 * PUT_STAGES) * shm.chunk;
+    /* Routed jobs: get replies, then staging for DMA'd put chunks (two sides). Only routed
+     * puts and gets use them, so a job whose PEs all map each other has none. */
+    shm.rbuf_size = shm.routed ? (SHM_RBUF_SLOTS + 2 * PUT_STAGES) * shm.chunk : 0;
     /* Every emulated host runs on this machine: more PEs than its CPUs means waiting PEs must
      * give theirs away. */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -275,12 +277,15 @@ uint32_t xp_nrings(void) { return (uint32_t)(shm.npes + shm.nhosts); }
 int shm_connect(seg_desc_t *sd, seg_remote_t **r, uint32_t node, uint32_t id, int adapter)
 {
     /* LUT entries of a job that just ended come back as the agents process its processes'
-     * exits, which can lag behind them: give a full adapter a few seconds. */
-    for (int tries = 0;; tries++) {
+     * exits, which can lag behind them; and an agent busy with many connects at once (every
+     * PE connecting to every other on a large fabric) lets a request time out. Both pass: try
+     * again for a while, backing off. */
+    uint64_t until = now_ns() + 10000000000ull;
+    for (long ms = 20;; ms = ms < 500 ? ms * 2 : ms) {
         int rc = seg_connect(sd, r, node, id, adapter, shm.timeout_ms);
-        if (rc != -ENOSPC || tries == 50)
+        if ((rc != -ENOSPC && rc != -EHOSTUNREACH) || now_ns() > until)
             return rc;
-        struct timespec ts = { 0, 100 * 1000000L };
+        struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
         nanosleep(&ts, NULL);
     }
 }

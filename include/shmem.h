@@ -606,8 +606,10 @@ void shmem_udcflush_line(void *dest);
     short: shmem_short_##op, unsigned short: shmem_ushort_##op, SHMEM_G_AMO(op)
 /* RMA and AMO routines take an optional leading shmem_ctx_t (1.5): shmem_put(dest, source,
  * nelems, pe) or shmem_put(ctx, dest, source, nelems, pe). The forms differ in their number of
- * arguments: SHMEM_G_CTX(K, name, args) is SHMEM_GC_name(args) when given K arguments and
- * SHMEM_GN_name(args) when given K - 1; each then selects on the type of *dest. */
+ * arguments: SHMEM_G_CTX(K, TABLE, name, args) is the shmem_ctx_ form when given K arguments
+ * and the shmem_ form when given K - 1, selected by TABLE on the type that the first argument
+ * after any context points to: dest (or source), or fetch for the fetching _nbi AMOs, which
+ * points to the same type. */
 #define SHMEM_G_SEL3(_1, _2, _3, X, ...) X
 #define SHMEM_G_SEL4(_1, _2, _3, _4, X, ...) X
 #define SHMEM_G_SEL5(_1, _2, _3, _4, _5, X, ...) X
@@ -615,179 +617,45 @@ void shmem_udcflush_line(void *dest);
 #define SHMEM_G_SEL7(_1, _2, _3, _4, _5, _6, _7, X, ...) X
 #define SHMEM_G_SEL8(_1, _2, _3, _4, _5, _6, _7, _8, X, ...) X
 #define SHMEM_G_SEL9(_1, _2, _3, _4, _5, _6, _7, _8, _9, X, ...) X
-#define SHMEM_G_CTX(K, name, ...)                                                             \
-    SHMEM_G_SEL##K(__VA_ARGS__, SHMEM_GC_##name, SHMEM_GN_##name, ~)(__VA_ARGS__)
-#define shmem_put(...) SHMEM_G_CTX(5, put, __VA_ARGS__)
-#define SHMEM_GN_put(dest, source, nelems, pe)                                                \
-    _Generic(*(dest), SHMEM_G_RMA_(shmem_, put))(dest, source, nelems, pe)
-#define SHMEM_GC_put(ctx, dest, source, nelems, pe)                                           \
-    _Generic(*(dest), SHMEM_G_RMA_(shmem_ctx_, put))(ctx, dest, source, nelems, pe)
-#define shmem_get(...) SHMEM_G_CTX(5, get, __VA_ARGS__)
-#define SHMEM_GN_get(dest, source, nelems, pe)                                                \
-    _Generic(*(dest), SHMEM_G_RMA_(shmem_, get))(dest, source, nelems, pe)
-#define SHMEM_GC_get(ctx, dest, source, nelems, pe)                                           \
-    _Generic(*(dest), SHMEM_G_RMA_(shmem_ctx_, get))(ctx, dest, source, nelems, pe)
-#define shmem_put_nbi(...) SHMEM_G_CTX(5, put_nbi, __VA_ARGS__)
-#define SHMEM_GN_put_nbi(dest, source, nelems, pe)                                            \
-    _Generic(*(dest), SHMEM_G_RMA_(shmem_, put_nbi))(dest, source, nelems, pe)
-#define SHMEM_GC_put_nbi(ctx, dest, source, nelems, pe)                                       \
-    _Generic(*(dest), SHMEM_G_RMA_(shmem_ctx_, put_nbi))(ctx, dest, source, nelems, pe)
-#define shmem_get_nbi(...) SHMEM_G_CTX(5, get_nbi, __VA_ARGS__)
-#define SHMEM_GN_get_nbi(dest, source, nelems, pe)                                            \
-    _Generic(*(dest), SHMEM_G_RMA_(shmem_, get_nbi))(dest, source, nelems, pe)
-#define SHMEM_GC_get_nbi(ctx, dest, source, nelems, pe)                                       \
-    _Generic(*(dest), SHMEM_G_RMA_(shmem_ctx_, get_nbi))(ctx, dest, source, nelems, pe)
-#define shmem_p(...) SHMEM_G_CTX(4, p, __VA_ARGS__)
-#define SHMEM_GN_p(dest, value, pe) _Generic(*(dest), SHMEM_G_RMA_(shmem_, p))(dest, value, pe)
-#define SHMEM_GC_p(ctx, dest, value, pe)                                                      \
-    _Generic(*(dest), SHMEM_G_RMA_(shmem_ctx_, p))(ctx, dest, value, pe)
-#define shmem_g(...) SHMEM_G_CTX(3, g, __VA_ARGS__)
-#define SHMEM_GN_g(source, pe) _Generic(*(source), SHMEM_G_RMA_(shmem_, g))(source, pe)
-#define SHMEM_GC_g(ctx, source, pe)                                                           \
-    _Generic(*(source), SHMEM_G_RMA_(shmem_ctx_, g))(ctx, source, pe)
-#define shmem_iput(...) SHMEM_G_CTX(7, iput, __VA_ARGS__)
-#define SHMEM_GN_iput(dest, source, dst, sst, nelems, pe)                                     \
-    _Generic(*(dest), SHMEM_G_RMA_(shmem_, iput))(dest, source, dst, sst, nelems, pe)
-#define SHMEM_GC_iput(ctx, dest, source, dst, sst, nelems, pe)                                \
-    _Generic(*(dest), SHMEM_G_RMA_(shmem_ctx_, iput))                                         \
-        (ctx, dest, source, dst, sst, nelems, pe)
-#define shmem_iget(...) SHMEM_G_CTX(7, iget, __VA_ARGS__)
-#define SHMEM_GN_iget(dest, source, dst, sst, nelems, pe)                                     \
-    _Generic(*(dest), SHMEM_G_RMA_(shmem_, iget))(dest, source, dst, sst, nelems, pe)
-#define SHMEM_GC_iget(ctx, dest, source, dst, sst, nelems, pe)                                \
-    _Generic(*(dest), SHMEM_G_RMA_(shmem_ctx_, iget))                                         \
-        (ctx, dest, source, dst, sst, nelems, pe)
-#define shmem_put_signal(...) SHMEM_G_CTX(8, put_signal, __VA_ARGS__)
-#define SHMEM_GN_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe)               \
-    _Generic(*(dest), SHMEM_G_RMA_(shmem_, put_signal))                                       \
-        (dest, source, nelems, sig_addr, signal, sig_op, pe)
-#define SHMEM_GC_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe)          \
-    _Generic(*(dest), SHMEM_G_RMA_(shmem_ctx_, put_signal))                                   \
-        (ctx, dest, source, nelems, sig_addr, signal, sig_op, pe)
-#define shmem_put_signal_nbi(...) SHMEM_G_CTX(8, put_signal_nbi, __VA_ARGS__)
-#define SHMEM_GN_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe)           \
-    _Generic(*(dest), SHMEM_G_RMA_(shmem_, put_signal_nbi))                                   \
-        (dest, source, nelems, sig_addr, signal, sig_op, pe)
-#define SHMEM_GC_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe)      \
-    _Generic(*(dest), SHMEM_G_RMA_(shmem_ctx_, put_signal_nbi))                               \
-        (ctx, dest, source, nelems, sig_addr, signal, sig_op, pe)
-#define shmem_atomic_fetch(...) SHMEM_G_CTX(3, atomic_fetch, __VA_ARGS__)
-#define SHMEM_GN_atomic_fetch(source, pe)                                                     \
-    _Generic(*(source), SHMEM_G_EXT_(shmem_, atomic_fetch))(source, pe)
-#define SHMEM_GC_atomic_fetch(ctx, source, pe)                                                \
-    _Generic(*(source), SHMEM_G_EXT_(shmem_ctx_, atomic_fetch))(ctx, source, pe)
-#define shmem_atomic_set(...) SHMEM_G_CTX(4, atomic_set, __VA_ARGS__)
-#define SHMEM_GN_atomic_set(dest, value, pe)                                                  \
-    _Generic(*(dest), SHMEM_G_EXT_(shmem_, atomic_set))(dest, value, pe)
-#define SHMEM_GC_atomic_set(ctx, dest, value, pe)                                             \
-    _Generic(*(dest), SHMEM_G_EXT_(shmem_ctx_, atomic_set))(ctx, dest, value, pe)
-#define shmem_atomic_swap(...) SHMEM_G_CTX(4, atomic_swap, __VA_ARGS__)
-#define SHMEM_GN_atomic_swap(dest, value, pe)                                                 \
-    _Generic(*(dest), SHMEM_G_EXT_(shmem_, atomic_swap))(dest, value, pe)
-#define SHMEM_GC_atomic_swap(ctx, dest, value, pe)                                            \
-    _Generic(*(dest), SHMEM_G_EXT_(shmem_ctx_, atomic_swap))(ctx, dest, value, pe)
-#define shmem_atomic_fetch_nbi(...) SHMEM_G_CTX(4, atomic_fetch_nbi, __VA_ARGS__)
-#define SHMEM_GN_atomic_fetch_nbi(fetch, source, pe)                                          \
-    _Generic(*(source), SHMEM_G_EXT_(shmem_, atomic_fetch_nbi))(fetch, source, pe)
-#define SHMEM_GC_atomic_fetch_nbi(ctx, fetch, source, pe)                                     \
-    _Generic(*(source), SHMEM_G_EXT_(shmem_ctx_, atomic_fetch_nbi))(ctx, fetch, source, pe)
-#define shmem_atomic_swap_nbi(...) SHMEM_G_CTX(5, atomic_swap_nbi, __VA_ARGS__)
-#define SHMEM_GN_atomic_swap_nbi(fetch, dest, value, pe)                                      \
-    _Generic(*(dest), SHMEM_G_EXT_(shmem_, atomic_swap_nbi))(fetch, dest, value, pe)
-#define SHMEM_GC_atomic_swap_nbi(ctx, fetch, dest, value, pe)                                 \
-    _Generic(*(dest), SHMEM_G_EXT_(shmem_ctx_, atomic_swap_nbi))(ctx, fetch, dest, value, pe)
-#define shmem_atomic_compare_swap(...) SHMEM_G_CTX(5, atomic_compare_swap, __VA_ARGS__)
-#define SHMEM_GN_atomic_compare_swap(dest, cond, value, pe)                                   \
-    _Generic(*(dest), SHMEM_G_AMO_(shmem_, atomic_compare_swap))(dest, cond, value, pe)
-#define SHMEM_GC_atomic_compare_swap(ctx, dest, cond, value, pe)                              \
-    _Generic(*(dest), SHMEM_G_AMO_(shmem_ctx_, atomic_compare_swap))                          \
-        (ctx, dest, cond, value, pe)
-#define shmem_atomic_fetch_inc(...) SHMEM_G_CTX(3, atomic_fetch_inc, __VA_ARGS__)
-#define SHMEM_GN_atomic_fetch_inc(dest, pe)                                                   \
-    _Generic(*(dest), SHMEM_G_AMO_(shmem_, atomic_fetch_inc))(dest, pe)
-#define SHMEM_GC_atomic_fetch_inc(ctx, dest, pe)                                              \
-    _Generic(*(dest), SHMEM_G_AMO_(shmem_ctx_, atomic_fetch_inc))(ctx, dest, pe)
-#define shmem_atomic_inc(...) SHMEM_G_CTX(3, atomic_inc, __VA_ARGS__)
-#define SHMEM_GN_atomic_inc(dest, pe)                                                         \
-    _Generic(*(dest), SHMEM_G_AMO_(shmem_, atomic_inc))(dest, pe)
-#define SHMEM_GC_atomic_inc(ctx, dest, pe)                                                    \
-    _Generic(*(dest), SHMEM_G_AMO_(shmem_ctx_, atomic_inc))(ctx, dest, pe)
-#define shmem_atomic_fetch_add(...) SHMEM_G_CTX(4, atomic_fetch_add, __VA_ARGS__)
-#define SHMEM_GN_atomic_fetch_add(dest, value, pe)                                            \
-    _Generic(*(dest), SHMEM_G_AMO_(shmem_, atomic_fetch_add))(dest, value, pe)
-#define SHMEM_GC_atomic_fetch_add(ctx, dest, value, pe)                                       \
-    _Generic(*(dest), SHMEM_G_AMO_(shmem_ctx_, atomic_fetch_add))(ctx, dest, value, pe)
-#define shmem_atomic_add(...) SHMEM_G_CTX(4, atomic_add, __VA_ARGS__)
-#define SHMEM_GN_atomic_add(dest, value, pe)                                                  \
-    _Generic(*(dest), SHMEM_G_AMO_(shmem_, atomic_add))(dest, value, pe)
-#define SHMEM_GC_atomic_add(ctx, dest, value, pe)                                             \
-    _Generic(*(dest), SHMEM_G_AMO_(shmem_ctx_, atomic_add))(ctx, dest, value, pe)
-#define shmem_atomic_compare_swap_nbi(...) SHMEM_G_CTX(6, atomic_compare_swap_nbi, __VA_ARGS__)
-#define SHMEM_GN_atomic_compare_swap_nbi(fetch, dest, cond, value, pe)                        \
-    _Generic(*(dest), SHMEM_G_AMO_(shmem_, atomic_compare_swap_nbi))                          \
-        (fetch, dest, cond, value, pe)
-#define SHMEM_GC_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe)                   \
-    _Generic(*(dest), SHMEM_G_AMO_(shmem_ctx_, atomic_compare_swap_nbi))                      \
-        (ctx, fetch, dest, cond, value, pe)
-#define shmem_atomic_fetch_inc_nbi(...) SHMEM_G_CTX(4, atomic_fetch_inc_nbi, __VA_ARGS__)
-#define SHMEM_GN_atomic_fetch_inc_nbi(fetch, dest, pe)                                        \
-    _Generic(*(dest), SHMEM_G_AMO_(shmem_, atomic_fetch_inc_nbi))(fetch, dest, pe)
-#define SHMEM_GC_atomic_fetch_inc_nbi(ctx, fetch, dest, pe)                                   \
-    _Generic(*(dest), SHMEM_G_AMO_(shmem_ctx_, atomic_fetch_inc_nbi))(ctx, fetch, dest, pe)
-#define shmem_atomic_fetch_add_nbi(...) SHMEM_G_CTX(5, atomic_fetch_add_nbi, __VA_ARGS__)
-#define SHMEM_GN_atomic_fetch_add_nbi(fetch, dest, value, pe)                                 \
-    _Generic(*(dest), SHMEM_G_AMO_(shmem_, atomic_fetch_add_nbi))(fetch, dest, value, pe)
-#define SHMEM_GC_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe)                            \
-    _Generic(*(dest), SHMEM_G_AMO_(shmem_ctx_, atomic_fetch_add_nbi))                         \
-        (ctx, fetch, dest, value, pe)
-#define shmem_atomic_fetch_and(...) SHMEM_G_CTX(4, atomic_fetch_and, __VA_ARGS__)
-#define SHMEM_GN_atomic_fetch_and(dest, value, pe)                                            \
-    _Generic(*(dest), SHMEM_G_BIT_(shmem_, atomic_fetch_and))(dest, value, pe)
-#define SHMEM_GC_atomic_fetch_and(ctx, dest, value, pe)                                       \
-    _Generic(*(dest), SHMEM_G_BIT_(shmem_ctx_, atomic_fetch_and))(ctx, dest, value, pe)
-#define shmem_atomic_and(...) SHMEM_G_CTX(4, atomic_and, __VA_ARGS__)
-#define SHMEM_GN_atomic_and(dest, value, pe)                                                  \
-    _Generic(*(dest), SHMEM_G_BIT_(shmem_, atomic_and))(dest, value, pe)
-#define SHMEM_GC_atomic_and(ctx, dest, value, pe)                                             \
-    _Generic(*(dest), SHMEM_G_BIT_(shmem_ctx_, atomic_and))(ctx, dest, value, pe)
-#define shmem_atomic_fetch_and_nbi(...) SHMEM_G_CTX(5, atomic_fetch_and_nbi, __VA_ARGS__)
-#define SHMEM_GN_atomic_fetch_and_nbi(fetch, dest, value, pe)                                 \
-    _Generic(*(dest), SHMEM_G_BIT_(shmem_, atomic_fetch_and_nbi))(fetch, dest, value, pe)
-#define SHMEM_GC_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe)                            \
-    _Generic(*(dest), SHMEM_G_BIT_(shmem_ctx_, atomic_fetch_and_nbi))                         \
-        (ctx, fetch, dest, value, pe)
-#define shmem_atomic_fetch_or(...) SHMEM_G_CTX(4, atomic_fetch_or, __VA_ARGS__)
-#define SHMEM_GN_atomic_fetch_or(dest, value, pe)                                             \
-    _Generic(*(dest), SHMEM_G_BIT_(shmem_, atomic_fetch_or))(dest, value, pe)
-#define SHMEM_GC_atomic_fetch_or(ctx, dest, value, pe)                                        \
-    _Generic(*(dest), SHMEM_G_BIT_(shmem_ctx_, atomic_fetch_or))(ctx, dest, value, pe)
-#define shmem_atomic_or(...) SHMEM_G_CTX(4, atomic_or, __VA_ARGS__)
-#define SHMEM_GN_atomic_or(dest, value, pe)                                                   \
-    _Generic(*(dest), SHMEM_G_BIT_(shmem_, atomic_or))(dest, value, pe)
-#define SHMEM_GC_atomic_or(ctx, dest, value, pe)                                              \
-    _Generic(*(dest), SHMEM_G_BIT_(shmem_ctx_, atomic_or))(ctx, dest, value, pe)
-#define shmem_atomic_fetch_or_nbi(...) SHMEM_G_CTX(5, atomic_fetch_or_nbi, __VA_ARGS__)
-#define SHMEM_GN_atomic_fetch_or_nbi(fetch, dest, value, pe)                                  \
-    _Generic(*(dest), SHMEM_G_BIT_(shmem_, atomic_fetch_or_nbi))(fetch, dest, value, pe)
-#define SHMEM_GC_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe)                             \
-    _Generic(*(dest), SHMEM_G_BIT_(shmem_ctx_, atomic_fetch_or_nbi))                          \
-        (ctx, fetch, dest, value, pe)
-#define shmem_atomic_fetch_xor(...) SHMEM_G_CTX(4, atomic_fetch_xor, __VA_ARGS__)
-#define SHMEM_GN_atomic_fetch_xor(dest, value, pe)                                            \
-    _Generic(*(dest), SHMEM_G_BIT_(shmem_, atomic_fetch_xor))(dest, value, pe)
-#define SHMEM_GC_atomic_fetch_xor(ctx, dest, value, pe)                                       \
-    _Generic(*(dest), SHMEM_G_BIT_(shmem_ctx_, atomic_fetch_xor))(ctx, dest, value, pe)
-#define shmem_atomic_xor(...) SHMEM_G_CTX(4, atomic_xor, __VA_ARGS__)
-#define SHMEM_GN_atomic_xor(dest, value, pe)                                                  \
-    _Generic(*(dest), SHMEM_G_BIT_(shmem_, atomic_xor))(dest, value, pe)
-#define SHMEM_GC_atomic_xor(ctx, dest, value, pe)                                             \
-    _Generic(*(dest), SHMEM_G_BIT_(shmem_ctx_, atomic_xor))(ctx, dest, value, pe)
-#define shmem_atomic_fetch_xor_nbi(...) SHMEM_G_CTX(5, atomic_fetch_xor_nbi, __VA_ARGS__)
-#define SHMEM_GN_atomic_fetch_xor_nbi(fetch, dest, value, pe)                                 \
-    _Generic(*(dest), SHMEM_G_BIT_(shmem_, atomic_fetch_xor_nbi))(fetch, dest, value, pe)
-#define SHMEM_GC_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe)                            \
-    _Generic(*(dest), SHMEM_G_BIT_(shmem_ctx_, atomic_fetch_xor_nbi))                         \
-        (ctx, fetch, dest, value, pe)
+#define SHMEM_G_FIRST(x, ...) x
+#define SHMEM_G_N(TABLE, name, ...)                                                           \
+    _Generic(*(SHMEM_G_FIRST(__VA_ARGS__, ~)), TABLE(shmem_, name))(__VA_ARGS__)
+#define SHMEM_G_C(TABLE, name, ctx, ...)                                                      \
+    _Generic(*(SHMEM_G_FIRST(__VA_ARGS__, ~)), TABLE(shmem_ctx_, name))(ctx, __VA_ARGS__)
+#define SHMEM_G_CTX(K, TABLE, name, ...)                                                      \
+    SHMEM_G_SEL##K(__VA_ARGS__, SHMEM_G_C, SHMEM_G_N, ~)(TABLE, name, __VA_ARGS__)
+#define shmem_put(...) SHMEM_G_CTX(5, SHMEM_G_RMA_, put, __VA_ARGS__)
+#define shmem_get(...) SHMEM_G_CTX(5, SHMEM_G_RMA_, get, __VA_ARGS__)
+#define shmem_put_nbi(...) SHMEM_G_CTX(5, SHMEM_G_RMA_, put_nbi, __VA_ARGS__)
+#define shmem_get_nbi(...) SHMEM_G_CTX(5, SHMEM_G_RMA_, get_nbi, __VA_ARGS__)
+#define shmem_p(...) SHMEM_G_CTX(4, SHMEM_G_RMA_, p, __VA_ARGS__)
+#define shmem_g(...) SHMEM_G_CTX(3, SHMEM_G_RMA_, g, __VA_ARGS__)
+#define shmem_iput(...) SHMEM_G_CTX(7, SHMEM_G_RMA_, iput, __VA_ARGS__)
+#define shmem_iget(...) SHMEM_G_CTX(7, SHMEM_G_RMA_, iget, __VA_ARGS__)
+#define shmem_put_signal(...) SHMEM_G_CTX(8, SHMEM_G_RMA_, put_signal, __VA_ARGS__)
+#define shmem_put_signal_nbi(...) SHMEM_G_CTX(8, SHMEM_G_RMA_, put_signal_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch(...) SHMEM_G_CTX(3, SHMEM_G_EXT_, atomic_fetch, __VA_ARGS__)
+#define shmem_atomic_set(...) SHMEM_G_CTX(4, SHMEM_G_EXT_, atomic_set, __VA_ARGS__)
+#define shmem_atomic_swap(...) SHMEM_G_CTX(4, SHMEM_G_EXT_, atomic_swap, __VA_ARGS__)
+#define shmem_atomic_fetch_nbi(...) SHMEM_G_CTX(4, SHMEM_G_EXT_, atomic_fetch_nbi, __VA_ARGS__)
+#define shmem_atomic_swap_nbi(...) SHMEM_G_CTX(5, SHMEM_G_EXT_, atomic_swap_nbi, __VA_ARGS__)
+#define shmem_atomic_compare_swap(...) SHMEM_G_CTX(5, SHMEM_G_AMO_, atomic_compare_swap, __VA_ARGS__)
+#define shmem_atomic_fetch_inc(...) SHMEM_G_CTX(3, SHMEM_G_AMO_, atomic_fetch_inc, __VA_ARGS__)
+#define shmem_atomic_inc(...) SHMEM_G_CTX(3, SHMEM_G_AMO_, atomic_inc, __VA_ARGS__)
+#define shmem_atomic_fetch_add(...) SHMEM_G_CTX(4, SHMEM_G_AMO_, atomic_fetch_add, __VA_ARGS__)
+#define shmem_atomic_add(...) SHMEM_G_CTX(4, SHMEM_G_AMO_, atomic_add, __VA_ARGS__)
+#define shmem_atomic_compare_swap_nbi(...) SHMEM_G_CTX(6, SHMEM_G_AMO_, atomic_compare_swap_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch_inc_nbi(...) SHMEM_G_CTX(4, SHMEM_G_AMO_, atomic_fetch_inc_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch_add_nbi(...) SHMEM_G_CTX(5, SHMEM_G_AMO_, atomic_fetch_add_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch_and(...) SHMEM_G_CTX(4, SHMEM_G_BIT_, atomic_fetch_and, __VA_ARGS__)
+#define shmem_atomic_and(...) SHMEM_G_CTX(4, SHMEM_G_BIT_, atomic_and, __VA_ARGS__)
+#define shmem_atomic_fetch_and_nbi(...) SHMEM_G_CTX(5, SHMEM_G_BIT_, atomic_fetch_and_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch_or(...) SHMEM_G_CTX(4, SHMEM_G_BIT_, atomic_fetch_or, __VA_ARGS__)
+#define shmem_atomic_or(...) SHMEM_G_CTX(4, SHMEM_G_BIT_, atomic_or, __VA_ARGS__)
+#define shmem_atomic_fetch_or_nbi(...) SHMEM_G_CTX(5, SHMEM_G_BIT_, atomic_fetch_or_nbi, __VA_ARGS__)
+#define shmem_atomic_fetch_xor(...) SHMEM_G_CTX(4, SHMEM_G_BIT_, atomic_fetch_xor, __VA_ARGS__)
+#define shmem_atomic_xor(...) SHMEM_G_CTX(4, SHMEM_G_BIT_, atomic_xor, __VA_ARGS__)
+#define shmem_atomic_fetch_xor_nbi(...) SHMEM_G_CTX(5, SHMEM_G_BIT_, atomic_fetch_xor_nbi, __VA_ARGS__)
 /* point-to-point synchronisation (no context forms) */
 #define shmem_wait_until(ivar, cmp, cmp_value)                                                \
     _Generic(*(ivar), SHMEM_G_P2P(wait_until))(ivar, cmp, cmp_value)

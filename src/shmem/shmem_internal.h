@@ -145,6 +145,8 @@ void shm_poke_direct(int pe);
 /* Wait until pred(arg) holds: a short spin, then sleeps on our notify word (100 ms timeouts
  * to look for a global exit). */
 void shm_wait_notify(bool (*pred)(void *), void *arg);
+/* The same until *word >= want (counters and sequence numbers written by other PEs). */
+void shm_wait_u64(_Atomic uint64_t *word, uint64_t want);
 void shm_futex_wake(_Atomic uint32_t *w);
 void shm_futex_wait(_Atomic uint32_t *w, uint32_t seen, long ms);
 /* Set-up (init.c calls these): the job's hosts, the ring, and the connections to nodes. */

@@ -38,17 +38,6 @@ void shm_check_exit(void)
     }
 }
 
-struct flag_wait {
-    _Atomic uint64_t *flag;
-    uint64_t want;
-};
-
-static bool flag_reached(void *arg)
-{
-    struct flag_wait *w = arg;
-    return atomic_load_explicit(w->flag, memory_order_acquire) >= w->want;
-}
-
 /* With more PEs than CPUs a waiting PE must give its CPU to the PE it waits for, and every
  * round of the dissemination barrier needs the partner to have run: a central counter needs
  * each PE to run once per barrier (arrive; see the release and arrive at the next one). */
@@ -62,8 +51,7 @@ static void counter_barrier(uint64_t epoch)
                     SHM_AMO_SET | SHM_AMO_WAKE, 8, epoch, 0);
         return;
     }
-    struct flag_wait w = { &c->bar_release, epoch };
-    shm_wait_notify(flag_reached, &w);
+    shm_wait_u64(&c->bar_release, epoch);
 }
 
 void shm_barrier(void)
@@ -81,8 +69,7 @@ void shm_barrier(void)
         int to = (shm.me + dist) % shm.npes;
         shm_amo(to, offsetof(struct shm_ctrl, bar_flag) + (size_t)k * sizeof(uint64_t),
                 SHM_AMO_ADD | SHM_AMO_WAKE, 8, 1, 0);
-        struct flag_wait w = { &c->bar_flag[k], epoch };
-        shm_wait_notify(flag_reached, &w);
+        shm_wait_u64(&c->bar_flag[k], epoch);
     }
     atomic_thread_fence(memory_order_seq_cst);
 }

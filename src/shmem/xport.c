@@ -602,15 +602,21 @@ void shm_put(int pe, size_t off, const void *src, size_t len)
     pthread_mutex_unlock(&p->lock);
 }
 
-struct seq_wait {
+struct u64_wait {
     _Atomic uint64_t *word;
-    uint64_t seq;
+    uint64_t want;
 };
 
-static bool seq_reached(void *arg)
+static bool u64_reached(void *arg)
 {
-    struct seq_wait *w = arg;
-    return atomic_load_explicit(w->word, memory_order_acquire) >= w->seq;
+    struct u64_wait *w = arg;
+    return atomic_load_explicit(w->word, memory_order_acquire) >= w->want;
+}
+
+void shm_wait_u64(_Atomic uint64_t *word, uint64_t want)
+{
+    struct u64_wait w = { word, want };
+    shm_wait_notify(u64_reached, &w);
 }
 
 void shm_get(int pe, void *dst, size_t off, size_t len)
@@ -639,8 +645,7 @@ void shm_get(int pe, void *dst, size_t off, size_t len)
             sent++;
         }
         unsigned slot = (unsigned)(recvd % SHM_RBUF_SLOTS);
-        struct seq_wait w = { &c->rbuf_seq[slot], first + recvd };
-        shm_wait_notify(seq_reached, &w);
+        shm_wait_u64(&c->rbuf_seq[slot], first + recvd);
         size_t o = recvd * shm.chunk, n = len - o < shm.chunk ? len - o : shm.chunk;
         memcpy((char *)dst + o, rbuf + (size_t)slot * shm.chunk, n);
         recvd++;
@@ -715,22 +720,10 @@ uint64_t shm_amo(int pe, size_t off, unsigned op, unsigned size, uint64_t v, uin
     m.seq = ++amo_seq;
     send_msg(hop, &m, NULL, 0);
     struct shm_ctrl *c = shm_ctrl_of(shm.me);
-    struct seq_wait w = { &c->amo_seq, m.seq };
-    shm_wait_notify(seq_reached, &w);
+    shm_wait_u64(&c->amo_seq, m.seq);
     uint64_t old = c->amo_val;
     pthread_mutex_unlock(&amo_lock);
     return old;
-}
-
-struct acks_wait {
-    _Atomic uint64_t *acks;
-    uint64_t want;
-};
-
-static bool acks_reached(void *arg)
-{
-    struct acks_wait *w = arg;
-    return atomic_load_explicit(w->acks, memory_order_acquire) >= w->want;
 }
 
 void shm_quiet_all(void)
@@ -739,8 +732,7 @@ void shm_quiet_all(void)
     uint64_t want = atomic_load(&issued);
     if (!want)
         return;
-    struct acks_wait w = { &shm_ctrl_of(shm.me)->acks, want };
-    shm_wait_notify(acks_reached, &w);
+    shm_wait_u64(&shm_ctrl_of(shm.me)->acks, want);
 }
 
 /* Wait for pred: spin briefly (the other PE is usually running on another core), then yield

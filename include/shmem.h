@@ -78,26 +78,8 @@ extern "C" {
     X(ptrdiff_t, ptrdiff)
 /* Sized RMA: X(BITS) with BITS/8-byte elements. */
 #define SHMEM_SIZED_TABLE(X) X(8) X(16) X(32) X(64) X(128)
-/* Standard AMO types (spec Table 6: compare_swap, fetch_inc, inc, fetch_add, add). */
-#define SHMEM_AMO_TYPE_TABLE(X)                                                                \
-    X(int, int)                                                                                \
-    X(long, long)                                                                              \
-    X(long long, longlong)                                                                     \
-    X(unsigned int, uint)                                                                      \
-    X(unsigned long, ulong)                                                                    \
-    X(unsigned long long, ulonglong)                                                           \
-    X(int32_t, int32)                                                                          \
-    X(int64_t, int64)                                                                          \
-    X(uint32_t, uint32)                                                                        \
-    X(uint64_t, uint64)                                                                        \
-    X(size_t, size)                                                                            \
-    X(ptrdiff_t, ptrdiff)
-/* Extended AMO types (fetch, set, swap): the standard ones plus float and double. */
-#define SHMEM_EXT_AMO_TYPE_TABLE(X)                                                            \
-    X(float, float)                                                                            \
-    X(double, double)                                                                          \
-    SHMEM_AMO_TYPE_TABLE(X)
-/* Bitwise AMO types (fetch_and, and, fetch_or, or, fetch_xor, xor). */
+/* The tables below are built from each other: P2P ⊃ standard AMO ⊃ bitwise AMO ∪ the 1.3
+ * names. Bitwise AMO types (fetch_and, and, fetch_or, or, fetch_xor, xor). */
 #define SHMEM_BITWISE_AMO_TYPE_TABLE(X)                                                        \
     X(unsigned int, uint)                                                                      \
     X(unsigned long, ulong)                                                                    \
@@ -107,26 +89,23 @@ extern "C" {
     X(uint32_t, uint32)                                                                        \
     X(uint64_t, uint64)
 /* The 1.3 names (shmem_TYPE_fadd, ...) exist for these only. */
-#define SHMEM_DEPR_AMO_TYPE_TABLE(X)                                                           \
-    X(int, int)                                                                                \
-    X(long, long)                                                                              \
-    X(long long, longlong)
-/* Point-to-point synchronisation types (spec Table 9). */
-#define SHMEM_P2P_TYPE_TABLE(X)                                                                \
-    X(short, short)                                                                            \
-    X(int, int)                                                                                \
-    X(long, long)                                                                              \
-    X(long long, longlong)                                                                     \
-    X(unsigned short, ushort)                                                                  \
-    X(unsigned int, uint)                                                                      \
-    X(unsigned long, ulong)                                                                    \
-    X(unsigned long long, ulonglong)                                                           \
-    X(int32_t, int32)                                                                          \
-    X(int64_t, int64)                                                                          \
-    X(uint32_t, uint32)                                                                        \
-    X(uint64_t, uint64)                                                                        \
+#define SHMEM_DEPR_AMO_TYPE_TABLE(X) X(int, int) X(long, long) X(long long, longlong)
+/* Standard AMO types (spec Table 6: compare_swap, fetch_inc, inc, fetch_add, add). */
+#define SHMEM_AMO_TYPE_TABLE(X)                                                                \
+    SHMEM_DEPR_AMO_TYPE_TABLE(X)                                                               \
+    SHMEM_BITWISE_AMO_TYPE_TABLE(X)                                                            \
     X(size_t, size)                                                                            \
     X(ptrdiff_t, ptrdiff)
+/* Extended AMO types (fetch, set, swap): the standard ones plus float and double. */
+#define SHMEM_EXT_AMO_TYPE_TABLE(X)                                                            \
+    X(float, float)                                                                            \
+    X(double, double)                                                                          \
+    SHMEM_AMO_TYPE_TABLE(X)
+/* Point-to-point synchronisation types (spec Table 9): the standard AMO ones plus short. */
+#define SHMEM_P2P_TYPE_TABLE(X)                                                                \
+    X(short, short)                                                                            \
+    X(unsigned short, ushort)                                                                  \
+    SHMEM_AMO_TYPE_TABLE(X)
 
 /* ---- setup, exit and query ---- */
 void shmem_init(void);

@@ -42,8 +42,7 @@ struct lend {
 struct lmap {
     struct lmap *next;
     uint32_t id, fn, host;   /* mapping id, device, borrower */
-    int adapter, lut;        /* -1 when the target is on the lender */
-    uint32_t count;
+    struct fab_window win;   /* win.count 0 when the target is on the lender */
     uint64_t ioaddr, size;
     bool iommu;
 };
@@ -103,8 +102,8 @@ static void bars_inbound(uint32_t fn, bool map);
 static void drop_lmap(struct lmap *m)
 {
     struct fab *f = F();
-    for (uint32_t k = 0; m->lut >= 0 && k < m->count; k++)
-        fab_lut_clear(f, (uint32_t)m->adapter, (uint32_t)m->lut + k, getpid());
+    if (m->win.count)
+        fab_window_unmap(f, &m->win, getpid());
     if (m->iommu)
         fab_iommu_unmap(f, D.ag->host, FN(m->fn)->rid, m->ioaddr & ~4095ull, m->size);
 }
@@ -211,41 +210,22 @@ static int lend_map(uint32_t fn, uint32_t host, uint32_t target, uint64_t addr, 
     struct lmap *m = calloc(1, sizeof *m);
     if (!m)
         return -ENOMEM;
-    *m = (struct lmap){ .id = ++D.next_id, .fn = fn, .host = host, .adapter = -1, .lut = -1 };
+    *m = (struct lmap){ .id = ++D.next_id, .fn = fn, .host = host };
     int rc = 0;
     const struct fab_host *self = fab_host(f, D.ag->host);
     if (target == D.ag->host) {
         m->ioaddr = addr;
         out->via = -1;
     } else {
-        rc = -EHOSTUNREACH;
-        for (uint32_t i = 0; i < self->nadapters && rc == -EHOSTUNREACH; i++) {
-            uint32_t ai = self->adapter_first + i;
-            const struct fab_adapter *a = fab_adapter(f, ai);
-            for (uint32_t p = 0; p < a->npeers; p++)
-                if (fab_adapter(f, a->peers[p])->host == target) {
-                    m->adapter = (int)ai;
-                    rc = 0;
-                    break;
-                }
-        }
-        if (!rc) {
-            const struct fab_adapter *a = fab_adapter(f, (uint32_t)m->adapter);
-            uint64_t base = addr & ~(a->lut_size - 1);
-            m->count = (uint32_t)((addr - base + size + a->lut_size - 1) / a->lut_size);
-            /* Held by the agent process itself, so nobody else takes them in between. */
-            m->lut = fab_lut_alloc_range(f, (uint32_t)m->adapter, m->count, getpid());
-            rc = m->lut < 0 ? m->lut : 0;
-            for (uint32_t k = 0; !rc && k < m->count; k++)
-                rc = fab_lut_set(f, (uint32_t)m->adapter, (uint32_t)m->lut + k, target,
-                                 base + (uint64_t)k * a->lut_size, getpid(), 0);
-            /* Reads come back by requester ID: the device needs an entry (smartio §8). */
-            int r = rc ? 0 : fab_rid_add(f, (uint32_t)m->adapter, FN(fn)->rid, 0);
-            if (r && r != -EEXIST)
-                rc = r;
-            m->ioaddr = a->bar_addr + (uint64_t)m->lut * a->lut_size + (addr - base);
-            out->via = m->adapter;
-        }
+        int ai = fab_adapter_toward(f, D.ag->host, target, NULL);
+        /* Held by the agent process itself, so nobody else takes them in between. */
+        rc = ai < 0 ? ai : fab_window_map(f, (uint32_t)ai, target, addr, size, getpid(), 0, &m->win);
+        /* Reads come back by requester ID: the device needs an entry (smartio §8). */
+        int r = rc ? 0 : fab_rid_add(f, (uint32_t)ai, FN(fn)->rid, 0);
+        if (r && r != -EEXIST)
+            rc = r;
+        m->ioaddr = m->win.bus;
+        out->via = ai;
     }
     m->size = ((m->ioaddr & 4095) + size + 4095) & ~4095ull;
     if (!rc && self->iommu) {
@@ -514,10 +494,9 @@ int dev_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_
     /* The device's traffic enters the target through the target's adapter facing the
      * lender's: with the target's IOMMU on, that adapter's domain must map the memory. */
     if (out.via >= 0 && fab_host(f, target)->iommu) {
-        const struct fab_adapter *va = fab_adapter(f, (uint32_t)out.via);
-        for (uint32_t p = 0; p < va->npeers; p++)
-            if (fab_adapter(f, va->peers[p])->host == target)
-                m->rid = fab_adapter(f, va->peers[p])->rid;
+        int peer = fab_peer_on(f, (uint32_t)out.via, target);
+        if (peer >= 0)
+            m->rid = fab_adapter(f, (uint32_t)peer)->rid;
         struct inbound_req q = { .addr = m->addr, .size = m->size, .rid = m->rid };
         if (target == D.ag->host)
             rc = fab_iommu_map(f, target, (uint16_t)q.rid, q.addr, q.addr, q.size,

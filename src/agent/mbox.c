@@ -69,31 +69,20 @@ static int peer_route_locked(uint32_t peer, struct mbox_peer *p)
     if (p->lut >= 0)
         return 0;
     struct fab *f = mb.ag->f;
-    const struct fab_host *h = fab_host(f, mb.ag->host);
-    for (uint32_t i = 0; i < h->nadapters; i++) {
-        uint32_t ai = h->adapter_first + i;
-        const struct fab_adapter *a = fab_adapter(f, ai);
-        for (uint32_t k = 0; k < a->npeers; k++) {
-            if (fab_adapter(f, a->peers[k])->host != peer)
-                continue;
-            uint64_t slot = (uint64_t)mb.ag->host * FAB_MBOX_SLOT;
-            uint64_t base = slot & ~(a->lut_size - 1);
-            int idx = fab_lut_alloc(f, ai, 0, FAB_LUT_AGENT);
-            if (idx < 0)
-                return idx;
-            int rc = fab_lut_set(f, ai, (uint32_t)idx, peer, base, 0, FAB_LUT_AGENT);
-            if (rc) {
-                fab_lut_clear(f, ai, (uint32_t)idx, 0);
-                return rc;
-            }
-            p->adapter = (int)ai;
-            p->peer_adapter = (int)a->peers[k];
-            p->lut = idx;
-            p->window = a->bar_addr + (uint64_t)idx * a->lut_size + (slot - base);
-            return 0;
-        }
-    }
-    return -ENOTCONN;
+    uint32_t peer_ai;
+    int ai = fab_adapter_toward(f, mb.ag->host, peer, &peer_ai);
+    if (ai < 0)
+        return -ENOTCONN;
+    struct fab_window w;
+    int rc = fab_window_map(f, (uint32_t)ai, peer, (uint64_t)mb.ag->host * FAB_MBOX_SLOT,
+                            FAB_MBOX_SLOT, 0, FAB_LUT_AGENT, &w);
+    if (rc)
+        return rc;
+    p->adapter = ai;
+    p->peer_adapter = (int)peer_ai;
+    p->lut = (int)w.first;
+    p->window = w.bus;
+    return 0;
 }
 
 static int peer_route(uint32_t peer, struct mbox_peer *p)

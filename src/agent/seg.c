@@ -426,15 +426,10 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
         if (adapter >= self()->nadapters)
             return -ENODEV;
         ai = self()->adapter_first + adapter;
-        const struct fab_adapter *a = fab_adapter(f, ai);
-        rc = -EHOSTUNREACH;
-        for (uint32_t p = 0; p < a->npeers; p++)
-            if (fab_adapter(f, a->peers[p])->host == (uint32_t)owner) {
-                peer = a->peers[p];
-                rc = 0;
-            }
-        if (rc)
-            return rc;
+        int p = fab_peer_on(f, ai, (uint32_t)owner);
+        if (p < 0)
+            return -EHOSTUNREACH;
+        peer = (uint32_t)p;
         struct seg_req q = { .id = id, .from_adapter = ai, .boot_gen = atomic_load(&self()->boot_gen) };
         uint32_t got = 0;
         rc = mbox_call(S.ag, (uint32_t)owner, MBOX_SEG_CONNECT, &q, sizeof q, &r, sizeof r, &got, 1000);
@@ -736,16 +731,10 @@ static int h_seg_create_for(struct agent *ag, uint32_t from, const void *req, ui
         return -EINVAL;
     memcpy(&r, req, sizeof r);
     /* Available on whichever of our adapters faces the requester. */
-    struct fab *f = ag->f;
-    int via = -1;
-    for (uint32_t i = 0; i < self()->nadapters && via < 0; i++) {
-        const struct fab_adapter *a = fab_adapter(f, self()->adapter_first + i);
-        for (uint32_t p = 0; p < a->npeers; p++)
-            if (fab_adapter(f, a->peers[p])->host == from)
-                via = (int)i;
-    }
-    if (via < 0)
-        return -EHOSTUNREACH;
+    int ai = fab_adapter_toward(ag->f, ag->host, from, NULL);
+    if (ai < 0)
+        return ai;
+    int via = ai - (int)self()->adapter_first;
     uint64_t id, phys, size;
     int rc = aseg_create(FOR_HOST(from), 0, r.size, 0, &id, &phys, &size);
     if (!rc)

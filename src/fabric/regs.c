@@ -82,7 +82,8 @@ int fab_lut_alloc(struct fab *f, uint32_t ai, int32_t owner, uint32_t flags)
     return rc;
 }
 
-int fab_lut_alloc_range(struct fab *f, uint32_t ai, uint32_t count, int32_t owner)
+int fab_lut_alloc_range(struct fab *f, uint32_t ai, uint32_t count, int32_t owner,
+                        uint32_t flags)
 {
     struct fab_adapter *a = fab_adapter(f, ai);
     struct fab_lut_entry *e = fab_lut(f, a);
@@ -90,14 +91,19 @@ int fab_lut_alloc_range(struct fab *f, uint32_t ai, uint32_t count, int32_t owne
     if (!count || count > a->lut_entries)
         return count ? -ENOSPC : -EINVAL;
     fab_lock(&f->ctl->ctl_lock);
+    /* Agent ranges from the top of the table, as in fab_lut_alloc. */
+    bool top = flags & FAB_LUT_AGENT;
     uint32_t run = 0;
-    for (uint32_t i = 0; i < a->lut_entries; i++) {
+    for (uint32_t k = 0; k < a->lut_entries; k++) {
+        uint32_t i = top ? a->lut_entries - 1 - k : k;
         bool is_free = e[i].owner_pid == 0 && !(e[i].flags & FAB_LUT_AGENT) && !atomic_load(&e[i].valid);
         run = is_free ? run + 1 : 0;
         if (run == count) {
-            uint32_t first = i + 1 - count;
-            for (uint32_t k = first; k <= i; k++)
-                e[k].owner_pid = owner;
+            uint32_t first = top ? i : i + 1 - count;
+            for (uint32_t j = first; j < first + count; j++) {
+                e[j].owner_pid = owner;
+                e[j].flags = flags;
+            }
             rc = (int)first;
             break;
         }
@@ -115,16 +121,15 @@ static bool lut_may(const struct fab_lut_entry *e, int32_t owner)
     return !(e->flags & FAB_LUT_AGENT) && (e->owner_pid == 0 || e->owner_pid == owner);
 }
 
-int fab_lut_set(struct fab *f, uint32_t ai, uint32_t idx, uint32_t peer_host, uint64_t peer_addr,
-                int32_t owner, uint32_t flags)
+/* Program one entry without waiting for the mapping acknowledgements (the caller does, once
+ * for a whole window). */
+int fab_lut_set_noack(struct fab *f, uint32_t ai, uint32_t idx, uint32_t peer_host,
+                      uint64_t peer_addr, int32_t owner, uint32_t flags)
 {
     struct fab_adapter *a = fab_adapter(f, ai);
     if (idx >= a->lut_entries || peer_addr % a->lut_size)
         return -EINVAL;
-    int peer = -1;
-    for (uint32_t p = 0; p < a->npeers; p++)
-        if (fab_adapter(f, a->peers[p])->host == peer_host)
-            peer = (int)a->peers[p];
+    int peer = fab_peer_on(f, ai, peer_host);
     if (peer < 0)
         return -ENOTCONN;
     struct fab_lut_entry *e = &fab_lut(f, a)[idx];
@@ -141,11 +146,21 @@ int fab_lut_set(struct fab *f, uint32_t ai, uint32_t idx, uint32_t peer_host, ui
     e->flags = flags;
     atomic_store(&e->valid, 1);
     fab_unlock(&f->ctl->ctl_lock);
-    fab_map_changed(f);
     return 0;
 }
 
-int fab_lut_clear(struct fab *f, uint32_t ai, uint32_t idx, int32_t owner)
+int fab_lut_set(struct fab *f, uint32_t ai, uint32_t idx, uint32_t peer_host, uint64_t peer_addr,
+                int32_t owner, uint32_t flags)
+{
+    int rc = fab_lut_set_noack(f, ai, idx, peer_host, peer_addr, owner, flags);
+    if (!rc)
+        fab_map_changed(f);
+    return rc;
+}
+
+/* Clear one entry; 1 when it was valid (mappings changed: the caller acknowledges), 0 when not,
+ * or -errno. */
+int fab_lut_clear_noack(struct fab *f, uint32_t ai, uint32_t idx, int32_t owner)
 {
     struct fab_adapter *a = fab_adapter(f, ai);
     if (idx >= a->lut_entries)
@@ -160,9 +175,15 @@ int fab_lut_clear(struct fab *f, uint32_t ai, uint32_t idx, int32_t owner)
     e->owner_pid = 0;
     e->flags = 0;
     fab_unlock(&f->ctl->ctl_lock);
-    if (was_valid)
+    return was_valid;
+}
+
+int fab_lut_clear(struct fab *f, uint32_t ai, uint32_t idx, int32_t owner)
+{
+    int rc = fab_lut_clear_noack(f, ai, idx, owner);
+    if (rc > 0)
         fab_map_changed(f);
-    return 0;
+    return rc < 0 ? rc : 0;
 }
 
 /* ---------------------------------------------------------------- requester IDs */

@@ -161,6 +161,32 @@ nomem:
     return NULL;
 }
 
+int rt_window_open(struct rt *rt, uint32_t adapter, uint32_t peer_host, uint64_t peer_addr,
+                   uint64_t len, bool readonly, struct rt_window *out)
+{
+    int rc = fab_window_map(rt->f, adapter, peer_host, peer_addr, len, getpid(), 0, &out->w);
+    if (rc)
+        return rc;
+    out->map = rt_map_window(rt, adapter, out->w.first, out->w.count, readonly);
+    if (!out->map) {
+        rc = -errno;
+        fab_window_unmap(rt->f, &out->w, getpid());
+        return rc;
+    }
+    out->ptr = (volatile char *)out->map + out->w.offset;
+    return 0;
+}
+
+void rt_window_close(struct rt *rt, struct rt_window *w)
+{
+    if (!w->map)
+        return;
+    rt_unmap_window(rt, w->map);
+    fab_window_unmap(rt->f, &w->w, getpid());
+    w->map = NULL;
+    w->ptr = NULL;
+}
+
 int rt_unmap_window(struct rt *rt, void *base)
 {
     pthread_mutex_lock(&rt->map_lock);

@@ -41,4 +41,17 @@ int rt_call(struct rt *rt, uint32_t op, uint64_t a, uint64_t b, struct agent_rsp
 void *rt_map_window(struct rt *rt, uint32_t adapter, uint32_t first, uint32_t count, bool readonly);
 int rt_unmap_window(struct rt *rt, void *base);
 
+/* A peer host's memory mapped into this process: the LUT range (fab_window_map) and the CPU
+ * mapping of it. ptr points at peer_addr. */
+struct rt_window {
+    struct fab_window w;
+    void *map;           /* start of the mapping (the first entry), for rt_unmap_window */
+    volatile void *ptr;  /* peer_addr */
+};
+/* Map [peer_addr, peer_addr + len) of peer_host through `adapter` for this process (entries
+ * owned by its pid); everything is undone on failure. 0 or -errno. */
+int rt_window_open(struct rt *rt, uint32_t adapter, uint32_t peer_host, uint64_t peer_addr,
+                   uint64_t len, bool readonly, struct rt_window *out);
+void rt_window_close(struct rt *rt, struct rt_window *w);
+
 #endif

@@ -235,8 +235,8 @@ static int window_dma_map(seg_remote_t *r, bool on)
     if (!h->iommu)
         return 0;
     const struct fab_adapter *a = fab_adapter(rt->f, r->ai);
-    uint64_t win = a->bar_addr + (uint64_t)r->lut_first * a->lut_size;
-    uint64_t len = (uint64_t)r->lut_count * a->lut_size;
+    uint64_t win = a->bar_addr + (uint64_t)r->win.first * a->lut_size;
+    uint64_t len = (uint64_t)r->win.count * a->lut_size;
     for (uint32_t i = 0; i < h->nadapters; i++) {
         if (!fab_adapter(rt->f, h->adapter_first + i)->dma_channels)
             continue;
@@ -258,42 +258,25 @@ static int window_dma_map(seg_remote_t *r, bool on)
 
 static void release_lut(seg_remote_t *r)
 {
-    struct fab *f = r->sd->rt->f;
-    if (r->lut_first >= 0)
-        window_dma_map(r, false);
-    for (uint32_t k = 0; r->lut_first >= 0 && k < r->lut_count; k++)
-        fab_lut_clear(f, r->ai, (uint32_t)r->lut_first + k, getpid());
-    r->lut_first = -1;
+    if (!r->win.count)
+        return;
+    window_dma_map(r, false);
+    fab_window_unmap(r->sd->rt->f, &r->win, getpid());
+    r->win.count = 0;
 }
 
-/* Point `count` fresh LUT entries of our adapter at the owner's segment. */
+/* Point a fresh window of our adapter at the owner's segment. */
 static int program_lut(seg_remote_t *r)
 {
-    struct fab *f = r->sd->rt->f;
-    const struct fab_adapter *a = fab_adapter(f, r->ai);
-    uint64_t base = r->bus & ~(a->lut_size - 1);
-    r->lut_off = r->bus - base;
-    r->lut_count = (uint32_t)((r->lut_off + r->size + a->lut_size - 1) / a->lut_size);
-    int first = fab_lut_alloc_range(f, r->ai, r->lut_count, getpid());
-    if (first < 0)
-        return first;
-    r->lut_first = first;
-    int rc = window_dma_map(r, true);
-    if (rc) {
-        for (uint32_t k = 0; k < r->lut_count; k++)
-            fab_lut_clear(f, r->ai, (uint32_t)first + k, getpid());
-        r->lut_first = -1;
+    int rc = fab_window_map(r->sd->rt->f, r->ai, r->owner, r->bus, r->size, getpid(), 0, &r->win);
+    if (rc)
         return rc;
+    rc = window_dma_map(r, true);
+    if (rc) {
+        fab_window_unmap(r->sd->rt->f, &r->win, getpid());
+        r->win.count = 0;
     }
-    for (uint32_t k = 0; k < r->lut_count; k++) {
-        rc = fab_lut_set(f, r->ai, (uint32_t)first + k, r->owner, base + (uint64_t)k * a->lut_size,
-                         getpid(), 0);
-        if (rc) {
-            release_lut(r);
-            return rc;
-        }
-    }
-    return 0;
+    return rc;
 }
 
 int seg_connect(seg_desc_t *sd, seg_remote_t **out, uint32_t node_id, uint32_t id, int adapter,
@@ -305,7 +288,7 @@ int seg_connect(seg_desc_t *sd, seg_remote_t **out, uint32_t node_id, uint32_t i
     seg_remote_t *r = calloc(1, sizeof *r);
     if (!r)
         return -ENOMEM;
-    *r = (seg_remote_t){ .sd = sd, .node = node_id, .id = id, .lut_first = -1 };
+    *r = (seg_remote_t){ .sd = sd, .node = node_id, .id = id };
     struct agent_rsp rsp;
     int rc = rt_call(rt, AGENT_ALLOC, 4096, 4096, &rsp); /* the event word */
     if (rc)
@@ -334,13 +317,10 @@ int seg_connect(seg_desc_t *sd, seg_remote_t **out, uint32_t node_id, uint32_t i
     r->local = r->owner == rt->host;
     r->ev_seen = atomic_load(&r->ev->head);
     if (!r->local) {
-        struct fab_host *h = fab_host(rt->f, rt->host);
-        r->ai = h->adapter_first + (uint32_t)adapter;
-        const struct fab_adapter *a = fab_adapter(rt->f, r->ai);
-        for (uint32_t p = 0; p < a->npeers; p++)
-            if (fab_adapter(rt->f, a->peers[p])->host == r->owner)
-                r->peer_ai = a->peers[p];
-        rc = program_lut(r);
+        r->ai = fab_host(rt->f, rt->host)->adapter_first + (uint32_t)adapter;
+        int peer = fab_peer_on(rt->f, r->ai, r->owner);
+        rc = peer < 0 ? -ENOTCONN : program_lut(r);
+        r->peer_ai = peer < 0 ? 0 : (uint32_t)peer;
         if (rc) {
             rt_call(rt, AGENT_SEG_DISCONNECT, r->owner, r->conn_id, NULL);
             goto fail_ev;
@@ -376,8 +356,7 @@ uint64_t seg_remote_bus(const seg_remote_t *r, size_t off)
 {
     if (r->local)
         return r->bus + off;
-    const struct fab_adapter *a = fab_adapter(r->sd->rt->f, r->ai);
-    return a->bar_addr + (uint64_t)r->lut_first * a->lut_size + r->lut_off + off;
+    return r->win.bus + off;
 }
 
 void *seg_map_remote(seg_remote_t *r, size_t offset, size_t size, unsigned flags, seg_map_t **map)
@@ -400,9 +379,8 @@ void *seg_map_remote(seg_remote_t *r, size_t offset, size_t size, unsigned flags
     } else if (r->local) {
         m->ptr = fab_ram(rt->f, r->owner, r->bus + offset, size);
     } else {
-        m->window = rt_map_window(rt, r->ai, (uint32_t)r->lut_first, r->lut_count,
-                                  flags & SEG_MAP_READONLY);
-        m->ptr = m->window ? (char *)m->window + r->lut_off + offset : NULL;
+        m->window = rt_map_window(rt, r->ai, r->win.first, r->win.count, flags & SEG_MAP_READONLY);
+        m->ptr = m->window ? (char *)m->window + r->win.offset + offset : NULL;
     }
     if (!m->ptr) {
         int e = errno;

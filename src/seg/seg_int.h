@@ -31,9 +31,7 @@ struct seg_remote {
     bool local;            /* the owner is this host: no window, direct RAM */
     uint64_t bus, size;    /* the segment's bus address at the owner */
     uint32_t ai, peer_ai;  /* global adapter indices of the path (remote only) */
-    int lut_first;
-    uint32_t lut_count;
-    uint64_t lut_off;      /* where the segment starts inside the first entry */
+    struct fab_window win; /* our LUT range onto the segment; win.count 0 when none */
     uint64_t event_phys;
     struct seg_event_word *ev;
     uint32_t ev_seen;

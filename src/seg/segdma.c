@@ -201,9 +201,7 @@ struct seg_intr {
 struct seg_rintr {
     seg_desc_t *sd;
     struct seg_intr_page *page;
-    void *window;
-    uint32_t ai;
-    int lut;
+    struct rt_window win; /* onto the owner's page; win.map NULL when the owner is here */
     uint32_t gen; /* the page's generation when we connected: it changes on remove */
 };
 
@@ -305,27 +303,17 @@ int seg_intr_connect(seg_desc_t *sd, seg_rintr_t **out, uint32_t node_id, uint32
     if (!ri)
         return -ENOMEM;
     ri->sd = sd;
-    ri->lut = -1;
     uint32_t owner = (uint32_t)r.b;
     if (owner == rt->host) {
         ri->page = fab_ram(rt->f, owner, r.a, sizeof *ri->page);
     } else {
-        ri->ai = fab_host(rt->f, rt->host)->adapter_first + (uint32_t)adapter;
-        const struct fab_adapter *a = fab_adapter(rt->f, ri->ai);
-        uint64_t base = r.a & ~(a->lut_size - 1);
-        ri->lut = fab_lut_alloc(rt->f, ri->ai, getpid(), 0);
-        rc = ri->lut < 0 ? ri->lut : fab_lut_set(rt->f, ri->ai, (uint32_t)ri->lut, owner, base, getpid(), 0);
-        if (!rc) {
-            ri->window = rt_map_window(rt, ri->ai, (uint32_t)ri->lut, 1, false);
-            rc = ri->window ? 0 : -errno;
-        }
+        uint32_t ai = fab_host(rt->f, rt->host)->adapter_first + (uint32_t)adapter;
+        rc = rt_window_open(rt, ai, owner, r.a, sizeof *ri->page, false, &ri->win);
         if (rc) {
-            if (ri->lut >= 0)
-                fab_lut_clear(rt->f, ri->ai, (uint32_t)ri->lut, getpid());
             free(ri);
             return rc;
         }
-        ri->page = (struct seg_intr_page *)((char *)ri->window + (r.a - base));
+        ri->page = (struct seg_intr_page *)ri->win.ptr;
     }
     ri->gen = atomic_load(&ri->page->gen);
     *out = ri;
@@ -336,10 +324,7 @@ void seg_intr_disconnect(seg_rintr_t *ri)
 {
     if (!ri)
         return;
-    if (ri->window)
-        rt_unmap_window(ri->sd->rt, ri->window);
-    if (ri->lut >= 0)
-        fab_lut_clear(ri->sd->rt->f, ri->ai, (uint32_t)ri->lut, getpid());
+    rt_window_close(ri->sd->rt, &ri->win);
     free(ri);
 }
 

@@ -25,11 +25,9 @@ struct sio_dev {
 
 struct sio_bar {
     sio_dev_t *dev;
-    void *window;    /* the window mapping, NULL when the device is on this host */
+    struct rt_window win; /* through our adapter; win.map is NULL when the device is here */
     volatile char *ptr;
     size_t size;
-    int lut;
-    uint32_t count;
 };
 
 struct sio_dma {
@@ -121,15 +119,11 @@ int sio_borrow(uint32_t id, unsigned mode, sio_dev_t **out)
     d->fn = id;
     d->lender = fab_func(f, id)->host;
     d->ai = d->peer_ai = -1;
-    const struct fab_host *self = fab_host(f, d->rt->host);
-    for (uint32_t i = 0; d->lender != d->rt->host && i < self->nadapters && d->ai < 0; i++) {
-        const struct fab_adapter *a = fab_adapter(f, self->adapter_first + i);
-        for (uint32_t p = 0; p < a->npeers; p++)
-            if (fab_adapter(f, a->peers[p])->host == d->lender) {
-                d->ai = (int)(self->adapter_first + i);
-                d->peer_ai = (int)a->peers[p];
-                break;
-            }
+    uint32_t peer_ai;
+    int ai = d->lender == d->rt->host ? -1 : fab_adapter_toward(f, d->rt->host, d->lender, &peer_ai);
+    if (ai >= 0) {
+        d->ai = ai;
+        d->peer_ai = (int)peer_ai;
     }
     *out = d;
     return 0;
@@ -181,30 +175,17 @@ volatile void *sio_map_bar(sio_dev_t *d, int bar, size_t *size, sio_bar_t **out)
         errno = ENOMEM;
         return NULL;
     }
-    *m = (sio_bar_t){ .dev = d, .size = b->size, .lut = -1 };
+    *m = (sio_bar_t){ .dev = d, .size = b->size };
     if (d->lender == d->rt->host) {
         m->ptr = fab_bar_mem(f, d->fn, b->off, b->size);
     } else if (d->ai >= 0) {
-        const struct fab_adapter *a = fab_adapter(f, (uint32_t)d->ai);
-        uint64_t base = b->addr & ~(a->lut_size - 1);
-        m->count = (uint32_t)((b->addr - base + b->size + a->lut_size - 1) / a->lut_size);
-        m->lut = fab_lut_alloc_range(f, (uint32_t)d->ai, m->count, getpid());
-        int rc = m->lut < 0 ? m->lut : 0;
-        for (uint32_t k = 0; !rc && k < m->count; k++)
-            rc = fab_lut_set(f, (uint32_t)d->ai, (uint32_t)m->lut + k, d->lender,
-                             base + (uint64_t)k * a->lut_size, getpid(), 0);
-        if (!rc) {
-            m->window = rt_map_window(d->rt, (uint32_t)d->ai, (uint32_t)m->lut, m->count, false);
-            rc = m->window ? 0 : -errno;
-        }
+        int rc = rt_window_open(d->rt, (uint32_t)d->ai, d->lender, b->addr, b->size, false, &m->win);
         if (rc) {
-            for (uint32_t k = 0; m->lut >= 0 && k < m->count; k++)
-                fab_lut_clear(f, (uint32_t)d->ai, (uint32_t)m->lut + k, getpid());
             free(m);
             errno = -rc;
             return NULL;
         }
-        m->ptr = (volatile char *)m->window + (b->addr - base);
+        m->ptr = (volatile char *)m->win.ptr;
     } else {
         errno = EHOSTUNREACH;
     }
@@ -222,11 +203,7 @@ int sio_unmap_bar(sio_bar_t *m)
 {
     if (!m)
         return -EINVAL;
-    sio_dev_t *d = m->dev;
-    if (m->window)
-        rt_unmap_window(d->rt, m->window);
-    for (uint32_t k = 0; m->lut >= 0 && k < m->count; k++)
-        fab_lut_clear(d->rt->f, (uint32_t)d->ai, (uint32_t)m->lut + k, getpid());
+    rt_window_close(m->dev->rt, &m->win);
     free(m);
     return 0;
 }
@@ -235,7 +212,7 @@ int sio_unmap_bar(sio_bar_t *m)
 static void notify(sio_bar_t *m)
 {
     sio_dev_t *d = m->dev;
-    if (m->window && !fab_path_up(d->rt->f, (uint32_t)d->ai, (uint32_t)d->peer_ai, NULL))
+    if (m->win.map && !fab_path_up(d->rt->f, (uint32_t)d->ai, (uint32_t)d->peer_ai, NULL))
         return;
     fab_fn_notify(d->rt->f, d->fn);
 }

@@ -1,16 +1,40 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses with clang (ASan + UBSan) and runs each for a while.
-# Usage: scripts/fuzz.sh [SECONDS]   (default 30 per harness; CI uses this briefly)
-# A finding stops the run with the crashing input saved in build-fuzz/ (exit non-zero).
+# Usage: scripts/fuzz.sh [SECONDS] [HARNESS...]   (default 30 s each, all harnesses; CI: brief)
+# Harnesses: nvme (NVMe command path), topo (topology file reader and resolver).
+# Corpora grow in build-fuzz/corpus-NAME, seeded from the repository's examples. A finding
+# stops the run with the crashing input saved in build-fuzz/ (exit non-zero).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-secs=${1:-30}
-case "$secs" in -h|--help) sed -n '2,4p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
-[[ "$secs" =~ ^[0-9]+$ ]] || { echo "fuzz.sh: SECONDS must be a number (see --help)" >&2; exit 2; }
+all=(nvme topo)
+secs=30
+if [ $# -gt 0 ]; then
+  case "$1" in
+    -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *[!0-9]*) ;;
+    *) secs=$1; shift ;;
+  esac
+fi
+harnesses=("$@")
+[ ${#harnesses[@]} -eq 0 ] && harnesses=("${all[@]}")
+for h in "${harnesses[@]}"; do
+  [[ " ${all[*]} " == *" $h "* ]] || { echo "fuzz.sh: unknown harness '$h' (have: ${all[*]})" >&2; exit 2; }
+done
 
 bash scripts/install-deps.sh
 CC=clang cmake -S . -B build-fuzz -DNTBLEND_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build build-fuzz --target nvme_fuzz -j"$(nproc)"
-mkdir -p build-fuzz/corpus-nvme
-cd build-fuzz
-./bin/nvme_fuzz -max_len=4096 -max_total_time="$secs" -print_final_stats=1 corpus-nvme
+cmake --build build-fuzz -j"$(nproc)" --target "${harnesses[@]/%/_fuzz}"
+
+for h in "${harnesses[@]}"; do
+  corpus=build-fuzz/corpus-$h
+  mkdir -p "$corpus"
+  opts=()
+  case "$h" in
+    nvme) opts=(-max_len=4096) ;;
+    topo) opts=(-max_len=16384 -dict=fuzz/topo.dict)
+          cp -n examples/topologies/*.ini examples/topologies/bad/*.ini tests/topologies/*.ini "$corpus"/ ;;
+  esac
+  echo "fuzz.sh: $h for ${secs}s"
+  (cd build-fuzz && "./bin/${h}_fuzz" "${opts[@]/#-dict=/-dict=../}" -max_total_time="$secs" \
+     -print_final_stats=1 "corpus-$h")
+done

@@ -7,6 +7,8 @@ packages=(
   build-essential cmake pkg-config   # toolchain
   libinih-dev                        # topology file parser
   libjson-c-dev                      # --json output of the CLI and the benchmarks
+  libpci-dev pci.ids pciutils        # ntblend lspci: names as lspci prints them; lspci -F in tests
+  jq                                 # reading --json output in tests and bench-compare.sh
   libcmocka-dev                      # unit tests
   graphviz gnuplot-nox               # topology pictures and benchmark plots
   procps                             # ps/pgrep, used by the CPU-use measurement

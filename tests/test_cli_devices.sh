@@ -37,3 +37,37 @@ expect_fail n device borrow nope --host b
 expect_fail n device add                               # usage
 set +e; n device frob x >/dev/null 2>&1; rc=$?; set -e
 [ $rc -eq 2 ] || fail "unknown action: exit $rc, expected 2"
+
+# `ntblend lspci`: each host's tree, in lspci's own words. pciutils decodes the configuration
+# space ntblend dumps (-xxx) and must print the same function lines, BAR addresses and
+# capabilities as `ntblend lspci -v` does.
+out=$(n lspci --host a)
+grep -qx "02:00.0 Non-Volatile memory controller: Intel Corporation NVMe Datacenter SSD \[Optane\] (rev 01)" <<<"$out" \
+  || fail "lspci --host a: $out"
+grep -q "^01:00.0 Bridge: PLX Technology" <<<"$out" || fail "lspci: no NTB adapter on bus 01: $out"
+grep -qx "04:00.0 0302: 10de:1bb1 (rev 01)" <<<"$(n lspci --host c -n)" || fail "lspci -n --host c"
+grep -q "accel1" <<<"$(n lspci --host a -t)" && fail "lspci -t --host a shows c's device"
+grep -q -- "-04.0-\[04\]----00.0  accel1" <<<"$(n lspci --host c -t)" || fail "lspci -t --host c"
+n device add accel0 >/dev/null
+n device borrow accel0 --host b >/dev/null
+grep -q "Lent: exclusive; borrowed by: b" <<<"$(n lspci -s accel0 -v)" || fail "lspci -v: lending state"
+[ "$(n lspci --json --host a | jq -r '.[0].functions[] | select(.name=="accel0") | .borrowers[0]')" = b ] \
+  || fail "lspci --json: borrowers"
+n device return accel0 --host b >/dev/null
+expect_fail n lspci -s 7f:00.0
+set +e; n lspci --json -v >/dev/null 2>&1; rc=$?; set -e
+[ $rc -eq 2 ] || fail "lspci --json -v: exit $rc, expected 2"
+for h in a b c; do
+  dump=$(mktemp)
+  n lspci --host "$h" -xxx >"$dump"
+  ours=$(n lspci --host "$h" -v | sed 's/ \[size=[0-9]*[KMGT]\]$//')
+  theirs=$(lspci -F "$dump" -v 2>/dev/null)
+  rm -f "$dump"
+  [ -n "$theirs" ] || fail "lspci -F could not read host $h's dump"
+  while IFS= read -r line; do
+    case "$line" in
+      [0-9a-f][0-9a-f]:*|$'\t'"Memory at "[0-9a-f]*|$'\t'Capabilities:*|$'\t'Subsystem:*|$'\t'Flags:*)
+        grep -qxF -- "$line" <<<"$theirs" || fail "host $h: pciutils does not print: $line" ;;
+    esac
+  done <<<"$ours"
+done

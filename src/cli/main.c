@@ -2,7 +2,7 @@
  * ntblend: the command-line tool that starts, inspects and breaks emulated NTB fabrics.
  * This file owns the entry point, the global options, dispatch to the commands, the help
  * texts and the option parsing every command shares. The commands live in up.c (up, down,
- * host), status.c, dot.c (topology) and ops.c (run, link, agent-ping).
+ * host), status.c, dot.c (topology), device.c, lspci.c and ops.c (run, link, agent-ping).
  */
 #define _GNU_SOURCE
 #include <getopt.h>
@@ -96,6 +96,28 @@ static const struct command commands[] = {
       "  ntblend device add nvme0\n"
       "  ntblend device borrow nvme0 --host b\n"
       "  ntblend device list --json\n" },
+    { "lspci", cmd_lspci, "lspci [--host H] [-v] [-n] [-x] [-t] [-s SEL] [--json] [--fabric NAME]",
+      "list each host's PCIe tree the way lspci does",
+      "A host's tree holds its NTB adapters (bus 01: the NTB function, and function 1 when the\n"
+      "adapter has a DMA engine) and its devices, each on its own bus. Names come from the\n"
+      "pci.ids database, so the lines read as lspci's do for the same IDs; BAR addresses are\n"
+      "the host's own physical addresses. Without --host every host is listed in turn.\n"
+      "\noptions:\n"
+      "  --host H   only host H (name or node id)\n"
+      "  -v, -vv    subsystem, flags, BARs (address, size), capabilities (MSI-X, PCIe, SR-IOV),\n"
+      "             and what ntblend knows: device name and model, lending state; for an\n"
+      "             adapter its LUT, requester-ID table and peers with their path state\n"
+      "  -n, -nn    numeric IDs only, or names and IDs\n"
+      "  -x, -xxx, -xxxx  configuration space (64, 256, 4096 bytes) in the format that\n"
+      "             'lspci -F FILE' reads, so pciutils can decode what a host sees\n"
+      "  -t         the tree: root ports, buses and the functions behind them\n"
+      "  -s SEL     only SEL: a slot (02:00.0), all functions of a slot (02:00) or a name\n"
+      "  --json     every host with its functions, BARs and MSI-X as JSON\n"
+      "\nexamples:\n"
+      "  ntblend lspci --host a -v\n"
+      "  ntblend lspci -t\n"
+      "  ntblend lspci -s nvme0 -vv\n"
+      "  ntblend lspci --host a -xxx > a.dump && lspci -F a.dump -vv\n" },
     { "agent-ping", cmd_agent_ping, "agent-ping A B [--fabric NAME]",
       "ping host B's agent from host A's agent over the NTB",
       "A's agent sends a message through its NTB window into B's mailbox and rings B's\n"

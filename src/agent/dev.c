@@ -45,6 +45,7 @@ struct lmap {
     struct fab_window win;   /* win.count 0 when the target is on the lender */
     uint64_t ioaddr, size;
     bool iommu;
+    bool rid_held;           /* relies on fn's requester-ID entry on win.adapter (shared) */
 };
 
 /* Borrower side: what our processes hold. */
@@ -99,11 +100,19 @@ static bool lender_of(uint32_t fn) { return fn < F()->ctl->nfuncs && FN(fn)->hos
 
 static void bars_inbound(uint32_t fn, bool map);
 
+/* Undo what lend_map set up for m, which is no longer on D.lmaps. The device's requester-ID
+ * entry on the adapter is shared by all its windows there: it goes with the last. Lock held. */
 static void drop_lmap(struct lmap *m)
 {
     struct fab *f = F();
-    if (m->win.count)
+    if (m->win.count) {
         fab_window_unmap(f, &m->win, getpid());
+        bool last = true;
+        for (const struct lmap *o = D.lmaps; o && last; o = o->next)
+            last = !(o->fn == m->fn && o->rid_held && o->win.adapter == m->win.adapter);
+        if (last && m->rid_held)
+            fab_rid_remove(f, m->win.adapter, FN(m->fn)->rid);
+    }
     if (m->iommu)
         fab_iommu_unmap(f, D.ag->host, FN(m->fn)->rid, m->ioaddr & ~4095ull, m->size);
 }
@@ -224,6 +233,7 @@ static int lend_map(uint32_t fn, uint32_t host, uint32_t target, uint64_t addr, 
         int r = rc ? 0 : fab_rid_add(f, (uint32_t)ai, FN(fn)->rid, 0);
         if (r && r != -EEXIST)
             rc = r;
+        m->rid_held = !rc;
         m->ioaddr = m->win.bus;
         out->via = ai;
     }

@@ -80,7 +80,10 @@ row() { # BENCH LABEL hi|lo JQ
   local b0 a0
   b0=$(fig "$1" before "$4" | median)
   a0=$(fig "$1" after "$4" | median)
-  printf '%-52s %3s %12.1f %12.1f %8.3f\n' "$2" "$3" "$b0" "$a0" \
+  # Ratios (values near 1) need more digits than rates and times.
+  local fmt='%-52s %3s %12.1f %12.1f %8.3f\n'
+  awk -v v="$b0" 'BEGIN { exit !(v < 100) }' && fmt='%-52s %3s %12.3f %12.3f %8.3f\n'
+  printf "$fmt" "$2" "$3" "$b0" "$a0" \
     "$(awk -v a="$a0" -v b="$b0" 'BEGIN { print (b > 0 ? a / b : 0) }')"
 }
 for b in "${benches[@]}"; do

@@ -128,6 +128,27 @@ static uint32_t dma_in_use(const struct fab *f, const struct fab_adapter *a)
     return n;
 }
 
+/* LUT entries the agent holds for its mailboxes (routes to peers, kept once set up). */
+static uint32_t lut_agent(const struct fab *f, const struct fab_adapter *a)
+{
+    const struct fab_lut_entry *e = fab_lut(f, a);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < a->lut_entries; i++)
+        n += (e[i].flags & FAB_LUT_AGENT) != 0;
+    return n;
+}
+
+/* Mappings in a host's IOMMU table. */
+static uint32_t iommu_maps(const struct fab *f, uint32_t host)
+{
+    const struct fab_host *h = fab_host(f, host);
+    const struct fab_iommu_map *m = fab_iommu_table(f, host);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < h->iommu_nmaps; i++)
+        n += m[i].used != 0;
+    return n;
+}
+
 /* A link end by name: the adapter's "HOST.ADAPTER" or the switch's name. */
 static const char *end_name(const struct fab *f, const struct topo_end *e)
 {
@@ -189,6 +210,7 @@ static int print_json(struct fab *f, const struct health *hs)
             json_object_object_add(o, "dma_descriptors", jint((int64_t)hs[i].dma_done));
         }
         json_object_object_add(o, "iommu_faults", jint((int64_t)atomic_load(&h->fault_count)));
+        json_object_object_add(o, "iommu_maps", jint(iommu_maps(f, i)));
         json_object *ads = json_object_new_array();
         for (uint32_t k = 0; k < h->nadapters; k++)
             json_object_array_add(ads, jstr(fab_adapter(f, h->adapter_first + k)->name));
@@ -218,6 +240,7 @@ static int print_json(struct fab *f, const struct health *hs)
         }
         json_object_object_add(o, "peers", peers);
         json_object_object_add(o, "lut", used_total(fab_lut_used(f, i), a->lut_entries));
+        json_object_object_add(o, "lut_agent", jint(lut_agent(f, a)));
         json_object_object_add(o, "lut_size", jint((int64_t)a->lut_size));
         json_object_object_add(o, "requester_ids", used_total(fab_rid_used(f, i), a->rid_entries));
         json_object *db = json_object_new_object();

@@ -4,10 +4,13 @@
  * batches, each inside a sequence (seg_seq_*), and counts a batch as acknowledged only when
  * the sequence says nothing was lost. The writer records what it attempted and what was
  * acknowledged in a state file before and after every batch, so a kill at any moment leaves
- * an honest account. At the end the owner dumps the segment and `verify` checks that every
- * acknowledged record is there, intact, and that nothing is there that was never written.
+ * an honest account. Given that account (--state), the owner checks the live segment against
+ * it every few milliseconds, so a record lost during a fault is caught before later records
+ * overwrite its slot; it exits 1 when it found one. At the end the owner dumps the segment and
+ * `verify` checks that every acknowledged record is there, intact, and that nothing is there
+ * that was never written.
  *
- *   chaos_seg owner  --id ID --dump FILE [--slots N]
+ *   chaos_seg owner  --id ID --dump FILE [--slots N] [--state FILE]
  *   chaos_seg writer --node NODE --id ID --state FILE [--batch N] [--pause-us U]
  *   chaos_seg verify --dump FILE --state FILE
  *
@@ -97,7 +100,57 @@ static int die(const char *what, int rc)
 
 /* ---- owner ---- */
 
-static int owner(uint32_t id, const char *dump, uint64_t nslots)
+static int load(const char *path, struct account *a);
+
+/* The record acknowledged last in a slot, or -1 (none yet), for an account with acked A. */
+static int64_t last_acked(int64_t slot, int64_t n, int64_t A)
+{
+    return A < 0 || slot > A ? -1 : A - ((A - slot) % n);
+}
+
+/* May unacknowledged stores (A, T] have hit this slot? */
+static bool in_flight(int64_t slot, int64_t n, int64_t A, int64_t T)
+{
+    return T > A && (T - A >= n || ((slot - (A + 1)) % n + n) % n < T - A);
+}
+
+/* Check the live segment against the writer's account, while the writer goes on: every slot
+ * must hold a valid record at least as new as the last one acknowledged there. A slot being
+ * rewritten may read torn, so a doubtful slot is read again (with a fresh account) before it
+ * counts. Returns the number of violations found. */
+static uint64_t check_live(volatile uint8_t *mem, const struct header *h, const char *state)
+{
+    struct account acc;
+    if (load(state, &acc) || acc.epoch != h->epoch)
+        return 0;
+    const volatile struct record *recs = (const volatile struct record *)(mem + sizeof *h);
+    int64_t n = (int64_t)h->nslots;
+    uint64_t bad = 0;
+    for (int64_t slot = 0; slot < n; slot++) {
+        for (int attempt = 0;; attempt++) {
+            int64_t want = last_acked(slot, n, acc.acked);
+            if (want < 0 || in_flight(slot, n, acc.acked, acc.attempted))
+                break;
+            struct record r;
+            memcpy(&r, (const void *)&recs[slot], sizeof r);
+            if (record_ok(&r, h->epoch) && (int64_t)r.seq % n == slot && (int64_t)r.seq >= want)
+                break;
+            if (attempt == 3) {
+                if (++bad <= 5)
+                    printf("owner: LOST: slot %" PRId64 " should hold record %" PRId64
+                           " or newer, holds %s %" PRIu64 "\n", slot, want,
+                           record_ok(&r, h->epoch) ? "record" : "damaged", r.seq);
+                break;
+            }
+            usleep(1000);
+            if (load(state, &acc) || acc.epoch != h->epoch)
+                return bad;
+        }
+    }
+    return bad;
+}
+
+static int owner(uint32_t id, const char *dump, uint64_t nslots, const char *state)
 {
     seg_desc_t *sd;
     seg_local_t *seg;
@@ -122,17 +175,31 @@ static int owner(uint32_t id, const char *dump, uint64_t nslots)
             prepared++;
     if (!prepared)
         return die("make the segment available on any adapter", -ENODEV);
-    printf("owner: segment %u, %" PRIu64 " slots, epoch %016" PRIx64 "\n", id, nslots, h.epoch);
+    uint32_t self = 0;
+    seg_local_node_id(&self);
+    printf("owner: node %u, segment %u, %" PRIu64 " slots, epoch %016" PRIx64 "\n", self, id,
+           nslots, h.epoch);
     fflush(stdout);
-    while (!stop)
-        pause();
+    uint64_t scans = 0, violations = 0;
+    while (!stop) {
+        if (!state) {
+            pause();
+            continue;
+        }
+        violations += check_live(mem, &h, state);
+        scans++;
+        usleep(2000);
+    }
+    if (state)
+        printf("owner: %" PRIu64 " live checks, %" PRIu64 " acknowledged records found lost\n",
+               scans, violations);
     FILE *out = fopen(dump, "w");
     if (!out || fwrite((const void *)mem, 1, size, out) != size || fclose(out))
         return die(dump, -errno);
     seg_unmap(map);
     seg_remove(seg);
     seg_close(sd);
-    return 0;
+    return violations ? 1 : 0;
 }
 
 /* ---- writer ---- */
@@ -221,6 +288,10 @@ static int writer(uint32_t node, uint32_t id, const char *state, int batch, int 
     if (rc)
         return die("open", rc);
     save(fd, &acc);
+    uint32_t self = 0;
+    seg_local_node_id(&self);
+    printf("writer: node %u, into segment %u of node %u\n", self, id, node);
+    fflush(stdout);
     uint64_t batches = 0, retries = 0, reconnects = 0;
     struct header h = {0};
     while (!stop) {
@@ -306,8 +377,8 @@ static int verify(const char *dump, const char *state)
     uint64_t lost = 0, corrupt = 0, phantom = 0, checked = 0;
     for (int64_t slot = 0; slot < n; slot++) {
         /* Written but unacknowledged records may have overwritten this slot (fully or not). */
-        bool maybe_torn = T > A && (T - A >= n || ((slot - (A + 1)) % n + n) % n < T - A);
-        int64_t last_acked = A < 0 || slot > A ? -1 : A - ((A - slot) % n);
+        bool maybe_torn = in_flight(slot, n, A, T);
+        int64_t want = last_acked(slot, n, A);
         const struct record *r = &recs[slot];
         bool valid = record_ok(r, h.epoch);
         if (valid && (int64_t)r->seq % n != slot) {
@@ -320,13 +391,13 @@ static int verify(const char *dump, const char *state)
         }
         if (maybe_torn)
             continue;
-        if (last_acked >= 0) {
+        if (want >= 0) {
             checked++;
-            if (!valid || (int64_t)r->seq != last_acked) {
+            if (!valid || (int64_t)r->seq != want) {
                 lost++;
                 if (lost <= 5)
                     printf("FAIL: slot %" PRId64 ": acknowledged record %" PRId64 " is %s\n", slot,
-                           last_acked, valid ? "replaced by an older one" : "missing or damaged");
+                           want, valid ? "replaced by an older one" : "missing or damaged");
             }
         } else if (r->magic && !valid) {
             corrupt++;
@@ -342,7 +413,7 @@ static int verify(const char *dump, const char *state)
 static void usage(FILE *to)
 {
     fprintf(to,
-            "usage: chaos_seg owner  --id ID --dump FILE [--slots N]\n"
+            "usage: chaos_seg owner  --id ID --dump FILE [--slots N] [--state FILE]\n"
             "       chaos_seg writer --node NODE --id ID --state FILE [--batch N] [--pause-us U]\n"
             "       chaos_seg verify --dump FILE --state FILE\n"
             "The segment workload of scripts/chaos.sh: an owner's segment of numbered, checksummed\n"
@@ -393,7 +464,7 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     if (!strcmp(mode, "owner") && id >= 0 && dump)
-        return owner((uint32_t)id, dump, (uint64_t)slots);
+        return owner((uint32_t)id, dump, (uint64_t)slots, state);
     if (!strcmp(mode, "writer") && id >= 0 && node >= 0 && state)
         return writer((uint32_t)node, (uint32_t)id, state, (int)batch, (int)pause_us);
     if (!strcmp(mode, "verify") && dump && state)

@@ -1,0 +1,264 @@
+#!/usr/bin/env bash
+# Chaos run: boots fabrics, runs workloads that check their own data, injects faults on a
+# schedule drawn from a seed, then heals everything and checks what must hold afterwards.
+#
+# Usage: scripts/chaos.sh [--seed N] [--duration SECONDS] [--fabric switched|ring|both]
+#                         [--json FILE] [--logs DIR] [--bin DIR]
+#   --seed N         the fault schedule (same seed, same schedule; default: from the clock,
+#                    printed so a failing run can be replayed)
+#   --duration S     seconds of faults per fabric (default 60)
+#   --fabric K       switched (examples/topologies/smartio3.ini: three hosts behind a switch),
+#                    ring (ring5.ini: five hosts, no switch) or both (default)
+#   --json FILE      the summary, the schedule and every invariant as JSON
+#   --logs DIR       keep workload logs, states and dumps there (default: a temporary dir,
+#                    removed when everything passed)
+#   --bin DIR        ntblend's build/bin (default: build/bin of this tree)
+#
+# Workloads: on every host a segment owner, and on its neighbour a writer of numbered,
+# checksummed records in sequence-checked batches (tools/chaos_seg.c).
+# Faults: link flaps (50-300 ms), link cuts (2-4 s), host kill and restart, agent kill
+# (the host is then restarted), workload process kill (restarted).
+# Invariants: every acknowledged record is in the owner's segment, intact, and nothing is
+# there that was never written (checked live by the owner every few ms, and at the end); every writer recovers once the fabric is whole; every process
+# ends within 10 s of being asked; every adapter's LUT and requester-ID use and every host's
+# IOMMU mappings are back to what they were before the workloads started.
+# Exit status: 0 every invariant held, 1 one failed, 2 usage error.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+src=$(pwd)
+
+me=chaos
+usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
+die() { echo "$me: $*" >&2; exit 2; }
+
+seed=$(( $(date +%s%N) % 1000000 ))
+duration=60
+kinds=both
+json=""
+logs=""
+bin="$src/build/bin"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seed) seed=${2:-}; shift 2 ;;
+    --duration) duration=${2:-}; shift 2 ;;
+    --fabric) kinds=${2:-}; shift 2 ;;
+    --json) json=${2:-}; shift 2 ;;
+    --logs) logs=${2:-}; shift 2 ;;
+    --bin) bin=${2:-}; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+done
+[[ $seed =~ ^[0-9]{1,9}$ ]] || die "--seed takes a number"
+[[ $duration =~ ^[0-9]{1,5}$ ]] && [ "$duration" -ge 5 ] || die "--duration takes seconds, at least 5"
+case $kinds in switched) kinds=(switched) ;; ring) kinds=(ring) ;; both) kinds=(switched ring) ;;
+  *) die "--fabric is switched, ring or both" ;; esac
+command -v jq >/dev/null || die "jq is missing (scripts/install-deps.sh installs it)"
+for t in ntblend chaos_seg; do [ -x "$bin/$t" ] || die "$bin/$t is missing: build first (scripts/build.sh)"; done
+export PATH="$bin:$PATH"
+keep=1
+[ -n "$logs" ] || { logs=$(mktemp -d /tmp/ntblend-chaos.XXXXXX); keep=0; }
+mkdir -p "$logs" || die "cannot create $logs"
+
+results=()   # "fabric|invariant|pass|detail"
+schedule=()  # "fabric t_ms kind target duration_ms"
+failed=0
+record() { results+=("$1|$2|$3|$4"); [ "$3" = pass ] || failed=1; }
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+# ---------------------------------------------------------------- one fabric
+run_fabric() {
+  local kind=$1 topo fab="chaos-$$-$1"
+  case $kind in
+    switched) topo=examples/topologies/smartio3.ini ;;
+    ring) topo=examples/topologies/ring5.ini ;;
+  esac
+  local dir="$logs/$kind"
+  mkdir -p "$dir"
+  n() { ntblend --fabric "$fab" "$@"; }
+  n up "$src/$topo" >"$dir/up.log" 2>&1 || { record "$kind" boot fail "ntblend up failed: $(tail -1 "$dir/up.log")"; return; }
+  trap 'n down >/dev/null 2>&1' EXIT
+
+  local st hosts=() nodes=() links=()
+  st=$(n status --json)
+  mapfile -t hosts < <(jq -r '.hosts[].name' <<<"$st")
+  mapfile -t nodes < <(jq -r '.hosts[].node_id' <<<"$st")
+  mapfile -t links < <(jq -r '.links[] | "\(.a) \(.b)"' <<<"$st")
+  local nh=${#hosts[@]}
+  tables() { # app LUT entries and requester IDs per adapter, IOMMU mappings per host
+    n status --json | jq -c '[[.adapters[] | [.name, .lut.used - .lut_agent, .requester_ids.used]], [.hosts[] | [.name, .iommu_maps]]]'
+  }
+  local baseline; baseline=$(tables)
+
+  # Workloads: owner i on host i, its writer on host i+1 (neighbours, also on a ring).
+  local -a opid wpid
+  # exec all the way down: the pid we keep is the workload's own (ntblend run execs too).
+  start_owner() {
+    (exec ntblend --fabric "$fab" run --host "${hosts[$1]}" -- chaos_seg owner --id $((100 + $1)) \
+       --dump "$dir/owner$1.dump" --state "$dir/writer$1.state") >>"$dir/owner$1.log" 2>&1 &
+    opid[$1]=$!
+  }
+  start_writer() {
+    local w=$(( ($1 + 1) % nh ))
+    (exec ntblend --fabric "$fab" run --host "${hosts[$w]}" -- chaos_seg writer --node "${nodes[$1]}" \
+       --id $((100 + $1)) --state "$dir/writer$1.state" --pause-us 300) >>"$dir/writer$1.log" 2>&1 &
+    wpid[$1]=$!
+  }
+  local i
+  for ((i = 0; i < nh; i++)); do rm -f "$dir/owner$i.dump" "$dir/writer$i.state"; start_owner "$i"; done
+  sleep 0.3
+  for ((i = 0; i < nh; i++)); do start_writer "$i"; done
+
+  # The schedule, drawn from the seed before anything runs (so it can be printed and replayed).
+  RANDOM=$(( seed + ${#kind} ))
+  local t=1000 end=$(( duration * 1000 )) ev=()
+  while [ "$t" -lt "$end" ]; do
+    local r=$(( RANDOM % 100 )) k tgt d
+    if [ $r -lt 35 ]; then k=flap; tgt=${links[$(( RANDOM % ${#links[@]} ))]}; d=$(( 50 + RANDOM % 250 ))
+    elif [ $r -lt 55 ]; then k=cut; tgt=${links[$(( RANDOM % ${#links[@]} ))]}; d=$(( 2000 + RANDOM % 2000 ))
+    elif [ $r -lt 75 ]; then k=hostkill; tgt=${hosts[$(( RANDOM % nh ))]}; d=$(( 1000 + RANDOM % 1000 ))
+    elif [ $r -lt 85 ]; then k=agentkill; tgt=${hosts[$(( RANDOM % nh ))]}; d=500
+    else k=clientkill; tgt=$(( RANDOM % nh )); d=300; fi
+    ev+=("$t $k $tgt $d")
+    schedule+=("$kind $t $k $tgt $d")
+    t=$(( t + d + 700 + RANDOM % 1500 ))
+  done
+
+  restart_on() { # restart the workloads that lived on host $1
+    local h=$1 j
+    for ((j = 0; j < nh; j++)); do
+      [ "${hosts[$j]}" = "$h" ] && { wait "${opid[$j]}" 2>/dev/null; start_owner "$j"; }
+      [ "${hosts[$(( (j + 1) % nh ))]}" = "$h" ] && { wait "${wpid[$j]}" 2>/dev/null; start_writer "$j"; }
+    done
+  }
+  local t0; t0=$(now_ms)
+  local -A count=()
+  for e in "${ev[@]}"; do
+    read -r at k a b c <<<"$e"
+    local wait_ms=$(( at - ($(now_ms) - t0) ))
+    [ $wait_ms -gt 0 ] && sleep "$(awk -v m=$wait_ms 'BEGIN { print m / 1000 }')"
+    count[$k]=$(( ${count[$k]:-0} + 1 ))
+    case $k in
+      flap|cut) # a b = link ends, c = duration
+        n link down "$a" "$b" >>"$dir/faults.log" 2>&1
+        sleep "$(awk -v m="$c" 'BEGIN { print m / 1000 }')"
+        n link up "$a" "$b" >>"$dir/faults.log" 2>&1 ;;
+      hostkill) # a = host, b = duration
+        n host kill "$a" >>"$dir/faults.log" 2>&1
+        sleep "$(awk -v m="$b" 'BEGIN { print m / 1000 }')"
+        n host start "$a" >>"$dir/faults.log" 2>&1 || record "$kind" "host restart" fail "host $a did not come back"
+        restart_on "$a" ;;
+      agentkill)
+        local pid; pid=$(n status --json | jq -r --arg h "$a" '.hosts[] | select(.name == $h) | .agent_pid')
+        [ "$pid" -gt 0 ] 2>/dev/null && kill -9 "$pid" 2>/dev/null
+        echo "agent of $a (pid $pid) killed" >>"$dir/faults.log"
+        sleep 0.5
+        # An agent is the host's driver: the host is restarted to get it back.
+        n host kill "$a" >>"$dir/faults.log" 2>&1
+        n host start "$a" >>"$dir/faults.log" 2>&1 || record "$kind" "host restart" fail "host $a did not come back"
+        restart_on "$a" ;;
+      clientkill) # a = workload index
+        kill -9 "${wpid[$a]}" 2>/dev/null
+        wait "${wpid[$a]}" 2>/dev/null
+        echo "writer $a killed" >>"$dir/faults.log"
+        sleep 0.3
+        start_writer "$a" ;;
+    esac
+  done
+
+  # Whole again: every writer must make progress in its owner's current segment.
+  local epoch recovered=1
+  for ((i = 0; i < nh; i++)); do
+    local ok=0 first="" s
+    for _ in $(seq 150); do
+      epoch=$(grep -o 'epoch [0-9a-f]*' "$dir/owner$i.log" | tail -1 | cut -d' ' -f2)
+      s=$(cat "$dir/writer$i.state" 2>/dev/null)
+      if [ -n "$epoch" ] && [ "${s%% *}" = "$epoch" ]; then
+        read -r _ acked _ <<<"$s"
+        [ -z "$first" ] && first=$acked
+        [ "$acked" -gt "$first" ] && { ok=1; break; }
+      fi
+      sleep 0.1
+    done
+    [ $ok = 1 ] || { recovered=0; record "$kind" "writer $i recovers" fail "no progress into owner ${hosts[$i]}'s segment 15 s after the last fault"; }
+  done
+  [ $recovered = 1 ] && record "$kind" "writers recover" pass "all $nh writers made progress after the last fault"
+
+  # Everything ends when asked.
+  stop_pid() { # pid what
+    kill -TERM "$1" 2>/dev/null
+    for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || { wait "$1" 2>/dev/null; return 0; }; sleep 0.1; done
+    kill -9 "$1" 2>/dev/null; wait "$1" 2>/dev/null
+    record "$kind" "ends when asked" fail "$2 (pid $1) still ran 10 s after SIGTERM"
+    return 1
+  }
+  local hung=0
+  for ((i = 0; i < nh; i++)); do stop_pid "${wpid[$i]}" "writer $i" || hung=1; done
+  for ((i = 0; i < nh; i++)); do stop_pid "${opid[$i]}" "owner $i" || hung=1; done
+  [ $hung = 0 ] && record "$kind" "ends when asked" pass "$((2 * nh)) workload processes ended within 10 s"
+
+  # No acknowledged record lost, nothing corrupt.
+  for ((i = 0; i < nh; i++)); do
+    local out
+    if [ ! -s "$dir/owner$i.dump" ]; then
+      record "$kind" "data owner$i" fail "owner ${hosts[$i]} left no dump"
+      continue
+    fi
+    out=$(chaos_seg verify --dump "$dir/owner$i.dump" --state "$dir/writer$i.state" 2>&1)
+    local rc=$? live
+    live=$(grep -h 'LOST:' "$dir/owner$i.log" | head -3 | tr '\n' ' ')
+    if [ $rc = 0 ] && [ -z "$live" ]; then
+      record "$kind" "data owner$i" pass "$(tail -1 <<<"$out"); $(grep -o '[0-9]* live checks' "$dir/owner$i.log" | awk '{ s += $1 } END { print s + 0 }') live checks clean"
+    else
+      record "$kind" "data owner$i" fail "$live$(tr '\n' ' ' <<<"$out")"
+    fi
+  done
+
+  # No leak: the tables as before the workloads started.
+  local after=""
+  for _ in $(seq 50); do after=$(tables); [ "$after" = "$baseline" ] && break; sleep 0.1; done
+  if [ "$after" = "$baseline" ]; then record "$kind" "tables at baseline" pass "LUT, requester-ID and IOMMU use as before"
+  else record "$kind" "tables at baseline" fail "before $baseline, after $after"; fi
+
+  local summary=""
+  for k in flap cut hostkill agentkill clientkill; do summary+="$k=${count[$k]:-0} "; done
+  record "$kind" "faults injected" pass "$summary"
+  n down >/dev/null 2>&1
+  trap - EXIT
+}
+
+echo "$me: seed $seed, ${duration} s of faults per fabric (${kinds[*]}); logs in $logs" >&2
+for k in "${kinds[@]}"; do run_fabric "$k"; done
+
+printf '%-9s %-22s %-5s %s\n' FABRIC INVARIANT RESULT DETAIL
+for r in "${results[@]}"; do
+  IFS='|' read -r f inv res det <<<"$r"
+  printf '%-9s %-22s %-5s %s\n' "$f" "$inv" "$res" "$det"
+done
+if [ -n "$json" ]; then
+  {
+    printf '{"seed": %s, "duration_s": %s, "passed": %s,\n "schedule": [' "$seed" "$duration" "$([ $failed = 0 ] && echo true || echo false)"
+    sep=""
+    for s in "${schedule[@]}"; do
+      read -r f at k rest <<<"$s"
+      printf '%s\n  {"fabric": "%s", "at_ms": %s, "fault": "%s", "args": "%s"}' "$sep" "$f" "$at" "$k" "$rest"
+      sep=","
+    done
+    printf '],\n "invariants": ['
+    sep=""
+    for r in "${results[@]}"; do
+      IFS='|' read -r f inv res det <<<"$r"
+      printf '%s\n  {"fabric": "%s", "invariant": "%s", "result": "%s", "detail": %s}' "$sep" "$f" "$inv" "$res" "$(jq -Rn --arg d "$det" '$d')"
+      sep=","
+    done
+    printf ']}\n'
+  } >"$json"
+  jq . "$json" >/dev/null || echo "$me: the JSON written to $json does not parse" >&2
+fi
+if [ $failed = 0 ]; then
+  echo "$me: every invariant held (seed $seed)" >&2
+  [ $keep = 1 ] || rm -rf "$logs"
+  exit 0
+fi
+echo "$me: FAILED (seed $seed); replay with: scripts/chaos.sh --seed $seed --duration $duration; logs in $logs" >&2
+exit 1

@@ -55,6 +55,16 @@ struct hold {
     uint32_t fn;
 };
 
+/* Target side: IOMMU mappings a peer asked for (MBOX_INBOUND_MAP), so a borrowed device's
+ * traffic arriving through one of our adapters reaches our memory. Kept per asking host, and
+ * counted, so a repeated request does not stack and a host that dies loses them. */
+struct inbound {
+    struct inbound *next;
+    uint32_t host, boot, count; /* who asked, its boot generation then, how many times */
+    uint32_t rid;
+    uint64_t addr, size;
+};
+
 struct bmap {
     struct bmap *next;
     int32_t client;
@@ -70,6 +80,7 @@ static struct {
     struct lmap *lmaps;
     struct hold *holds;
     struct bmap *bmaps;
+    struct inbound *inbounds;
     uint32_t next_id;
     pthread_t watcher;
 } D = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -328,18 +339,96 @@ HANDLER(h_return, MBOX_DEV_RETURN)
 HANDLER(h_map, MBOX_DEV_MAP)
 HANDLER(h_unmap, MBOX_DEV_UNMAP)
 
+/* Is rid one of our own adapters' (the requester traffic through an NTB arrives as)? */
+static bool own_adapter_rid(uint32_t rid)
+{
+    const struct fab_host *self = fab_host(F(), D.ag->host);
+    for (uint32_t i = 0; i < self->nadapters; i++)
+        if (fab_adapter(F(), self->adapter_first + i)->rid == rid)
+            return true;
+    return false;
+}
+
+static bool same_inbound(const struct inbound *i, uint32_t rid, uint64_t addr, uint64_t size)
+{
+    return i->rid == rid && i->addr == addr && i->size == size;
+}
+
+/* Remove one record and, when no host needs that mapping any more, the mapping. Lock held. */
+static void inbound_put(struct inbound **pp)
+{
+    struct inbound *i = *pp;
+    if (--i->count)
+        return;
+    *pp = i->next;
+    bool shared = false;
+    for (const struct inbound *o = D.inbounds; o && !shared; o = o->next)
+        shared = same_inbound(o, i->rid, i->addr, i->size);
+    if (!shared)
+        fab_iommu_unmap(F(), D.ag->host, (uint16_t)i->rid, i->addr, i->size);
+    free(i);
+}
+
+/* A peer's request to open (or close) our IOMMU for traffic entering through one of our
+ * adapters. Only our adapters' requester IDs and only our RAM: a peer cannot open the IOMMU
+ * for anything else, and what it opened goes with it (dev_inbound_host_gone). */
 static int h_inbound(struct agent *ag, uint32_t from, const void *req, uint32_t len, void *rsp,
                      uint32_t *rsp_len, bool map)
 {
+    (void)rsp;
+    (void)rsp_len;
     struct inbound_req r;
     if (len < sizeof r)
         return -EINVAL;
     memcpy(&r, req, sizeof r);
-    if (!map)
-        return fab_iommu_unmap(F(), ag->host, (uint16_t)r.rid, r.addr, r.size);
-    int rc = fab_iommu_map(F(), ag->host, (uint16_t)r.rid, r.addr, r.addr, r.size,
+    const struct fab_host *self = fab_host(F(), ag->host);
+    if (!r.size || (r.addr | r.size) & 4095 || r.addr > self->ram_size ||
+        r.size > self->ram_size - r.addr || !own_adapter_rid(r.rid))
+        return -EINVAL;
+    int rc = 0;
+    pthread_mutex_lock(&D.lock);
+    struct inbound **pp = &D.inbounds, *mine = NULL;
+    bool mapped = false;
+    for (; *pp; pp = &(*pp)->next) {
+        if (!same_inbound(*pp, r.rid, r.addr, r.size))
+            continue;
+        mapped = true;
+        if ((*pp)->host == from) {
+            mine = *pp;
+            break;
+        }
+    }
+    if (!map) {
+        if (mine)
+            inbound_put(pp);
+        else
+            rc = -ENOENT;
+        goto out;
+    }
+    if (mine) {
+        mine->count++;
+        goto out;
+    }
+    if (!mapped) {
+        rc = fab_iommu_map(F(), ag->host, (uint16_t)r.rid, r.addr, r.addr, r.size,
                            FAB_PERM_READ | FAB_PERM_WRITE, 0);
-    return rc == -EEXIST ? 0 : rc;
+        if (rc) /* -EEXIST: overlaps a different mapping of that requester; refuse */
+            goto out;
+    }
+    mine = calloc(1, sizeof *mine);
+    if (!mine) {
+        if (!mapped)
+            fab_iommu_unmap(F(), ag->host, (uint16_t)r.rid, r.addr, r.size);
+        rc = -ENOMEM;
+        goto out;
+    }
+    *mine = (struct inbound){ .next = D.inbounds, .host = from, .count = 1, .rid = r.rid,
+                              .addr = r.addr, .size = r.size,
+                              .boot = atomic_load(&fab_host(F(), from)->boot_gen) };
+    D.inbounds = mine;
+out:
+    pthread_mutex_unlock(&D.lock);
+    return rc;
 }
 
 static int h_inbound_map(struct agent *ag, uint32_t from, const void *req, uint32_t len,
@@ -560,36 +649,69 @@ void dev_client_gone(int32_t client)
 
 /* ---------------------------------------------------------------- leases */
 
-/* A borrower's host died or rebooted: its borrows end (smartio: the lender resets and
- * reclaims the device). */
+/* Is a host that had boot generation `boot` when it asked us for something gone since? */
+static bool host_gone(const struct fab *f, uint32_t host, uint32_t boot)
+{
+    const struct fab_host *h = fab_host(f, host);
+    return atomic_load(&h->state) == FAB_HOST_DOWN || atomic_load(&h->boot_gen) != boot;
+}
+
+/* A host died or rebooted: its borrows end (smartio: the lender resets and reclaims the
+ * device), the IOMMU mappings it asked us for go, and so do the segments we created for it.
+ * Woken by reachability changes of our first port, and every second in any case (a host
+ * behind another port, a reboot quicker than a link event). */
 static void *lease_watcher(void *arg)
 {
+    (void)arg;
     struct fab *f = F();
     const struct fab_host *self = fab_host(f, D.ag->host);
-    if (!self->nadapters || !self->nfuncs)
+    uint32_t nhosts = f->ctl->nhosts;
+    uint32_t *boot = calloc(nhosts, sizeof *boot);
+    bool *dead = calloc(nhosts, sizeof *dead);
+    if (!self->nadapters || !boot || !dead) {
+        free(boot);
+        free(dead);
         return NULL;
+    }
+    for (uint32_t h = 0; h < nhosts; h++) {
+        boot[h] = atomic_load(&fab_host(f, h)->boot_gen);
+        dead[h] = atomic_load(&fab_host(f, h)->state) == FAB_HOST_DOWN;
+    }
     _Atomic uint32_t *seq = &fab_adapter(f, self->adapter_first)->link_seq;
     while (!atomic_load(&D.ag->stop)) {
         uint32_t now = atomic_load(seq);
-        uint32_t gone[64];
-        size_t ngone = 0;
         pthread_mutex_lock(&D.lock);
         for (struct lend *l = D.lends, *next; l; l = next) {
             next = l->next;
-            const struct fab_host *h = fab_host(f, l->host);
-            if (l->host != D.ag->host &&
-                (atomic_load(&h->state) == FAB_HOST_DOWN || atomic_load(&h->boot_gen) != l->boot)) {
-                if (ngone < 64)
-                    gone[ngone++] = l->host;
+            if (l->host != D.ag->host && host_gone(f, l->host, l->boot))
                 lend_drop(l->fn, l->host);
+        }
+        for (struct inbound **pp = &D.inbounds; *pp;) {
+            if (host_gone(f, (*pp)->host, (*pp)->boot)) {
+                (*pp)->count = 1;
+                inbound_put(pp); /* unlinks it */
+            } else {
+                pp = &(*pp)->next;
             }
         }
         pthread_mutex_unlock(&D.lock);
-        /* Memory placed here for those hosts goes too (outside the lock: it notifies). */
-        for (size_t i = 0; i < ngone; i++)
-            aseg_host_gone(gone[i]);
-        fab_futex_wait(seq, now, -1);
+        /* Memory placed here for a gone host goes too (outside the lock: it notifies). */
+        for (uint32_t h = 0; h < nhosts; h++) {
+            if (h == D.ag->host)
+                continue;
+            const struct fab_host *hs = fab_host(f, h);
+            uint32_t gen = atomic_load(&hs->boot_gen);
+            bool down = atomic_load(&hs->state) == FAB_HOST_DOWN;
+            if ((down && !dead[h]) || (!down && !dead[h] && gen != boot[h]))
+                aseg_host_gone(h); /* once per life */
+            dead[h] = down;
+            if (!down)
+                boot[h] = gen;
+        }
+        fab_futex_wait(seq, now, 1000000000ll);
     }
+    free(boot);
+    free(dead);
     return NULL;
 }
 
@@ -609,7 +731,7 @@ int dev_start(struct agent *ag)
 void dev_stop(struct agent *ag)
 {
     const struct fab_host *self = fab_host(ag->f, ag->host);
-    if (self->nadapters && self->nfuncs) {
+    if (self->nadapters) {
         _Atomic uint32_t *seq = &fab_adapter(ag->f, self->adapter_first)->link_seq;
         atomic_fetch_add(seq, 1);
         fab_futex_wake(seq, 64);

@@ -305,7 +305,8 @@ static void test_lease_reclaim_after_host_kill(void **state)
     assert_int_equal(h_cli(FAB, "host kill b >/dev/null"), 0);
     assert_int_equal(h_join(&p), 128 + SIGKILL);
     /* The lender notices the borrower's host is gone, resets the device and takes it back. */
-    for (int i = 0; i < 200 && atomic_load(&A->lend_borrowers[0]); i++)
+    for (int i = 0; i < 200 && (atomic_load(&A->lend_borrowers[0]) ||
+                                atomic_load(&A->reset_gen) == resets); i++)
         usleep(10000);
     assert_int_equal(atomic_load(&A->lend_borrowers[0]), 0);
     assert_true(atomic_load(&A->reset_gen) > resets);

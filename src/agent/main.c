@@ -278,7 +278,15 @@ int main(int argc, char **argv)
             }
             if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 continue;
-            release_client(&cl[i]);
+            /* What a client holds is its process's (owners are pids): it goes back when the
+             * process's last connection closes, not with any one of them. */
+            bool last = true;
+            for (size_t j = 0; j < ncl && last; j++)
+                last = j == i || cl[j].pid != cl[i].pid;
+            if (last)
+                release_client(&cl[i]);
+            else
+                close(cl[i].fd);
             cl[i] = cl[--ncl];
         }
         if (pfd[1].revents & POLLIN) {

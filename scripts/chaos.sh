@@ -19,7 +19,7 @@
 # Faults: link flaps (50-300 ms), link cuts (2-4 s), host kill and restart, agent kill
 # (the host is then restarted), workload process kill (restarted).
 # Invariants: every acknowledged record is in the owner's segment, intact, and nothing is
-# there that was never written (checked live by the owner every few ms, and at the end); every writer recovers once the fabric is whole; every process
+# there that was never written (checked live by the owner every 10 ms, and at the end); every writer recovers once the fabric is whole; every process
 # ends within 10 s of being asked; every adapter's LUT and requester-ID use and every host's
 # IOMMU mappings are back to what they were before the workloads started.
 # Exit status: 0 every invariant held, 1 one failed, 2 usage error.

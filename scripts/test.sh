@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs every test. Usage: scripts/test.sh [--sanitize]
-# With --sanitize the suite runs under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Installs what is missing, builds, and runs every test.
+# Usage: scripts/test.sh [--release | --sanitize | --clang]   (see scripts/build.sh)
+# --release runs the suite built at -O3, --sanitize under AddressSanitizer + UBSan, --clang
+# built with clang; the default is the RelWithDebInfo build in build/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build=build
-[ "${1:-}" = --sanitize ] && build=build-asan
 case "${1:-}" in
-  ""|--sanitize) ;;
-  -h|--help) sed -n '2,3p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  "") ;;
+  --sanitize) build=build-asan ;;
+  --release) build=build-release ;;
+  --clang) build=build-clang ;;
+  -h|--help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "test.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
 esac
 

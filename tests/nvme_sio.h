@@ -228,10 +228,14 @@ static inline int nvs_put(struct nvs *d, uint16_t qid, struct nvs_sqe *s)
     s->cid = ++d->next_cid;
     if (s->cid == 0xffff)
         d->next_cid = 0;
-    const uint64_t *src = (const uint64_t *)s;
+    /* Copied out with memcpy, not read through a uint64_t pointer: that would be type
+     * punning, and at -O3 the compiler may then read the entry before the CID store above
+     * lands (strict aliasing), so the device would see a stale CID. */
+    uint64_t words[8];
+    memcpy(words, s, sizeof words);
     volatile uint64_t *dst = (volatile uint64_t *)(q->sq + q->sq_tail);
     for (int i = 0; i < 8; i++)
-        dst[i] = src[i];
+        dst[i] = words[i];
     q->sq_tail = (q->sq_tail + 1) % q->size;
     q->inflight++;
     return s->cid;

@@ -9,24 +9,24 @@
  * medians. Both pairs get the same CPU placement (--pin), as a wake-up's cost depends on it.
  */
 #define _GNU_SOURCE
-#include <getopt.h>
-#include <sys/mman.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include "segutil.h"
+#include "ntbtool.h"
 
 #define TAG 0x1b
 #define WAIT_MS 5000 /* one round trip longer than this is a failure */
 #define BLOCKS 4     /* interrupt and futex rounds alternate in this many blocks */
 
-enum pin { PIN_SPLIT, PIN_SAME, PIN_NONE };
-static const char *pin_name[] = { "split", "same", "none" };
-
 struct opts {
-    int adapter, node, timeout_s, cpu;
-    enum pin pin;
-    uint32_t session;
+    struct tu_common c;
+    int cpu;
+    enum tu_pin pin;
     uint64_t rounds;
-    bool json, baseline, data, no_spawn, serve, quiet, session_set;
+    bool baseline, data;
 };
 
 /* ---------------------------------------------------------------- server */
@@ -35,13 +35,12 @@ static int serve(const struct opts *o)
 {
     if (o->cpu >= 0 && tu_pin(o->cpu)) /* before the library starts its threads */
         tu_err("cannot run on CPU %d (%s); running unpinned", o->cpu, strerror(errno));
-    struct su_side s = { .timeout_s = o->timeout_s, .quiet = o->quiet };
-    int rc = su_server_start(&s, o->adapter, o->node, o->session_set ? o->session
-                                                                     : su_session_id(TAG, true));
+    struct su_side s = { .timeout_s = o->c.timeout_s, .quiet = o->c.quiet };
+    int rc = su_server_start(&s, o->c.adapter, o->c.node, su_session_of(&o->c, TAG, true));
     if (rc)
         goto out;
     su_server_ready(&s, 0, 0, NULL);
-    if (!o->quiet) {
+    if (!o->c.quiet) {
         printf("intr_bench: echoing interrupts of host %s; Ctrl-C to stop\n", s.peer_host);
         fflush(stdout);
     }
@@ -60,9 +59,9 @@ static int serve(const struct opts *o)
         }
         if (rc == -ETIMEDOUT) {
             idle_ns += SU_SLICE_MS * 1000000ull;
-            if (idle_ns > (uint64_t)o->timeout_s * 10 * 1000000000ull) {
+            if (idle_ns > (uint64_t)o->c.timeout_s * 10 * 1000000000ull) {
                 tu_err("no word from the client on host %s for %d s; giving up", s.peer_host,
-                       o->timeout_s * 10);
+                       o->c.timeout_s * 10);
                 break;
             }
             continue;
@@ -113,7 +112,7 @@ static int intr_rounds(struct su_side *s, bool data, uint64_t first, uint64_t n,
 
 static int client(const struct opts *o)
 {
-    struct su_side s = { .timeout_s = o->timeout_s, .quiet = o->quiet || o->json };
+    struct su_side s = { .timeout_s = o->c.timeout_s, .quiet = o->c.quiet || o->c.json };
     int rc = 1;
     pid_t partner = -1;
     _Atomic uint32_t *word = NULL;
@@ -124,20 +123,16 @@ static int client(const struct opts *o)
         goto out_free;
     }
     /* Placement first: threads the library starts inherit it. */
-    int self_cpu = -1, peer_cpu = -1;
-    if (o->pin != PIN_NONE) {
-        su_two_cpus(&self_cpu, &peer_cpu);
-        if (o->pin == PIN_SAME || peer_cpu < 0)
-            peer_cpu = self_cpu;
-        if (self_cpu >= 0 && tu_pin(self_cpu)) {
-            tu_err("cannot run on CPU %d (%s); use --pin none", self_cpu, strerror(errno));
-            goto out_free;
-        }
+    int self_cpu, peer_cpu;
+    tu_pick_cpus(o->pin, &self_cpu, &peer_cpu);
+    if (self_cpu >= 0 && tu_pin(self_cpu)) {
+        tu_err("cannot run on CPU %d (%s); use --pin none", self_cpu, strerror(errno));
+        goto out_free;
     }
     /* The futex partner next, before the library starts threads in this process. */
     if (o->baseline && (partner = tu_futex_partner_start(&word, peer_cpu)) < 0)
         goto out_free;
-    if (su_find_peer(&s, o->adapter, o->node))
+    if (su_find_peer(&s, o->c.adapter, o->c.node))
         goto out_partner;
     char cpu[16];
     snprintf(cpu, sizeof cpu, "%d", peer_cpu);
@@ -149,8 +144,7 @@ static int client(const struct opts *o)
         args[k++] = "--cpu";
         args[k++] = cpu;
     }
-    if (su_client_start(&s, o->session_set ? o->session : su_session_id(TAG, o->no_spawn),
-                        o->no_spawn, args))
+    if (su_client_start(&s, su_session_of(&o->c, TAG, o->c.no_spawn), o->c.no_spawn, args))
         goto out;
 
     /* A few untimed rounds wake everything up (page faults, the server's first wait). */
@@ -171,30 +165,14 @@ static int client(const struct opts *o)
     if (o->baseline)
         f = tu_summarize(fx_ns, n);
     double ratio = o->baseline && f.median ? (double)d.median / (double)f.median : 0;
-    if (o->json) {
-        struct json_object *j = json_object_new_object();
-        json_object_object_add(j, "tool", json_object_new_string("intr_bench"));
-        json_object_object_add(j, "host", json_object_new_string(getenv("NTBLEND_HOST")));
-        json_object_object_add(j, "node", json_object_new_int((int)s.self_node));
-        json_object_object_add(j, "peer_host", json_object_new_string(s.peer_host));
-        json_object_object_add(j, "peer_node", json_object_new_int((int)s.peer_node));
-        json_object_object_add(j, "adapter", json_object_new_int(s.adapter));
+    if (o->c.json) {
+        struct json_object *j = tu_json_begin("intr_bench");
+        tu_json_endpoints(j, s.self_node, s.peer_host, s.peer_node, s.adapter);
         json_object_object_add(j, "data", json_object_new_boolean(o->data));
         json_object_object_add(j, "rounds", json_object_new_int64((int64_t)n));
-        json_object_object_add(j, "pin", json_object_new_string(self_cpu >= 0 ? pin_name[o->pin] : "none"));
-        json_object_object_add(j, "cpu", self_cpu >= 0 ? json_object_new_int(self_cpu) : NULL);
-        json_object_object_add(j, "peer_cpu", self_cpu >= 0 ? json_object_new_int(peer_cpu) : NULL);
-        tu_jstats(j, "", &d);
-        if (o->baseline) {
-            tu_jstats(j, "baseline_", &f);
-            json_object_object_add(j, "ratio", su_jdouble(ratio, 3));
-        } else {
-            json_object_object_add(j, "baseline_median_ns", NULL);
-            json_object_object_add(j, "ratio", NULL);
-        }
-        json_object_object_add(j, "verified", json_object_new_boolean(1));
-        printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
-        json_object_put(j);
+        tu_json_pinning(j, o->pin, self_cpu, peer_cpu);
+        tu_json_latency(j, &d, o->baseline ? &f : NULL, ratio);
+        tu_json_print(j);
     } else {
         char where[80] = "unpinned";
         if (self_cpu >= 0)
@@ -216,20 +194,10 @@ static int client(const struct opts *o)
             printf("counter: every round's value came back from host %s\n", s.peer_host);
     }
     rc = 0;
-out:;
-    int st = su_client_finish(&s);
-    if (st && rc == 0) {
-        tu_err("the server exited with status %d", st);
-        rc = 1;
-    }
+out:
+    rc = su_client_end(&s, rc);
 out_partner:
-    if (partner > 0) {
-        atomic_store(word, TU_FUTEX_STOP);
-        tu_futex_wake(word);
-        tu_reap_peer(partner, 2000);
-    }
-    if (word)
-        munmap((void *)word, 4096);
+    tu_futex_partner_stop(partner, word);
 out_free:
     free(in_ns);
     free(fx_ns);
@@ -272,60 +240,34 @@ static void help(FILE *out)
         "  ntblend run --host a -- intr_bench --data -n 100000 --json\n", BLOCKS);
 }
 
+enum { O_DATA = TU_O_TOOL, O_BASE, O_PIN, O_CPU };
+
+static int option(void *ctx, int opt, const char *arg)
+{
+    struct opts *o = ctx;
+    switch (opt) {
+    case 'n': return tu_parse_u64(arg, &o->rounds) || !o->rounds || o->rounds > 100000000;
+    case O_DATA: o->data = true; return 0;
+    case O_BASE: o->baseline = true; return 0;
+    case O_PIN: return tu_parse_pin(arg, &o->pin) != 0;
+    case O_CPU: return tu_parse_int(arg, 0, CPU_SETSIZE - 1, &o->cpu) != 0;
+    default: return 1;
+    }
+}
+
 int main(int argc, char **argv)
 {
     tu_prog = "intr_bench";
-    struct opts o = { .adapter = -1, .node = -1, .timeout_s = 20, .cpu = -1, .rounds = 20000 };
-    enum { O_NODE = 256, O_DATA, O_BASE, O_PIN, O_CPU, O_JSON, O_NOSPAWN, O_SESSION, O_TIMEOUT,
-           O_SERVE, O_QUIET };
+    struct opts o = { .cpu = -1, .pin = TU_PIN_SPLIT, .rounds = 20000 };
+    tu_common_init(&o.c);
     static const struct option lo[] = {
-        { "adapter", 1, 0, 'a' }, { "node", 1, 0, O_NODE }, { "rounds", 1, 0, 'n' },
-        { "data", 0, 0, O_DATA }, { "baseline", 0, 0, O_BASE }, { "pin", 1, 0, O_PIN },
-        { "cpu", 1, 0, O_CPU },   { "json", 0, 0, O_JSON }, { "no-spawn", 0, 0, O_NOSPAWN },
-        { "session", 1, 0, O_SESSION }, { "timeout", 1, 0, O_TIMEOUT }, { "serve", 0, 0, O_SERVE },
-        { "quiet", 0, 0, O_QUIET }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
+        { "rounds", 1, 0, 'n' }, { "data", 0, 0, O_DATA }, { "baseline", 0, 0, O_BASE },
+        { "pin", 1, 0, O_PIN }, { "cpu", 1, 0, O_CPU }, { 0, 0, 0, 0 }
     };
-    int c;
-    uint64_t u;
-    while ((c = getopt_long(argc, argv, "a:n:h", lo, NULL)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'a': bad = tu_parse_int(optarg, 0, 31, &o.adapter); break;
-        case O_NODE: bad = tu_parse_int(optarg, 1, 65535, &o.node); break;
-        case 'n': bad = tu_parse_u64(optarg, &o.rounds) || !o.rounds || o.rounds > 100000000; break;
-        case O_DATA: o.data = true; break;
-        case O_BASE: o.baseline = true; break;
-        case O_PIN:
-            bad = 1;
-            for (int i = 0; i < 3; i++)
-                if (!strcmp(optarg, pin_name[i])) {
-                    o.pin = (enum pin)i;
-                    bad = 0;
-                }
-            break;
-        case O_CPU: bad = tu_parse_int(optarg, 0, CPU_SETSIZE - 1, &o.cpu); break;
-        case O_JSON: o.json = true; break;
-        case O_NOSPAWN: o.no_spawn = true; break;
-        case O_SESSION:
-            bad = tu_parse_u64(optarg, &u) || !u || u > UINT32_MAX;
-            o.session = (uint32_t)u;
-            o.session_set = true;
-            break;
-        case O_TIMEOUT: bad = tu_parse_int(optarg, 1, 3600, &o.timeout_s); break;
-        case O_SERVE: o.serve = true; break;
-        case O_QUIET: o.quiet = true; break;
-        case 'h': help(stdout); return 0;
-        default: fprintf(stderr, "intr_bench: see 'intr_bench --help'\n"); return 2;
-        }
-        if (bad) {
-            tu_err("bad value '%s' for %s (see 'intr_bench --help')", optarg,
-                   argv[optind - 1][0] == '-' ? argv[optind - 1] : argv[optind - 2]);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        tu_err("unexpected argument '%s' (see 'intr_bench --help')", argv[optind]);
-        return 2;
-    }
-    return o.serve ? serve(&o) : client(&o);
+    const struct tu_cmdline cl = { .common = TU_OPTS_SEG, .adapter_max = 31, .shortopts = "n:",
+                                   .options = lo, .option = option, .ctx = &o, .help = help };
+    int st = tu_getopt(argc, argv, &cl, &o.c);
+    if (st >= 0)
+        return st;
+    return o.c.serve ? serve(&o) : client(&o);
 }

@@ -18,8 +18,7 @@
 #include "ntbtool.h"
 
 #define TAG 0x1b
-#define WAIT_MS 5000 /* one round trip longer than this is a failure */
-#define BLOCKS 4     /* interrupt and futex rounds alternate in this many blocks */
+#define WAIT_MS TU_LAT_WAIT_MS /* one round trip longer than this is a failure */
 
 struct opts {
     struct tu_common c;
@@ -80,8 +79,16 @@ out:
 
 /* ---------------------------------------------------------------- interrupt rounds */
 
-static int intr_rounds(struct su_side *s, bool data, uint64_t first, uint64_t n, uint64_t *ns)
+struct rounds {
+    struct su_side *s;
+    bool data;
+};
+
+/* Rounds [first, first + n): trigger the server's interrupt, sleep until it triggers back. */
+static int intr_rounds(void *ctx, uint64_t first, uint64_t n, uint64_t *ns)
 {
+    struct su_side *s = ((struct rounds *)ctx)->s;
+    bool data = ((struct rounds *)ctx)->data;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t count = first + i + 1, echo = 0;
         size_t len = 0;
@@ -113,94 +120,53 @@ static int intr_rounds(struct su_side *s, bool data, uint64_t first, uint64_t n,
 static int client(const struct opts *o)
 {
     struct su_side s = { .timeout_s = o->c.timeout_s, .quiet = o->c.quiet || o->c.json };
+    struct tu_lat L;
     int rc = 1;
-    pid_t partner = -1;
-    _Atomic uint32_t *word = NULL;
-    uint64_t n = o->rounds;
-    uint64_t *in_ns = calloc(n, sizeof *in_ns), *fx_ns = calloc(n, sizeof *fx_ns);
-    if (!in_ns || !fx_ns) {
-        tu_err("out of memory for %" PRIu64 " rounds", n);
-        goto out_free;
-    }
-    /* Placement first: threads the library starts inherit it. */
-    int self_cpu, peer_cpu;
-    tu_pick_cpus(o->pin, &self_cpu, &peer_cpu);
-    if (self_cpu >= 0 && tu_pin(self_cpu)) {
-        tu_err("cannot run on CPU %d (%s); use --pin none", self_cpu, strerror(errno));
-        goto out_free;
-    }
-    /* The futex partner next, before the library starts threads in this process. */
-    if (o->baseline && (partner = tu_futex_partner_start(&word, peer_cpu)) < 0)
-        goto out_free;
+    char where[80];
+    /* Placement and the futex partner first: threads the library starts inherit the one, and
+     * the other must be forked before there are any. */
+    if (tu_lat_start(&L, o->rounds, o->pin, o->baseline))
+        goto out_lat;
     if (su_find_peer(&s, o->c.adapter, o->c.node))
-        goto out_partner;
+        goto out_lat;
     char cpu[16];
-    snprintf(cpu, sizeof cpu, "%d", peer_cpu);
+    snprintf(cpu, sizeof cpu, "%d", L.peer_cpu);
     const char *args[4] = { NULL };
     int k = 0;
     if (o->data)
         args[k++] = "--data";
-    if (peer_cpu >= 0) {
+    if (L.peer_cpu >= 0) {
         args[k++] = "--cpu";
         args[k++] = cpu;
     }
     if (su_client_start(&s, su_session_of(&o->c, TAG, o->c.no_spawn), o->c.no_spawn, args))
         goto out;
-
-    /* A few untimed rounds wake everything up (page faults, the server's first wait). */
-    uint64_t warm[16];
-    if (intr_rounds(&s, o->data, 0, 16, warm) || (o->baseline && tu_futex_rounds(word, 0, 16, warm, WAIT_MS)))
+    struct rounds r = { .s = &s, .data = o->data };
+    if (tu_lat_run(&L, intr_rounds, &r))
         goto out;
-    int blocks = o->baseline ? BLOCKS : 1;
-    for (int b = 0; b < blocks; b++) {
-        uint64_t first = n * (uint64_t)b / (uint64_t)blocks;
-        uint64_t cnt = n * (uint64_t)(b + 1) / (uint64_t)blocks - first;
-        if (intr_rounds(&s, o->data, 16 + first, cnt, in_ns + first))
-            goto out;
-        if (o->baseline && tu_futex_rounds(word, 16 + first, cnt, fx_ns + first, WAIT_MS))
-            goto out;
-    }
 
-    struct tu_stats d = tu_summarize(in_ns, n), f = { 0 };
-    if (o->baseline)
-        f = tu_summarize(fx_ns, n);
-    double ratio = o->baseline && f.median ? (double)d.median / (double)f.median : 0;
     if (o->c.json) {
         struct json_object *j = tu_json_begin("intr_bench");
         tu_json_endpoints(j, s.self_node, s.peer_host, s.peer_node, s.adapter);
         json_object_object_add(j, "data", json_object_new_boolean(o->data));
-        json_object_object_add(j, "rounds", json_object_new_int64((int64_t)n));
-        tu_json_pinning(j, o->pin, self_cpu, peer_cpu);
-        tu_json_latency(j, &d, o->baseline ? &f : NULL, ratio);
+        json_object_object_add(j, "rounds", json_object_new_int64((int64_t)L.n));
+        tu_lat_json(j, &L);
         tu_json_print(j);
     } else {
-        char where[80] = "unpinned";
-        if (self_cpu >= 0)
-            snprintf(where, sizeof where, "this side on CPU %d, the peer side on CPU %d", self_cpu,
-                     peer_cpu);
         printf("intr_bench: host %s (node %u) <-> host %s (node %u), %" PRIu64 " round trips "
-               "(%s, both sides sleeping; %s)\n", getenv("NTBLEND_HOST"), s.self_node, s.peer_host,
-               s.peer_node, n, o->data ? "data interrupts carrying a counter" : "seg_intr_trigger",
-               where);
-        printf("interrupt: min %" PRIu64 " ns, median %" PRIu64 " ns, p99 %" PRIu64 " ns, max %"
-               PRIu64 " ns\n", d.min, d.median, d.p99, d.max);
-        if (o->baseline) {
-            printf("futex:     min %" PRIu64 " ns, median %" PRIu64 " ns, p99 %" PRIu64
-                   " ns, max %" PRIu64 " ns (two processes, a shared-memory word)\n", f.min,
-                   f.median, f.p99, f.max);
-            printf("ratio interrupt/futex (median): %.2f\n", ratio);
-        }
+               "(%s, both sides sleeping; %s)\n", getenv("NTBLEND_HOST"), s.self_node,
+               s.peer_host, s.peer_node, L.n,
+               o->data ? "data interrupts carrying a counter" : "seg_intr_trigger",
+               tu_lat_placement(&L, where, sizeof where));
+        tu_lat_print(&L, "interrupt");
         if (o->data)
             printf("counter: every round's value came back from host %s\n", s.peer_host);
     }
     rc = 0;
 out:
     rc = su_client_end(&s, rc);
-out_partner:
-    tu_futex_partner_stop(partner, word);
-out_free:
-    free(in_ns);
-    free(fx_ns);
+out_lat:
+    tu_lat_finish(&L);
     return rc;
 }
 
@@ -237,7 +203,7 @@ static void help(FILE *out)
         "\n"
         "examples:\n"
         "  ntblend run --host a -- intr_bench --baseline\n"
-        "  ntblend run --host a -- intr_bench --data -n 100000 --json\n", BLOCKS);
+        "  ntblend run --host a -- intr_bench --data -n 100000 --json\n", TU_LAT_BLOCKS);
 }
 
 enum { O_DATA = TU_O_TOOL, O_BASE, O_PIN, O_CPU };

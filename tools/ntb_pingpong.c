@@ -15,8 +15,7 @@
 
 #include "ntbtool.h"
 
-#define WAIT_MS 5000       /* one round trip longer than this is a failure */
-#define BLOCKS 4           /* doorbell and futex rounds alternate in this many blocks */
+#define WAIT_MS TU_LAT_WAIT_MS /* one round trip longer than this is a failure */
 
 enum { SP_COUNT = TU_SP_ARG0 };   /* server's scratchpad: the client's counter */
 enum { SPC_COUNT = TU_SPC_ARG0 }; /* client's scratchpad: the echo */
@@ -72,9 +71,14 @@ out:
 
 /* ---------------------------------------------------------------- the doorbell rounds */
 
-static int db_rounds(struct ntb_dev *ntb, struct tu_db *db, int pidx, uint64_t first, uint64_t n,
-                     uint64_t *ns)
+/* Rounds [first, first + n): write the counter into the server's scratchpad, ring, sleep until
+ * it rings back with the counter in ours. */
+static int db_rounds(void *ctx, uint64_t first, uint64_t n, uint64_t *ns)
 {
+    struct tu_client *cl = ctx;
+    struct ntb_dev *ntb = cl->ntb;
+    struct tu_db *db = &cl->db;
+    int pidx = cl->pidx;
     for (uint64_t i = 0; i < n; i++) {
         uint32_t count = (uint32_t)(first + i + 1);
         uint64_t t0 = tu_now_ns();
@@ -104,85 +108,39 @@ static int db_rounds(struct ntb_dev *ntb, struct tu_db *db, int pidx, uint64_t f
 static int client(const struct opts *o)
 {
     int rc = 1;
-    pid_t partner = -1;
-    _Atomic uint32_t *word = NULL;
+    struct tu_lat L;
     struct tu_client cl = { 0 };
-    uint64_t n = o->rounds;
-    uint64_t *db_ns = calloc(n, sizeof *db_ns), *fx_ns = calloc(n, sizeof *fx_ns);
-    if (!db_ns || !fx_ns) {
-        tu_err("out of memory for %" PRIu64 " rounds", n);
-        goto out_free;
-    }
-    int self_cpu, peer_cpu;
-    tu_pick_cpus(o->pin, &self_cpu, &peer_cpu);
-    if (self_cpu >= 0 && tu_pin(self_cpu)) {
-        tu_err("cannot run on CPU %d (%s); use --pin none", self_cpu, strerror(errno));
-        goto out_free;
-    }
-    /* The futex partner first, before the library starts threads in this process. */
-    if (o->baseline && (partner = tu_futex_partner_start(&word, peer_cpu)) < 0)
-        goto out_free;
+    char where[64];
+    /* Placement and the futex partner first, before the library starts threads here. */
+    if (tu_lat_start(&L, o->rounds, o->pin, o->baseline))
+        goto out;
     char cpu[16];
-    snprintf(cpu, sizeof cpu, "%d", peer_cpu);
-    const char *args[] = { peer_cpu >= 0 ? "--cpu" : NULL, cpu, NULL };
+    snprintf(cpu, sizeof cpu, "%d", L.peer_cpu);
+    const char *args[] = { L.peer_cpu >= 0 ? "--cpu" : NULL, cpu, NULL };
     if (tu_client_start(&cl, &o->c, TU_DB_READY | TU_DB_RESULT | TU_DB_PONG, args))
         goto out;
-    struct ntb_dev *ntb = cl.ntb;
-    struct tu_db *db = &cl.db;
-    int pidx = cl.pidx;
-
-    /* A few untimed rounds wake everything up (page faults, the server's first wait). */
-    uint64_t warm[16];
-    if (db_rounds(ntb, db, pidx, 0, 16, warm) || (o->baseline && tu_futex_rounds(word, 0, 16, warm, WAIT_MS)))
+    if (tu_lat_run(&L, db_rounds, &cl))
         goto out;
-    int blocks = o->baseline ? BLOCKS : 1;
-    for (int b = 0; b < blocks; b++) {
-        uint64_t first = n * (uint64_t)b / (uint64_t)blocks;
-        uint64_t cnt = n * (uint64_t)(b + 1) / (uint64_t)blocks - first;
-        if (db_rounds(ntb, db, pidx, 16 + first, cnt, db_ns + first))
-            goto out;
-        if (o->baseline && tu_futex_rounds(word, 16 + first, cnt, fx_ns + first, WAIT_MS))
-            goto out;
-    }
 
-    struct tu_stats d = tu_summarize(db_ns, n), f = { 0 };
-    if (o->baseline)
-        f = tu_summarize(fx_ns, n);
-    double ratio = o->baseline && f.median ? (double)d.median / (double)f.median : 0;
     if (o->c.json) {
         struct json_object *j = tu_json_begin("ntb_pingpong");
-        json_object_object_add(j, "adapter", json_object_new_string(ntb_name(ntb)));
+        json_object_object_add(j, "adapter", json_object_new_string(ntb_name(cl.ntb)));
         json_object_object_add(j, "peer_host", json_object_new_string(cl.peer_host));
         json_object_object_add(j, "peer_port", json_object_new_int(cl.peer_port));
-        json_object_object_add(j, "rounds", json_object_new_int64((int64_t)n));
-        tu_json_pinning(j, o->pin, self_cpu, peer_cpu);
-        tu_json_latency(j, &d, o->baseline ? &f : NULL, ratio);
+        json_object_object_add(j, "rounds", json_object_new_int64((int64_t)L.n));
+        tu_lat_json(j, &L);
         tu_json_print(j);
     } else {
-        char where[64] = "unpinned";
-        if (self_cpu >= 0)
-            snprintf(where, sizeof where, "this side on CPU %d, the peer side on CPU %d", self_cpu,
-                     peer_cpu);
         printf("ntb_pingpong: %s <-> host %s (port %d), %" PRIu64 " round trips "
-               "(scratchpad counter + doorbell, both sides sleeping; %s)\n", ntb_name(ntb),
-               cl.peer_host, cl.peer_port, n, where);
-        printf("doorbell: min %" PRIu64 " ns, median %" PRIu64 " ns, p99 %" PRIu64 " ns, max %"
-               PRIu64 " ns\n", d.min, d.median, d.p99, d.max);
-        if (o->baseline) {
-            printf("futex:    min %" PRIu64 " ns, median %" PRIu64 " ns, p99 %" PRIu64 " ns, max %"
-                   PRIu64 " ns (two processes, a shared-memory word)\n", f.min, f.median, f.p99,
-                   f.max);
-            printf("ratio doorbell/futex (median): %.2f\n", ratio);
-        }
+               "(scratchpad counter + doorbell, both sides sleeping; %s)\n", ntb_name(cl.ntb),
+               cl.peer_host, cl.peer_port, L.n, tu_lat_placement(&L, where, sizeof where));
+        tu_lat_print(&L, "doorbell");
         printf("counter: every round's value came back from host %s\n", cl.peer_host);
     }
     rc = 0;
 out:
     rc = tu_client_finish(&cl, rc);
-    tu_futex_partner_stop(partner, word);
-out_free:
-    free(db_ns);
-    free(fx_ns);
+    tu_lat_finish(&L);
     return rc;
 }
 

@@ -262,32 +262,92 @@ void tu_json_endpoints(struct json_object *j, uint32_t self_node, const char *pe
                        uint32_t peer_node, int adapter);
 
 /**
- * tu_json_pinning() - add pin, cpu and peer_cpu of a latency benchmark.
- * @j:        the object
- * @pin:      the --pin mode
- * @self_cpu: this side's CPU, or -1 when unpinned (then pin is "none" and the CPUs null)
- * @peer_cpu: the peer side's CPU
- */
-void tu_json_pinning(struct json_object *j, enum tu_pin pin, int self_cpu, int peer_cpu);
-
-/**
- * tu_json_latency() - add the round-trip statistics of a latency benchmark: min_ns ..
- *                     mean_ns; with a baseline baseline_min_ns .. baseline_mean_ns and ratio
- *                     (of the medians, 3 decimals), else baseline_median_ns and ratio null;
- *                     then verified: true.
- * @j:     the object
- * @d:     the statistics of the measured round trips
- * @f:     the baseline's statistics, or NULL for none
- * @ratio: median of @d / median of @f
- */
-void tu_json_latency(struct json_object *j, const struct tu_stats *d, const struct tu_stats *f,
-                     double ratio);
-
-/**
  * tu_json_print() - print @j on one line of stdout and free it.
  * @j: the object
  */
 void tu_json_print(struct json_object *j);
+
+/* ================================================================ latency runs (util.c) */
+
+/*
+ * The run of a round-trip benchmark (ntb_pingpong, intr_bench): the samples, the CPU
+ * placement and, with a baseline, the futex partner and its samples. Rounds are measured in
+ * TU_LAT_BLOCKS blocks alternating with the baseline's, after 16 untimed warm-up rounds of
+ * each, so both see the same machine.
+ */
+#define TU_LAT_WAIT_MS 5000 /* one round trip longer than this is a failure */
+#define TU_LAT_BLOCKS 4     /* measured and baseline rounds alternate in this many blocks */
+
+struct tu_lat {
+    uint64_t n;             /* rounds */
+    uint64_t *ns, *fx_ns;   /* the round trips, measured and baseline */
+    int self_cpu, peer_cpu; /* -1: not pinned */
+    pid_t partner;          /* the futex partner (-1: none) */
+    _Atomic uint32_t *word;
+    bool baseline;
+    enum tu_pin pin;
+    struct tu_stats d, f;   /* after tu_lat_run(): measured and baseline statistics */
+    double ratio;           /* median of d / median of f (0 without a baseline) */
+};
+
+/**
+ * tu_lat_start() - allocate the samples, pin this thread as @pin says and, with a baseline,
+ *                  start the futex partner on the peer side's CPU.
+ * @L:        the run (tu_lat_finish() it in every case)
+ * @rounds:   round trips to measure
+ * @pin:      the --pin mode
+ * @baseline: also measure the futex ping-pong
+ *
+ * Call it before anything starts threads in this process: they inherit the placement, and
+ * fork() must not copy a process with threads.
+ * Return: 0, or 1 after a message.
+ */
+int tu_lat_start(struct tu_lat *L, uint64_t rounds, enum tu_pin pin, bool baseline);
+
+/**
+ * tu_lat_run() - warm up, measure all rounds (alternating with the baseline's) and summarize.
+ * @L:      the run
+ * @rounds: the tool's rounds: time rounds [first, first + n) into ns[0, n); 0 or -errno
+ *          after a message
+ * @ctx:    its context
+ *
+ * Return: 0, or the first failure.
+ */
+int tu_lat_run(struct tu_lat *L, int (*rounds)(void *ctx, uint64_t first, uint64_t n,
+                                                 uint64_t *ns), void *ctx);
+
+/**
+ * tu_lat_placement() - "unpinned" or "this side on CPU x, the peer side on CPU y".
+ * @L:   the run
+ * @buf: where to write
+ * @len: its size
+ *
+ * Return: @buf.
+ */
+const char *tu_lat_placement(const struct tu_lat *L, char *buf, size_t len);
+
+/**
+ * tu_lat_print() - the result lines: "WHAT: min .. ns, median .., p99 .., max .." and, with a
+ *                  baseline, the futex line and "ratio WHAT/futex (median): x.xx".
+ * @L:    the run
+ * @what: "doorbell", "interrupt"
+ */
+void tu_lat_print(const struct tu_lat *L, const char *what);
+
+/**
+ * tu_lat_json() - add pin, cpu, peer_cpu; min_ns .. mean_ns; with a baseline baseline_min_ns
+ *                 .. baseline_mean_ns and ratio (3 decimals), else baseline_median_ns and
+ *                 ratio null; then verified: true.
+ * @j: the object
+ * @L: the run
+ */
+void tu_lat_json(struct json_object *j, const struct tu_lat *L);
+
+/**
+ * tu_lat_finish() - stop the futex partner and free the samples.
+ * @L: the run
+ */
+void tu_lat_finish(struct tu_lat *L);
 
 /* ================================================================ data patterns (util.c) */
 

@@ -323,28 +323,6 @@ void tu_json_endpoints(struct json_object *j, uint32_t self_node, const char *pe
     json_object_object_add(j, "adapter", json_object_new_int(adapter));
 }
 
-void tu_json_pinning(struct json_object *j, enum tu_pin pin, int self_cpu, int peer_cpu)
-{
-    json_object_object_add(j, "pin", json_object_new_string(self_cpu >= 0 ? tu_pin_name(pin)
-                                                                          : "none"));
-    json_object_object_add(j, "cpu", self_cpu >= 0 ? json_object_new_int(self_cpu) : NULL);
-    json_object_object_add(j, "peer_cpu", self_cpu >= 0 ? json_object_new_int(peer_cpu) : NULL);
-}
-
-void tu_json_latency(struct json_object *j, const struct tu_stats *d, const struct tu_stats *f,
-                     double ratio)
-{
-    tu_jstats(j, "", d);
-    if (f) {
-        tu_jstats(j, "baseline_", f);
-        json_object_object_add(j, "ratio", tu_jdouble(ratio, 3));
-    } else {
-        json_object_object_add(j, "baseline_median_ns", NULL);
-        json_object_object_add(j, "ratio", NULL);
-    }
-    json_object_object_add(j, "verified", json_object_new_boolean(1));
-}
-
 void tu_json_print(struct json_object *j)
 {
     printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
@@ -409,4 +387,105 @@ void tu_hexdump(FILE *out, const volatile uint8_t *p, uint64_t len, uint64_t bas
             fputc(line[i] >= 0x20 && line[i] < 0x7f ? line[i] : '.', out);
         fputs("|\n", out);
     }
+}
+
+/* ---------------------------------------------------------------- latency runs */
+
+int tu_lat_start(struct tu_lat *L, uint64_t rounds, enum tu_pin pin, bool baseline)
+{
+    memset(L, 0, sizeof *L);
+    L->n = rounds;
+    L->pin = pin;
+    L->baseline = baseline;
+    L->partner = -1;
+    L->ns = calloc(rounds, sizeof *L->ns);
+    L->fx_ns = calloc(rounds, sizeof *L->fx_ns);
+    if (!L->ns || !L->fx_ns) {
+        tu_err("out of memory for %" PRIu64 " rounds", rounds);
+        return 1;
+    }
+    tu_pick_cpus(pin, &L->self_cpu, &L->peer_cpu);
+    if (L->self_cpu >= 0 && tu_pin(L->self_cpu)) {
+        tu_err("cannot run on CPU %d (%s); use --pin none", L->self_cpu, strerror(errno));
+        return 1;
+    }
+    if (baseline && (L->partner = tu_futex_partner_start(&L->word, L->peer_cpu)) < 0)
+        return 1;
+    return 0;
+}
+
+int tu_lat_run(struct tu_lat *L, int (*rounds)(void *ctx, uint64_t first, uint64_t n,
+                                                 uint64_t *ns), void *ctx)
+{
+    /* A few untimed rounds wake everything up (page faults, the server's first wait). */
+    uint64_t warm[16];
+    int rc = rounds(ctx, 0, 16, warm);
+    if (!rc && L->baseline)
+        rc = tu_futex_rounds(L->word, 0, 16, warm, TU_LAT_WAIT_MS);
+    int blocks = L->baseline ? TU_LAT_BLOCKS : 1;
+    for (int b = 0; b < blocks && !rc; b++) {
+        uint64_t first = L->n * (uint64_t)b / (uint64_t)blocks;
+        uint64_t cnt = L->n * (uint64_t)(b + 1) / (uint64_t)blocks - first;
+        rc = rounds(ctx, 16 + first, cnt, L->ns + first);
+        if (!rc && L->baseline)
+            rc = tu_futex_rounds(L->word, 16 + first, cnt, L->fx_ns + first, TU_LAT_WAIT_MS);
+    }
+    if (rc)
+        return rc;
+    L->d = tu_summarize(L->ns, L->n);
+    if (L->baseline)
+        L->f = tu_summarize(L->fx_ns, L->n);
+    L->ratio = L->baseline && L->f.median ? (double)L->d.median / (double)L->f.median : 0;
+    return 0;
+}
+
+const char *tu_lat_placement(const struct tu_lat *L, char *buf, size_t len)
+{
+    if (L->self_cpu >= 0)
+        snprintf(buf, len, "this side on CPU %d, the peer side on CPU %d", L->self_cpu,
+                 L->peer_cpu);
+    else
+        snprintf(buf, len, "unpinned");
+    return buf;
+}
+
+void tu_lat_print(const struct tu_lat *L, const char *what)
+{
+    int w = (int)strlen(what) + 2; /* the futex line's numbers start under the first line's */
+    char label[40];
+    snprintf(label, sizeof label, "%s:", what);
+    printf("%-*smin %" PRIu64 " ns, median %" PRIu64 " ns, p99 %" PRIu64 " ns, max %" PRIu64
+           " ns\n", w, label, L->d.min, L->d.median, L->d.p99, L->d.max);
+    if (L->baseline) {
+        printf("%-*smin %" PRIu64 " ns, median %" PRIu64 " ns, p99 %" PRIu64 " ns, max %" PRIu64
+               " ns (two processes, a shared-memory word)\n", w, "futex:", L->f.min, L->f.median,
+               L->f.p99, L->f.max);
+        printf("ratio %s/futex (median): %.2f\n", what, L->ratio);
+    }
+}
+
+void tu_lat_json(struct json_object *j, const struct tu_lat *L)
+{
+    json_object_object_add(j, "pin", json_object_new_string(L->self_cpu >= 0
+                                                                ? tu_pin_name(L->pin) : "none"));
+    json_object_object_add(j, "cpu", L->self_cpu >= 0 ? json_object_new_int(L->self_cpu) : NULL);
+    json_object_object_add(j, "peer_cpu",
+                           L->self_cpu >= 0 ? json_object_new_int(L->peer_cpu) : NULL);
+    tu_jstats(j, "", &L->d);
+    if (L->baseline) {
+        tu_jstats(j, "baseline_", &L->f);
+        json_object_object_add(j, "ratio", tu_jdouble(L->ratio, 3));
+    } else {
+        json_object_object_add(j, "baseline_median_ns", NULL);
+        json_object_object_add(j, "ratio", NULL);
+    }
+    json_object_object_add(j, "verified", json_object_new_boolean(1));
+}
+
+void tu_lat_finish(struct tu_lat *L)
+{
+    tu_futex_partner_stop(L->partner, L->word);
+    free(L->ns);
+    free(L->fx_ns);
+    memset(L, 0, sizeof *L);
 }

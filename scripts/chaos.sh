@@ -223,6 +223,8 @@ run_fabric() {
   local summary=""
   for k in flap cut hostkill agentkill clientkill; do summary+="$k=${count[$k]:-0} "; done
   record "$kind" "faults injected" pass "$summary"
+  n status >"$dir/status.txt" 2>&1
+  cp "$(jq -r .dir <<<"$st")"/host*.log "$dir/" 2>/dev/null # the agents' logs
   n down >/dev/null 2>&1
   trap - EXIT
 }

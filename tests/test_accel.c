@@ -16,7 +16,7 @@
 
 #include "harness.h"
 #include "fabric.h"
-#include "../src/devices/accel_regs.h"
+#include "ntblend/accel_regs.h"
 
 #define MiB (1ull << 20)
 #define RAM_AT (300 * MiB) /* host RAM the tests copy to/from: nobody allocates there */

@@ -2,7 +2,7 @@
  * accel_bench: the accelerator experiments of smartio-tocs-2021 §7.1.4-7.1.5 on the emulated
  * fabric, through the SmartIO device-driver API only (include/ntblend/smartio.h): the tool
  * borrows the accelerators exclusively, maps their BARs and memory for them, and drives their
- * descriptor rings (src/devices/accel_regs.h) as a device driver would.
+ * descriptor rings (include/ntblend/accel_regs.h) as a device driver would.
  *
  *   accel_bench bandwidth [--device NAME] [--size 64M] [--block 4M] [--repeat 3] [--json]
  *     Like CUDA's bandwidthTest: the device's DMA engine copies --size bytes between a segment
@@ -28,15 +28,16 @@
  * Exit status: 0 ok, 1 failure or data mismatch, 2 usage.
  */
 #define _GNU_SOURCE
-#include <getopt.h>
-#include <json-c/json.h>
-#include <stdatomic.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "ntblend/accel_regs.h"
 #include "ntblend/seg.h"
 #include "ntblend/smartio.h"
-#include "toolutil.h"
-
-#include "../src/devices/accel_regs.h"
+#include "ntbtool.h"
 
 #define OP_TIMEOUT_MS 60000 /* no progress for this long: the device is stuck */
 #define WAKE_MS 20          /* sio_wait_vector timeout before polling the registers */
@@ -65,15 +66,6 @@ struct opts {
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) { (void)sig; g_stop = 1; }
-
-static double mbps(uint64_t bytes, uint64_t ns) { return ns ? (double)bytes * 1e3 / (double)ns : 0; }
-
-static struct json_object *jdouble(double v, int digits)
-{
-    char s[48];
-    snprintf(s, sizeof s, "%.*f", digits, v);
-    return json_object_new_double_s(v, s);
-}
 
 static const char *err_name(uint32_t e)
 {
@@ -386,12 +378,11 @@ static int bandwidth(const struct opts *o)
     if (g_stop)
         goto out;
     uint64_t bytes = o->size;
-    double h2d = mbps(bytes, best[0]), d2h = mbps(bytes, best[1]);
-    double h2d_mean = mbps(bytes * (uint64_t)o->repeats, sum[0]);
-    double d2h_mean = mbps(bytes * (uint64_t)o->repeats, sum[1]);
+    double h2d = tu_mbps(bytes, best[0]), d2h = tu_mbps(bytes, best[1]);
+    double h2d_mean = tu_mbps(bytes * (uint64_t)o->repeats, sum[0]);
+    double d2h_mean = tu_mbps(bytes * (uint64_t)o->repeats, sum[1]);
     if (o->json) {
-        struct json_object *j = json_object_new_object();
-        json_object_object_add(j, "tool", json_object_new_string("accel_bench"));
+        struct json_object *j = tu_json_begin("accel_bench");
         json_object_object_add(j, "test", json_object_new_string("bandwidth"));
         json_object_object_add(j, "host", json_object_new_string(getenv("NTBLEND_HOST")));
         json_object_object_add(j, "device", json_object_new_string(a.name));
@@ -401,10 +392,10 @@ static int bandwidth(const struct opts *o)
         json_object_object_add(j, "block", json_object_new_int64((int64_t)o->block));
         json_object_object_add(j, "repeats", json_object_new_int(o->repeats));
         json_object_object_add(j, "io_addr", json_object_new_int64((int64_t)io));
-        json_object_object_add(j, "h2d_mbps", jdouble(h2d, 1));
-        json_object_object_add(j, "d2h_mbps", jdouble(d2h, 1));
-        json_object_object_add(j, "h2d_mean_mbps", jdouble(h2d_mean, 1));
-        json_object_object_add(j, "d2h_mean_mbps", jdouble(d2h_mean, 1));
+        json_object_object_add(j, "h2d_mbps", tu_jdouble(h2d, 1));
+        json_object_object_add(j, "d2h_mbps", tu_jdouble(d2h, 1));
+        json_object_object_add(j, "h2d_mean_mbps", tu_jdouble(h2d_mean, 1));
+        json_object_object_add(j, "d2h_mean_mbps", tu_jdouble(d2h_mean, 1));
         json_object_object_add(j, "h2d_best_ns", json_object_new_int64((int64_t)best[0]));
         json_object_object_add(j, "d2h_best_ns", json_object_new_int64((int64_t)best[1]));
         json_object_object_add(j, "verified", json_object_new_boolean(verified));
@@ -587,8 +578,7 @@ static int pingpong(const struct opts *o)
     double mn = nper ? per[0] : mean, mx = nper ? per[nper - 1] : mean;
     bool same = !strcmp(A.info.host, B.info.host);
     if (o->json) {
-        struct json_object *j = json_object_new_object();
-        json_object_object_add(j, "tool", json_object_new_string("accel_bench"));
+        struct json_object *j = tu_json_begin("accel_bench");
         json_object_object_add(j, "test", json_object_new_string("pingpong"));
         json_object_object_add(j, "host", json_object_new_string(getenv("NTBLEND_HOST")));
         json_object_object_add(j, "device", json_object_new_string(A.name));
@@ -600,11 +590,11 @@ static int pingpong(const struct opts *o)
         json_object_object_add(j, "batch", json_object_new_int(o->batch));
         json_object_object_add(j, "total_ns", json_object_new_int64((int64_t)total));
         json_object_object_add(j, "repeats", json_object_new_int(o->repeats));
-        json_object_object_add(j, "mean_ns", jdouble(mean, 1));
-        json_object_object_add(j, "best_mean_ns", jdouble(best_mean, 1));
-        json_object_object_add(j, "median_ns", jdouble(median, 1));
-        json_object_object_add(j, "min_batch_ns", jdouble(mn, 1));
-        json_object_object_add(j, "max_batch_ns", jdouble(mx, 1));
+        json_object_object_add(j, "mean_ns", tu_jdouble(mean, 1));
+        json_object_object_add(j, "best_mean_ns", tu_jdouble(best_mean, 1));
+        json_object_object_add(j, "median_ns", tu_jdouble(median, 1));
+        json_object_object_add(j, "min_batch_ns", tu_jdouble(mn, 1));
+        json_object_object_add(j, "max_batch_ns", tu_jdouble(mx, 1));
         json_object_object_add(j, "batches", json_object_new_int(nper));
         json_object_object_add(j, "verified", json_object_new_boolean(verified));
         puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY));

@@ -10,19 +10,21 @@
  * request and come out slower than writes (device-lending-2016 Fig. 4a).
  */
 #define _GNU_SOURCE
-#include <getopt.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include "segutil.h"
+#include "ntbtool.h"
 
 #define TAG 0xd4
 #define CMD_MS 30000
 #define DMA_TIMEOUT_MS 60000
 
 struct opts {
-    int adapter, node, repeats, timeout_s;
-    uint32_t session;
+    struct tu_common c;
+    int repeats;
     uint64_t min, max, total, seg_size;
-    bool json, no_spawn, serve, quiet, session_set;
 };
 
 struct point {
@@ -30,8 +32,6 @@ struct point {
     uint64_t best_ns[2];        /* write, read */
     bool verified;
 };
-
-static bool pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
 /* Move count blocks (wrapping around the segments) in one direction; ns, or -errno. */
 static int64_t run(seg_dma_queue_t *q, seg_local_t *l, seg_remote_t *r, uint64_t seg_size,
@@ -50,22 +50,9 @@ static int64_t run(seg_dma_queue_t *q, seg_local_t *l, seg_remote_t *r, uint64_t
     return (int64_t)(tu_now_ns() - t0);
 }
 
-/* Is the fabric's latency model on? (-1: cannot tell) */
-static int latency_model(void)
-{
-    struct fab *f;
-    if (fab_attach(fab_name_resolve(NULL), -1, &f))
-        return -1;
-    int on = f->ctl->latency.enabled ? 1 : 0;
-    fab_detach(f);
-    return on;
-}
-
-static double mbps(uint64_t bytes, uint64_t ns) { return ns ? (double)bytes * 1e3 / (double)ns : 0; }
-
 static int client(const struct opts *o)
 {
-    struct su_side s = { .timeout_s = o->timeout_s, .quiet = o->quiet || o->json };
+    struct su_side s = { .timeout_s = o->c.timeout_s, .quiet = o->c.quiet || o->c.json };
     seg_local_t *lseg = NULL;
     seg_remote_t *rseg = NULL;
     seg_map_t *lmap = NULL;
@@ -77,19 +64,15 @@ static int client(const struct opts *o)
     char s1[32], s2[32], s3[32];
     uint64_t seg_size = o->seg_size;
 
-    if (su_find_peer(&s, o->adapter, o->node))
+    if (su_find_peer(&s, o->c.adapter, o->c.node))
         return 1;
-    if (su_client_segment(&s, o->session_set ? o->session : su_session_id(TAG, o->no_spawn),
-                          o->no_spawn, seg_size, &rseg))
+    if (su_client_segment(&s, su_session_of(&o->c, TAG, o->c.no_spawn), o->c.no_spawn, seg_size,
+                          &rseg))
         goto out;
     uint32_t rid = s.ctl->seg_id;
-    int e = seg_create(s.sd, &lseg, SEG_ID_AUTO, seg_size);
-    if (e || !(local = seg_map_local(lseg, 0, seg_size, 0, &lmap))) {
-        tu_err("cannot create a %s segment on this host: %s", tu_fmt_size(seg_size, s1, sizeof s1),
-               seg_strerror(e ? e : -errno));
+    if (!(local = su_local_segment(&s, seg_size, &lseg, &lmap)))
         goto out;
-    }
-    e = seg_dma_queue_create(s.sd, &q, s.adapter);
+    int e = seg_dma_queue_create(s.sd, &q, s.adapter);
     if (e) {
         tu_err("cannot create a DMA queue on adapter %d: %s%s", s.adapter, seg_strerror(e),
                e == -ENOSPC ? " (all DMA channels are in use)" : "");
@@ -103,7 +86,7 @@ static int client(const struct opts *o)
         tu_err("out of memory");
         goto out;
     }
-    int model = latency_model();
+    int model = tu_latency_model();
 
     /* Untimed: every page of both segments, and the engine awake. */
     memset((void *)local, 0, seg_size);
@@ -121,7 +104,7 @@ static int client(const struct opts *o)
         p->verified = true;
         for (int r = 0; r < o->repeats && ns >= 0; r++) {
             uint32_t seed = tu_nonce();
-            su_fill(local, seg_size, seed);
+            tu_fill(local, seg_size, seed);
             ns = run(q, lseg, rseg, seg_size, z, p->count, false);
             if (ns < 0)
                 break;
@@ -143,7 +126,7 @@ static int client(const struct opts *o)
             if (ns < 0)
                 break;
             p->best_ns[1] = (uint64_t)ns < p->best_ns[1] ? (uint64_t)ns : p->best_ns[1];
-            uint64_t badr = su_check(local, seg_size, seed);
+            uint64_t badr = tu_check(local, seg_size, seed);
             if (badr) {
                 tu_err("block %s, read: the data read from host %s is wrong (%" PRIu64 " of %"
                        PRIu64 " words differ)", tu_fmt_size(z, s1, sizeof s1), s.peer_host, badr,
@@ -158,14 +141,9 @@ static int client(const struct opts *o)
         goto out;
     }
 
-    if (o->json) {
-        struct json_object *j = json_object_new_object();
-        json_object_object_add(j, "tool", json_object_new_string("dma_bench"));
-        json_object_object_add(j, "host", json_object_new_string(getenv("NTBLEND_HOST")));
-        json_object_object_add(j, "node", json_object_new_int((int)s.self_node));
-        json_object_object_add(j, "peer_host", json_object_new_string(s.peer_host));
-        json_object_object_add(j, "peer_node", json_object_new_int((int)s.peer_node));
-        json_object_object_add(j, "adapter", json_object_new_int(s.adapter));
+    if (o->c.json) {
+        struct json_object *j = tu_json_begin("dma_bench");
+        tu_json_endpoints(j, s.self_node, s.peer_host, s.peer_node, s.adapter);
         json_object_object_add(j, "latency_model", model < 0 ? NULL : json_object_new_boolean(model));
         json_object_object_add(j, "segment_id", json_object_new_int64(rid));
         json_object_object_add(j, "segment_size", json_object_new_int64((int64_t)seg_size));
@@ -174,25 +152,24 @@ static int client(const struct opts *o)
         for (int i = 0; i < npts; i++) {
             const struct point *p = &pts[i];
             uint64_t bytes = p->block * p->count;
-            double w = mbps(bytes, p->best_ns[0]), rd = mbps(bytes, p->best_ns[1]);
+            double w = tu_mbps(bytes, p->best_ns[0]), rd = tu_mbps(bytes, p->best_ns[1]);
             struct json_object *r = json_object_new_object();
             json_object_object_add(r, "block", json_object_new_int64((int64_t)p->block));
             json_object_object_add(r, "count", json_object_new_int64((int64_t)p->count));
             json_object_object_add(r, "bytes", json_object_new_int64((int64_t)bytes));
-            json_object_object_add(r, "write_mbps", su_jdouble(w, 1));
-            json_object_object_add(r, "read_mbps", su_jdouble(rd, 1));
-            json_object_object_add(r, "read_write_ratio", su_jdouble(w ? rd / w : 0, 3));
+            json_object_object_add(r, "write_mbps", tu_jdouble(w, 1));
+            json_object_object_add(r, "read_mbps", tu_jdouble(rd, 1));
+            json_object_object_add(r, "read_write_ratio", tu_jdouble(w ? rd / w : 0, 3));
             json_object_object_add(r, "write_us_per_block",
-                                   su_jdouble((double)p->best_ns[0] / 1e3 / (double)p->count, 3));
+                                   tu_jdouble((double)p->best_ns[0] / 1e3 / (double)p->count, 3));
             json_object_object_add(r, "read_us_per_block",
-                                   su_jdouble((double)p->best_ns[1] / 1e3 / (double)p->count, 3));
+                                   tu_jdouble((double)p->best_ns[1] / 1e3 / (double)p->count, 3));
             json_object_object_add(r, "verified", json_object_new_boolean(p->verified));
             json_object_array_add(arr, r);
         }
         json_object_object_add(j, "results", arr);
         json_object_object_add(j, "verified", json_object_new_boolean(all_ok));
-        printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
-        json_object_put(j);
+        tu_json_print(j);
     } else {
         printf("dma_bench: host %s (node %u) <-> segment %u of host %s (node %u), %s segments, "
                "DMA engine of adapter %d; best of %d; latency model %s\n",
@@ -205,7 +182,7 @@ static int client(const struct opts *o)
         for (int i = 0; i < npts; i++) {
             const struct point *p = &pts[i];
             uint64_t bytes = p->block * p->count;
-            double w = mbps(bytes, p->best_ns[0]), rd = mbps(bytes, p->best_ns[1]);
+            double w = tu_mbps(bytes, p->best_ns[0]), rd = tu_mbps(bytes, p->best_ns[1]);
             printf("%9s %7" PRIu64 " %9s | %11.0f %11.0f %10.2f | %11.2f %11.2f | %s\n",
                    tu_fmt_size(p->block, s2, sizeof s2), p->count, tu_fmt_size(bytes, s3, sizeof s3),
                    w, rd, w ? rd / w : 0, (double)p->best_ns[0] / 1e3 / (double)p->count,
@@ -225,12 +202,7 @@ out:
     if (lseg)
         seg_remove(lseg);
     free(pts);
-    int st = su_client_finish(&s);
-    if (st && rc == 0) {
-        tu_err("the server exited with status %d", st);
-        rc = 1;
-    }
-    return rc;
+    return su_client_end(&s, rc);
 }
 
 static void help(FILE *out)
@@ -271,59 +243,40 @@ static void help(FILE *out)
         "  ntblend run --fabric lat --host a -- dma_bench --json\n");
 }
 
+enum { O_MIN = TU_O_TOOL, O_MAX, O_SEGSIZE };
+
+static int option(void *ctx, int opt, const char *arg)
+{
+    struct opts *o = ctx;
+    switch (opt) {
+    case O_MIN: return tu_parse_size(arg, &o->min) || !tu_pow2(o->min);
+    case O_MAX: return tu_parse_size(arg, &o->max) || !tu_pow2(o->max) || o->max > (1ull << 30);
+    case 's': return tu_parse_size(arg, &o->total) || !o->total;
+    case 'r': return tu_parse_int(arg, 1, 1000, &o->repeats) != 0;
+    case O_SEGSIZE: return tu_parse_size(arg, &o->seg_size) || !tu_pow2(o->seg_size);
+    default: return 1;
+    }
+}
+
 int main(int argc, char **argv)
 {
     tu_prog = "dma_bench";
-    struct opts o = { .adapter = -1, .node = -1, .repeats = 3, .timeout_s = 20, .min = 4 << 10,
-                      .max = 4 << 20, .total = 128 << 20, .seg_size = 8 << 20 };
-    enum { O_NODE = 256, O_MIN, O_MAX, O_JSON, O_NOSPAWN, O_SESSION, O_TIMEOUT, O_SERVE, O_QUIET,
-           O_SEGSIZE };
+    struct opts o = { .repeats = 3, .min = 4 << 10, .max = 4 << 20, .total = 128 << 20,
+                      .seg_size = 8 << 20 };
+    tu_common_init(&o.c);
     static const struct option lo[] = {
-        { "adapter", 1, 0, 'a' }, { "node", 1, 0, O_NODE },   { "min", 1, 0, O_MIN },
-        { "max", 1, 0, O_MAX },   { "total", 1, 0, 's' },     { "repeat", 1, 0, 'r' },
-        { "json", 0, 0, O_JSON }, { "no-spawn", 0, 0, O_NOSPAWN }, { "session", 1, 0, O_SESSION },
-        { "timeout", 1, 0, O_TIMEOUT }, { "serve", 0, 0, O_SERVE }, { "quiet", 0, 0, O_QUIET },
-        { "seg-size", 1, 0, O_SEGSIZE }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
+        { "min", 1, 0, O_MIN }, { "max", 1, 0, O_MAX }, { "total", 1, 0, 's' },
+        { "repeat", 1, 0, 'r' }, { "seg-size", 1, 0, O_SEGSIZE }, { 0, 0, 0, 0 }
     };
-    int c;
-    uint64_t u;
-    while ((c = getopt_long(argc, argv, "a:s:r:h", lo, NULL)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'a': bad = tu_parse_int(optarg, 0, 31, &o.adapter); break;
-        case O_NODE: bad = tu_parse_int(optarg, 1, 65535, &o.node); break;
-        case O_MIN: bad = tu_parse_size(optarg, &o.min) || !pow2(o.min); break;
-        case O_MAX: bad = tu_parse_size(optarg, &o.max) || !pow2(o.max) || o.max > (1ull << 30); break;
-        case 's': bad = tu_parse_size(optarg, &o.total) || !o.total; break;
-        case 'r': bad = tu_parse_int(optarg, 1, 1000, &o.repeats); break;
-        case O_JSON: o.json = true; break;
-        case O_NOSPAWN: o.no_spawn = true; break;
-        case O_SESSION:
-            bad = tu_parse_u64(optarg, &u) || !u || u > UINT32_MAX;
-            o.session = (uint32_t)u;
-            o.session_set = true;
-            break;
-        case O_TIMEOUT: bad = tu_parse_int(optarg, 1, 3600, &o.timeout_s); break;
-        case O_SERVE: o.serve = true; break;
-        case O_QUIET: o.quiet = true; break;
-        case O_SEGSIZE: bad = tu_parse_size(optarg, &o.seg_size) || !pow2(o.seg_size); break;
-        case 'h': help(stdout); return 0;
-        default: fprintf(stderr, "dma_bench: see 'dma_bench --help'\n"); return 2;
-        }
-        if (bad) {
-            tu_err("bad value '%s' for %s (see 'dma_bench --help'; block and segment sizes are "
-                   "powers of two)", optarg, argv[optind - 1][0] == '-' ? argv[optind - 1]
-                   : argv[optind - 2]);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        tu_err("unexpected argument '%s' (see 'dma_bench --help')", argv[optind]);
-        return 2;
-    }
-    if (o.serve)
-        return su_serve_segment(o.adapter, o.node, o.session_set ? o.session : su_session_id(TAG, true),
-                                o.seg_size, o.timeout_s, o.quiet);
+    const struct tu_cmdline cl = { .common = TU_OPTS_SEG, .adapter_max = 31, .shortopts = "s:r:",
+                                   .options = lo, .option = option, .ctx = &o, .help = help,
+                                   .bad_hint = "; block and segment sizes are powers of two" };
+    int st = tu_getopt(argc, argv, &cl, &o.c);
+    if (st >= 0)
+        return st;
+    if (o.c.serve)
+        return su_serve_segment(o.c.adapter, o.c.node, su_session_of(&o.c, TAG, true), o.seg_size,
+                                o.c.timeout_s, o.c.quiet);
     if (o.min > o.max) {
         tu_err("--min %" PRIu64 " is larger than --max %" PRIu64, o.min, o.max);
         return 2;

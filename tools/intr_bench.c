@@ -9,24 +9,23 @@
  * medians. Both pairs get the same CPU placement (--pin), as a wake-up's cost depends on it.
  */
 #define _GNU_SOURCE
-#include <getopt.h>
-#include <sys/mman.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include "segutil.h"
+#include "ntbtool.h"
 
 #define TAG 0x1b
-#define WAIT_MS 5000 /* one round trip longer than this is a failure */
-#define BLOCKS 4     /* interrupt and futex rounds alternate in this many blocks */
-
-enum pin { PIN_SPLIT, PIN_SAME, PIN_NONE };
-static const char *pin_name[] = { "split", "same", "none" };
+#define WAIT_MS TU_LAT_WAIT_MS /* one round trip longer than this is a failure */
 
 struct opts {
-    int adapter, node, timeout_s, cpu;
-    enum pin pin;
-    uint32_t session;
+    struct tu_common c;
+    int cpu;
+    enum tu_pin pin;
     uint64_t rounds;
-    bool json, baseline, data, no_spawn, serve, quiet, session_set;
+    bool baseline, data;
 };
 
 /* ---------------------------------------------------------------- server */
@@ -35,13 +34,12 @@ static int serve(const struct opts *o)
 {
     if (o->cpu >= 0 && tu_pin(o->cpu)) /* before the library starts its threads */
         tu_err("cannot run on CPU %d (%s); running unpinned", o->cpu, strerror(errno));
-    struct su_side s = { .timeout_s = o->timeout_s, .quiet = o->quiet };
-    int rc = su_server_start(&s, o->adapter, o->node, o->session_set ? o->session
-                                                                     : su_session_id(TAG, true));
+    struct su_side s = { .timeout_s = o->c.timeout_s, .quiet = o->c.quiet };
+    int rc = su_server_start(&s, o->c.adapter, o->c.node, su_session_of(&o->c, TAG, true));
     if (rc)
         goto out;
     su_server_ready(&s, 0, 0, NULL);
-    if (!o->quiet) {
+    if (!o->c.quiet) {
         printf("intr_bench: echoing interrupts of host %s; Ctrl-C to stop\n", s.peer_host);
         fflush(stdout);
     }
@@ -60,9 +58,9 @@ static int serve(const struct opts *o)
         }
         if (rc == -ETIMEDOUT) {
             idle_ns += SU_SLICE_MS * 1000000ull;
-            if (idle_ns > (uint64_t)o->timeout_s * 10 * 1000000000ull) {
+            if (idle_ns > (uint64_t)o->c.timeout_s * 10 * 1000000000ull) {
                 tu_err("no word from the client on host %s for %d s; giving up", s.peer_host,
-                       o->timeout_s * 10);
+                       o->c.timeout_s * 10);
                 break;
             }
             continue;
@@ -81,8 +79,16 @@ out:
 
 /* ---------------------------------------------------------------- interrupt rounds */
 
-static int intr_rounds(struct su_side *s, bool data, uint64_t first, uint64_t n, uint64_t *ns)
+struct rounds {
+    struct su_side *s;
+    bool data;
+};
+
+/* Rounds [first, first + n): trigger the server's interrupt, sleep until it triggers back. */
+static int intr_rounds(void *ctx, uint64_t first, uint64_t n, uint64_t *ns)
 {
+    struct su_side *s = ((struct rounds *)ctx)->s;
+    bool data = ((struct rounds *)ctx)->data;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t count = first + i + 1, echo = 0;
         size_t len = 0;
@@ -113,126 +119,54 @@ static int intr_rounds(struct su_side *s, bool data, uint64_t first, uint64_t n,
 
 static int client(const struct opts *o)
 {
-    struct su_side s = { .timeout_s = o->timeout_s, .quiet = o->quiet || o->json };
+    struct su_side s = { .timeout_s = o->c.timeout_s, .quiet = o->c.quiet || o->c.json };
+    struct tu_lat L;
     int rc = 1;
-    pid_t partner = -1;
-    _Atomic uint32_t *word = NULL;
-    uint64_t n = o->rounds;
-    uint64_t *in_ns = calloc(n, sizeof *in_ns), *fx_ns = calloc(n, sizeof *fx_ns);
-    if (!in_ns || !fx_ns) {
-        tu_err("out of memory for %" PRIu64 " rounds", n);
-        goto out_free;
-    }
-    /* Placement first: threads the library starts inherit it. */
-    int self_cpu = -1, peer_cpu = -1;
-    if (o->pin != PIN_NONE) {
-        su_two_cpus(&self_cpu, &peer_cpu);
-        if (o->pin == PIN_SAME || peer_cpu < 0)
-            peer_cpu = self_cpu;
-        if (self_cpu >= 0 && tu_pin(self_cpu)) {
-            tu_err("cannot run on CPU %d (%s); use --pin none", self_cpu, strerror(errno));
-            goto out_free;
-        }
-    }
-    /* The futex partner next, before the library starts threads in this process. */
-    if (o->baseline && (partner = tu_futex_partner_start(&word, peer_cpu)) < 0)
-        goto out_free;
-    if (su_find_peer(&s, o->adapter, o->node))
-        goto out_partner;
+    char where[80];
+    /* Placement and the futex partner first: threads the library starts inherit the one, and
+     * the other must be forked before there are any. */
+    if (tu_lat_start(&L, o->rounds, o->pin, o->baseline))
+        goto out_lat;
+    if (su_find_peer(&s, o->c.adapter, o->c.node))
+        goto out_lat;
     char cpu[16];
-    snprintf(cpu, sizeof cpu, "%d", peer_cpu);
+    snprintf(cpu, sizeof cpu, "%d", L.peer_cpu);
     const char *args[4] = { NULL };
     int k = 0;
     if (o->data)
         args[k++] = "--data";
-    if (peer_cpu >= 0) {
+    if (L.peer_cpu >= 0) {
         args[k++] = "--cpu";
         args[k++] = cpu;
     }
-    if (su_client_start(&s, o->session_set ? o->session : su_session_id(TAG, o->no_spawn),
-                        o->no_spawn, args))
+    if (su_client_start(&s, su_session_of(&o->c, TAG, o->c.no_spawn), o->c.no_spawn, args))
+        goto out;
+    struct rounds r = { .s = &s, .data = o->data };
+    if (tu_lat_run(&L, intr_rounds, &r))
         goto out;
 
-    /* A few untimed rounds wake everything up (page faults, the server's first wait). */
-    uint64_t warm[16];
-    if (intr_rounds(&s, o->data, 0, 16, warm) || (o->baseline && tu_futex_rounds(word, 0, 16, warm, WAIT_MS)))
-        goto out;
-    int blocks = o->baseline ? BLOCKS : 1;
-    for (int b = 0; b < blocks; b++) {
-        uint64_t first = n * (uint64_t)b / (uint64_t)blocks;
-        uint64_t cnt = n * (uint64_t)(b + 1) / (uint64_t)blocks - first;
-        if (intr_rounds(&s, o->data, 16 + first, cnt, in_ns + first))
-            goto out;
-        if (o->baseline && tu_futex_rounds(word, 16 + first, cnt, fx_ns + first, WAIT_MS))
-            goto out;
-    }
-
-    struct tu_stats d = tu_summarize(in_ns, n), f = { 0 };
-    if (o->baseline)
-        f = tu_summarize(fx_ns, n);
-    double ratio = o->baseline && f.median ? (double)d.median / (double)f.median : 0;
-    if (o->json) {
-        struct json_object *j = json_object_new_object();
-        json_object_object_add(j, "tool", json_object_new_string("intr_bench"));
-        json_object_object_add(j, "host", json_object_new_string(getenv("NTBLEND_HOST")));
-        json_object_object_add(j, "node", json_object_new_int((int)s.self_node));
-        json_object_object_add(j, "peer_host", json_object_new_string(s.peer_host));
-        json_object_object_add(j, "peer_node", json_object_new_int((int)s.peer_node));
-        json_object_object_add(j, "adapter", json_object_new_int(s.adapter));
+    if (o->c.json) {
+        struct json_object *j = tu_json_begin("intr_bench");
+        tu_json_endpoints(j, s.self_node, s.peer_host, s.peer_node, s.adapter);
         json_object_object_add(j, "data", json_object_new_boolean(o->data));
-        json_object_object_add(j, "rounds", json_object_new_int64((int64_t)n));
-        json_object_object_add(j, "pin", json_object_new_string(self_cpu >= 0 ? pin_name[o->pin] : "none"));
-        json_object_object_add(j, "cpu", self_cpu >= 0 ? json_object_new_int(self_cpu) : NULL);
-        json_object_object_add(j, "peer_cpu", self_cpu >= 0 ? json_object_new_int(peer_cpu) : NULL);
-        tu_jstats(j, "", &d);
-        if (o->baseline) {
-            tu_jstats(j, "baseline_", &f);
-            json_object_object_add(j, "ratio", su_jdouble(ratio, 3));
-        } else {
-            json_object_object_add(j, "baseline_median_ns", NULL);
-            json_object_object_add(j, "ratio", NULL);
-        }
-        json_object_object_add(j, "verified", json_object_new_boolean(1));
-        printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
-        json_object_put(j);
+        json_object_object_add(j, "rounds", json_object_new_int64((int64_t)L.n));
+        tu_lat_json(j, &L);
+        tu_json_print(j);
     } else {
-        char where[80] = "unpinned";
-        if (self_cpu >= 0)
-            snprintf(where, sizeof where, "this side on CPU %d, the peer side on CPU %d", self_cpu,
-                     peer_cpu);
         printf("intr_bench: host %s (node %u) <-> host %s (node %u), %" PRIu64 " round trips "
-               "(%s, both sides sleeping; %s)\n", getenv("NTBLEND_HOST"), s.self_node, s.peer_host,
-               s.peer_node, n, o->data ? "data interrupts carrying a counter" : "seg_intr_trigger",
-               where);
-        printf("interrupt: min %" PRIu64 " ns, median %" PRIu64 " ns, p99 %" PRIu64 " ns, max %"
-               PRIu64 " ns\n", d.min, d.median, d.p99, d.max);
-        if (o->baseline) {
-            printf("futex:     min %" PRIu64 " ns, median %" PRIu64 " ns, p99 %" PRIu64
-                   " ns, max %" PRIu64 " ns (two processes, a shared-memory word)\n", f.min,
-                   f.median, f.p99, f.max);
-            printf("ratio interrupt/futex (median): %.2f\n", ratio);
-        }
+               "(%s, both sides sleeping; %s)\n", getenv("NTBLEND_HOST"), s.self_node,
+               s.peer_host, s.peer_node, L.n,
+               o->data ? "data interrupts carrying a counter" : "seg_intr_trigger",
+               tu_lat_placement(&L, where, sizeof where));
+        tu_lat_print(&L, "interrupt");
         if (o->data)
             printf("counter: every round's value came back from host %s\n", s.peer_host);
     }
     rc = 0;
-out:;
-    int st = su_client_finish(&s);
-    if (st && rc == 0) {
-        tu_err("the server exited with status %d", st);
-        rc = 1;
-    }
-out_partner:
-    if (partner > 0) {
-        atomic_store(word, TU_FUTEX_STOP);
-        tu_futex_wake(word);
-        tu_reap_peer(partner, 2000);
-    }
-    if (word)
-        munmap((void *)word, 4096);
-out_free:
-    free(in_ns);
-    free(fx_ns);
+out:
+    rc = su_client_end(&s, rc);
+out_lat:
+    tu_lat_finish(&L);
     return rc;
 }
 
@@ -269,63 +203,37 @@ static void help(FILE *out)
         "\n"
         "examples:\n"
         "  ntblend run --host a -- intr_bench --baseline\n"
-        "  ntblend run --host a -- intr_bench --data -n 100000 --json\n", BLOCKS);
+        "  ntblend run --host a -- intr_bench --data -n 100000 --json\n", TU_LAT_BLOCKS);
+}
+
+enum { O_DATA = TU_O_TOOL, O_BASE, O_PIN, O_CPU };
+
+static int option(void *ctx, int opt, const char *arg)
+{
+    struct opts *o = ctx;
+    switch (opt) {
+    case 'n': return tu_parse_u64(arg, &o->rounds) || !o->rounds || o->rounds > 100000000;
+    case O_DATA: o->data = true; return 0;
+    case O_BASE: o->baseline = true; return 0;
+    case O_PIN: return tu_parse_pin(arg, &o->pin) != 0;
+    case O_CPU: return tu_parse_int(arg, 0, CPU_SETSIZE - 1, &o->cpu) != 0;
+    default: return 1;
+    }
 }
 
 int main(int argc, char **argv)
 {
     tu_prog = "intr_bench";
-    struct opts o = { .adapter = -1, .node = -1, .timeout_s = 20, .cpu = -1, .rounds = 20000 };
-    enum { O_NODE = 256, O_DATA, O_BASE, O_PIN, O_CPU, O_JSON, O_NOSPAWN, O_SESSION, O_TIMEOUT,
-           O_SERVE, O_QUIET };
+    struct opts o = { .cpu = -1, .pin = TU_PIN_SPLIT, .rounds = 20000 };
+    tu_common_init(&o.c);
     static const struct option lo[] = {
-        { "adapter", 1, 0, 'a' }, { "node", 1, 0, O_NODE }, { "rounds", 1, 0, 'n' },
-        { "data", 0, 0, O_DATA }, { "baseline", 0, 0, O_BASE }, { "pin", 1, 0, O_PIN },
-        { "cpu", 1, 0, O_CPU },   { "json", 0, 0, O_JSON }, { "no-spawn", 0, 0, O_NOSPAWN },
-        { "session", 1, 0, O_SESSION }, { "timeout", 1, 0, O_TIMEOUT }, { "serve", 0, 0, O_SERVE },
-        { "quiet", 0, 0, O_QUIET }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
+        { "rounds", 1, 0, 'n' }, { "data", 0, 0, O_DATA }, { "baseline", 0, 0, O_BASE },
+        { "pin", 1, 0, O_PIN }, { "cpu", 1, 0, O_CPU }, { 0, 0, 0, 0 }
     };
-    int c;
-    uint64_t u;
-    while ((c = getopt_long(argc, argv, "a:n:h", lo, NULL)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'a': bad = tu_parse_int(optarg, 0, 31, &o.adapter); break;
-        case O_NODE: bad = tu_parse_int(optarg, 1, 65535, &o.node); break;
-        case 'n': bad = tu_parse_u64(optarg, &o.rounds) || !o.rounds || o.rounds > 100000000; break;
-        case O_DATA: o.data = true; break;
-        case O_BASE: o.baseline = true; break;
-        case O_PIN:
-            bad = 1;
-            for (int i = 0; i < 3; i++)
-                if (!strcmp(optarg, pin_name[i])) {
-                    o.pin = (enum pin)i;
-                    bad = 0;
-                }
-            break;
-        case O_CPU: bad = tu_parse_int(optarg, 0, CPU_SETSIZE - 1, &o.cpu); break;
-        case O_JSON: o.json = true; break;
-        case O_NOSPAWN: o.no_spawn = true; break;
-        case O_SESSION:
-            bad = tu_parse_u64(optarg, &u) || !u || u > UINT32_MAX;
-            o.session = (uint32_t)u;
-            o.session_set = true;
-            break;
-        case O_TIMEOUT: bad = tu_parse_int(optarg, 1, 3600, &o.timeout_s); break;
-        case O_SERVE: o.serve = true; break;
-        case O_QUIET: o.quiet = true; break;
-        case 'h': help(stdout); return 0;
-        default: fprintf(stderr, "intr_bench: see 'intr_bench --help'\n"); return 2;
-        }
-        if (bad) {
-            tu_err("bad value '%s' for %s (see 'intr_bench --help')", optarg,
-                   argv[optind - 1][0] == '-' ? argv[optind - 1] : argv[optind - 2]);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        tu_err("unexpected argument '%s' (see 'intr_bench --help')", argv[optind]);
-        return 2;
-    }
-    return o.serve ? serve(&o) : client(&o);
+    const struct tu_cmdline cl = { .common = TU_OPTS_SEG, .adapter_max = 31, .shortopts = "n:",
+                                   .options = lo, .option = option, .ctx = &o, .help = help };
+    int st = tu_getopt(argc, argv, &cl, &o.c);
+    if (st >= 0)
+        return st;
+    return o.c.serve ? serve(&o) : client(&o);
 }

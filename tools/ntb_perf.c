@@ -4,20 +4,17 @@
  * outbound window, by CPU memcpy or by the adapter's DMA engine, with up to 32 threads; the
  * server (--serve, started on the peer with `ntblend run` unless --no-spawn) exposes that
  * buffer through an inbound window and checks the data at the end. The two meet over
- * scratchpads and doorbells only (toolutil.h). --baseline measures the same copy pattern into
+ * scratchpads and doorbells only (tools/lib/ntbtool.h). --baseline measures the same copy pattern into
  * a second, local buffer in the same run, interleaved, so the ratio is fair on a noisy machine.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
-#include <json-c/json.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "toolutil.h"
+#include "ntbtool.h"
 
 #define MAX_THREADS 32
 #define DMA_DEPTH 32              /* descriptors in flight per channel */
@@ -31,30 +28,13 @@ enum { SP_SEED = TU_SP_ARG0, SP_THREADS, SP_REGION, SP_COVER };
 enum { SPC_WIDX = TU_SPC_ARG0, SPC_SIZE_KB };
 
 struct opts {
-    int adapter, pidx, port, threads, repeats, timeout_s;
+    struct tu_common c;
+    int threads, repeats;
     uint64_t chunk, total;
-    bool dma, json, baseline, no_spawn, serve, once, quiet;
+    bool dma, baseline;
 };
 
-/* ---------------------------------------------------------------- the data pattern */
-
-/* The 64-bit word at window offset `off` in the pass with seed `seed`: both sides compute it,
- * so the server can check what arrived without the data crossing back. */
-static inline uint64_t pattern(uint32_t seed, uint64_t off)
-{
-    uint64_t x = ((uint64_t)seed << 32) ^ off ^ 0x9e3779b97f4a7c15ull;
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-static void fill(uint64_t *buf, uint64_t len, uint32_t seed)
-{
-    for (uint64_t i = 0; i < len / 8; i++)
-        buf[i] = pattern(seed, i * 8);
-}
+/* ---------------------------------------------------------------- the data check */
 
 /* Words that lie wholly in [base, base+cover) of each thread's region must hold the pattern. */
 static uint32_t check(const uint64_t *buf, uint64_t size, uint32_t seed, uint32_t threads,
@@ -64,7 +44,7 @@ static uint32_t check(const uint64_t *buf, uint64_t size, uint32_t seed, uint32_
     for (uint32_t t = 0; t < threads; t++) {
         uint64_t base = (uint64_t)t * region;
         for (uint64_t off = base; off + 8 <= base + cover && off + 8 <= size; off += 8)
-            if (buf[off / 8] != pattern(seed, off) && bad < UINT32_MAX)
+            if (buf[off / 8] != tu_pattern(seed, off) && bad < UINT32_MAX)
                 bad++;
     }
     return bad;
@@ -89,34 +69,17 @@ static int expose(struct ntb_dev *ntb, int pidx, uint64_t dma, uint64_t size)
 
 static int serve(const struct opts *o)
 {
-    int pidx = o->pidx, rc = 1, widx = -1;
-    struct ntb_dev *ntb = o->port >= 0 ? tu_open_for_port(o->adapter, o->port, &pidx)
-                                       : tu_open(o->adapter < 0 ? 0 : o->adapter);
-    if (!ntb)
-        return 1;
-    struct tu_db db = { .ntb = ntb };
+    int rc = 1, widx = -1;
     uint64_t *buf = NULL, dma = 0, size = 0;
-    if (tu_check_peer(ntb, pidx) || tu_check_hw(ntb, pidx))
+    struct tu_server sv = { 0 };
+    if (tu_server_start(&sv, &o->c, TU_DB_HELLO | TU_DB_CMD))
         goto out;
-    ntb_db_clear(ntb, TU_DB_HELLO | TU_DB_CMD);
-    ntb_spad_write(ntb, TU_SP_CMD, TU_CMD_NONE);
-    if (!o->quiet) {
-        printf("ntb_perf: serving peer %d (port %d) on %s; Ctrl-C to stop\n", pidx,
-               ntb_peer_port_number(ntb, pidx), ntb_name(ntb));
-        fflush(stdout);
-    }
-    /* A spawned server gives up when its client stays silent this long (the client died). */
-    int idle_ms = o->once ? o->timeout_s * 1000 * 10 : -1;
+    struct ntb_dev *ntb = sv.ntb;
+    int pidx = sv.pidx;
     for (;;) {
-        int64_t bits = tu_db_wait(&db, TU_DB_HELLO | TU_DB_CMD, idle_ms);
-        if (bits < 0) {
-            tu_err("waiting for doorbells: %s", strerror((int)-bits));
+        uint64_t bits = tu_server_wait(&sv, TU_DB_HELLO | TU_DB_CMD);
+        if (!bits)
             goto out;
-        }
-        if (bits == 0) {
-            tu_err("no word from the client for %d s; giving up", idle_ms / 1000);
-            goto out;
-        }
         if (bits & TU_DB_HELLO) {
             ntb_db_clear(ntb, TU_DB_HELLO);
             uint32_t nonce = ntb_spad_read(ntb, TU_SP_NONCE), status = 0;
@@ -160,11 +123,11 @@ static int serve(const struct opts *o)
                     ntb_dma_free(ntb, buf);
                     buf = NULL;
                 }
-                if (o->once) {
+                if (o->c.once) {
                     rc = 0;
                     goto out;
                 }
-                if (!o->quiet) {
+                if (!o->c.quiet) {
                     printf("ntb_perf: session done; waiting for the next client\n");
                     fflush(stdout);
                 }
@@ -173,11 +136,10 @@ static int serve(const struct opts *o)
     }
 out:
     if (buf) {
-        ntb_mw_clear_trans(ntb, pidx, widx);
-        ntb_dma_free(ntb, buf);
+        ntb_mw_clear_trans(sv.ntb, sv.pidx, widx);
+        ntb_dma_free(sv.ntb, buf);
     }
-    tu_db_restore(&db);
-    ntb_close(ntb);
+    tu_server_finish(&sv);
     return rc;
 }
 
@@ -319,21 +281,11 @@ static int64_t run_phase(struct perf *p, enum phase ph, uint64_t total_chunks)
 
 /* ---------------------------------------------------------------- client */
 
-static double mbps(uint64_t bytes, uint64_t ns) { return ns ? (double)bytes * 1e3 / (double)ns : 0; }
-
-static struct json_object *jdouble(double v)
-{
-    char s[32];
-    snprintf(s, sizeof s, "%.3f", v);
-    return json_object_new_double_s(v, s);
-}
-
 static int client(const struct opts *o)
 {
-    int rc = 1, pidx = o->pidx, nstarted = 0;
-    pid_t peer_pid = -1;
-    bool session = false;
-    char peer_host[64] = "?", s1[32], s2[32], s3[32];
+    int rc = 1, nstarted = 0;
+    char s1[32], s2[32], s3[32];
+    struct tu_client cl = { 0 };
     struct perf *p = calloc(1, sizeof *p);
     if (!p) {
         tu_err("out of memory");
@@ -343,50 +295,11 @@ static int client(const struct opts *o)
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->go, NULL);
     pthread_cond_init(&p->fin, NULL);
-    struct ntb_dev *ntb = o->port >= 0 ? tu_open_for_port(o->adapter, o->port, &pidx)
-                                       : tu_open(o->adapter < 0 ? 0 : o->adapter);
-    if (!ntb) {
-        free(p);
-        return 1;
-    }
-    p->ntb = ntb;
-    struct tu_db db = { .ntb = ntb };
-    if (tu_check_peer(ntb, pidx) || tu_check_hw(ntb, pidx))
+    if (tu_client_start(&cl, &o->c, TU_DB_READY | TU_DB_RESULT, NULL))
         goto out;
-    int peer_port = ntb_peer_port_number(ntb, pidx);
-    tu_host_name(peer_port, peer_host, sizeof peer_host);
-    if (tu_wait_link(ntb, pidx, 5000)) {
-        tu_err("the link to peer %d (host %s) is down; bring it up ('ntblend link up ...')", pidx,
-               peer_host);
-        goto out;
-    }
-
-    /* Meet the server. Stale bits or scratchpads from an earlier run must not look like an
-     * answer: clear ours, and use a fresh nonce. */
-    ntb_db_clear(ntb, TU_DB_READY | TU_DB_RESULT);
-    ntb_spad_write(ntb, TU_SPC_NONCE, 0);
-    if (!o->no_spawn) {
-        char port[16], timeout[16];
-        snprintf(port, sizeof port, "%d", ntb_port_number(ntb));
-        snprintf(timeout, sizeof timeout, "%d", o->timeout_s);
-        const char *args[] = { "--serve", "--port", port, "--once", "--quiet", "--timeout",
-                               timeout, NULL };
-        peer_pid = tu_spawn_peer(peer_host, args);
-        if (peer_pid < 0)
-            goto out;
-    }
-    uint32_t nonce = tu_nonce();
-    rc = tu_hello(ntb, &db, pidx, nonce, peer_pid, o->timeout_s * 1000);
-    if (rc) {
-        if (rc == -ETIMEDOUT)
-            tu_err("no answer from host %s within %d s%s", peer_host, o->timeout_s,
-                   o->no_spawn ? ": start 'ntb_perf --serve' there first "
-                                 "(ntblend run --host B -- ntb_perf --serve)" : "");
-        rc = 1;
-        goto out;
-    }
-    session = true;
-    rc = 1;
+    struct ntb_dev *ntb = p->ntb = cl.ntb;
+    int pidx = cl.pidx;
+    const char *peer_host = cl.peer_host;
     uint32_t status = ntb_spad_read(ntb, TU_SPC_STATUS);
     if (status) {
         tu_err("host %s could not expose a buffer: %s", peer_host, strerror((int)status));
@@ -426,7 +339,7 @@ static int client(const struct opts *o)
                    errno == EBUSY ? ": all are in use" : "");
             goto out;
         }
-        if (n < o->threads && !o->json)
+        if (n < o->threads && !o->c.json)
             fprintf(stderr, "ntb_perf: %d DMA channel%s: using %d thread%s\n", n, n == 1 ? "" : "s",
                     n, n == 1 ? "" : "s");
         p->nthreads = n;
@@ -435,7 +348,7 @@ static int client(const struct opts *o)
     p->chunk = o->chunk;
     if (p->chunk > p->region) {
         p->chunk = p->region;
-        if (!o->json)
+        if (!o->c.json)
             fprintf(stderr, "ntb_perf: chunk limited to %s (the window's %s shared by %d thread%s)\n",
                     tu_fmt_size(p->chunk, s1, sizeof s1), tu_fmt_size(p->window, s2, sizeof s2),
                     p->nthreads, p->nthreads == 1 ? "" : "s");
@@ -464,7 +377,7 @@ static int client(const struct opts *o)
     uint32_t seed = 0;
     for (int r = 0; r < o->repeats && ns >= 0; r++) {
         seed = tu_nonce(); /* a fresh pattern per run: the check sees the last run's data */
-        fill((uint64_t *)p->src, p->window, seed);
+        tu_fill(p->src, p->window, seed);
         ns = run_phase(p, PH_WINDOW, nchunks);
         if (ns < 0)
             break;
@@ -491,37 +404,35 @@ static int client(const struct opts *o)
     ntb_peer_spad_write(ntb, pidx, SP_COVER, (uint32_t)cover);
     ntb_spad_write(ntb, TU_SPC_STATUS, UINT32_MAX);
     tu_send_cmd(ntb, pidx, TU_CMD_VERIFY);
-    int64_t got = tu_db_wait(&db, TU_DB_RESULT, RESULT_TIMEOUT_MS);
+    int64_t got = tu_db_wait(&cl.db, TU_DB_RESULT, RESULT_TIMEOUT_MS);
     ntb_db_clear(ntb, TU_DB_RESULT);
     uint32_t bad = ntb_spad_read(ntb, TU_SPC_STATUS);
     bool verified = got > 0 && bad == 0;
 
-    double w_mbps = mbps(copied, best_win), l_mbps = mbps(copied, best_local);
+    double w_mbps = tu_mbps(copied, best_win), l_mbps = tu_mbps(copied, best_local);
     double ratio = o->baseline && l_mbps > 0 ? w_mbps / l_mbps : 0;
-    if (o->json) {
-        struct json_object *j = json_object_new_object();
-        json_object_object_add(j, "tool", json_object_new_string("ntb_perf"));
+    if (o->c.json) {
+        struct json_object *j = tu_json_begin("ntb_perf");
         json_object_object_add(j, "mode", json_object_new_string(o->dma ? "dma" : "cpu"));
         json_object_object_add(j, "adapter", json_object_new_string(ntb_name(ntb)));
         json_object_object_add(j, "peer_host", json_object_new_string(peer_host));
-        json_object_object_add(j, "peer_port", json_object_new_int(peer_port));
+        json_object_object_add(j, "peer_port", json_object_new_int(cl.peer_port));
         json_object_object_add(j, "window_index", json_object_new_int(widx));
         json_object_object_add(j, "window_size", json_object_new_int64((int64_t)p->window));
         json_object_object_add(j, "threads", json_object_new_int(p->nthreads));
         json_object_object_add(j, "chunk", json_object_new_int64((int64_t)p->chunk));
         json_object_object_add(j, "total", json_object_new_int64((int64_t)copied));
         json_object_object_add(j, "repeats", json_object_new_int(o->repeats));
-        json_object_object_add(j, "usecs", jdouble((double)best_win / 1e3));
-        json_object_object_add(j, "mbps", jdouble(w_mbps));
-        json_object_object_add(j, "baseline_usecs", o->baseline ? jdouble((double)best_local / 1e3) : NULL);
-        json_object_object_add(j, "baseline_mbps", o->baseline ? jdouble(l_mbps) : NULL);
-        json_object_object_add(j, "ratio", o->baseline ? jdouble(ratio) : NULL);
+        json_object_object_add(j, "usecs", tu_jdouble((double)best_win / 1e3, 3));
+        json_object_object_add(j, "mbps", tu_jdouble(w_mbps, 3));
+        json_object_object_add(j, "baseline_usecs", o->baseline ? tu_jdouble((double)best_local / 1e3, 3) : NULL);
+        json_object_object_add(j, "baseline_mbps", o->baseline ? tu_jdouble(l_mbps, 3) : NULL);
+        json_object_object_add(j, "ratio", o->baseline ? tu_jdouble(ratio, 3) : NULL);
         json_object_object_add(j, "verified", json_object_new_boolean(verified));
-        printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
-        json_object_put(j);
+        tu_json_print(j);
     } else {
         printf("ntb_perf: %s -> host %s (port %d) through window %d (%s), %s, %d thread%s, "
-               "chunk %s, total %s, best of %d\n", ntb_name(ntb), peer_host, peer_port, widx,
+               "chunk %s, total %s, best of %d\n", ntb_name(ntb), peer_host, cl.peer_port, widx,
                tu_fmt_size(p->window, s1, sizeof s1), o->dma ? "DMA engine" : "CPU memcpy",
                p->nthreads, p->nthreads == 1 ? "" : "s", tu_fmt_size(p->chunk, s2, sizeof s2),
                tu_fmt_size(copied, s3, sizeof s3), o->repeats);
@@ -552,19 +463,9 @@ out:
     }
     for (int t = 0; t < MAX_THREADS; t++)
         ntb_dma_chan_release(p->w[t].ch);
-    if (session)
-        tu_send_cmd(ntb, pidx, TU_CMD_DONE);
-    if (peer_pid > 0) {
-        int st = tu_reap_peer(peer_pid, session ? 5000 : 0);
-        if (session && st != 0 && rc == 0) {
-            tu_err("the peer side exited with status %d", st);
-            rc = 1;
-        }
-    }
-    tu_db_restore(&db);
     if (p->win)
-        ntb_peer_mw_unmap(ntb, p->win);
-    ntb_close(ntb); /* frees the DMA buffers */
+        ntb_peer_mw_unmap(cl.ntb, p->win);
+    rc = tu_client_finish(&cl, rc); /* closing the adapter frees the DMA buffers */
     free(p);
     return rc;
 }
@@ -615,52 +516,38 @@ static void help(FILE *out)
         "  ratio window/local: 0.93\n");
 }
 
+enum { O_DMA = TU_O_TOOL, O_BASE };
+
+static int option(void *ctx, int opt, const char *arg)
+{
+    struct opts *o = ctx;
+    switch (opt) {
+    case 'T': return tu_parse_int(arg, 1, MAX_THREADS, &o->threads) != 0;
+    case 'c': return tu_parse_size(arg, &o->chunk) || !o->chunk;
+    case 's': return tu_parse_size(arg, &o->total) || !o->total;
+    case 'r': return tu_parse_int(arg, 1, 1000, &o->repeats) != 0;
+    case O_DMA: o->dma = true; return 0;
+    case O_BASE: o->baseline = true; return 0;
+    default: return 1;
+    }
+}
+
 int main(int argc, char **argv)
 {
     tu_prog = "ntb_perf";
-    struct opts o = { .adapter = -1, .pidx = 0, .port = -1, .threads = 1, .repeats = 3,
-                      .timeout_s = 20, .chunk = 512 << 10, .total = 256ull << 20 };
-    enum { O_PEER = 256, O_PORT, O_DMA, O_JSON, O_BASE, O_NOSPAWN, O_SERVE, O_ONCE, O_QUIET,
-           O_TIMEOUT };
+    struct opts o = { .threads = 1, .repeats = 3, .chunk = 512 << 10, .total = 256ull << 20 };
+    tu_common_init(&o.c);
     static const struct option lo[] = {
-        { "adapter", 1, 0, 'a' }, { "peer", 1, 0, O_PEER }, { "port", 1, 0, O_PORT },
-        { "threads", 1, 0, 'T' }, { "chunk", 1, 0, 'c' },   { "total", 1, 0, 's' },
-        { "repeat", 1, 0, 'r' },  { "dma", 0, 0, O_DMA },   { "json", 0, 0, O_JSON },
-        { "baseline", 0, 0, O_BASE }, { "no-spawn", 0, 0, O_NOSPAWN }, { "serve", 0, 0, O_SERVE },
-        { "once", 0, 0, O_ONCE }, { "quiet", 0, 0, O_QUIET }, { "timeout", 1, 0, O_TIMEOUT },
-        { "help", 0, 0, 'h' },    { 0, 0, 0, 0 }
+        { "threads", 1, 0, 'T' }, { "chunk", 1, 0, 'c' }, { "total", 1, 0, 's' },
+        { "repeat", 1, 0, 'r' }, { "dma", 0, 0, O_DMA }, { "baseline", 0, 0, O_BASE },
+        { 0, 0, 0, 0 }
     };
-    int c;
-    while ((c = getopt_long(argc, argv, "a:T:c:s:r:h", lo, NULL)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'a': bad = tu_parse_int(optarg, 0, 1 << 16, &o.adapter); break;
-        case O_PEER: bad = tu_parse_int(optarg, 0, 1 << 16, &o.pidx); break;
-        case O_PORT: bad = tu_parse_int(optarg, 0, INT32_MAX, &o.port); break;
-        case 'T': bad = tu_parse_int(optarg, 1, MAX_THREADS, &o.threads); break;
-        case 'c': bad = tu_parse_size(optarg, &o.chunk) || !o.chunk; break;
-        case 's': bad = tu_parse_size(optarg, &o.total) || !o.total; break;
-        case 'r': bad = tu_parse_int(optarg, 1, 1000, &o.repeats); break;
-        case O_DMA: o.dma = true; break;
-        case O_JSON: o.json = true; break;
-        case O_BASE: o.baseline = true; break;
-        case O_NOSPAWN: o.no_spawn = true; break;
-        case O_SERVE: o.serve = true; break;
-        case O_ONCE: o.once = true; break;
-        case O_QUIET: o.quiet = true; break;
-        case O_TIMEOUT: bad = tu_parse_int(optarg, 1, 3600, &o.timeout_s); break;
-        case 'h': help(stdout); return 0;
-        default: fprintf(stderr, "ntb_perf: see 'ntb_perf --help'\n"); return 2;
-        }
-        if (bad) {
-            tu_err("bad value '%s' for %s (see 'ntb_perf --help'; threads 1..32, sizes > 0)",
-                   optarg, argv[optind - 1][0] == '-' ? argv[optind - 1] : argv[optind - 2]);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        tu_err("unexpected argument '%s' (see 'ntb_perf --help')", argv[optind]);
-        return 2;
-    }
-    return o.serve ? serve(&o) : client(&o);
+    const struct tu_cmdline cl = { .common = TU_OPTS_NTB, .adapter_max = 1 << 16,
+                                   .shortopts = "T:c:s:r:", .options = lo, .option = option,
+                                   .ctx = &o, .help = help,
+                                   .bad_hint = "; threads 1..32, sizes > 0" };
+    int st = tu_getopt(argc, argv, &cl, &o.c);
+    if (st >= 0)
+        return st;
+    return o.c.serve ? serve(&o) : client(&o);
 }

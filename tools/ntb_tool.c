@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "toolutil.h"
+#include "ntbtool.h"
 
 #define DUMP_DEFAULT 64
 

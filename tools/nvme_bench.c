@@ -13,11 +13,13 @@
  *   ntblend run --host b -- nvme_bench --device nvme0 --qd 1 --seconds 3 --json
  */
 #define _GNU_SOURCE
-#include <getopt.h>
-#include <json-c/json.h>
-#include <math.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-#include "toolutil.h"
+#include "ntbtool.h"
 #include "../tests/nvme_sio.h"
 
 struct opts {
@@ -85,37 +87,6 @@ static int serve(uint32_t id, uint64_t size)
     }
     for (;;)
         pause();
-}
-
-static int latency_model(void)
-{
-    struct fab *f;
-    if (fab_attach(fab_name_resolve(NULL), -1, &f))
-        return -1;
-    int on = f->ctl->latency.enabled ? 1 : 0;
-    fab_detach(f);
-    return on;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static uint64_t pct(const uint64_t *v, size_t n, double p)
-{
-    if (!n)
-        return 0;
-    size_t i = (size_t)ceil(p / 100.0 * (double)n);
-    return v[i ? i - 1 : 0];
-}
-
-static struct json_object *jd(double v, int digits)
-{
-    char s[48];
-    snprintf(s, sizeof s, "%.*f", digits, v);
-    return json_object_new_double_s(v, s);
 }
 
 static uint64_t rng_state = 0x853c49e6748fea9bull;
@@ -340,19 +311,18 @@ static int bench(const struct opts *o)
         t_end = tu_now_ns();
     double secs = (double)(t_end - t0) / 1e9;
     double iops = secs > 0 ? (double)measured / secs : 0;
-    qsort(lat, measured, sizeof *lat, cmp_u64);
+    qsort(lat, measured, sizeof *lat, tu_cmp_u64);
     double mean = 0;
     for (size_t i = 0; i < measured; i++)
         mean += (double)lat[i];
     mean = measured ? mean / (double)measured : 0;
-    int model = latency_model();
+    int model = tu_latency_model();
     char sqb[48];
     snprintf(sqb, sizeof sqb, "bar:%s", o->sq_bar ? o->sq_bar : "");
     const char *sqw = o->sq_bar ? sqb : o->sq_lender || local ? "lender" : "borrower";
     const char *cqw = o->cq_lender || local ? "lender" : "borrower";
     if (o->json) {
-        struct json_object *j = json_object_new_object();
-        json_object_object_add(j, "tool", json_object_new_string("nvme_bench"));
+        struct json_object *j = tu_json_begin("nvme_bench");
         json_object_object_add(j, "host", json_object_new_string(getenv("NTBLEND_HOST") ? getenv("NTBLEND_HOST") : ""));
         json_object_object_add(j, "device", json_object_new_string(o->device));
         json_object_object_add(j, "lender", json_object_new_string(inf->host));
@@ -363,18 +333,17 @@ static int bench(const struct opts *o)
         json_object_object_add(j, "sq_in", json_object_new_string(sqw));
         json_object_object_add(j, "cq_in", json_object_new_string(cqw));
         json_object_object_add(j, "ios", json_object_new_int64((int64_t)measured));
-        json_object_object_add(j, "seconds", jd(secs, 3));
-        json_object_object_add(j, "iops", jd(iops, 0));
-        json_object_object_add(j, "mbps", jd(iops * 4096 / 1e6, 1));
+        json_object_object_add(j, "seconds", tu_jdouble(secs, 3));
+        json_object_object_add(j, "iops", tu_jdouble(iops, 0));
+        json_object_object_add(j, "mbps", tu_jdouble(iops * 4096 / 1e6, 1));
         json_object_object_add(j, "lat_min_ns", json_object_new_int64(measured ? (int64_t)lat[0] : 0));
-        json_object_object_add(j, "lat_median_ns", json_object_new_int64((int64_t)pct(lat, measured, 50)));
-        json_object_object_add(j, "lat_mean_ns", jd(mean, 0));
-        json_object_object_add(j, "lat_p99_ns", json_object_new_int64((int64_t)pct(lat, measured, 99)));
+        json_object_object_add(j, "lat_median_ns", json_object_new_int64((int64_t)tu_percentile(lat, measured, 50)));
+        json_object_object_add(j, "lat_mean_ns", tu_jdouble(mean, 0));
+        json_object_object_add(j, "lat_p99_ns", json_object_new_int64((int64_t)tu_percentile(lat, measured, 99)));
         json_object_object_add(j, "lat_max_ns", json_object_new_int64(measured ? (int64_t)lat[measured - 1] : 0));
         json_object_object_add(j, "empty_polls", json_object_new_int64((int64_t)d.polls));
         json_object_object_add(j, "verified", json_object_new_boolean(verified));
-        printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
-        json_object_put(j);
+        tu_json_print(j);
     } else {
         printf("%s on %s (%s), 4 KiB random reads, qd %u, SQ in %s, CQ in %s%s\n",
                o->device, inf->host, local ? "local" : "borrowed", o->qd, sqw, cqw,
@@ -383,8 +352,8 @@ static int bench(const struct opts *o)
         printf("  %" PRIu64 " reads in %.2f s: %.0f IOPS (%.1f MB/s)\n", (uint64_t)measured, secs,
                iops, iops * 4096 / 1e6);
         printf("  latency ns: min %" PRIu64 "  median %" PRIu64 "  mean %.0f  p99 %" PRIu64
-               "  max %" PRIu64 "\n", measured ? lat[0] : 0, pct(lat, measured, 50), mean,
-               pct(lat, measured, 99), measured ? lat[measured - 1] : 0);
+               "  max %" PRIu64 "\n", measured ? lat[0] : 0, tu_percentile(lat, measured, 50), mean,
+               tu_percentile(lat, measured, 99), measured ? lat[measured - 1] : 0);
     }
     ret = 0;
 out:

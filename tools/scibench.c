@@ -5,13 +5,16 @@
  * the same copies on a segment of this host in the same run, interleaved, so the ratio
  * remote/local is fair on a noisy machine. Latency is the time per copy averaged over many
  * copies; bandwidth is size / that time. The server half (--serve) owns the remote segment,
- * started on the peer with `ntblend run` unless --no-spawn (segutil.h). At the end the server
+ * started on the peer with `ntblend run` unless --no-spawn (tools/lib/ntbtool.h). At the end the server
  * checks that its segment holds the data stored, and this side checks the data it loaded.
  */
 #define _GNU_SOURCE
-#include <getopt.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include "segutil.h"
+#include "ntbtool.h"
 
 #define TAG 0x51        /* session ids 0x51xxxxxx */
 #define VERIFY_MS 30000 /* a command answered later than this is a failure */
@@ -22,10 +25,9 @@
 #define PRIV_SKEW 2112
 
 struct opts {
-    int adapter, node, repeats, timeout_s, time_ms;
-    uint32_t session;
+    struct tu_common c;
+    int repeats, time_ms;
     uint64_t min, max, seg_size;
-    bool json, no_spawn, serve, quiet, session_set;
 };
 
 /* What is measured, in the order of the columns. */
@@ -85,7 +87,7 @@ static double mbps(const struct point *p, enum kind k)
 
 static int client(const struct opts *o)
 {
-    struct su_side s = { .timeout_s = o->timeout_s, .quiet = o->quiet || o->json };
+    struct su_side s = { .timeout_s = o->c.timeout_s, .quiet = o->c.quiet || o->c.json };
     seg_local_t *lseg = NULL;
     seg_remote_t *rseg = NULL;
     seg_map_t *lmap = NULL, *rmap = NULL;
@@ -96,10 +98,10 @@ static int client(const struct opts *o)
     char s1[32], s2[32];
     uint64_t need = 2 * o->max;
 
-    if (su_find_peer(&s, o->adapter, o->node))
+    if (su_find_peer(&s, o->c.adapter, o->c.node))
         return 1;
-    if (su_client_segment(&s, o->session_set ? o->session : su_session_id(TAG, o->no_spawn),
-                          o->no_spawn, need, &rseg))
+    if (su_client_segment(&s, su_session_of(&o->c, TAG, o->c.no_spawn), o->c.no_spawn, need,
+                          &rseg))
         goto out;
     uint32_t rid = s.ctl->seg_id;
     b.remote = seg_map_remote(rseg, 0, need, 0, &rmap);
@@ -107,12 +109,8 @@ static int client(const struct opts *o)
         tu_err("cannot map segment %u of host %s: %s", rid, s.peer_host, seg_strerror(-errno));
         goto out;
     }
-    int e = seg_create(s.sd, &lseg, SEG_ID_AUTO, need);
-    if (e || !(b.local = seg_map_local(lseg, 0, need, 0, &lmap))) {
-        tu_err("cannot create a %s segment on this host: %s", tu_fmt_size(need, s1, sizeof s1),
-               seg_strerror(e ? e : -errno));
+    if (!(b.local = su_local_segment(&s, need, &lseg, &lmap)))
         goto out;
-    }
     b.src_mem = aligned_alloc(4096, o->max + 4096);
     b.dst_mem = aligned_alloc(4096, o->max + 4096);
     b.src = b.src_mem ? (uint8_t *)b.src_mem + PRIV_SKEW : NULL;
@@ -129,8 +127,8 @@ static int client(const struct opts *o)
     /* The patterns: stored data from src, loaded data from the server's [max, 2 max) (and
      * the same on the local segment, so both are real, written pages). */
     uint32_t store_seed = tu_nonce(), load_seed = tu_nonce() ^ 0x5a5a5a5au;
-    su_fill(b.src, o->max, store_seed);
-    su_fill(b.local + o->max, o->max, load_seed);
+    tu_fill(b.src, o->max, store_seed);
+    tu_fill(b.local + o->max, o->max, load_seed);
     s.ctl->arg[0] = load_seed;
     s.ctl->arg[1] = o->max;
     s.ctl->arg[2] = o->max;
@@ -159,7 +157,7 @@ static int client(const struct opts *o)
     /* The last store copied src[0, largest) to the server's segment; the last load brought
      * its [max, max + largest) here. */
     uint64_t largest = pts[npts - 1].size & ~7ull;
-    uint64_t bad_load = su_check(b.dst, largest, load_seed);
+    uint64_t bad_load = tu_check(b.dst, largest, load_seed);
     loaded_ok = bad_load == 0;
     if (!loaded_ok)
         tu_err("the data loaded from host %s is wrong: %" PRIu64 " of %" PRIu64 " words differ",
@@ -173,14 +171,9 @@ static int client(const struct opts *o)
         tu_err("host %s's segment does not hold the data stored: %d of %" PRIu64 " words differ",
                s.peer_host, bad_store, largest / 8);
 
-    if (o->json) {
-        struct json_object *j = json_object_new_object();
-        json_object_object_add(j, "tool", json_object_new_string("scibench"));
-        json_object_object_add(j, "host", json_object_new_string(getenv("NTBLEND_HOST")));
-        json_object_object_add(j, "node", json_object_new_int((int)s.self_node));
-        json_object_object_add(j, "peer_host", json_object_new_string(s.peer_host));
-        json_object_object_add(j, "peer_node", json_object_new_int((int)s.peer_node));
-        json_object_object_add(j, "adapter", json_object_new_int(s.adapter));
+    if (o->c.json) {
+        struct json_object *j = tu_json_begin("scibench");
+        tu_json_endpoints(j, s.self_node, s.peer_host, s.peer_node, s.adapter);
         json_object_object_add(j, "segment_id", json_object_new_int64(rid));
         json_object_object_add(j, "segment_size", json_object_new_int64((int64_t)seg_remote_size(rseg)));
         json_object_object_add(j, "repeats", json_object_new_int(o->repeats));
@@ -194,20 +187,19 @@ static int client(const struct opts *o)
             char key[48];
             for (int k = 0; k < NKINDS; k++) {
                 snprintf(key, sizeof key, "%s_ns", kind_name[k]);
-                json_object_object_add(r, key, su_jdouble(ns_per_op(p, (enum kind)k), 2));
+                json_object_object_add(r, key, tu_jdouble(ns_per_op(p, (enum kind)k), 2));
                 snprintf(key, sizeof key, "%s_mbps", kind_name[k]);
-                json_object_object_add(r, key, su_jdouble(mbps(p, (enum kind)k), 1));
+                json_object_object_add(r, key, tu_jdouble(mbps(p, (enum kind)k), 1));
             }
             double sr = mbps(p, STORE_LOCAL) ? mbps(p, STORE_REMOTE) / mbps(p, STORE_LOCAL) : 0;
             double lr = mbps(p, LOAD_LOCAL) ? mbps(p, LOAD_REMOTE) / mbps(p, LOAD_LOCAL) : 0;
-            json_object_object_add(r, "store_ratio", su_jdouble(sr, 3));
-            json_object_object_add(r, "load_ratio", su_jdouble(lr, 3));
+            json_object_object_add(r, "store_ratio", tu_jdouble(sr, 3));
+            json_object_object_add(r, "load_ratio", tu_jdouble(lr, 3));
             json_object_array_add(arr, r);
         }
         json_object_object_add(j, "results", arr);
         json_object_object_add(j, "verified", json_object_new_boolean(loaded_ok && stored_ok));
-        printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
-        json_object_put(j);
+        tu_json_print(j);
     } else {
         printf("scibench: host %s (node %u) -> segment %u of host %s (node %u), %s, mapped "
                "through adapter %d; best of %d, ~%d ms per point\n",
@@ -246,12 +238,7 @@ out:
     free(b.src_mem);
     free(b.dst_mem);
     free(pts);
-    int st = su_client_finish(&s);
-    if (st && rc == 0) {
-        tu_err("the server exited with status %d", st);
-        rc = 1;
-    }
-    return rc;
+    return su_client_end(&s, rc);
 }
 
 static void help(FILE *out)
@@ -291,61 +278,41 @@ static void help(FILE *out)
         "  ntblend run --host a -- scibench --min 64K --max 4M\n");
 }
 
+enum { O_MIN = TU_O_TOOL, O_MAX, O_SEGSIZE };
+
+static int option(void *ctx, int opt, const char *arg)
+{
+    struct opts *o = ctx;
+    switch (opt) {
+    case O_MIN: return tu_parse_size(arg, &o->min) || !o->min;
+    case O_MAX: return tu_parse_size(arg, &o->max) || !o->max || o->max > (1ull << 30);
+    case 't': return tu_parse_int(arg, 1, 10000, &o->time_ms) != 0;
+    case 'r': return tu_parse_int(arg, 1, 1000, &o->repeats) != 0;
+    case O_SEGSIZE: return tu_parse_size(arg, &o->seg_size) || !o->seg_size;
+    default: return 1;
+    }
+}
+
 int main(int argc, char **argv)
 {
     tu_prog = "scibench";
-    struct opts o = { .adapter = -1, .node = -1, .repeats = 3, .timeout_s = 20, .time_ms = 15,
-                      .min = 4, .max = 4 << 20, .seg_size = 8 << 20 };
-    enum { O_NODE = 256, O_MIN, O_MAX, O_JSON, O_NOSPAWN, O_SESSION, O_TIMEOUT, O_SERVE, O_QUIET,
-           O_SEGSIZE };
+    struct opts o = { .repeats = 3, .time_ms = 15, .min = 4, .max = 4 << 20, .seg_size = 8 << 20 };
+    tu_common_init(&o.c);
     static const struct option lo[] = {
-        { "adapter", 1, 0, 'a' }, { "node", 1, 0, O_NODE },   { "min", 1, 0, O_MIN },
-        { "max", 1, 0, O_MAX },   { "time", 1, 0, 't' },      { "repeat", 1, 0, 'r' },
-        { "json", 0, 0, O_JSON }, { "no-spawn", 0, 0, O_NOSPAWN }, { "session", 1, 0, O_SESSION },
-        { "timeout", 1, 0, O_TIMEOUT }, { "serve", 0, 0, O_SERVE }, { "quiet", 0, 0, O_QUIET },
-        { "seg-size", 1, 0, O_SEGSIZE }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
+        { "min", 1, 0, O_MIN }, { "max", 1, 0, O_MAX }, { "time", 1, 0, 't' },
+        { "repeat", 1, 0, 'r' }, { "seg-size", 1, 0, O_SEGSIZE }, { 0, 0, 0, 0 }
     };
-    int c;
-    uint64_t u;
-    while ((c = getopt_long(argc, argv, "a:t:r:h", lo, NULL)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'a': bad = tu_parse_int(optarg, 0, 31, &o.adapter); break;
-        case O_NODE: bad = tu_parse_int(optarg, 1, 65535, &o.node); break;
-        case O_MIN: bad = tu_parse_size(optarg, &o.min) || !o.min; break;
-        case O_MAX: bad = tu_parse_size(optarg, &o.max) || !o.max || o.max > (1ull << 30); break;
-        case 't': bad = tu_parse_int(optarg, 1, 10000, &o.time_ms); break;
-        case 'r': bad = tu_parse_int(optarg, 1, 1000, &o.repeats); break;
-        case O_JSON: o.json = true; break;
-        case O_NOSPAWN: o.no_spawn = true; break;
-        case O_SESSION:
-            bad = tu_parse_u64(optarg, &u) || !u || u > UINT32_MAX;
-            o.session = (uint32_t)u;
-            o.session_set = true;
-            break;
-        case O_TIMEOUT: bad = tu_parse_int(optarg, 1, 3600, &o.timeout_s); break;
-        case O_SERVE: o.serve = true; break;
-        case O_QUIET: o.quiet = true; break;
-        case O_SEGSIZE: bad = tu_parse_size(optarg, &o.seg_size) || !o.seg_size; break;
-        case 'h': help(stdout); return 0;
-        default: fprintf(stderr, "scibench: see 'scibench --help'\n"); return 2;
-        }
-        if (bad) {
-            tu_err("bad value '%s' for %s (see 'scibench --help')", optarg, argv[optind - 1][0] == '-'
-                   ? argv[optind - 1] : argv[optind - 2]);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        tu_err("unexpected argument '%s' (see 'scibench --help')", argv[optind]);
-        return 2;
-    }
+    const struct tu_cmdline cl = { .common = TU_OPTS_SEG, .adapter_max = 31, .shortopts = "t:r:",
+                                   .options = lo, .option = option, .ctx = &o, .help = help };
+    int st = tu_getopt(argc, argv, &cl, &o.c);
+    if (st >= 0)
+        return st;
     if (o.min > o.max) {
         tu_err("--min %" PRIu64 " is larger than --max %" PRIu64, o.min, o.max);
         return 2;
     }
-    if (o.serve)
-        return su_serve_segment(o.adapter, o.node, o.session_set ? o.session : su_session_id(TAG, true),
-                                o.seg_size, o.timeout_s, o.quiet);
+    if (o.c.serve)
+        return su_serve_segment(o.c.adapter, o.c.node, su_session_of(&o.c, TAG, true), o.seg_size,
+                                o.c.timeout_s, o.c.quiet);
     return client(&o);
 }

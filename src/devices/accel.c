@@ -1,7 +1,7 @@
 /*
  * The accelerator model ("GPU-like"): a large memory BAR and a DMA copy engine driven by a
- * ring of descriptors in BAR0 (accel_regs.h has the register map, docs/accel-model.md how to
- * use it). Enough to reproduce the papers' bandwidthTest (device memory <-> host RAM) and
+ * ring of descriptors in BAR0 (include/ntblend/accel_regs.h has the register map,
+ * docs/accel-model.md how to use it). Enough to reproduce the papers' bandwidthTest (device memory <-> host RAM) and
  * peer-to-peer ping-pong (device memory -> another device's BAR, possibly through NTB
  * windows) experiments (smartio-tocs-2021 §7.1.4-7.1.5).
  *

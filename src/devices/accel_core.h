@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "accel_regs.h"
+#include "ntblend/accel_regs.h"
 
 /* What the engine asks of the host side. Errors are -errno as the fabric reports them
  * (-EIO master abort, -EFAULT IOMMU fault, -EACCES requester-ID table, -ENOLINK link down). */

@@ -1,80 +1,31 @@
 /*
- * Helpers shared by the segment benchmarks (scibench, dma_bench, intr_bench): finding the
- * peer, and a small session protocol built only from the segment API itself.
- *
- * The client (the side the user starts) creates a control segment and an interrupt, both with
- * the session id, makes the segment available, and starts the server on the peer host
- * (`ntblend run --host PEER -- <tool> --serve --node CLIENT --session ID`, toolutil.h). The
- * server connects to the control segment and to the client's interrupt, creates its own
- * interrupt (and whatever segment the tool needs), writes their ids into the control block and
- * triggers the client. Commands go the same way: the client writes one into the control block
- * and triggers the server's interrupt; the server answers with a status and triggers back.
- * Every wait sleeps (seg_intr_wait), in slices, so a side whose partner died notices.
+ * libntbtool: the segment-API session of scibench, dma_bench and intr_bench — finding the
+ * peer, the control segment and interrupts of client and server, commands, and the
+ * data-segment server of scibench and dma_bench (declared, with the protocol, in ntbtool.h).
  */
-#ifndef NTBLEND_SEGUTIL_H
-#define NTBLEND_SEGUTIL_H
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-#include <json-c/json.h>
-#include <sched.h>
-#include <stdarg.h>
-
-#include "ntblend/seg.h"
-#include "toolutil.h"
-
-#define SU_MAGIC 0x5e6b0001u
-#define SU_SLICE_MS 100 /* waits wake this often to look at the partner */
-
-/* The control block at the start of the client's control segment. */
-struct su_ctl {
-    _Atomic uint32_t magic;  /* written last by the server: the fields below are valid */
-    uint32_t server_node;
-    uint32_t seg_id;         /* the server's data segment (0: none) */
-    uint32_t intr_id;        /* the server's interrupt */
-    uint64_t seg_size;
-    _Atomic uint32_t cmd;    /* client -> server */
-    _Atomic uint32_t cmd_seq;
-    uint64_t arg[4];
-    _Atomic uint32_t status; /* server -> client: result of command cmd_seq */
-    _Atomic uint32_t done_seq;
-    uint64_t result[4];
-    char error[160];         /* the server's message when it gives up */
-};
-
-enum { SU_CMD_NONE = 0, SU_CMD_DONE = 1, SU_CMD_TOOL = 16 /* tools number theirs from here */ };
-
-struct su_side {
-    seg_desc_t *sd;
-    int adapter;
-    uint32_t self_node, peer_node, session;
-    char peer_host[64];
-    /* the control segment: owned by the client, connected by the server */
-    seg_local_t *ctl_seg;
-    seg_remote_t *ctl_remote;
-    seg_map_t *ctl_map;
-    volatile struct su_ctl *ctl;
-    seg_intr_t *intr;     /* ours */
-    seg_rintr_t *rintr;   /* the partner's */
-    pid_t peer_pid;       /* client: the spawned server (-1: none) */
-    int timeout_s;
-    bool quiet;
-};
-
-static inline struct json_object *su_jdouble(double v, int digits)
-{
-    char s[48];
-    snprintf(s, sizeof s, "%.*f", digits, v);
-    return json_object_new_double_s(v, s);
-}
+#include "ntbtool.h"
 
 /* The session id: a tag per tool in the top byte, the pid below, so concurrent runs on one
  * fabric do not collide. Fixed (tag, 1) when the user starts the server by hand. */
-static inline uint32_t su_session_id(uint8_t tag, bool fixed)
+uint32_t su_session_id(uint8_t tag, bool fixed)
 {
     return (uint32_t)tag << 24 | (fixed ? 1u : ((uint32_t)getpid() & 0xffffffu));
 }
 
+uint32_t su_session_of(const struct tu_common *c, uint8_t tag, bool fixed)
+{
+    return c->session_set ? c->session : su_session_id(tag, fixed);
+}
+
 /* The index of this host's adapter through which `node` is a peer, or -1. */
-static inline int su_adapter_for(uint32_t node)
+static int adapter_for(uint32_t node)
 {
     int n = ntb_adapter_count();
     for (int i = 0; i < n; i++) {
@@ -91,18 +42,15 @@ static inline int su_adapter_for(uint32_t node)
 
 /* Fill in s->adapter, s->self_node, s->peer_node and s->peer_host. node < 0: the first peer of
  * adapter (adapter < 0: 0); adapter < 0 with a node: the adapter facing it. */
-static inline int su_find_peer(struct su_side *s, int adapter, int node)
+int su_find_peer(struct su_side *s, int adapter, int node)
 {
     if (tu_check_env())
         return -ENOENT;
-    int n = ntb_adapter_count();
-    if (n < 0) {
-        tu_err("cannot attach to fabric '%s' as host '%s' (%s)", fab_name_resolve(NULL),
-               getenv("NTBLEND_HOST"), strerror(-n));
+    int n = tu_adapter_count();
+    if (n < 0)
         return n;
-    }
     if (node >= 0 && adapter < 0) {
-        adapter = su_adapter_for((uint32_t)node);
+        adapter = adapter_for((uint32_t)node);
         if (adapter < 0) {
             tu_err("node %d is not a peer of any adapter of host '%s' (see 'ntb_tool info')",
                    node, getenv("NTBLEND_HOST"));
@@ -135,7 +83,7 @@ static inline int su_find_peer(struct su_side *s, int adapter, int node)
 
 /* Wait for our interrupt in slices; between slices, give up if the spawned server exited or
  * (server) the client's control segment went away. 0, -ETIMEDOUT, -ECHILD, -ENOTCONN. */
-static inline int su_wait(struct su_side *s, int timeout_ms)
+int su_wait(struct su_side *s, int timeout_ms)
 {
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : tu_now_ns() + (uint64_t)timeout_ms * 1000000ull;
     for (;;) {
@@ -157,7 +105,7 @@ static inline int su_wait(struct su_side *s, int timeout_ms)
 
 /* Create the control segment and our interrupt, start the server (args: extra arguments for
  * it, NULL-terminated, or NULL), and wait until it is ready. */
-static inline int su_client_start(struct su_side *s, uint32_t session, bool no_spawn,
+int su_client_start(struct su_side *s, uint32_t session, bool no_spawn,
                                   const char *const *args)
 {
     int rc = seg_open(&s->sd);
@@ -240,7 +188,7 @@ static inline int su_client_start(struct su_side *s, uint32_t session, bool no_s
 }
 
 /* Send a command and wait for its answer: the server's status (>= 0), or -errno. */
-static inline int su_cmd(struct su_side *s, uint32_t cmd, int timeout_ms)
+int su_cmd(struct su_side *s, uint32_t cmd, int timeout_ms)
 {
     uint32_t seq = atomic_load(&s->ctl->cmd_seq) + 1;
     atomic_store(&s->ctl->cmd, cmd);
@@ -261,7 +209,7 @@ static inline int su_cmd(struct su_side *s, uint32_t cmd, int timeout_ms)
 
 /* Tell the server to finish (if it is there), reap it, free everything. Returns the server's
  * exit status (0 if none was spawned). */
-static inline int su_client_finish(struct su_side *s)
+int su_client_finish(struct su_side *s)
 {
     int st = 0;
     if (s->rintr) {
@@ -283,10 +231,20 @@ static inline int su_client_finish(struct su_side *s)
     return st;
 }
 
+int su_client_end(struct su_side *s, int rc)
+{
+    int st = su_client_finish(s);
+    if (st && rc == 0) {
+        tu_err("the server exited with status %d", st);
+        rc = 1;
+    }
+    return rc;
+}
+
 /* ---------------------------------------------------------------- server */
 
 /* Connect to the client's control segment and interrupt, create ours. */
-static inline int su_server_start(struct su_side *s, int adapter, int client_node, uint32_t session)
+int su_server_start(struct su_side *s, int adapter, int client_node, uint32_t session)
 {
     if (client_node < 0) {
         tu_err("--serve needs --node: the client's node id");
@@ -332,7 +290,7 @@ static inline int su_server_start(struct su_side *s, int adapter, int client_nod
 }
 
 /* Tell the client we are ready (error: NULL, or why we are not; the client prints it). */
-static inline void su_server_ready(struct su_side *s, uint32_t seg_id, uint64_t seg_size,
+void su_server_ready(struct su_side *s, uint32_t seg_id, uint64_t seg_size,
                                    const char *error)
 {
     if (!s->ctl || !s->rintr)
@@ -347,7 +305,7 @@ static inline void su_server_ready(struct su_side *s, uint32_t seg_id, uint64_t 
 }
 
 /* Wait for the next command: its number (SU_CMD_DONE when the client is gone), or -errno. */
-static inline int su_server_next(struct su_side *s, uint32_t *seen_seq)
+int su_server_next(struct su_side *s, uint32_t *seen_seq)
 {
     for (;;) {
         uint32_t seq = atomic_load(&s->ctl->cmd_seq);
@@ -365,7 +323,7 @@ static inline int su_server_next(struct su_side *s, uint32_t *seen_seq)
     }
 }
 
-static inline void su_server_reply(struct su_side *s, uint32_t seq, uint32_t status)
+void su_server_reply(struct su_side *s, uint32_t seq, uint32_t status)
 {
     atomic_store(&s->ctl->status, status);
     seg_store_barrier();
@@ -374,7 +332,7 @@ static inline void su_server_reply(struct su_side *s, uint32_t seq, uint32_t sta
     seg_intr_trigger(s->rintr);
 }
 
-static inline void su_server_finish(struct su_side *s)
+void su_server_finish(struct su_side *s)
 {
     seg_intr_disconnect(s->rintr);
     seg_intr_remove(s->intr);
@@ -386,45 +344,11 @@ static inline void su_server_finish(struct su_side *s)
     memset(s, 0, sizeof *s);
 }
 
-/* ---------------------------------------------------------------- data patterns */
-
-/* The 64-bit word at offset `off` of a pass with seed `seed`: both sides can compute it, so the
- * owner checks what arrived without the data crossing back. */
-static inline uint64_t su_pattern(uint32_t seed, uint64_t off)
-{
-    uint64_t x = ((uint64_t)seed << 32) ^ off ^ 0x9e3779b97f4a7c15ull;
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-static inline void su_fill(volatile void *buf, uint64_t len, uint32_t seed)
-{
-    volatile uint64_t *w = buf;
-    for (uint64_t i = 0; i < len / 8; i++)
-        w[i] = su_pattern(seed, i * 8);
-}
-
-/* Words of buf[0, len) that do not hold the pattern. */
-static inline uint64_t su_check(const volatile void *buf, uint64_t len, uint32_t seed)
-{
-    const volatile uint64_t *w = buf;
-    uint64_t bad = 0;
-    for (uint64_t i = 0; i < len / 8; i++)
-        bad += w[i] != su_pattern(seed, i * 8);
-    return bad;
-}
-
 /* ---------------------------------------------------------------- a data-segment server */
-
-/* The commands of su_serve_segment(): arg[0] seed, arg[1] offset, arg[2] length. */
-enum { SU_CMD_FILL = SU_CMD_TOOL, SU_CMD_VERIFY };
 
 /* The server half of scibench and dma_bench: a segment of `size` bytes on this host, made
  * available to the client, that the client asks to fill with a pattern or to check. */
-static inline int su_serve_segment(int adapter, int client_node, uint32_t session, uint64_t size,
+int su_serve_segment(int adapter, int client_node, uint32_t session, uint64_t size,
                                    int timeout_s, bool quiet)
 {
     struct su_side s = { .timeout_s = timeout_s, .quiet = quiet };
@@ -469,10 +393,10 @@ static inline int su_serve_segment(int adapter, int client_node, uint32_t sessio
         uint32_t status = UINT32_MAX;
         if ((cmd == SU_CMD_FILL || cmd == SU_CMD_VERIFY) && off <= size && len <= size - off) {
             if (cmd == SU_CMD_FILL) {
-                su_fill(mem + off, len, (uint32_t)seed);
+                tu_fill(mem + off, len, (uint32_t)seed);
                 status = 0;
             } else {
-                uint64_t bad = su_check(mem + off, len, (uint32_t)seed);
+                uint64_t bad = tu_check(mem + off, len, (uint32_t)seed);
                 status = bad > UINT32_MAX - 1 ? UINT32_MAX - 1 : (uint32_t)bad;
             }
         }
@@ -490,7 +414,7 @@ out:
 /* The client side of a segment benchmark, once su_find_peer found the peer: start its server
  * with a segment of `size` bytes, connect to that segment and check it is large enough. 0,
  * or 1 after a message (the caller cleans up s and *rseg). */
-static inline int su_client_segment(struct su_side *s, uint32_t session, bool no_spawn,
+int su_client_segment(struct su_side *s, uint32_t session, bool no_spawn,
                                     uint64_t size, seg_remote_t **rseg)
 {
     char size_arg[32];
@@ -512,22 +436,14 @@ static inline int su_client_segment(struct su_side *s, uint32_t session, bool no
     return 0;
 }
 
-/* ---------------------------------------------------------------- CPU placement */
-
-/* The first two CPUs we may run on (-1 where there is none). */
-static inline void su_two_cpus(int *first, int *second)
+volatile uint8_t *su_local_segment(struct su_side *s, uint64_t size, seg_local_t **seg,
+                                   seg_map_t **map)
 {
-    cpu_set_t set;
-    *first = *second = -1;
-    if (sched_getaffinity(0, sizeof set, &set))
-        return;
-    for (int c = 0; c < CPU_SETSIZE && *second < 0; c++)
-        if (CPU_ISSET(c, &set)) {
-            if (*first < 0)
-                *first = c;
-            else
-                *second = c;
-        }
+    char buf[32];
+    volatile uint8_t *mem = NULL;
+    int e = seg_create(s->sd, seg, SEG_ID_AUTO, size);
+    if (e || !(mem = seg_map_local(*seg, 0, size, 0, map)))
+        tu_err("cannot create a %s segment on this host: %s", tu_fmt_size(size, buf, sizeof buf),
+               seg_strerror(e ? e : -errno));
+    return mem;
 }
-
-#endif

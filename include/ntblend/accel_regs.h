@@ -1,12 +1,14 @@
 /*
- * The accelerator ("GPU-like") device's programming interface: what a driver or test sees in
- * its BARs. BAR0 (64 KiB) holds the registers, a ring of copy descriptors and the MSI-X table
- * and PBA; BAR2 is the device memory (plain memory, any size the topology's mem= gives,
- * rounded up to a power of two). The model is src/devices/accel.c; docs/accel-model.md says
- * how to drive it.
+ * ntblend accelerator: the programming interface of the accelerator ("GPU-like") device
+ * model, what a driver or test sees in its BARs. Drivers reach the device through the SmartIO
+ * API (ntblend/smartio.h: sio_map_bar, sio_write32, sio_map_local, sio_enable_vector, ...)
+ * and this register map. BAR0 (64 KiB) holds the registers, a ring of copy descriptors and
+ * the MSI-X table and PBA; BAR2 is the device memory (plain memory, any size the topology's
+ * mem= gives, rounded up to a power of two). The model is src/devices/accel.c;
+ * docs/accel-model.md says how to drive it.
  *
- * All registers are 32-bit, little-endian, naturally aligned. A driver stores into BAR0 and
- * then notifies the model (fab_fn_notify: what a posted MMIO write does); the device owns the
+ * All registers are 32-bit, little-endian, naturally aligned. Register stores go through
+ * sio_write32(), which notifies the model as a posted MMIO write would; the device owns the
  * registers marked RO and rewrites them, so a driver's stores into them do not stick.
  */
 #ifndef NTBLEND_ACCEL_REGS_H
@@ -56,13 +58,27 @@
 #define ACCEL_RING_OFF 0x1000
 #define ACCEL_RING_ENTRIES 256u
 
+/**
+ * struct accel_desc - one entry of the descriptor ring (32 bytes, at ACCEL_RING_OFF + 32 * slot
+ *                     in BAR0).
+ * @src:    device memory offset, or bus address with ACCEL_DESC_SRC_BUS (WAIT: the offset of
+ *          the word to watch)
+ * @dst:    device memory offset, or bus address with ACCEL_DESC_DST_BUS
+ * @len:    bytes to copy (COPY); must be > 0
+ * @ctrl:   opcode (ACCEL_OP_*, bits 0-3) | ACCEL_DESC_* flags
+ * @status: written by the device: ACCEL_DESC_DONE | ACCEL_ERR_*; the driver zeroes it before
+ *          submitting
+ * @value:  WAIT: the value to wait for; COPY: ignored
+ *
+ * The driver writes the descriptor into its ring slot, then advances ACCEL_REG_HEAD past it.
+ */
 struct accel_desc {
-    uint64_t src;    /* device memory offset, or bus address with ACCEL_DESC_SRC_BUS */
-    uint64_t dst;    /* device memory offset, or bus address with ACCEL_DESC_DST_BUS */
-    uint32_t len;    /* bytes (COPY); must be > 0 */
-    uint32_t ctrl;   /* opcode (bits 0-3) | ACCEL_DESC_* flags */
-    uint32_t status; /* written by the device: ACCEL_DESC_DONE | ACCEL_ERR_*; the driver zeroes it */
-    uint32_t value;  /* WAIT: the value to wait for; COPY: ignored */
+    uint64_t src;
+    uint64_t dst;
+    uint32_t len;
+    uint32_t ctrl;
+    uint32_t status;
+    uint32_t value;
 };
 _Static_assert(sizeof(struct accel_desc) == 32, "descriptor layout");
 
@@ -82,7 +98,19 @@ _Static_assert(sizeof(struct accel_desc) == 32, "descriptor layout");
 
 #define ACCEL_DESC_DONE 0x80000000u /* in status: the device completed the descriptor */
 
-/* Why a descriptor failed (status bits 0-7, and ACCEL_REG_LAST_ERR). */
+/**
+ * enum accel_err - why a descriptor failed: bits 0-7 of its status, and ACCEL_REG_LAST_ERR.
+ * @ACCEL_ERR_NONE:        no failure
+ * @ACCEL_ERR_BUS_MASTER:  a bus address, but Bus Master Enable is clear
+ * @ACCEL_ERR_RANGE:       device memory offset + len beyond BAR2, or len 0
+ * @ACCEL_ERR_OPCODE:      unknown opcode
+ * @ACCEL_ERR_FAULT:       IOMMU fault (unmapped IOVA or permission)
+ * @ACCEL_ERR_ABORT:       master abort: nothing decodes the address, LUT entry unmapped
+ * @ACCEL_ERR_LINK:        an NTB link on the path is down
+ * @ACCEL_ERR_ACCESS:      read through an NTB whose requester-ID table lacks the device
+ * @ACCEL_ERR_RING:        HEAD - TAIL exceeded the ring (engine halted)
+ * @ACCEL_ERR_OTHER:       anything else
+ */
 enum accel_err {
     ACCEL_ERR_NONE = 0,
     ACCEL_ERR_BUS_MASTER = 1, /* a bus address, but Bus Master Enable is clear */

@@ -1,7 +1,8 @@
 /*
- * Segments and interrupts, the agent's part: the table of this host's segments and
- * interrupts, the connections other hosts hold to them (over the NTB mailboxes), the
- * connections this host's processes hold elsewhere, and the events those connections get.
+ * Segments, the agent's part: the table of this host's segments, the connections other hosts
+ * hold to them (over the NTB mailboxes), the connections this host's processes hold
+ * elsewhere, the events those connections get, and what goes when a process hangs up.
+ * Interrupts are in intr.c, segments created for other hosts in place.c.
  *
  * A segment's memory belongs to the agent, not to the process that created it: it is freed
  * only when the segment is removed *and* no connection is left, so nothing a stale mapping
@@ -13,73 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
+#include "seg_int.h"
 #include "seg_shared.h"
 #include "ntblend/seg.h"
 
-#define SEG_OWNER (-1) /* allocation owner tag: held by a segment or an interrupt */
-#define NOTIFY_TIMEOUT_MS 200
+struct seg_table S = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-struct aseg {
-    struct aseg *next;
-    uint32_t id;
-    uint64_t phys, size;  /* the memory: size rounded up to whole LUT entries */
-    uint64_t user_size;   /* the size the creator asked for: what connections see */
-    int32_t creator;
-    uint64_t prepared, available; /* bit per adapter index on this host */
-    uint64_t iommu_mapped;        /* adapters whose inbound domain maps it */
-    bool removed;
-    uint32_t nconn;
-};
-
-struct conn_in { /* another host's connection to one of our segments */
-    struct conn_in *next;
-    struct aseg *seg; /* stays allocated while connected (quarantine) */
-    uint32_t conn_id, from_host, from_boot, via; /* via: our adapter index on host */
-};
-
-struct conn_out { /* one of our processes' connections to another host's segment */
-    struct conn_out *next;
-    uint32_t owner_host, conn_id;
-    int32_t client;
-    uint64_t event_phys;
-    uint32_t adapter, peer_adapter; /* global adapter indices of the path */
-    bool lost;
-};
-
-struct aintr {
-    struct aintr *next;
-    uint32_t id;
-    uint64_t phys;
-    int32_t creator; /* 0 once removed: the page waits in the free list */
-};
-
-struct seg_req { /* MBOX_SEG_CONNECT, MBOX_INTR_CONNECT */
-    uint32_t id, from_adapter, boot_gen;
-};
-struct seg_rsp {
-    uint64_t bus, size;
-    uint32_t conn_id;
-};
-struct seg_note { /* MBOX_SEG_DISCONNECT, MBOX_SEG_NOTIFY */
-    uint32_t conn_id, event;
-};
-
-static struct {
-    struct agent *ag;
-    pthread_mutex_t lock;
-    struct aseg *segs;
-    struct conn_in *in;
-    struct conn_out *out;
-    struct aintr *intrs;
-    uint32_t next_conn;
-    pthread_t watcher;
-} S = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-static struct fab_host *self(void) { return fab_host(S.ag->f, S.ag->host); }
+struct fab_host *seg_self(void) { return fab_host(S.ag->f, S.ag->host); }
 
 /* Host index of a node id, or -1. */
-static int host_of_node(uint32_t node)
+int seg_host_of_node(uint32_t node)
 {
     for (uint32_t h = 0; h < S.ag->f->ctl->nhosts; h++)
         if (fab_host(S.ag->f, h)->node_id == node)
@@ -87,7 +31,7 @@ static int host_of_node(uint32_t node)
     return -1;
 }
 
-static struct aseg *find_seg(uint32_t id)
+struct aseg *seg_find(uint32_t id)
 {
     for (struct aseg *s = S.segs; s; s = s->next)
         if (s->id == id && !s->removed)
@@ -96,23 +40,23 @@ static struct aseg *find_seg(uint32_t id)
 }
 
 /* Our adapter (index on host) whose peer is the given global adapter, or -1. */
-static int our_adapter_facing(uint32_t remote_adapter)
+int seg_adapter_facing(uint32_t remote_adapter)
 {
     struct fab *f = S.ag->f;
-    for (uint32_t i = 0; i < self()->nadapters; i++)
-        if (fab_peer_index(f, self()->adapter_first + i, remote_adapter) >= 0)
+    for (uint32_t i = 0; i < seg_self()->nadapters; i++)
+        if (fab_peer_index(f, seg_self()->adapter_first + i, remote_adapter) >= 0)
             return (int)i;
     return -1;
 }
 
 /* Segment memory must cover whole LUT entries of any adapter that may map it, or a window
  * onto it would also expose its neighbours. */
-static uint64_t seg_granule(void)
+uint64_t seg_granule(void)
 {
     struct fab *f = S.ag->f;
     uint64_t g = 4096;
-    for (uint32_t i = 0; i < self()->nadapters; i++) {
-        const struct fab_adapter *a = fab_adapter(f, self()->adapter_first + i);
+    for (uint32_t i = 0; i < seg_self()->nadapters; i++) {
+        const struct fab_adapter *a = fab_adapter(f, seg_self()->adapter_first + i);
         for (uint32_t p = 0; p < a->npeers; p++)
             if (fab_adapter(f, a->peers[p])->lut_size > g)
                 g = fab_adapter(f, a->peers[p])->lut_size;
@@ -123,18 +67,18 @@ static uint64_t seg_granule(void)
 static void seg_free_memory(struct aseg *s)
 {
     struct fab *f = S.ag->f;
-    for (uint32_t i = 0; i < self()->nadapters; i++) {
-        const struct fab_adapter *a = fab_adapter(f, self()->adapter_first + i);
+    for (uint32_t i = 0; i < seg_self()->nadapters; i++) {
+        const struct fab_adapter *a = fab_adapter(f, seg_self()->adapter_first + i);
         if (s->iommu_mapped & (1ull << i))
             fab_iommu_unmap(f, S.ag->host, a->rid, s->phys, s->size);
-        if (self()->iommu && a->dma_channels)
+        if (seg_self()->iommu && a->dma_channels)
             fab_iommu_unmap(f, S.ag->host, fab_dma_rid(a->index_on_host), s->phys, s->size);
     }
     agent_free(S.ag, s->phys, SEG_OWNER);
 }
 
 /* Drop a removed segment whose last connection is gone. Called with the lock held. */
-static void seg_reap(void)
+void seg_reap(void)
 {
     for (struct aseg **pp = &S.segs; *pp;) {
         struct aseg *s = *pp;
@@ -150,7 +94,7 @@ static void seg_reap(void)
 
 /* ---------------------------------------------------------------- events */
 
-static void post_event(uint64_t event_phys, uint32_t ev)
+void seg_post_event(uint64_t event_phys, uint32_t ev)
 {
     struct seg_event_word *w = fab_ram(S.ag->f, S.ag->host, event_phys, sizeof *w);
     if (!w)
@@ -183,7 +127,7 @@ static void notify_connections(struct aseg *s, uint32_t ev)
         /* A process on this host: no mailbox to go through, its event word is ours. */
         for (struct conn_out *o = S.out; o; o = o->next)
             if (o->owner_host == S.ag->host && o->conn_id == c->conn_id)
-                post_event(o->event_phys, ev);
+                seg_post_event(o->event_phys, ev);
     }
     pthread_mutex_unlock(&S.lock);
     for (size_t i = 0; i < n; i++) {
@@ -203,9 +147,9 @@ int aseg_create(int32_t client, uint32_t id, uint64_t size, uint64_t attach, uin
     int rc = 0;
     pthread_mutex_lock(&S.lock);
     if (id == 0) {
-        for (id = 1; find_seg(id); id++)
+        for (id = 1; seg_find(id); id++)
             ;
-    } else if (find_seg(id)) {
+    } else if (seg_find(id)) {
         rc = -EEXIST;
         goto out;
     }
@@ -231,8 +175,8 @@ int aseg_create(int32_t client, uint32_t id, uint64_t size, uint64_t attach, uin
     S.segs = s;
     /* The adapters' DMA engines reach local segments through the IOMMU when it is on. */
     struct fab *f = S.ag->f;
-    for (uint32_t i = 0; i < self()->nadapters && self()->iommu; i++) {
-        const struct fab_adapter *a = fab_adapter(f, self()->adapter_first + i);
+    for (uint32_t i = 0; i < seg_self()->nadapters && seg_self()->iommu; i++) {
+        const struct fab_adapter *a = fab_adapter(f, seg_self()->adapter_first + i);
         if (a->dma_channels)
             fab_iommu_map(f, S.ag->host, fab_dma_rid(a->index_on_host), p, p, len,
                           FAB_PERM_READ | FAB_PERM_WRITE, 0);
@@ -247,14 +191,14 @@ out:
 
 static struct aseg *own_seg(int32_t client, uint32_t id, int *rc)
 {
-    struct aseg *s = find_seg(id);
+    struct aseg *s = seg_find(id);
     *rc = !s ? -ENOENT : s->creator != client ? -EPERM : 0;
     return *rc ? NULL : s;
 }
 
 int aseg_prepare(int32_t client, uint32_t id, uint32_t adapter)
 {
-    if (adapter >= self()->nadapters)
+    if (adapter >= seg_self()->nadapters)
         return -ENODEV;
     int rc;
     pthread_mutex_lock(&S.lock);
@@ -267,7 +211,7 @@ int aseg_prepare(int32_t client, uint32_t id, uint32_t adapter)
 
 int aseg_available(int32_t client, uint32_t id, uint32_t adapter, bool on)
 {
-    if (adapter >= self()->nadapters)
+    if (adapter >= seg_self()->nadapters)
         return -ENODEV;
     int rc;
     pthread_mutex_lock(&S.lock);
@@ -309,7 +253,7 @@ int aseg_remove(int32_t client, uint32_t id)
 static int accept_connection(uint32_t id, uint32_t from_host, uint32_t from_boot, int via,
                              struct seg_rsp *rsp)
 {
-    struct aseg *s = find_seg(id);
+    struct aseg *s = seg_find(id);
     if (!s)
         return -ENOENT;
     if (via >= 0 && !(s->available & (1ull << via)))
@@ -317,9 +261,9 @@ static int accept_connection(uint32_t id, uint32_t from_host, uint32_t from_boot
     if (via < 0 && !s->available)
         return -ECONNREFUSED;
     struct fab *f = S.ag->f;
-    if (via >= 0 && self()->iommu && !(s->iommu_mapped & (1ull << via))) {
+    if (via >= 0 && seg_self()->iommu && !(s->iommu_mapped & (1ull << via))) {
         /* Inbound NTB traffic carries the adapter's requester ID: map the segment there. */
-        int rc = fab_iommu_map(f, S.ag->host, fab_adapter(f, self()->adapter_first + (uint32_t)via)->rid,
+        int rc = fab_iommu_map(f, S.ag->host, fab_adapter(f, seg_self()->adapter_first + (uint32_t)via)->rid,
                                s->phys, s->phys, s->size, FAB_PERM_READ | FAB_PERM_WRITE, 0);
         if (rc && rc != -EEXIST)
             return rc;
@@ -359,7 +303,7 @@ static int h_seg_connect(struct agent *ag, uint32_t from, const void *req, uint3
     if (len < sizeof r)
         return -EINVAL;
     memcpy(&r, req, sizeof r);
-    int via = our_adapter_facing(r.from_adapter);
+    int via = seg_adapter_facing(r.from_adapter);
     if (via < 0)
         return -EHOSTUNREACH;
     struct seg_rsp out;
@@ -399,7 +343,7 @@ static int h_seg_notify(struct agent *ag, uint32_t from, const void *req, uint32
     pthread_mutex_lock(&S.lock);
     for (struct conn_out *c = S.out; c; c = c->next)
         if (c->owner_host == from && c->conn_id == n.conn_id) {
-            post_event(c->event_phys, n.event);
+            seg_post_event(c->event_phys, n.event);
             rc = 0;
         }
     pthread_mutex_unlock(&S.lock);
@@ -410,7 +354,7 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
                  uint64_t event_phys, uint64_t *bus, uint64_t *size, uint64_t *conn)
 {
     struct fab *f = S.ag->f;
-    int owner = host_of_node(node);
+    int owner = seg_host_of_node(node);
     if (owner < 0)
         return -EHOSTUNREACH;
     if (!fab_ram(f, S.ag->host, event_phys, sizeof(struct seg_event_word)))
@@ -420,17 +364,17 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
     uint32_t ai = 0, peer = 0;
     if ((uint32_t)owner == S.ag->host) {
         pthread_mutex_lock(&S.lock);
-        rc = accept_connection(id, S.ag->host, atomic_load(&self()->boot_gen), -1, &r);
+        rc = accept_connection(id, S.ag->host, atomic_load(&seg_self()->boot_gen), -1, &r);
         pthread_mutex_unlock(&S.lock);
     } else {
-        if (adapter >= self()->nadapters)
+        if (adapter >= seg_self()->nadapters)
             return -ENODEV;
-        ai = self()->adapter_first + adapter;
+        ai = seg_self()->adapter_first + adapter;
         int p = fab_peer_on(f, ai, (uint32_t)owner);
         if (p < 0)
             return -EHOSTUNREACH;
         peer = (uint32_t)p;
-        struct seg_req q = { .id = id, .from_adapter = ai, .boot_gen = atomic_load(&self()->boot_gen) };
+        struct seg_req q = { .id = id, .from_adapter = ai, .boot_gen = atomic_load(&seg_self()->boot_gen) };
         uint32_t got = 0;
         rc = mbox_call(S.ag, (uint32_t)owner, MBOX_SEG_CONNECT, &q, sizeof q, &r, sizeof r, &got, 1000);
         if (!rc && got != sizeof r)
@@ -480,141 +424,13 @@ int aseg_disconnect(int32_t client, uint32_t owner, uint32_t conn_id)
     return rc;
 }
 
-/* ---------------------------------------------------------------- interrupts */
-
-static struct aintr *find_intr(uint32_t id)
-{
-    for (struct aintr *i = S.intrs; i; i = i->next)
-        if (i->id == id && i->creator)
-            return i;
-    return NULL;
-}
-
-/* The page waits in the free list; its generation tells connections it is gone. */
-static void intr_retire(struct aintr *it)
-{
-    struct seg_intr_page *pg = fab_ram(S.ag->f, S.ag->host, it->phys, sizeof *pg);
-    if (pg)
-        atomic_fetch_add(&pg->gen, 1);
-    it->creator = 0;
-}
-
-int aintr_create(int32_t client, uint32_t id, uint64_t *out_id, uint64_t *phys)
-{
-    int rc = 0;
-    pthread_mutex_lock(&S.lock);
-    if (id == 0) {
-        for (id = 1; find_intr(id); id++)
-            ;
-    } else if (find_intr(id)) {
-        rc = -EEXIST;
-        goto out;
-    }
-    /* Interrupt pages are never returned to the allocator: a stale trigger through an old
-     * window can only reach another interrupt page (whose generation tells it apart). */
-    struct aintr *it = NULL;
-    for (struct aintr *i = S.intrs; i; i = i->next)
-        if (!i->creator) {
-            it = i;
-            break;
-        }
-    if (!it) {
-        uint64_t p;
-        rc = agent_alloc(S.ag, 4096, 4096, SEG_OWNER, &p);
-        if (rc || !(it = calloc(1, sizeof *it))) {
-            rc = rc ? rc : -ENOMEM;
-            goto out;
-        }
-        it->phys = p;
-        it->next = S.intrs;
-        S.intrs = it;
-        struct fab *f = S.ag->f;
-        for (uint32_t i = 0; i < self()->nadapters && self()->iommu; i++)
-            fab_iommu_map(f, S.ag->host, fab_adapter(f, self()->adapter_first + i)->rid, p, p,
-                          4096, FAB_PERM_READ | FAB_PERM_WRITE, 0);
-    }
-    struct seg_intr_page *pg = fab_ram(S.ag->f, S.ag->host, it->phys, sizeof *pg);
-    atomic_fetch_add(&pg->gen, 1);
-    it->id = id;
-    it->creator = client;
-    *out_id = id;
-    *phys = it->phys;
-out:
-    pthread_mutex_unlock(&S.lock);
-    return rc;
-}
-
-int aintr_remove(int32_t client, uint32_t id)
-{
-    pthread_mutex_lock(&S.lock);
-    struct aintr *it = find_intr(id);
-    int rc = !it ? -ENOENT : it->creator != client ? -EPERM : 0;
-    if (!rc)
-        intr_retire(it);
-    pthread_mutex_unlock(&S.lock);
-    return rc;
-}
-
-static int intr_lookup(uint32_t id, uint64_t *bus)
-{
-    pthread_mutex_lock(&S.lock);
-    struct aintr *it = find_intr(id);
-    if (it)
-        *bus = it->phys;
-    pthread_mutex_unlock(&S.lock);
-    return it ? 0 : -ENOENT;
-}
-
-static int h_intr_connect(struct agent *ag, uint32_t from, const void *req, uint32_t len,
-                          void *rsp, uint32_t *rsp_len)
-{
-    struct seg_req r;
-    if (len < sizeof r)
-        return -EINVAL;
-    memcpy(&r, req, sizeof r);
-    struct seg_rsp out = { .size = 4096 };
-    int rc = intr_lookup(r.id, &out.bus);
-    if (!rc) {
-        memcpy(rsp, &out, sizeof out);
-        *rsp_len = sizeof out;
-    }
-    return rc;
-}
-
-int aintr_connect(uint32_t adapter, uint32_t node, uint32_t id, uint64_t *bus, uint64_t *owner_out)
-{
-    int owner = host_of_node(node);
-    if (owner < 0)
-        return -EHOSTUNREACH;
-    *owner_out = (uint64_t)owner;
-    if ((uint32_t)owner == S.ag->host)
-        return intr_lookup(id, bus);
-    if (adapter >= self()->nadapters)
-        return -ENODEV;
-    struct seg_req q = { .id = id, .from_adapter = self()->adapter_first + adapter };
-    struct seg_rsp r;
-    uint32_t got = 0;
-    int rc = mbox_call(S.ag, (uint32_t)owner, MBOX_INTR_CONNECT, &q, sizeof q, &r, sizeof r, &got, 1000);
-    if (rc == -ENOLINK || rc == -ETIMEDOUT || rc == -ENOTCONN)
-        return -EHOSTUNREACH;
-    if (!rc)
-        *bus = r.bus;
-    return rc;
-}
-
 /* ---------------------------------------------------------------- lifetime */
-
-static void placed_client_gone(int32_t client);
-static int h_seg_create_for(struct agent *ag, uint32_t from, const void *req, uint32_t len,
-                            void *rsp, uint32_t *rsp_len);
-static int h_seg_remove_for(struct agent *ag, uint32_t from, const void *req, uint32_t len,
-                            void *rsp, uint32_t *rsp_len);
 
 /* A process hung up: its connections are closed, its segments removed, its interrupts freed. */
 void aseg_client_gone(int32_t client)
 {
     if (client > 0)
-        placed_client_gone(client);
+        aplace_client_gone(client);
     for (;;) {
         uint32_t owner = 0, conn = 0;
         bool any = false;
@@ -647,7 +463,7 @@ void aseg_client_gone(int32_t client)
     pthread_mutex_lock(&S.lock);
     for (struct aintr *i = S.intrs; i; i = i->next)
         if (i->creator == client)
-            intr_retire(i);
+            aintr_retire(i);
     pthread_mutex_unlock(&S.lock);
 }
 
@@ -656,9 +472,9 @@ void aseg_client_gone(int32_t client)
 static void *link_watcher(void *arg)
 {
     struct fab *f = S.ag->f;
-    if (!self()->nadapters)
+    if (!seg_self()->nadapters)
         return NULL;
-    _Atomic uint32_t *seq = &fab_adapter(f, self()->adapter_first)->link_seq;
+    _Atomic uint32_t *seq = &fab_adapter(f, seg_self()->adapter_first)->link_seq;
     while (!atomic_load(&S.ag->stop)) {
         uint32_t now = atomic_load(seq);
         pthread_mutex_lock(&S.lock);
@@ -668,7 +484,7 @@ static void *link_watcher(void *arg)
             bool up = fab_path_up(f, c->adapter, c->peer_adapter, NULL);
             if (up == c->lost) {
                 c->lost = !up;
-                post_event(c->event_phys, up ? SEG_EVENT_RESTORED : SEG_EVENT_LOST);
+                seg_post_event(c->event_phys, up ? SEG_EVENT_RESTORED : SEG_EVENT_LOST);
             }
         }
         for (struct conn_in *c = S.in, *next; c; c = next) {
@@ -690,9 +506,8 @@ int aseg_start(struct agent *ag)
     mbox_register(MBOX_SEG_CONNECT, h_seg_connect);
     mbox_register(MBOX_SEG_DISCONNECT, h_seg_disconnect);
     mbox_register(MBOX_SEG_NOTIFY, h_seg_notify);
-    mbox_register(MBOX_INTR_CONNECT, h_intr_connect);
-    mbox_register(MBOX_SEG_CREATE_FOR, h_seg_create_for);
-    mbox_register(MBOX_SEG_REMOVE_FOR, h_seg_remove_for);
+    aintr_register();
+    aplace_register();
     return -pthread_create(&S.watcher, NULL, link_watcher, NULL);
 }
 
@@ -706,136 +521,3 @@ void aseg_stop(struct agent *ag)
     pthread_join(S.watcher, NULL);
 }
 
-/* ---------------------------------------------------------------- placement */
-
-/* Segments created here for another host carry this creator tag instead of a pid. */
-#define FOR_HOST(h) (-100 - (int32_t)(h))
-
-struct placed { /* a segment another host's agent created for one of our processes */
-    struct placed *next;
-    int32_t client;
-    uint32_t host, id;
-};
-static struct placed *placed;
-
-struct seg_for { /* MBOX_SEG_CREATE_FOR / MBOX_SEG_REMOVE_FOR */
-    uint64_t size;
-    uint32_t id;
-};
-
-static int h_seg_create_for(struct agent *ag, uint32_t from, const void *req, uint32_t len,
-                            void *rsp, uint32_t *rsp_len)
-{
-    struct seg_for r;
-    if (len < sizeof r)
-        return -EINVAL;
-    memcpy(&r, req, sizeof r);
-    /* Available on whichever of our adapters faces the requester. */
-    int ai = fab_adapter_toward(ag->f, ag->host, from, NULL);
-    if (ai < 0)
-        return ai;
-    int via = ai - (int)self()->adapter_first;
-    uint64_t id, phys, size;
-    int rc = aseg_create(FOR_HOST(from), 0, r.size, 0, &id, &phys, &size);
-    if (!rc)
-        rc = aseg_prepare(FOR_HOST(from), (uint32_t)id, (uint32_t)via);
-    if (!rc) {
-        pthread_mutex_lock(&S.lock);
-        find_seg((uint32_t)id)->available |= 1ull << via;
-        pthread_mutex_unlock(&S.lock);
-    }
-    if (rc)
-        return rc;
-    struct seg_for out = { .size = size, .id = (uint32_t)id };
-    memcpy(rsp, &out, sizeof out);
-    *rsp_len = sizeof out;
-    return 0;
-}
-
-static int h_seg_remove_for(struct agent *ag, uint32_t from, const void *req, uint32_t len,
-                            void *rsp, uint32_t *rsp_len)
-{
-    struct seg_for r;
-    if (len < sizeof r)
-        return -EINVAL;
-    memcpy(&r, req, sizeof r);
-    /* From the mailbox thread: no notifications to send (the requester disconnected first). */
-    pthread_mutex_lock(&S.lock);
-    struct aseg *s = find_seg(r.id);
-    int rc = !s ? -ENOENT : s->creator != FOR_HOST(from) ? -EPERM : 0;
-    if (!rc) {
-        s->removed = true;
-        s->available = 0;
-        seg_reap();
-    }
-    pthread_mutex_unlock(&S.lock);
-    return rc;
-}
-
-int aseg_alloc_at(int32_t client, uint32_t host, uint64_t size, uint64_t *id)
-{
-    if (host >= S.ag->f->ctl->nhosts || host == S.ag->host || !size)
-        return -EINVAL;
-    struct seg_for q = { .size = size }, out;
-    uint32_t got = 0;
-    int rc = mbox_call(S.ag, host, MBOX_SEG_CREATE_FOR, &q, sizeof q, &out, sizeof out, &got, 1000);
-    if (rc == -ENOLINK || rc == -ETIMEDOUT || rc == -ENOTCONN)
-        rc = -EHOSTUNREACH;
-    if (rc)
-        return rc;
-    struct placed *p = calloc(1, sizeof *p);
-    if (!p) {
-        mbox_call(S.ag, host, MBOX_SEG_REMOVE_FOR, &out, sizeof out, NULL, 0, NULL, 1000);
-        return -ENOMEM;
-    }
-    pthread_mutex_lock(&S.lock);
-    *p = (struct placed){ .next = placed, .client = client, .host = host, .id = out.id };
-    placed = p;
-    pthread_mutex_unlock(&S.lock);
-    *id = out.id;
-    return 0;
-}
-
-int aseg_free_at(int32_t client, uint32_t host, uint32_t id)
-{
-    struct placed *found = NULL;
-    pthread_mutex_lock(&S.lock);
-    for (struct placed **pp = &placed; *pp; pp = &(*pp)->next)
-        if ((*pp)->host == host && (*pp)->id == id && (*pp)->client == client) {
-            found = *pp;
-            *pp = found->next;
-            break;
-        }
-    pthread_mutex_unlock(&S.lock);
-    if (!found)
-        return -ENOENT;
-    free(found);
-    struct seg_for q = { .id = id };
-    int rc = mbox_call(S.ag, host, MBOX_SEG_REMOVE_FOR, &q, sizeof q, NULL, 0, NULL, 1000);
-    return rc == -ENOLINK || rc == -ETIMEDOUT ? 0 : rc; /* it goes when our borrows end */
-}
-
-/* Segments we created for `host` go with its borrows (its host died or gave them back). */
-void aseg_host_gone(uint32_t host)
-{
-    aseg_client_gone(FOR_HOST(host));
-}
-
-/* Our process is gone: the segments we asked others to create for it too. */
-static void placed_client_gone(int32_t client)
-{
-    for (;;) {
-        uint32_t host = 0, id = 0;
-        bool any = false;
-        pthread_mutex_lock(&S.lock);
-        for (struct placed *p = placed; p; p = p->next)
-            if (p->client == client) {
-                host = p->host;
-                id = p->id;
-                any = true;
-            }
-        pthread_mutex_unlock(&S.lock);
-        if (!any || aseg_free_at(client, host, id) == -ENOENT)
-            break;
-    }
-}

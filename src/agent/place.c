@@ -1,0 +1,152 @@
+/*
+ * Placement, the agent's part: segments this agent creates in its host's memory on behalf of
+ * a process on another host (smartio §4.4: memory near the device or near the CPU), the
+ * requests for them in both directions, and their end when the requester or its host goes.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "seg_int.h"
+#include "seg_shared.h"
+#include "ntblend/seg.h"
+
+/* ---------------------------------------------------------------- placement */
+
+
+struct placed { /* a segment another host's agent created for one of our processes */
+    struct placed *next;
+    int32_t client;
+    uint32_t host, id;
+};
+static struct placed *placed;
+
+struct seg_for { /* MBOX_SEG_CREATE_FOR / MBOX_SEG_REMOVE_FOR */
+    uint64_t size;
+    uint32_t id;
+};
+
+static int h_seg_create_for(struct agent *ag, uint32_t from, const void *req, uint32_t len,
+                            void *rsp, uint32_t *rsp_len)
+{
+    struct seg_for r;
+    if (len < sizeof r)
+        return -EINVAL;
+    memcpy(&r, req, sizeof r);
+    /* Available on whichever of our adapters faces the requester. */
+    int ai = fab_adapter_toward(ag->f, ag->host, from, NULL);
+    if (ai < 0)
+        return ai;
+    int via = ai - (int)seg_self()->adapter_first;
+    uint64_t id, phys, size;
+    int rc = aseg_create(FOR_HOST(from), 0, r.size, 0, &id, &phys, &size);
+    if (!rc)
+        rc = aseg_prepare(FOR_HOST(from), (uint32_t)id, (uint32_t)via);
+    if (!rc) {
+        pthread_mutex_lock(&S.lock);
+        seg_find((uint32_t)id)->available |= 1ull << via;
+        pthread_mutex_unlock(&S.lock);
+    }
+    if (rc)
+        return rc;
+    struct seg_for out = { .size = size, .id = (uint32_t)id };
+    memcpy(rsp, &out, sizeof out);
+    *rsp_len = sizeof out;
+    return 0;
+}
+
+static int h_seg_remove_for(struct agent *ag, uint32_t from, const void *req, uint32_t len,
+                            void *rsp, uint32_t *rsp_len)
+{
+    struct seg_for r;
+    if (len < sizeof r)
+        return -EINVAL;
+    memcpy(&r, req, sizeof r);
+    /* From the mailbox thread: no notifications to send (the requester disconnected first). */
+    pthread_mutex_lock(&S.lock);
+    struct aseg *s = seg_find(r.id);
+    int rc = !s ? -ENOENT : s->creator != FOR_HOST(from) ? -EPERM : 0;
+    if (!rc) {
+        s->removed = true;
+        s->available = 0;
+        seg_reap();
+    }
+    pthread_mutex_unlock(&S.lock);
+    return rc;
+}
+
+int aseg_alloc_at(int32_t client, uint32_t host, uint64_t size, uint64_t *id)
+{
+    if (host >= S.ag->f->ctl->nhosts || host == S.ag->host || !size)
+        return -EINVAL;
+    struct seg_for q = { .size = size }, out;
+    uint32_t got = 0;
+    int rc = mbox_call(S.ag, host, MBOX_SEG_CREATE_FOR, &q, sizeof q, &out, sizeof out, &got, 1000);
+    if (rc == -ENOLINK || rc == -ETIMEDOUT || rc == -ENOTCONN)
+        rc = -EHOSTUNREACH;
+    if (rc)
+        return rc;
+    struct placed *p = calloc(1, sizeof *p);
+    if (!p) {
+        mbox_call(S.ag, host, MBOX_SEG_REMOVE_FOR, &out, sizeof out, NULL, 0, NULL, 1000);
+        return -ENOMEM;
+    }
+    pthread_mutex_lock(&S.lock);
+    *p = (struct placed){ .next = placed, .client = client, .host = host, .id = out.id };
+    placed = p;
+    pthread_mutex_unlock(&S.lock);
+    *id = out.id;
+    return 0;
+}
+
+int aseg_free_at(int32_t client, uint32_t host, uint32_t id)
+{
+    struct placed *found = NULL;
+    pthread_mutex_lock(&S.lock);
+    for (struct placed **pp = &placed; *pp; pp = &(*pp)->next)
+        if ((*pp)->host == host && (*pp)->id == id && (*pp)->client == client) {
+            found = *pp;
+            *pp = found->next;
+            break;
+        }
+    pthread_mutex_unlock(&S.lock);
+    if (!found)
+        return -ENOENT;
+    free(found);
+    struct seg_for q = { .id = id };
+    int rc = mbox_call(S.ag, host, MBOX_SEG_REMOVE_FOR, &q, sizeof q, NULL, 0, NULL, 1000);
+    return rc == -ENOLINK || rc == -ETIMEDOUT ? 0 : rc; /* it goes when our borrows end */
+}
+
+/* Segments we created for `host` go with its borrows (its host died or gave them back). */
+void aseg_host_gone(uint32_t host)
+{
+    aseg_client_gone(FOR_HOST(host));
+}
+
+/* Our process is gone: the segments we asked others to create for it too. */
+void aplace_client_gone(int32_t client)
+{
+    for (;;) {
+        uint32_t host = 0, id = 0;
+        bool any = false;
+        pthread_mutex_lock(&S.lock);
+        for (struct placed *p = placed; p; p = p->next)
+            if (p->client == client) {
+                host = p->host;
+                id = p->id;
+                any = true;
+            }
+        pthread_mutex_unlock(&S.lock);
+        if (!any || aseg_free_at(client, host, id) == -ENOENT)
+            break;
+    }
+}
+
+void aplace_register(void)
+{
+    mbox_register(MBOX_SEG_CREATE_FOR, h_seg_create_for);
+    mbox_register(MBOX_SEG_REMOVE_FOR, h_seg_remove_for);
+}

@@ -24,17 +24,20 @@ struct agent {
     uint64_t allocated;
 };
 
+/* The agent of this process (there is one per process: one emulated host). */
+extern struct agent agent;
+
 /* ---- memory (alloc.c) ---- */
-int agent_alloc(struct agent *ag, uint64_t size, uint64_t align, int32_t owner, uint64_t *phys);
-int agent_free(struct agent *ag, uint64_t phys, int32_t owner);
-void agent_free_owner(struct agent *ag, int32_t owner);
+int agent_alloc(uint64_t size, uint64_t align, int32_t owner, uint64_t *phys);
+int agent_free(uint64_t phys, int32_t owner);
+void agent_free_owner(int32_t owner);
 /* Hand the block that holds [phys, phys+size) from one owner to another; *len = its size. */
-int agent_retag(struct agent *ag, uint64_t phys, uint64_t size, int32_t from, int32_t to,
+int agent_retag(uint64_t phys, uint64_t size, int32_t from, int32_t to,
                 uint64_t *len);
 
 /* ---- mailboxes over the NTB (mbox.c) ---- */
-int mbox_start(struct agent *ag);
-void mbox_stop(struct agent *ag);
+int mbox_start(void);
+void mbox_stop(void);
 /* Requests agents send each other. A handler runs on the mailbox thread: it must not call
  * mbox_call itself. It fills up to MBOX_MAX_PAYLOAD bytes of reply. */
 enum mbox_type {
@@ -55,18 +58,18 @@ enum mbox_type {
     MBOX_TYPES = 32
 };
 #define MBOX_MAX_PAYLOAD 1024u
-typedef int (*mbox_handler)(struct agent *ag, uint32_t from, const void *req, uint32_t len,
+typedef int (*mbox_handler)(uint32_t from, const void *req, uint32_t len,
                             void *rsp, uint32_t *rsp_len);
 void mbox_register(uint32_t type, mbox_handler h);
 /* Call the agent of host `peer` (a direct NTB peer): the handler's result, or -ENOTCONN (no
  * port reaches it), -ENOLINK (path down), -ETIMEDOUT (no answer). */
-int mbox_call(struct agent *ag, uint32_t peer, uint32_t type, const void *req, uint32_t len,
+int mbox_call(uint32_t peer, uint32_t type, const void *req, uint32_t len,
               void *rsp, uint32_t rsp_max, uint32_t *rsp_len, int timeout_ms);
-int mbox_ping(struct agent *ag, uint32_t peer, uint64_t *rtt_ns);
+int mbox_ping(uint32_t peer, uint64_t *rtt_ns);
 
 /* ---- segments and interrupts (seg.c) ---- */
-int aseg_start(struct agent *ag);
-void aseg_stop(struct agent *ag);
+int aseg_start(void);
+void aseg_stop(void);
 void aseg_client_gone(int32_t client);
 int aseg_create(int32_t client, uint32_t id, uint64_t size, uint64_t attach, uint64_t *out_id,
                 uint64_t *phys, uint64_t *out_size);
@@ -86,8 +89,8 @@ int aintr_remove(int32_t client, uint32_t id);
 int aintr_connect(uint32_t adapter, uint32_t node, uint32_t id, uint64_t *bus, uint64_t *owner);
 
 /* ---- device lending (dev.c) ---- */
-int dev_start(struct agent *ag);
-void dev_stop(struct agent *ag);
+int dev_start(void);
+void dev_stop(void);
 void dev_client_gone(int32_t client);
 int dev_available(int32_t client, uint32_t fn, bool on);
 int dev_borrow(int32_t client, uint32_t fn, uint32_t mode, bool persist);
@@ -98,7 +101,7 @@ int dev_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_
 int dev_unmap(int32_t client, uint32_t fn, uint32_t id);
 
 /* ---- DMA engines (dma.c) ---- */
-int dma_start(struct agent *ag);
-void dma_stop(struct agent *ag);
+int dma_start(void);
+void dma_stop(void);
 
 #endif

@@ -17,92 +17,92 @@ struct alloc_block {
 
 static uint64_t align_up64(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
 
-int agent_alloc(struct agent *ag, uint64_t size, uint64_t align, int32_t owner, uint64_t *phys)
+int agent_alloc(uint64_t size, uint64_t align, int32_t owner, uint64_t *phys)
 {
     if (!size || size > (1ull << 48) || align < 4096 || (align & (align - 1)))
         return -EINVAL;
     size = align_up64(size, 4096);
-    uint64_t ram = fab_host(ag->f, ag->host)->ram_size;
+    uint64_t ram = fab_host(agent.f, agent.host)->ram_size;
     int rc = -ENOMEM;
-    pthread_mutex_lock(&ag->alloc_lock);
+    pthread_mutex_lock(&agent.alloc_lock);
     /* First fit over the gaps between sorted blocks. */
     uint64_t cursor = FAB_MBOX_SIZE;
     size_t at = 0;
     for (;; at++) {
         uint64_t start = align_up64(cursor, align);
-        uint64_t limit = at < ag->nblocks ? ag->blocks[at].phys : ram;
+        uint64_t limit = at < agent.nblocks ? agent.blocks[at].phys : ram;
         if (start + size <= limit && start + size > start) {
-            if (ag->nblocks == ag->cap) {
-                size_t ncap = ag->cap ? ag->cap * 2 : 64;
-                struct alloc_block *nb = realloc(ag->blocks, ncap * sizeof *nb);
+            if (agent.nblocks == agent.cap) {
+                size_t ncap = agent.cap ? agent.cap * 2 : 64;
+                struct alloc_block *nb = realloc(agent.blocks, ncap * sizeof *nb);
                 if (!nb)
                     break;
-                ag->blocks = nb;
-                ag->cap = ncap;
+                agent.blocks = nb;
+                agent.cap = ncap;
             }
-            memmove(&ag->blocks[at + 1], &ag->blocks[at], (ag->nblocks - at) * sizeof *ag->blocks);
-            ag->blocks[at] = (struct alloc_block){ .phys = start, .size = size, .owner = owner };
-            ag->nblocks++;
-            ag->allocated += size;
+            memmove(&agent.blocks[at + 1], &agent.blocks[at], (agent.nblocks - at) * sizeof *agent.blocks);
+            agent.blocks[at] = (struct alloc_block){ .phys = start, .size = size, .owner = owner };
+            agent.nblocks++;
+            agent.allocated += size;
             *phys = start;
             rc = 0;
             break;
         }
-        if (at >= ag->nblocks)
+        if (at >= agent.nblocks)
             break;
-        cursor = ag->blocks[at].phys + ag->blocks[at].size;
+        cursor = agent.blocks[at].phys + agent.blocks[at].size;
     }
-    pthread_mutex_unlock(&ag->alloc_lock);
+    pthread_mutex_unlock(&agent.alloc_lock);
     if (rc == 0) {
         /* Memory is handed out zeroed, as a fresh DMA allocation would be. */
-        void *p = fab_ram(ag->f, ag->host, *phys, size);
+        void *p = fab_ram(agent.f, agent.host, *phys, size);
         if (p)
             memset(p, 0, size);
     }
     return rc;
 }
 
-static void remove_at(struct agent *ag, size_t i)
+static void remove_at(size_t i)
 {
-    ag->allocated -= ag->blocks[i].size;
-    memmove(&ag->blocks[i], &ag->blocks[i + 1], (ag->nblocks - i - 1) * sizeof *ag->blocks);
-    ag->nblocks--;
+    agent.allocated -= agent.blocks[i].size;
+    memmove(&agent.blocks[i], &agent.blocks[i + 1], (agent.nblocks - i - 1) * sizeof *agent.blocks);
+    agent.nblocks--;
 }
 
-int agent_free(struct agent *ag, uint64_t phys, int32_t owner)
+int agent_free(uint64_t phys, int32_t owner)
 {
     int rc = -ENOENT;
-    pthread_mutex_lock(&ag->alloc_lock);
-    for (size_t i = 0; i < ag->nblocks; i++)
-        if (ag->blocks[i].phys == phys) {
-            if (ag->blocks[i].owner != owner) {
+    pthread_mutex_lock(&agent.alloc_lock);
+    for (size_t i = 0; i < agent.nblocks; i++)
+        if (agent.blocks[i].phys == phys) {
+            if (agent.blocks[i].owner != owner) {
                 rc = -EPERM;
                 break;
             }
-            remove_at(ag, i);
+            remove_at(i);
             rc = 0;
             break;
         }
-    pthread_mutex_unlock(&ag->alloc_lock);
+    pthread_mutex_unlock(&agent.alloc_lock);
     return rc;
 }
 
-void agent_free_owner(struct agent *ag, int32_t owner)
+void agent_free_owner(int32_t owner)
 {
-    pthread_mutex_lock(&ag->alloc_lock);
-    for (size_t i = ag->nblocks; i-- > 0;)
-        if (ag->blocks[i].owner == owner)
-            remove_at(ag, i);
-    pthread_mutex_unlock(&ag->alloc_lock);
+    pthread_mutex_lock(&agent.alloc_lock);
+    for (size_t i = agent.nblocks; i-- > 0;)
+        if (agent.blocks[i].owner == owner)
+            remove_at(i);
+    pthread_mutex_unlock(&agent.alloc_lock);
 }
 
-int agent_retag(struct agent *ag, uint64_t phys, uint64_t size, int32_t from, int32_t to,
+int agent_retag(uint64_t phys, uint64_t size, int32_t from, int32_t to,
                 uint64_t *len)
 {
     int rc = -ENOENT;
-    pthread_mutex_lock(&ag->alloc_lock);
-    for (size_t i = 0; i < ag->nblocks; i++) {
-        struct alloc_block *b = &ag->blocks[i];
+    pthread_mutex_lock(&agent.alloc_lock);
+    for (size_t i = 0; i < agent.nblocks; i++) {
+        struct alloc_block *b = &agent.blocks[i];
         if (phys < b->phys || phys - b->phys >= b->size)
             continue;
         if (b->owner != from)
@@ -116,6 +116,6 @@ int agent_retag(struct agent *ag, uint64_t phys, uint64_t size, int32_t from, in
         }
         break;
     }
-    pthread_mutex_unlock(&ag->alloc_lock);
+    pthread_mutex_unlock(&agent.alloc_lock);
     return rc;
 }

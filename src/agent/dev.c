@@ -74,7 +74,6 @@ struct bmap {
 };
 
 static struct {
-    struct agent *ag;
     pthread_mutex_t lock;
     struct lend *lends;
     struct lmap *lmaps;
@@ -85,8 +84,8 @@ static struct {
     pthread_t watcher;
 } D = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static struct fab *F(void) { return D.ag->f; }
-static struct fab_function *FN(uint32_t fn) { return fab_func(D.ag->f, fn); }
+static struct fab *F(void) { return agent.f; }
+static struct fab_function *FN(uint32_t fn) { return fab_func(agent.f, fn); }
 
 static void set_borrower(uint32_t fn, uint32_t host, bool on)
 {
@@ -105,7 +104,7 @@ static uint32_t borrower_count(uint32_t fn)
     return n;
 }
 
-static bool lender_of(uint32_t fn) { return fn < F()->ctl->nfuncs && FN(fn)->host == D.ag->host; }
+static bool lender_of(uint32_t fn) { return fn < F()->ctl->nfuncs && FN(fn)->host == agent.host; }
 
 /* ---------------------------------------------------------------- lender */
 
@@ -125,7 +124,7 @@ static void drop_lmap(struct lmap *m)
             fab_rid_remove(f, m->win.adapter, FN(m->fn)->rid);
     }
     if (m->iommu)
-        fab_iommu_unmap(f, D.ag->host, FN(m->fn)->rid, m->ioaddr & ~4095ull, m->size);
+        fab_iommu_unmap(f, agent.host, FN(m->fn)->rid, m->ioaddr & ~4095ull, m->size);
 }
 
 /* Remove host's borrow of fn and its mappings; reset an exclusively held device once free.
@@ -165,7 +164,7 @@ static void lend_drop(uint32_t fn, uint32_t host)
 static void bars_inbound(uint32_t fn, bool map)
 {
     struct fab *f = F();
-    const struct fab_host *self = fab_host(f, D.ag->host);
+    const struct fab_host *self = fab_host(f, agent.host);
     if (!self->iommu)
         return;
     const struct fab_function *x = FN(fn);
@@ -175,10 +174,10 @@ static void bars_inbound(uint32_t fn, bool map)
             if (x->bar[b].kind == FAB_BAR_NONE)
                 continue;
             if (map)
-                fab_iommu_map(f, D.ag->host, rid, x->bar[b].addr, x->bar[b].addr, x->bar[b].size,
+                fab_iommu_map(f, agent.host, rid, x->bar[b].addr, x->bar[b].addr, x->bar[b].size,
                               FAB_PERM_READ | FAB_PERM_WRITE, 0);
             else
-                fab_iommu_unmap(f, D.ag->host, rid, x->bar[b].addr, x->bar[b].size);
+                fab_iommu_unmap(f, agent.host, rid, x->bar[b].addr, x->bar[b].size);
         }
     }
 }
@@ -232,12 +231,12 @@ static int lend_map(uint32_t fn, uint32_t host, uint32_t target, uint64_t addr, 
         return -ENOMEM;
     *m = (struct lmap){ .id = ++D.next_id, .fn = fn, .host = host };
     int rc = 0;
-    const struct fab_host *self = fab_host(f, D.ag->host);
-    if (target == D.ag->host) {
+    const struct fab_host *self = fab_host(f, agent.host);
+    if (target == agent.host) {
         m->ioaddr = addr;
         out->via = -1;
     } else {
-        int ai = fab_adapter_toward(f, D.ag->host, target, NULL);
+        int ai = fab_adapter_toward(f, agent.host, target, NULL);
         /* Held by the agent process itself, so nobody else takes them in between. */
         rc = ai < 0 ? ai : fab_window_map(f, (uint32_t)ai, target, addr, size, getpid(), 0, &m->win);
         /* Reads come back by requester ID: the device needs an entry (smartio §8). */
@@ -251,7 +250,7 @@ static int lend_map(uint32_t fn, uint32_t host, uint32_t target, uint64_t addr, 
     m->size = ((m->ioaddr & 4095) + size + 4095) & ~4095ull;
     if (!rc && self->iommu) {
         /* The device reaches only what is mapped for it (identity I/O virtual addresses). */
-        rc = fab_iommu_map(f, D.ag->host, FN(fn)->rid, m->ioaddr & ~4095ull, m->ioaddr & ~4095ull,
+        rc = fab_iommu_map(f, agent.host, FN(fn)->rid, m->ioaddr & ~4095ull, m->ioaddr & ~4095ull,
                            m->size, FAB_PERM_READ | FAB_PERM_WRITE, 0);
         m->iommu = rc == 0;
     }
@@ -328,7 +327,7 @@ static int h_dev(uint32_t type, uint32_t from, const void *req, uint32_t len, vo
 }
 
 #define HANDLER(name, type)                                                                  \
-    static int name(struct agent *ag, uint32_t from, const void *req, uint32_t len, void *rsp, \
+    static int name(uint32_t from, const void *req, uint32_t len, void *rsp, \
                     uint32_t *rsp_len)                                                       \
     {                                                                                        \
         return h_dev(type, from, req, len, rsp, rsp_len);                                    \
@@ -342,7 +341,7 @@ HANDLER(h_unmap, MBOX_DEV_UNMAP)
 /* Is rid one of our own adapters' (the requester traffic through an NTB arrives as)? */
 static bool own_adapter_rid(uint32_t rid)
 {
-    const struct fab_host *self = fab_host(F(), D.ag->host);
+    const struct fab_host *self = fab_host(F(), agent.host);
     for (uint32_t i = 0; i < self->nadapters; i++)
         if (fab_adapter(F(), self->adapter_first + i)->rid == rid)
             return true;
@@ -365,14 +364,14 @@ static void inbound_put(struct inbound **pp)
     for (const struct inbound *o = D.inbounds; o && !shared; o = o->next)
         shared = same_inbound(o, i->rid, i->addr, i->size);
     if (!shared)
-        fab_iommu_unmap(F(), D.ag->host, (uint16_t)i->rid, i->addr, i->size);
+        fab_iommu_unmap(F(), agent.host, (uint16_t)i->rid, i->addr, i->size);
     free(i);
 }
 
 /* A peer's request to open (or close) our IOMMU for traffic entering through one of our
  * adapters. Only our adapters' requester IDs and only our RAM: a peer cannot open the IOMMU
  * for anything else, and what it opened goes with it (dev_inbound_host_gone). */
-static int h_inbound(struct agent *ag, uint32_t from, const void *req, uint32_t len, void *rsp,
+static int h_inbound(uint32_t from, const void *req, uint32_t len, void *rsp,
                      uint32_t *rsp_len, bool map)
 {
     (void)rsp;
@@ -381,7 +380,7 @@ static int h_inbound(struct agent *ag, uint32_t from, const void *req, uint32_t 
     if (len < sizeof r)
         return -EINVAL;
     memcpy(&r, req, sizeof r);
-    const struct fab_host *self = fab_host(F(), ag->host);
+    const struct fab_host *self = fab_host(F(), agent.host);
     if (!r.size || (r.addr | r.size) & 4095 || r.addr > self->ram_size ||
         r.size > self->ram_size - r.addr || !own_adapter_rid(r.rid))
         return -EINVAL;
@@ -410,7 +409,7 @@ static int h_inbound(struct agent *ag, uint32_t from, const void *req, uint32_t 
         goto out;
     }
     if (!mapped) {
-        rc = fab_iommu_map(F(), ag->host, (uint16_t)r.rid, r.addr, r.addr, r.size,
+        rc = fab_iommu_map(F(), agent.host, (uint16_t)r.rid, r.addr, r.addr, r.size,
                            FAB_PERM_READ | FAB_PERM_WRITE, 0);
         if (rc) /* -EEXIST: overlaps a different mapping of that requester; refuse */
             goto out;
@@ -418,7 +417,7 @@ static int h_inbound(struct agent *ag, uint32_t from, const void *req, uint32_t 
     mine = calloc(1, sizeof *mine);
     if (!mine) {
         if (!mapped)
-            fab_iommu_unmap(F(), ag->host, (uint16_t)r.rid, r.addr, r.size);
+            fab_iommu_unmap(F(), agent.host, (uint16_t)r.rid, r.addr, r.size);
         rc = -ENOMEM;
         goto out;
     }
@@ -431,16 +430,16 @@ out:
     return rc;
 }
 
-static int h_inbound_map(struct agent *ag, uint32_t from, const void *req, uint32_t len,
+static int h_inbound_map(uint32_t from, const void *req, uint32_t len,
                          void *rsp, uint32_t *rsp_len)
 {
-    return h_inbound(ag, from, req, len, rsp, rsp_len, true);
+    return h_inbound(from, req, len, rsp, rsp_len, true);
 }
 
-static int h_inbound_unmap(struct agent *ag, uint32_t from, const void *req, uint32_t len,
+static int h_inbound_unmap(uint32_t from, const void *req, uint32_t len,
                            void *rsp, uint32_t *rsp_len)
 {
-    return h_inbound(ag, from, req, len, rsp, rsp_len, false);
+    return h_inbound(from, req, len, rsp, rsp_len, false);
 }
 
 /* ---------------------------------------------------------------- borrower */
@@ -452,10 +451,10 @@ static int to_lender(uint32_t type, const struct dev_req *r, struct dev_rsp *out
         return -ENODEV;
     uint32_t lender = FN(r->fn)->host;
     *out = (struct dev_rsp){ .via = -1 };
-    if (lender == D.ag->host)
-        return lender_call(type, D.ag->host, r, out);
+    if (lender == agent.host)
+        return lender_call(type, agent.host, r, out);
     uint32_t got = 0;
-    int rc = mbox_call(D.ag, lender, type, r, sizeof *r, out, sizeof *out, &got, 1000);
+    int rc = mbox_call(lender, type, r, sizeof *r, out, sizeof *out, &got, 1000);
     if (rc == -ENOLINK || rc == -ETIMEDOUT || rc == -ENOTCONN)
         rc = -EHOSTUNREACH;
     return rc;
@@ -471,7 +470,7 @@ int dev_available(int32_t client, uint32_t fn, bool on)
 
 int dev_borrow(int32_t client, uint32_t fn, uint32_t mode, bool persist)
 {
-    struct dev_req r = { .fn = fn, .mode = mode, .boot = atomic_load(&fab_host(F(), D.ag->host)->boot_gen) };
+    struct dev_req r = { .fn = fn, .mode = mode, .boot = atomic_load(&fab_host(F(), agent.host)->boot_gen) };
     struct dev_rsp out;
     int rc = to_lender(MBOX_DEV_BORROW, &r, &out);
     if (rc)
@@ -526,10 +525,10 @@ int dev_unmap(int32_t client, uint32_t fn, uint32_t id)
     int rc = to_lender(MBOX_DEV_UNMAP, &r, &out);
     if (found->rid) {
         struct inbound_req q = { .addr = found->addr, .size = found->size, .rid = found->rid };
-        if (found->target == D.ag->host)
-            fab_iommu_unmap(F(), D.ag->host, (uint16_t)q.rid, q.addr, q.size);
+        if (found->target == agent.host)
+            fab_iommu_unmap(F(), agent.host, (uint16_t)q.rid, q.addr, q.size);
         else
-            mbox_call(D.ag, found->target, MBOX_INBOUND_UNMAP, &q, sizeof q, NULL, 0, NULL, 1000);
+            mbox_call(found->target, MBOX_INBOUND_UNMAP, &q, sizeof q, NULL, 0, NULL, 1000);
     }
     free(found);
     return rc == -ENOENT ? 0 : rc;
@@ -597,11 +596,11 @@ int dev_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_
         if (peer >= 0)
             m->rid = fab_adapter(f, (uint32_t)peer)->rid;
         struct inbound_req q = { .addr = m->addr, .size = m->size, .rid = m->rid };
-        if (target == D.ag->host)
+        if (target == agent.host)
             rc = fab_iommu_map(f, target, (uint16_t)q.rid, q.addr, q.addr, q.size,
                                FAB_PERM_READ | FAB_PERM_WRITE, 0);
         else
-            rc = mbox_call(D.ag, target, MBOX_INBOUND_MAP, &q, sizeof q, NULL, 0, NULL, 1000);
+            rc = mbox_call(target, MBOX_INBOUND_MAP, &q, sizeof q, NULL, 0, NULL, 1000);
         if (rc == -EEXIST)
             rc = 0;
         if (rc) {
@@ -664,7 +663,7 @@ static void *lease_watcher(void *arg)
 {
     (void)arg;
     struct fab *f = F();
-    const struct fab_host *self = fab_host(f, D.ag->host);
+    const struct fab_host *self = fab_host(f, agent.host);
     uint32_t nhosts = f->ctl->nhosts;
     uint32_t *boot = calloc(nhosts, sizeof *boot);
     bool *dead = calloc(nhosts, sizeof *dead);
@@ -678,12 +677,12 @@ static void *lease_watcher(void *arg)
         dead[h] = atomic_load(&fab_host(f, h)->state) == FAB_HOST_DOWN;
     }
     _Atomic uint32_t *seq = &fab_adapter(f, self->adapter_first)->link_seq;
-    while (!atomic_load(&D.ag->stop)) {
+    while (!atomic_load(&agent.stop)) {
         uint32_t now = atomic_load(seq);
         pthread_mutex_lock(&D.lock);
         for (struct lend *l = D.lends, *next; l; l = next) {
             next = l->next;
-            if (l->host != D.ag->host && host_gone(f, l->host, l->boot))
+            if (l->host != agent.host && host_gone(f, l->host, l->boot))
                 lend_drop(l->fn, l->host);
         }
         for (struct inbound **pp = &D.inbounds; *pp;) {
@@ -697,7 +696,7 @@ static void *lease_watcher(void *arg)
         pthread_mutex_unlock(&D.lock);
         /* Memory placed here for a gone host goes too (outside the lock: it notifies). */
         for (uint32_t h = 0; h < nhosts; h++) {
-            if (h == D.ag->host)
+            if (h == agent.host)
                 continue;
             const struct fab_host *hs = fab_host(f, h);
             uint32_t gen = atomic_load(&hs->boot_gen);
@@ -715,9 +714,8 @@ static void *lease_watcher(void *arg)
     return NULL;
 }
 
-int dev_start(struct agent *ag)
+int dev_start(void)
 {
-    D.ag = ag;
     mbox_register(MBOX_DEV_BORROW, h_borrow);
     mbox_register(MBOX_DEV_SHARE, h_share);
     mbox_register(MBOX_DEV_RETURN, h_return);
@@ -728,11 +726,11 @@ int dev_start(struct agent *ag)
     return -pthread_create(&D.watcher, NULL, lease_watcher, NULL);
 }
 
-void dev_stop(struct agent *ag)
+void dev_stop(void)
 {
-    const struct fab_host *self = fab_host(ag->f, ag->host);
+    const struct fab_host *self = fab_host(agent.f, agent.host);
     if (self->nadapters) {
-        _Atomic uint32_t *seq = &fab_adapter(ag->f, self->adapter_first)->link_seq;
+        _Atomic uint32_t *seq = &fab_adapter(agent.f, self->adapter_first)->link_seq;
         atomic_fetch_add(seq, 1);
         fab_futex_wake(seq, 64);
     }

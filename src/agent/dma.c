@@ -20,7 +20,6 @@ static inline void cpu_relax(void)
 }
 
 struct engine {
-    struct agent *ag;
     struct fab_dma_chan *ch;
     pthread_t thread;
 };
@@ -31,19 +30,19 @@ static size_t nengines;
 static void *engine_thread(void *arg)
 {
     struct engine *e = arg;
-    struct fab *f = e->ag->f;
+    struct fab *f = agent.f;
     struct fab_dma_chan *ch = e->ch;
-    while (!atomic_load(&e->ag->stop)) {
+    while (!atomic_load(&agent.stop)) {
         uint64_t tail = atomic_load(&ch->tail);
         while (tail < atomic_load_explicit(&ch->head, memory_order_acquire)) {
             struct fab_dma_desc *d = &ch->ring[tail % FAB_DMA_RING];
             int rc = (atomic_load(&d->flags) & FAB_DMA_CANCEL)
                          ? -ECANCELED
-                         : fab_dev_copy_queued(f, e->ag->host, ch->rid, d->dst, d->src, d->len,
+                         : fab_dev_copy_queued(f, agent.host, ch->rid, d->dst, d->src, d->len,
                                                        d->submitted_ns);
             atomic_store_explicit(&d->status, rc, memory_order_release);
             atomic_store(&ch->tail, ++tail);
-            atomic_fetch_add(&e->ag->dma_done, 1);
+            atomic_fetch_add(&agent.dma_done, 1);
             atomic_fetch_add(&ch->done_seq, 1);
             if (atomic_load(&ch->waiters)) /* the completion interrupt, if anyone sleeps on it */
                 fab_futex_wake(&ch->done_seq, INT_MAX);
@@ -60,17 +59,17 @@ static void *engine_thread(void *arg)
          * wakes us, or we see its descriptor here. */
         uint32_t seq = atomic_load(&ch->submit_seq);
         atomic_store(&ch->engine_idle, 1);
-        if (tail == atomic_load(&ch->head) && !atomic_load(&e->ag->stop))
+        if (tail == atomic_load(&ch->head) && !atomic_load(&agent.stop))
             fab_futex_wait(&ch->submit_seq, seq, -1);
         atomic_store(&ch->engine_idle, 0);
     }
     return NULL;
 }
 
-int dma_start(struct agent *ag)
+int dma_start(void)
 {
-    struct fab *f = ag->f;
-    const struct fab_host *h = fab_host(f, ag->host);
+    struct fab *f = agent.f;
+    const struct fab_host *h = fab_host(f, agent.host);
     size_t total = 0;
     for (uint32_t i = 0; i < h->nadapters; i++)
         total += fab_adapter(f, h->adapter_first + i)->dma_channels;
@@ -81,7 +80,6 @@ int dma_start(struct agent *ag)
         struct fab_adapter *a = fab_adapter(f, h->adapter_first + i);
         for (uint32_t c = 0; c < a->dma_channels; c++) {
             struct engine *e = &engines[nengines];
-            e->ag = ag;
             e->ch = &fab_dma(f, a)[c];
             int rc = pthread_create(&e->thread, NULL, engine_thread, e);
             if (rc)
@@ -92,7 +90,7 @@ int dma_start(struct agent *ag)
     return 0;
 }
 
-void dma_stop(struct agent *ag)
+void dma_stop(void)
 {
     for (size_t i = 0; i < nengines; i++) {
         atomic_fetch_add(&engines[i].ch->submit_seq, 1);

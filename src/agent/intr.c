@@ -27,7 +27,7 @@ static struct aintr *find_intr(uint32_t id)
 /* The page waits in the free list; its generation tells connections it is gone. */
 void aintr_retire(struct aintr *it)
 {
-    struct seg_intr_page *pg = fab_ram(S.ag->f, S.ag->host, it->phys, sizeof *pg);
+    struct seg_intr_page *pg = fab_ram(agent.f, agent.host, it->phys, sizeof *pg);
     if (pg)
         atomic_fetch_add(&pg->gen, 1);
     it->creator = 0;
@@ -54,7 +54,7 @@ int aintr_create(int32_t client, uint32_t id, uint64_t *out_id, uint64_t *phys)
         }
     if (!it) {
         uint64_t p;
-        rc = agent_alloc(S.ag, 4096, 4096, SEG_OWNER, &p);
+        rc = agent_alloc(4096, 4096, SEG_OWNER, &p);
         if (rc || !(it = calloc(1, sizeof *it))) {
             rc = rc ? rc : -ENOMEM;
             goto out;
@@ -62,12 +62,12 @@ int aintr_create(int32_t client, uint32_t id, uint64_t *out_id, uint64_t *phys)
         it->phys = p;
         it->next = S.intrs;
         S.intrs = it;
-        struct fab *f = S.ag->f;
+        struct fab *f = agent.f;
         for (uint32_t i = 0; i < seg_self()->nadapters && seg_self()->iommu; i++)
-            fab_iommu_map(f, S.ag->host, fab_adapter(f, seg_self()->adapter_first + i)->rid, p, p,
+            fab_iommu_map(f, agent.host, fab_adapter(f, seg_self()->adapter_first + i)->rid, p, p,
                           4096, FAB_PERM_READ | FAB_PERM_WRITE, 0);
     }
-    struct seg_intr_page *pg = fab_ram(S.ag->f, S.ag->host, it->phys, sizeof *pg);
+    struct seg_intr_page *pg = fab_ram(agent.f, agent.host, it->phys, sizeof *pg);
     atomic_fetch_add(&pg->gen, 1);
     it->id = id;
     it->creator = client;
@@ -99,7 +99,7 @@ static int intr_lookup(uint32_t id, uint64_t *bus)
     return it ? 0 : -ENOENT;
 }
 
-static int h_intr_connect(struct agent *ag, uint32_t from, const void *req, uint32_t len,
+static int h_intr_connect(uint32_t from, const void *req, uint32_t len,
                           void *rsp, uint32_t *rsp_len)
 {
     struct seg_req r;
@@ -121,14 +121,14 @@ int aintr_connect(uint32_t adapter, uint32_t node, uint32_t id, uint64_t *bus, u
     if (owner < 0)
         return -EHOSTUNREACH;
     *owner_out = (uint64_t)owner;
-    if ((uint32_t)owner == S.ag->host)
+    if ((uint32_t)owner == agent.host)
         return intr_lookup(id, bus);
     if (adapter >= seg_self()->nadapters)
         return -ENODEV;
     struct seg_req q = { .id = id, .from_adapter = seg_self()->adapter_first + adapter };
     struct seg_rsp r;
     uint32_t got = 0;
-    int rc = mbox_call(S.ag, (uint32_t)owner, MBOX_INTR_CONNECT, &q, sizeof q, &r, sizeof r, &got, 1000);
+    int rc = mbox_call((uint32_t)owner, MBOX_INTR_CONNECT, &q, sizeof q, &r, sizeof r, &got, 1000);
     if (rc == -ENOLINK || rc == -ETIMEDOUT || rc == -ENOTCONN)
         return -EHOSTUNREACH;
     if (!rc)

@@ -29,7 +29,7 @@ struct client {
     int32_t pid;
 };
 
-static struct agent ag = { .alloc_lock = PTHREAD_MUTEX_INITIALIZER };
+struct agent agent = { .alloc_lock = PTHREAD_MUTEX_INITIALIZER };
 static size_t nclients;
 
 static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -37,7 +37,7 @@ static void logmsg(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "ntblend-agent[%s/%s]: ", ag.fabric, fab_host(ag.f, ag.host)->name);
+    fprintf(stderr, "ntblend-agent[%s/%s]: ", agent.fabric, fab_host(agent.f, agent.host)->name);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -46,7 +46,7 @@ static void logmsg(const char *fmt, ...)
 static int listen_socket(void)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    int n = snprintf(sa.sun_path, sizeof sa.sun_path, "%s/host%u.sock", ag.f->dir, ag.host);
+    int n = snprintf(sa.sun_path, sizeof sa.sun_path, "%s/host%u.sock", agent.f->dir, agent.host);
     if (n < 0 || (size_t)n >= sizeof sa.sun_path)
         return -ENAMETOOLONG; /* NTBLEND_SHM_DIR too long for a Unix socket path */
     unlink(sa.sun_path);
@@ -73,7 +73,7 @@ static void *peer_ping_thread(void *arg)
     struct peer_ping_job *j = arg;
     struct agent_rsp rsp = { 0 };
     uint64_t rtt = 0;
-    rsp.rc = mbox_ping(&ag, j->peer, &rtt);
+    rsp.rc = mbox_ping(j->peer, &rtt);
     rsp.a = rtt;
     send(j->fd, &rsp, sizeof rsp, MSG_NOSIGNAL);
     close(j->fd);
@@ -84,25 +84,25 @@ static void *peer_ping_thread(void *arg)
 static void serve(struct client *c, const struct agent_req *req)
 {
     struct agent_rsp rsp = { 0 };
-    struct fab_host *h = fab_host(ag.f, ag.host);
+    struct fab_host *h = fab_host(agent.f, agent.host);
     switch (req->op) {
     case AGENT_HELLO:
         rsp.rc = req->a == AGENT_PROTO_VERSION ? 0 : -EPROTO;
-        rsp.a = ag.host;
+        rsp.a = agent.host;
         rsp.b = atomic_load(&h->boot_gen);
         break;
     case AGENT_ALLOC:
-        rsp.rc = agent_alloc(&ag, req->a, req->b, c->pid, &rsp.a);
+        rsp.rc = agent_alloc(req->a, req->b, c->pid, &rsp.a);
         break;
     case AGENT_FREE:
-        rsp.rc = agent_free(&ag, req->a, c->pid);
+        rsp.rc = agent_free(req->a, c->pid);
         break;
     case AGENT_PING:
         rsp.a = (uint64_t)getpid();
         rsp.b = atomic_load(&h->boot_gen);
-        pthread_mutex_lock(&ag.alloc_lock);
-        rsp.c = ag.allocated;
-        pthread_mutex_unlock(&ag.alloc_lock);
+        pthread_mutex_lock(&agent.alloc_lock);
+        rsp.c = agent.allocated;
+        pthread_mutex_unlock(&agent.alloc_lock);
         break;
     case AGENT_PEER_PING: {
         struct peer_ping_job *j = malloc(sizeof *j);
@@ -121,8 +121,8 @@ static void serve(struct client *c, const struct agent_req *req)
     }
     case AGENT_STATS:
         rsp.a = nclients;
-        rsp.b = atomic_load(&ag.mbox_handled);
-        rsp.c = atomic_load(&ag.dma_done);
+        rsp.b = atomic_load(&agent.mbox_handled);
+        rsp.c = atomic_load(&agent.dma_done);
         break;
     case AGENT_SEG_CREATE:
         rsp.rc = aseg_create(c->pid, (uint32_t)req->a, req->b, req->c, &rsp.a, &rsp.b, &rsp.c);
@@ -189,8 +189,8 @@ static void release_client(struct client *c)
     close(c->fd);
     dev_client_gone(c->pid);
     aseg_client_gone(c->pid); /* before its memory goes: segments outlive it if connected */
-    agent_free_owner(&ag, c->pid);
-    fab_reap_owner(ag.f, c->pid);
+    agent_free_owner(c->pid);
+    fab_reap_owner(agent.f, c->pid);
 }
 
 static int usage(FILE *to, int rc)
@@ -220,15 +220,15 @@ int main(int argc, char **argv)
     }
     if (host < 0)
         return usage(stderr, 2);
-    ag.fabric = fab_name_resolve(fabric);
-    int rc = fab_attach(ag.fabric, (int)host, &ag.f);
+    agent.fabric = fab_name_resolve(fabric);
+    int rc = fab_attach(agent.fabric, (int)host, &agent.f);
     if (rc) {
-        fprintf(stderr, "ntblend-agent: cannot attach to fabric '%s' host %ld: %s\n", ag.fabric,
+        fprintf(stderr, "ntblend-agent: cannot attach to fabric '%s' host %ld: %s\n", agent.fabric,
                 host, strerror(-rc));
         return 1;
     }
-    ag.host = (uint32_t)host;
-    struct fab_host *h = fab_host(ag.f, ag.host);
+    agent.host = (uint32_t)host;
+    struct fab_host *h = fab_host(agent.f, agent.host);
 
     sigset_t set;
     sigemptyset(&set);
@@ -241,19 +241,19 @@ int main(int argc, char **argv)
         logmsg("cannot create the control socket: %s", strerror(lfd < 0 ? -lfd : errno));
         return 1;
     }
-    if ((rc = mbox_start(&ag)) || (rc = dma_start(&ag)) || (rc = aseg_start(&ag)) ||
-        (rc = dev_start(&ag)) ||
-        (rc = models_start(ag.f, ag.host))) {
+    if ((rc = mbox_start()) || (rc = dma_start()) || (rc = aseg_start()) ||
+        (rc = dev_start()) ||
+        (rc = models_start(agent.f, agent.host))) {
         logmsg("cannot start: %s", strerror(-rc));
         return 1;
     }
     atomic_store(&h->agent_pid, getpid());
-    fab_host_set_state(ag.f, ag.host, FAB_HOST_UP);
+    fab_host_set_state(agent.f, agent.host, FAB_HOST_UP);
 
     static struct pollfd pfd[MAX_CLIENTS + 2];
     static struct client cl[MAX_CLIENTS];
     size_t ncl = 0;
-    while (!atomic_load(&ag.stop)) {
+    while (!atomic_load(&agent.stop)) {
         pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
         pfd[1] = (struct pollfd){ .fd = lfd, .events = POLLIN };
         for (size_t i = 0; i < ncl; i++)
@@ -302,17 +302,17 @@ int main(int argc, char **argv)
                 cl[ncl++] = (struct client){ .fd = fd, .pid = cred.pid };
         }
     }
-    atomic_store(&ag.stop, 1);
-    fab_host_set_state(ag.f, ag.host, FAB_HOST_DOWN);
+    atomic_store(&agent.stop, 1);
+    fab_host_set_state(agent.f, agent.host, FAB_HOST_DOWN);
     atomic_store(&h->agent_pid, 0);
     models_stop();
-    dev_stop(&ag);
-    aseg_stop(&ag);
-    mbox_stop(&ag);
-    dma_stop(&ag);
+    dev_stop();
+    aseg_stop();
+    mbox_stop();
+    dma_stop();
     char path[192];
-    snprintf(path, sizeof path, "%s/host%u.sock", ag.f->dir, ag.host);
+    snprintf(path, sizeof path, "%s/host%u.sock", agent.f->dir, agent.host);
     unlink(path);
-    fab_detach(ag.f);
+    fab_detach(agent.f);
     return 0;
 }

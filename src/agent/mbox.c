@@ -50,7 +50,6 @@ struct mbox_peer {
 };
 
 static struct {
-    struct agent *ag;
     struct mbox_peer *peers;
     pthread_t thread;
     pthread_mutex_t lock;
@@ -60,7 +59,7 @@ static struct {
 
 static struct mbox_slot *local_slot(uint32_t sender)
 {
-    return fab_ram(mb.ag->f, mb.ag->host, (uint64_t)sender * FAB_MBOX_SLOT, FAB_MBOX_SLOT);
+    return fab_ram(agent.f, agent.host, (uint64_t)sender * FAB_MBOX_SLOT, FAB_MBOX_SLOT);
 }
 
 /* Find our port that reaches `peer` directly and set up the window onto its mailbox. */
@@ -68,13 +67,13 @@ static int peer_route_locked(uint32_t peer, struct mbox_peer *p)
 {
     if (p->lut >= 0)
         return 0;
-    struct fab *f = mb.ag->f;
+    struct fab *f = agent.f;
     uint32_t peer_ai;
-    int ai = fab_adapter_toward(f, mb.ag->host, peer, &peer_ai);
+    int ai = fab_adapter_toward(f, agent.host, peer, &peer_ai);
     if (ai < 0)
         return -ENOTCONN;
     struct fab_window w;
-    int rc = fab_window_map(f, (uint32_t)ai, peer, (uint64_t)mb.ag->host * FAB_MBOX_SLOT,
+    int rc = fab_window_map(f, (uint32_t)ai, peer, (uint64_t)agent.host * FAB_MBOX_SLOT,
                             FAB_MBOX_SLOT, 0, FAB_LUT_AGENT, &w);
     if (rc)
         return rc;
@@ -97,23 +96,23 @@ static int peer_route(uint32_t peer, struct mbox_peer *p)
 static int post(uint32_t peer, struct mbox_peer *p, size_t half_off, uint32_t seq,
                 const void *data, uint32_t len)
 {
-    struct fab *f = mb.ag->f;
+    struct fab *f = agent.f;
     uint64_t at = p->window + half_off;
-    int rc = fab_dev_write(f, mb.ag->host, FAB_RID_CPU, at + offsetof(struct mbox_half, data),
+    int rc = fab_dev_write(f, agent.host, FAB_RID_CPU, at + offsetof(struct mbox_half, data),
                            data, len);
     if (!rc)
-        rc = fab_dev_write(f, mb.ag->host, FAB_RID_CPU, at + offsetof(struct mbox_half, len),
+        rc = fab_dev_write(f, agent.host, FAB_RID_CPU, at + offsetof(struct mbox_half, len),
                            &len, sizeof len);
     atomic_thread_fence(memory_order_release);
     if (!rc)
-        rc = fab_dev_write(f, mb.ag->host, FAB_RID_CPU, at, &seq, sizeof seq);
+        rc = fab_dev_write(f, agent.host, FAB_RID_CPU, at, &seq, sizeof seq);
     if (!rc)
         rc = fab_db_ring(f, (uint32_t)p->adapter, (uint32_t)p->peer_adapter,
                          fab_agent_bit(fab_adapter(f, (uint32_t)p->peer_adapter)));
     return rc;
 }
 
-static int ping_handler(struct agent *ag, uint32_t from, const void *req, uint32_t len,
+static int ping_handler(uint32_t from, const void *req, uint32_t len,
                         void *rsp, uint32_t *rsp_len)
 {
     *rsp_len = 0;
@@ -133,7 +132,7 @@ static void handle_request(uint32_t sender, struct mbox_peer *p, struct mbox_slo
     static uint8_t msg[MBOX_DATA], out[MBOX_DATA]; /* only the mailbox thread gets here */
     memcpy(msg, s->req.data, len);
     p->req_seen = seq;
-    atomic_fetch_add(&mb.ag->mbox_handled, 1);
+    atomic_fetch_add(&agent.mbox_handled, 1);
     struct mbox_hdr in = { 0 }, *reply = (struct mbox_hdr *)out;
     uint32_t rsp_len = 0;
     if (len >= sizeof in)
@@ -142,7 +141,7 @@ static void handle_request(uint32_t sender, struct mbox_peer *p, struct mbox_slo
     if (len < sizeof in || in.type >= MBOX_TYPES || !handlers[in.type])
         reply->rc = -EOPNOTSUPP;
     else
-        reply->rc = handlers[in.type](mb.ag, sender, msg + sizeof in, len - (uint32_t)sizeof in,
+        reply->rc = handlers[in.type](sender, msg + sizeof in, len - (uint32_t)sizeof in,
                                       out + sizeof *reply, &rsp_len);
     if (rsp_len > MBOX_MAX_PAYLOAD)
         rsp_len = 0;
@@ -153,10 +152,10 @@ static void handle_request(uint32_t sender, struct mbox_peer *p, struct mbox_slo
 
 static void *mbox_thread(void *arg)
 {
-    struct fab *f = mb.ag->f;
-    struct fab_host *h = fab_host(f, mb.ag->host);
+    struct fab *f = agent.f;
+    struct fab_host *h = fab_host(f, agent.host);
     uint32_t n = f->ctl->nhosts;
-    while (!atomic_load(&mb.ag->stop)) {
+    while (!atomic_load(&agent.stop)) {
         uint32_t wake = atomic_load(&h->agent_wake);
         /* Acknowledge the doorbell bit on every port before scanning, so a ring that arrives
          * during the scan is not lost. */
@@ -166,7 +165,7 @@ static void *mbox_thread(void *arg)
         }
         bool got_rsp = false;
         for (uint32_t s = 0; s < n; s++) {
-            if (s == mb.ag->host)
+            if (s == agent.host)
                 continue;
             struct mbox_slot *slot = local_slot(s);
             struct mbox_peer *p = &mb.peers[s];
@@ -185,10 +184,10 @@ static void *mbox_thread(void *arg)
     return NULL;
 }
 
-int mbox_call(struct agent *ag, uint32_t peer, uint32_t type, const void *req, uint32_t len,
+int mbox_call(uint32_t peer, uint32_t type, const void *req, uint32_t len,
               void *rsp, uint32_t rsp_max, uint32_t *rsp_len, int timeout_ms)
 {
-    if (peer >= ag->f->ctl->nhosts || peer == ag->host || len > MBOX_MAX_PAYLOAD)
+    if (peer >= agent.f->ctl->nhosts || peer == agent.host || len > MBOX_MAX_PAYLOAD)
         return -EINVAL;
     struct mbox_peer *p = &mb.peers[peer];
     static _Thread_local uint8_t msg[MBOX_DATA];
@@ -199,7 +198,7 @@ int mbox_call(struct agent *ag, uint32_t peer, uint32_t type, const void *req, u
     pthread_mutex_lock(&p->call_lock);
     int rc = peer_route(peer, p);
     uint32_t seq = ++p->next_seq;
-    if (!rc && !fab_path_up(ag->f, (uint32_t)p->adapter, (uint32_t)p->peer_adapter, NULL))
+    if (!rc && !fab_path_up(agent.f, (uint32_t)p->adapter, (uint32_t)p->peer_adapter, NULL))
         rc = -ENOLINK;
     if (!rc)
         rc = post(peer, p, offsetof(struct mbox_slot, req), seq, msg, (uint32_t)sizeof hdr + len);
@@ -237,18 +236,17 @@ int mbox_call(struct agent *ag, uint32_t peer, uint32_t type, const void *req, u
     return rc;
 }
 
-int mbox_ping(struct agent *ag, uint32_t peer, uint64_t *rtt_ns)
+int mbox_ping(uint32_t peer, uint64_t *rtt_ns)
 {
     uint64_t t0 = fab_now_ns();
-    int rc = mbox_call(ag, peer, MBOX_PING, NULL, 0, NULL, 0, NULL, 1000);
+    int rc = mbox_call(peer, MBOX_PING, NULL, 0, NULL, 0, NULL, 1000);
     *rtt_ns = fab_now_ns() - t0;
     return rc;
 }
 
-int mbox_start(struct agent *ag)
+int mbox_start(void)
 {
-    struct fab *f = ag->f;
-    mb.ag = ag;
+    struct fab *f = agent.f;
     mbox_register(MBOX_PING, ping_handler);
     mb.peers = calloc(f->ctl->nhosts, sizeof *mb.peers);
     if (!mb.peers)
@@ -268,10 +266,10 @@ int mbox_start(struct agent *ag)
     pthread_condattr_init(&ca);
     pthread_cond_init(&mb.cond, &ca);
     /* Inbound NTB traffic reaches our mailboxes through the IOMMU when it is on. */
-    struct fab_host *h = fab_host(f, ag->host);
+    struct fab_host *h = fab_host(f, agent.host);
     if (h->iommu)
         for (uint32_t i = 0; i < h->nadapters; i++) {
-            int rc = fab_iommu_map(f, ag->host, fab_adapter(f, h->adapter_first + i)->rid, 0, 0,
+            int rc = fab_iommu_map(f, agent.host, fab_adapter(f, h->adapter_first + i)->rid, 0, 0,
                                    FAB_MBOX_SIZE, FAB_PERM_READ | FAB_PERM_WRITE, 0);
             if (rc && rc != -EEXIST)
                 return rc;
@@ -279,9 +277,9 @@ int mbox_start(struct agent *ag)
     return -pthread_create(&mb.thread, NULL, mbox_thread, NULL);
 }
 
-void mbox_stop(struct agent *ag)
+void mbox_stop(void)
 {
-    struct fab_host *h = fab_host(ag->f, ag->host);
+    struct fab_host *h = fab_host(agent.f, agent.host);
     atomic_fetch_add(&h->agent_wake, 1);
     fab_futex_wake(&h->agent_wake, 1);
     pthread_join(mb.thread, NULL);

@@ -28,7 +28,7 @@ struct seg_for { /* MBOX_SEG_CREATE_FOR / MBOX_SEG_REMOVE_FOR */
     uint32_t id;
 };
 
-static int h_seg_create_for(struct agent *ag, uint32_t from, const void *req, uint32_t len,
+static int h_seg_create_for(uint32_t from, const void *req, uint32_t len,
                             void *rsp, uint32_t *rsp_len)
 {
     struct seg_for r;
@@ -36,7 +36,7 @@ static int h_seg_create_for(struct agent *ag, uint32_t from, const void *req, ui
         return -EINVAL;
     memcpy(&r, req, sizeof r);
     /* Available on whichever of our adapters faces the requester. */
-    int ai = fab_adapter_toward(ag->f, ag->host, from, NULL);
+    int ai = fab_adapter_toward(agent.f, agent.host, from, NULL);
     if (ai < 0)
         return ai;
     int via = ai - (int)seg_self()->adapter_first;
@@ -57,7 +57,7 @@ static int h_seg_create_for(struct agent *ag, uint32_t from, const void *req, ui
     return 0;
 }
 
-static int h_seg_remove_for(struct agent *ag, uint32_t from, const void *req, uint32_t len,
+static int h_seg_remove_for(uint32_t from, const void *req, uint32_t len,
                             void *rsp, uint32_t *rsp_len)
 {
     struct seg_for r;
@@ -79,18 +79,18 @@ static int h_seg_remove_for(struct agent *ag, uint32_t from, const void *req, ui
 
 int aseg_alloc_at(int32_t client, uint32_t host, uint64_t size, uint64_t *id)
 {
-    if (host >= S.ag->f->ctl->nhosts || host == S.ag->host || !size)
+    if (host >= agent.f->ctl->nhosts || host == agent.host || !size)
         return -EINVAL;
     struct seg_for q = { .size = size }, out;
     uint32_t got = 0;
-    int rc = mbox_call(S.ag, host, MBOX_SEG_CREATE_FOR, &q, sizeof q, &out, sizeof out, &got, 1000);
+    int rc = mbox_call(host, MBOX_SEG_CREATE_FOR, &q, sizeof q, &out, sizeof out, &got, 1000);
     if (rc == -ENOLINK || rc == -ETIMEDOUT || rc == -ENOTCONN)
         rc = -EHOSTUNREACH;
     if (rc)
         return rc;
     struct placed *p = calloc(1, sizeof *p);
     if (!p) {
-        mbox_call(S.ag, host, MBOX_SEG_REMOVE_FOR, &out, sizeof out, NULL, 0, NULL, 1000);
+        mbox_call(host, MBOX_SEG_REMOVE_FOR, &out, sizeof out, NULL, 0, NULL, 1000);
         return -ENOMEM;
     }
     pthread_mutex_lock(&S.lock);
@@ -116,7 +116,7 @@ int aseg_free_at(int32_t client, uint32_t host, uint32_t id)
         return -ENOENT;
     free(found);
     struct seg_for q = { .id = id };
-    int rc = mbox_call(S.ag, host, MBOX_SEG_REMOVE_FOR, &q, sizeof q, NULL, 0, NULL, 1000);
+    int rc = mbox_call(host, MBOX_SEG_REMOVE_FOR, &q, sizeof q, NULL, 0, NULL, 1000);
     return rc == -ENOLINK || rc == -ETIMEDOUT ? 0 : rc; /* it goes when our borrows end */
 }
 

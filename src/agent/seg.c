@@ -20,13 +20,13 @@
 
 struct seg_table S = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-struct fab_host *seg_self(void) { return fab_host(S.ag->f, S.ag->host); }
+struct fab_host *seg_self(void) { return fab_host(agent.f, agent.host); }
 
 /* Host index of a node id, or -1. */
 int seg_host_of_node(uint32_t node)
 {
-    for (uint32_t h = 0; h < S.ag->f->ctl->nhosts; h++)
-        if (fab_host(S.ag->f, h)->node_id == node)
+    for (uint32_t h = 0; h < agent.f->ctl->nhosts; h++)
+        if (fab_host(agent.f, h)->node_id == node)
             return (int)h;
     return -1;
 }
@@ -42,7 +42,7 @@ struct aseg *seg_find(uint32_t id)
 /* Our adapter (index on host) whose peer is the given global adapter, or -1. */
 int seg_adapter_facing(uint32_t remote_adapter)
 {
-    struct fab *f = S.ag->f;
+    struct fab *f = agent.f;
     for (uint32_t i = 0; i < seg_self()->nadapters; i++)
         if (fab_peer_index(f, seg_self()->adapter_first + i, remote_adapter) >= 0)
             return (int)i;
@@ -53,7 +53,7 @@ int seg_adapter_facing(uint32_t remote_adapter)
  * onto it would also expose its neighbours. */
 uint64_t seg_granule(void)
 {
-    struct fab *f = S.ag->f;
+    struct fab *f = agent.f;
     uint64_t g = 4096;
     for (uint32_t i = 0; i < seg_self()->nadapters; i++) {
         const struct fab_adapter *a = fab_adapter(f, seg_self()->adapter_first + i);
@@ -66,15 +66,15 @@ uint64_t seg_granule(void)
 
 static void seg_free_memory(struct aseg *s)
 {
-    struct fab *f = S.ag->f;
+    struct fab *f = agent.f;
     for (uint32_t i = 0; i < seg_self()->nadapters; i++) {
         const struct fab_adapter *a = fab_adapter(f, seg_self()->adapter_first + i);
         if (s->iommu_mapped & (1ull << i))
-            fab_iommu_unmap(f, S.ag->host, a->rid, s->phys, s->size);
+            fab_iommu_unmap(f, agent.host, a->rid, s->phys, s->size);
         if (seg_self()->iommu && a->dma_channels)
-            fab_iommu_unmap(f, S.ag->host, fab_dma_rid(a->index_on_host), s->phys, s->size);
+            fab_iommu_unmap(f, agent.host, fab_dma_rid(a->index_on_host), s->phys, s->size);
     }
-    agent_free(S.ag, s->phys, SEG_OWNER);
+    agent_free(s->phys, SEG_OWNER);
 }
 
 /* Drop a removed segment whose last connection is gone. Called with the lock held. */
@@ -96,7 +96,7 @@ void seg_reap(void)
 
 void seg_post_event(uint64_t event_phys, uint32_t ev)
 {
-    struct seg_event_word *w = fab_ram(S.ag->f, S.ag->host, event_phys, sizeof *w);
+    struct seg_event_word *w = fab_ram(agent.f, agent.host, event_phys, sizeof *w);
     if (!w)
         return;
     if (ev == SEG_EVENT_LOST || ev == SEG_EVENT_RESTORED)
@@ -119,20 +119,20 @@ static void notify_connections(struct aseg *s, uint32_t ev)
     for (struct conn_in *c = S.in; c; c = c->next) {
         if (c->seg != s)
             continue;
-        if (c->from_host != S.ag->host) {
+        if (c->from_host != agent.host) {
             if (n < 256)
                 to[n++] = (typeof(to[0])){ c->from_host, c->conn_id };
             continue;
         }
         /* A process on this host: no mailbox to go through, its event word is ours. */
         for (struct conn_out *o = S.out; o; o = o->next)
-            if (o->owner_host == S.ag->host && o->conn_id == c->conn_id)
+            if (o->owner_host == agent.host && o->conn_id == c->conn_id)
                 seg_post_event(o->event_phys, ev);
     }
     pthread_mutex_unlock(&S.lock);
     for (size_t i = 0; i < n; i++) {
         struct seg_note note = { .conn_id = to[i].conn, .event = ev };
-        mbox_call(S.ag, to[i].host, MBOX_SEG_NOTIFY, &note, sizeof note, NULL, 0, NULL,
+        mbox_call(to[i].host, MBOX_SEG_NOTIFY, &note, sizeof note, NULL, 0, NULL,
                   NOTIFY_TIMEOUT_MS);
     }
 }
@@ -157,16 +157,16 @@ int aseg_create(int32_t client, uint32_t id, uint64_t size, uint64_t attach, uin
     uint64_t len = (size + g - 1) & ~(g - 1);
     if (attach) {
         /* The process hands one of its own allocations over to the segment. */
-        rc = agent_retag(S.ag, attach, size, client, SEG_OWNER, &len);
+        rc = agent_retag(attach, size, client, SEG_OWNER, &len);
         p = attach;
     } else {
-        rc = agent_alloc(S.ag, len, g, SEG_OWNER, &p);
+        rc = agent_alloc(len, g, SEG_OWNER, &p);
     }
     if (rc)
         goto out;
     struct aseg *s = calloc(1, sizeof *s);
     if (!s) {
-        agent_free(S.ag, p, SEG_OWNER);
+        agent_free(p, SEG_OWNER);
         rc = -ENOMEM;
         goto out;
     }
@@ -174,11 +174,11 @@ int aseg_create(int32_t client, uint32_t id, uint64_t size, uint64_t attach, uin
                         .creator = client };
     S.segs = s;
     /* The adapters' DMA engines reach local segments through the IOMMU when it is on. */
-    struct fab *f = S.ag->f;
+    struct fab *f = agent.f;
     for (uint32_t i = 0; i < seg_self()->nadapters && seg_self()->iommu; i++) {
         const struct fab_adapter *a = fab_adapter(f, seg_self()->adapter_first + i);
         if (a->dma_channels)
-            fab_iommu_map(f, S.ag->host, fab_dma_rid(a->index_on_host), p, p, len,
+            fab_iommu_map(f, agent.host, fab_dma_rid(a->index_on_host), p, p, len,
                           FAB_PERM_READ | FAB_PERM_WRITE, 0);
     }
     *out_id = id;
@@ -260,10 +260,10 @@ static int accept_connection(uint32_t id, uint32_t from_host, uint32_t from_boot
         return -ECONNREFUSED;
     if (via < 0 && !s->available)
         return -ECONNREFUSED;
-    struct fab *f = S.ag->f;
+    struct fab *f = agent.f;
     if (via >= 0 && seg_self()->iommu && !(s->iommu_mapped & (1ull << via))) {
         /* Inbound NTB traffic carries the adapter's requester ID: map the segment there. */
-        int rc = fab_iommu_map(f, S.ag->host, fab_adapter(f, seg_self()->adapter_first + (uint32_t)via)->rid,
+        int rc = fab_iommu_map(f, agent.host, fab_adapter(f, seg_self()->adapter_first + (uint32_t)via)->rid,
                                s->phys, s->phys, s->size, FAB_PERM_READ | FAB_PERM_WRITE, 0);
         if (rc && rc != -EEXIST)
             return rc;
@@ -296,7 +296,7 @@ static int drop_connection(uint32_t from_host, uint32_t conn_id)
     return -ENOENT;
 }
 
-static int h_seg_connect(struct agent *ag, uint32_t from, const void *req, uint32_t len,
+static int h_seg_connect(uint32_t from, const void *req, uint32_t len,
                          void *rsp, uint32_t *rsp_len)
 {
     struct seg_req r;
@@ -317,7 +317,7 @@ static int h_seg_connect(struct agent *ag, uint32_t from, const void *req, uint3
     return rc;
 }
 
-static int h_seg_disconnect(struct agent *ag, uint32_t from, const void *req, uint32_t len,
+static int h_seg_disconnect(uint32_t from, const void *req, uint32_t len,
                             void *rsp, uint32_t *rsp_len)
 {
     struct seg_note n;
@@ -332,7 +332,7 @@ static int h_seg_disconnect(struct agent *ag, uint32_t from, const void *req, ui
 
 /* ---------------------------------------------------------------- connector side */
 
-static int h_seg_notify(struct agent *ag, uint32_t from, const void *req, uint32_t len,
+static int h_seg_notify(uint32_t from, const void *req, uint32_t len,
                         void *rsp, uint32_t *rsp_len)
 {
     struct seg_note n;
@@ -353,18 +353,18 @@ static int h_seg_notify(struct agent *ag, uint32_t from, const void *req, uint32
 int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
                  uint64_t event_phys, uint64_t *bus, uint64_t *size, uint64_t *conn)
 {
-    struct fab *f = S.ag->f;
+    struct fab *f = agent.f;
     int owner = seg_host_of_node(node);
     if (owner < 0)
         return -EHOSTUNREACH;
-    if (!fab_ram(f, S.ag->host, event_phys, sizeof(struct seg_event_word)))
+    if (!fab_ram(f, agent.host, event_phys, sizeof(struct seg_event_word)))
         return -EINVAL;
     struct seg_rsp r;
     int rc;
     uint32_t ai = 0, peer = 0;
-    if ((uint32_t)owner == S.ag->host) {
+    if ((uint32_t)owner == agent.host) {
         pthread_mutex_lock(&S.lock);
-        rc = accept_connection(id, S.ag->host, atomic_load(&seg_self()->boot_gen), -1, &r);
+        rc = accept_connection(id, agent.host, atomic_load(&seg_self()->boot_gen), -1, &r);
         pthread_mutex_unlock(&S.lock);
     } else {
         if (adapter >= seg_self()->nadapters)
@@ -376,7 +376,7 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
         peer = (uint32_t)p;
         struct seg_req q = { .id = id, .from_adapter = ai, .boot_gen = atomic_load(&seg_self()->boot_gen) };
         uint32_t got = 0;
-        rc = mbox_call(S.ag, (uint32_t)owner, MBOX_SEG_CONNECT, &q, sizeof q, &r, sizeof r, &got, 1000);
+        rc = mbox_call((uint32_t)owner, MBOX_SEG_CONNECT, &q, sizeof q, &r, sizeof r, &got, 1000);
         if (!rc && got != sizeof r)
             rc = -EPROTO;
         if (rc == -ENOLINK || rc == -ETIMEDOUT || rc == -ENOTCONN)
@@ -389,7 +389,7 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
         return -ENOMEM; /* the owner keeps a connection it will drop when we reboot */
     *c = (struct conn_out){ .owner_host = (uint32_t)owner, .conn_id = r.conn_id, .client = client,
                             .event_phys = event_phys, .adapter = ai, .peer_adapter = peer };
-    struct seg_event_word *w = fab_ram(f, S.ag->host, event_phys, sizeof *w);
+    struct seg_event_word *w = fab_ram(f, agent.host, event_phys, sizeof *w);
     atomic_store(&w->state, SEG_EVENT_AVAILABLE);
     pthread_mutex_lock(&S.lock);
     c->next = S.out;
@@ -412,13 +412,13 @@ int aseg_disconnect(int32_t client, uint32_t owner, uint32_t conn_id)
             break;
         }
     int rc = found ? 0 : -ENOENT;
-    if (found && owner == S.ag->host)
+    if (found && owner == agent.host)
         drop_connection(owner, conn_id);
     pthread_mutex_unlock(&S.lock);
-    if (found && owner != S.ag->host) {
+    if (found && owner != agent.host) {
         struct seg_note n = { .conn_id = conn_id };
         /* If the owner cannot be told now, it drops the connection when we reboot. */
-        mbox_call(S.ag, owner, MBOX_SEG_DISCONNECT, &n, sizeof n, NULL, 0, NULL, NOTIFY_TIMEOUT_MS);
+        mbox_call(owner, MBOX_SEG_DISCONNECT, &n, sizeof n, NULL, 0, NULL, NOTIFY_TIMEOUT_MS);
     }
     free(found);
     return rc;
@@ -471,15 +471,15 @@ void aseg_client_gone(int32_t client)
  * forget connections from hosts that rebooted (their windows were reset with them). */
 static void *link_watcher(void *arg)
 {
-    struct fab *f = S.ag->f;
+    struct fab *f = agent.f;
     if (!seg_self()->nadapters)
         return NULL;
     _Atomic uint32_t *seq = &fab_adapter(f, seg_self()->adapter_first)->link_seq;
-    while (!atomic_load(&S.ag->stop)) {
+    while (!atomic_load(&agent.stop)) {
         uint32_t now = atomic_load(seq);
         pthread_mutex_lock(&S.lock);
         for (struct conn_out *c = S.out; c; c = c->next) {
-            if (c->owner_host == S.ag->host)
+            if (c->owner_host == agent.host)
                 continue;
             bool up = fab_path_up(f, c->adapter, c->peer_adapter, NULL);
             if (up == c->lost) {
@@ -490,7 +490,7 @@ static void *link_watcher(void *arg)
         for (struct conn_in *c = S.in, *next; c; c = next) {
             next = c->next;
             struct fab_host *h = fab_host(f, c->from_host);
-            if (c->from_host != S.ag->host &&
+            if (c->from_host != agent.host &&
                 (atomic_load(&h->state) == FAB_HOST_DOWN || atomic_load(&h->boot_gen) != c->from_boot))
                 drop_connection(c->from_host, c->conn_id);
         }
@@ -500,9 +500,8 @@ static void *link_watcher(void *arg)
     return NULL;
 }
 
-int aseg_start(struct agent *ag)
+int aseg_start(void)
 {
-    S.ag = ag;
     mbox_register(MBOX_SEG_CONNECT, h_seg_connect);
     mbox_register(MBOX_SEG_DISCONNECT, h_seg_disconnect);
     mbox_register(MBOX_SEG_NOTIFY, h_seg_notify);
@@ -511,11 +510,11 @@ int aseg_start(struct agent *ag)
     return -pthread_create(&S.watcher, NULL, link_watcher, NULL);
 }
 
-void aseg_stop(struct agent *ag)
+void aseg_stop(void)
 {
-    if (!fab_host(ag->f, ag->host)->nadapters)
+    if (!fab_host(agent.f, agent.host)->nadapters)
         return;
-    _Atomic uint32_t *seq = &fab_adapter(ag->f, fab_host(ag->f, ag->host)->adapter_first)->link_seq;
+    _Atomic uint32_t *seq = &fab_adapter(agent.f, fab_host(agent.f, agent.host)->adapter_first)->link_seq;
     atomic_fetch_add(seq, 1);
     fab_futex_wake(seq, INT_MAX);
     pthread_join(S.watcher, NULL);

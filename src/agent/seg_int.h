@@ -61,7 +61,6 @@ struct seg_note { /* MBOX_SEG_DISCONNECT, MBOX_SEG_NOTIFY */
 #define FOR_HOST(h) (-100 - (int32_t)(h))
 
 struct seg_table {
-    struct agent *ag;
     pthread_mutex_t lock;
     struct aseg *segs;
     struct conn_in *in;

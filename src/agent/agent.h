@@ -1,7 +1,9 @@
 /*
- * A host agent: one process per emulated host. It owns the host's physical-memory allocator,
- * runs the adapters' DMA engines, and talks to other hosts' agents only through the NTB
- * (mailboxes in reserved RAM reached through LUT windows, plus a doorbell bit).
+ * A host agent: one process per emulated host. It owns the host's physical-memory allocator
+ * (mem.c), runs the adapters' DMA engines (dma.c), keeps the host's segments, interrupts and
+ * placed segments (seg.c, intr.c, place.c), lends and borrows devices (lend.c), and talks to
+ * other hosts' agents only through the NTB (mbox.c: mailboxes in reserved RAM reached through
+ * LUT windows, plus a doorbell bit). main.c serves the control socket.
  */
 #ifndef NTBLEND_AGENT_H
 #define NTBLEND_AGENT_H
@@ -27,19 +29,49 @@ struct agent {
 /* The agent of this process (there is one per process: one emulated host). */
 extern struct agent agent;
 
-/* ---- memory (alloc.c) ---- */
-int agent_alloc(uint64_t size, uint64_t align, int32_t owner, uint64_t *phys);
-int agent_free(uint64_t phys, int32_t owner);
-void agent_free_owner(int32_t owner);
-/* Hand the block that holds [phys, phys+size) from one owner to another; *len = its size. */
-int agent_retag(uint64_t phys, uint64_t size, int32_t from, int32_t to,
-                uint64_t *len);
+/*
+ * Threads. The main thread serves the control socket: every function below that takes a
+ * `client` (the pid of the process it acts for) runs there, one request at a time. The
+ * mailbox thread (mbox.c) runs the handlers of other agents' requests; a handler must not
+ * call mbox_call (the answer it would wait for arrives on its own thread). Each module with a
+ * *_start also runs a watcher thread that reacts to link and host changes. Module state is
+ * guarded by the module's own lock, so these functions may be called from any of those
+ * threads unless a comment says otherwise; *_start and *_stop only from the main thread.
+ */
+
+/* ---- memory (mem.c) ---- */
+
+/**
+ * amem_alloc() - allocate DMA-able memory of this host
+ * @size: bytes, rounded up to 4 KiB
+ * @align: power of two, at least 4096
+ * @owner: pid of the client, or a tag (segments, placement) the block belongs to
+ * @phys: the block's physical address in the host's RAM
+ *
+ * Memory below FAB_MBOX_SIZE (the agents' mailboxes) is never handed out; blocks come zeroed.
+ * Return: 0, -EINVAL for a bad size or alignment, -ENOMEM.
+ */
+int amem_alloc(uint64_t size, uint64_t align, int32_t owner, uint64_t *phys);
+/**
+ * amem_free() - free the block that starts at @phys
+ * Return: 0, -ENOENT (no such block), -EPERM (it belongs to another owner).
+ */
+int amem_free(uint64_t phys, int32_t owner);
+/** amem_free_owner() - free every block of @owner (a client hung up). */
+void amem_free_owner(int32_t owner);
+/**
+ * amem_retag() - hand the block that holds [@phys, @phys+@size) from one owner to another
+ * @len: the block's size
+ * Return: 0, -ENOENT, -EPERM (not @from's), -EINVAL (not a whole block).
+ */
+int amem_retag(uint64_t phys, uint64_t size, int32_t from, int32_t to, uint64_t *len);
 
 /* ---- mailboxes over the NTB (mbox.c) ---- */
+
+/** mbox_start() - map the mailbox area, start the mailbox thread. 0 or -errno. */
 int mbox_start(void);
 void mbox_stop(void);
-/* Requests agents send each other. A handler runs on the mailbox thread: it must not call
- * mbox_call itself. It fills up to MBOX_MAX_PAYLOAD bytes of reply. */
+/* Requests agents send each other. */
 enum mbox_type {
     MBOX_PING = 1,
     MBOX_SEG_CONNECT,
@@ -58,50 +90,101 @@ enum mbox_type {
     MBOX_TYPES = 32
 };
 #define MBOX_MAX_PAYLOAD 1024u
-typedef int (*mbox_handler)(uint32_t from, const void *req, uint32_t len,
-                            void *rsp, uint32_t *rsp_len);
+/*
+ * A handler of requests of one type, run on the mailbox thread: @from is the sending host's
+ * index, @req its payload (@len bytes, whatever the sender wrote: check it). It may fill up
+ * to MBOX_MAX_PAYLOAD bytes of reply at @rsp and set *@rsp_len; its return value is the
+ * result the caller gets.
+ */
+typedef int (*mbox_handler)(uint32_t from, const void *req, uint32_t len, void *rsp,
+                            uint32_t *rsp_len);
+/** mbox_register() - handle requests of @type with @h (before mbox_start's thread runs). */
 void mbox_register(uint32_t type, mbox_handler h);
-/* Call the agent of host `peer` (a direct NTB peer): the handler's result, or -ENOTCONN (no
- * port reaches it), -ENOLINK (path down), -ETIMEDOUT (no answer). */
-int mbox_call(uint32_t peer, uint32_t type, const void *req, uint32_t len,
-              void *rsp, uint32_t rsp_max, uint32_t *rsp_len, int timeout_ms);
+/**
+ * mbox_call() - call the agent of host @peer, a direct NTB peer, and wait for its answer
+ * Return: the handler's result, or -ENOTCONN (no port reaches it), -ENOLINK (path down),
+ * -ETIMEDOUT (no answer within @timeout_ms). Not from the mailbox thread.
+ */
+int mbox_call(uint32_t peer, uint32_t type, const void *req, uint32_t len, void *rsp,
+              uint32_t rsp_max, uint32_t *rsp_len, int timeout_ms);
+/** mbox_ping() - round trip of an empty request to @peer, in ns. As mbox_call. */
 int mbox_ping(uint32_t peer, uint64_t *rtt_ns);
 
-/* ---- segments and interrupts (seg.c) ---- */
+/* ---- segments (seg.c), interrupts (intr.c), placement (place.c) ---- */
+
+/** aseg_start() - register the segment handlers and start the link watcher. 0 or -errno. */
 int aseg_start(void);
 void aseg_stop(void);
+/** aseg_client_gone() - @client hung up: close its connections, remove its segments, retire
+ * its interrupts, free what it had placed elsewhere. */
 void aseg_client_gone(int32_t client);
+/**
+ * aseg_create() - create segment @id (0: pick one) of @size bytes for @client
+ * @attach: physical address of a block of @client's to use (0: allocate)
+ * Return: 0 with the id, physical address and (rounded) size; -EEXIST, -ENOMEM, -EINVAL.
+ */
 int aseg_create(int32_t client, uint32_t id, uint64_t size, uint64_t attach, uint64_t *out_id,
                 uint64_t *phys, uint64_t *out_size);
+/** aseg_prepare() - make @client's segment @id reachable through adapter @adapter (index on
+ * this host). 0, -ENOENT, -EPERM, -ENODEV. */
 int aseg_prepare(int32_t client, uint32_t id, uint32_t adapter);
+/** aseg_available() - let connections through @adapter in (@on) or not; connections are told.
+ * -EPROTO when not prepared on it. */
 int aseg_available(int32_t client, uint32_t id, uint32_t adapter, bool on);
+/** aseg_remove() - remove; the memory stays until the last connection is gone. */
 int aseg_remove(int32_t client, uint32_t id);
+/**
+ * aseg_connect() - connect @client to segment @id of node @node through @adapter
+ * @event_phys: where the connection's events are posted (a word in @client's memory)
+ * Return: 0 with the bus address (through the NTB), size and connection handle; -ENOENT,
+ * -ECONNREFUSED (not available), -EHOSTUNREACH, -ENOSPC.
+ */
 int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
                  uint64_t event_phys, uint64_t *bus, uint64_t *size, uint64_t *conn);
 int aseg_disconnect(int32_t client, uint32_t owner, uint32_t conn_id);
-/* Segments an agent created on behalf of host `host` (placement): owned by a tag, removed by
- * the requester or when that host's borrows end. */
-int aseg_alloc_at(int32_t client, uint32_t host, uint64_t size, uint64_t *id);
-int aseg_free_at(int32_t client, uint32_t host, uint32_t id);
-void aseg_host_gone(uint32_t host);
+/** aplace_alloc_at() - have host @host's agent create a segment of @size for @client, in
+ * its memory, available on its adapter facing us. 0 with its id, or -errno. */
+int aplace_alloc_at(int32_t client, uint32_t host, uint64_t size, uint64_t *id);
+int aplace_free_at(int32_t client, uint32_t host, uint32_t id);
+/** aplace_host_gone() - host @host died or rebooted: remove what we created for it. */
+void aplace_host_gone(uint32_t host);
+/** aintr_create() - create interrupt @id (0: pick) for @client: its page's physical address. */
 int aintr_create(int32_t client, uint32_t id, uint64_t *out_id, uint64_t *phys);
 int aintr_remove(int32_t client, uint32_t id);
+/** aintr_connect() - the bus address, through @adapter, of interrupt @id of node @node. */
 int aintr_connect(uint32_t adapter, uint32_t node, uint32_t id, uint64_t *bus, uint64_t *owner);
 
-/* ---- device lending (dev.c) ---- */
-int dev_start(void);
-void dev_stop(void);
-void dev_client_gone(int32_t client);
-int dev_available(int32_t client, uint32_t fn, bool on);
-int dev_borrow(int32_t client, uint32_t fn, uint32_t mode, bool persist);
-int dev_share(int32_t client, uint32_t fn);
-int dev_return(int32_t client, uint32_t fn);
-int dev_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_t size,
-            uint64_t *ioaddr, uint64_t *id);
-int dev_unmap(int32_t client, uint32_t fn, uint32_t id);
+/* ---- device lending (lend.c) ---- */
+
+/** alend_start() - register the lending handlers and start the lease watcher. */
+int alend_start(void);
+void alend_stop(void);
+/** alend_client_gone() - @client hung up: its borrows and mappings end. */
+void alend_client_gone(int32_t client);
+/** alend_available() - on the lender: lend function @fn out (@on) or withdraw it. -EREMOTE
+ * when @fn is not this host's. */
+int alend_available(int32_t client, uint32_t fn, bool on);
+/**
+ * alend_borrow() - borrow function @fn for @client (SIO_EXCLUSIVE or SIO_SHARED)
+ * @persist: held for the host until returned (the CLI), not ended by @client hanging up
+ * Return: 0, -EACCES (not lent out), -EBUSY (held exclusively), -EALREADY, -EHOSTUNREACH.
+ */
+int alend_borrow(int32_t client, uint32_t fn, uint32_t mode, bool persist);
+int alend_share(int32_t client, uint32_t fn);
+int alend_return(int32_t client, uint32_t fn);
+/**
+ * alend_map() - map [@addr, @addr+@size) of host @target for @fn's DMA
+ * Return: 0 with the device-side I/O address and the mapping's id, or -errno (-ENOSPC when
+ * the lender's adapter is out of LUT or requester-ID entries).
+ */
+int alend_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_t size,
+              uint64_t *ioaddr, uint64_t *id);
+int alend_unmap(int32_t client, uint32_t fn, uint32_t id);
 
 /* ---- DMA engines (dma.c) ---- */
-int dma_start(void);
-void dma_stop(void);
+
+/** adma_start() - start one engine thread per DMA channel of this host's adapters. */
+int adma_start(void);
+void adma_stop(void);
 
 #endif

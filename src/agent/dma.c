@@ -66,7 +66,7 @@ static void *engine_thread(void *arg)
     return NULL;
 }
 
-int dma_start(void)
+int adma_start(void)
 {
     struct fab *f = agent.f;
     const struct fab_host *h = fab_host(f, agent.host);
@@ -90,7 +90,7 @@ int dma_start(void)
     return 0;
 }
 
-void dma_stop(void)
+void adma_stop(void)
 {
     for (size_t i = 0; i < nengines; i++) {
         atomic_fetch_add(&engines[i].ch->submit_seq, 1);

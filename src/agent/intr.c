@@ -18,7 +18,7 @@
 
 static struct aintr *find_intr(uint32_t id)
 {
-    for (struct aintr *i = S.intrs; i; i = i->next)
+    for (struct aintr *i = segments.intrs; i; i = i->next)
         if (i->id == id && i->creator)
             return i;
     return NULL;
@@ -36,7 +36,7 @@ void aintr_retire(struct aintr *it)
 int aintr_create(int32_t client, uint32_t id, uint64_t *out_id, uint64_t *phys)
 {
     int rc = 0;
-    pthread_mutex_lock(&S.lock);
+    pthread_mutex_lock(&segments.lock);
     if (id == 0) {
         for (id = 1; find_intr(id); id++)
             ;
@@ -47,21 +47,21 @@ int aintr_create(int32_t client, uint32_t id, uint64_t *out_id, uint64_t *phys)
     /* Interrupt pages are never returned to the allocator: a stale trigger through an old
      * window can only reach another interrupt page (whose generation tells it apart). */
     struct aintr *it = NULL;
-    for (struct aintr *i = S.intrs; i; i = i->next)
+    for (struct aintr *i = segments.intrs; i; i = i->next)
         if (!i->creator) {
             it = i;
             break;
         }
     if (!it) {
         uint64_t p;
-        rc = agent_alloc(4096, 4096, SEG_OWNER, &p);
+        rc = amem_alloc(4096, 4096, SEG_OWNER, &p);
         if (rc || !(it = calloc(1, sizeof *it))) {
             rc = rc ? rc : -ENOMEM;
             goto out;
         }
         it->phys = p;
-        it->next = S.intrs;
-        S.intrs = it;
+        it->next = segments.intrs;
+        segments.intrs = it;
         struct fab *f = agent.f;
         for (uint32_t i = 0; i < seg_self()->nadapters && seg_self()->iommu; i++)
             fab_iommu_map(f, agent.host, fab_adapter(f, seg_self()->adapter_first + i)->rid, p, p,
@@ -74,28 +74,28 @@ int aintr_create(int32_t client, uint32_t id, uint64_t *out_id, uint64_t *phys)
     *out_id = id;
     *phys = it->phys;
 out:
-    pthread_mutex_unlock(&S.lock);
+    pthread_mutex_unlock(&segments.lock);
     return rc;
 }
 
 int aintr_remove(int32_t client, uint32_t id)
 {
-    pthread_mutex_lock(&S.lock);
+    pthread_mutex_lock(&segments.lock);
     struct aintr *it = find_intr(id);
     int rc = !it ? -ENOENT : it->creator != client ? -EPERM : 0;
     if (!rc)
         aintr_retire(it);
-    pthread_mutex_unlock(&S.lock);
+    pthread_mutex_unlock(&segments.lock);
     return rc;
 }
 
 static int intr_lookup(uint32_t id, uint64_t *bus)
 {
-    pthread_mutex_lock(&S.lock);
+    pthread_mutex_lock(&segments.lock);
     struct aintr *it = find_intr(id);
     if (it)
         *bus = it->phys;
-    pthread_mutex_unlock(&S.lock);
+    pthread_mutex_unlock(&segments.lock);
     return it ? 0 : -ENOENT;
 }
 

@@ -92,10 +92,10 @@ static void serve(struct client *c, const struct agent_req *req)
         rsp.b = atomic_load(&h->boot_gen);
         break;
     case AGENT_ALLOC:
-        rsp.rc = agent_alloc(req->a, req->b, c->pid, &rsp.a);
+        rsp.rc = amem_alloc(req->a, req->b, c->pid, &rsp.a);
         break;
     case AGENT_FREE:
-        rsp.rc = agent_free(req->a, c->pid);
+        rsp.rc = amem_free(req->a, c->pid);
         break;
     case AGENT_PING:
         rsp.a = (uint64_t)getpid();
@@ -150,29 +150,29 @@ static void serve(struct client *c, const struct agent_req *req)
         rsp.rc = aintr_remove(c->pid, (uint32_t)req->a);
         break;
     case AGENT_DEV_AVAILABLE:
-        rsp.rc = dev_available(c->pid, (uint32_t)req->a, req->b != 0);
+        rsp.rc = alend_available(c->pid, (uint32_t)req->a, req->b != 0);
         break;
     case AGENT_DEV_BORROW:
-        rsp.rc = dev_borrow(c->pid, (uint32_t)req->a, (uint32_t)req->b, req->c != 0);
+        rsp.rc = alend_borrow(c->pid, (uint32_t)req->a, (uint32_t)req->b, req->c != 0);
         break;
     case AGENT_DEV_SHARE:
-        rsp.rc = dev_share(c->pid, (uint32_t)req->a);
+        rsp.rc = alend_share(c->pid, (uint32_t)req->a);
         break;
     case AGENT_DEV_RETURN:
-        rsp.rc = dev_return(req->c ? 0 : c->pid, (uint32_t)req->a);
+        rsp.rc = alend_return(req->c ? 0 : c->pid, (uint32_t)req->a);
         break;
     case AGENT_DEV_MAP:
-        rsp.rc = dev_map(c->pid, (uint32_t)req->a, (uint32_t)req->b, req->c,
+        rsp.rc = alend_map(c->pid, (uint32_t)req->a, (uint32_t)req->b, req->c,
                          (uint64_t)req->flags * 4096, &rsp.a, &rsp.b);
         break;
     case AGENT_DEV_UNMAP:
-        rsp.rc = dev_unmap(c->pid, (uint32_t)req->a, (uint32_t)req->b);
+        rsp.rc = alend_unmap(c->pid, (uint32_t)req->a, (uint32_t)req->b);
         break;
     case AGENT_SEG_ALLOC_AT:
-        rsp.rc = aseg_alloc_at(c->pid, (uint32_t)req->a, req->b, &rsp.a);
+        rsp.rc = aplace_alloc_at(c->pid, (uint32_t)req->a, req->b, &rsp.a);
         break;
     case AGENT_SEG_FREE_AT:
-        rsp.rc = aseg_free_at(c->pid, (uint32_t)req->a, (uint32_t)req->b);
+        rsp.rc = aplace_free_at(c->pid, (uint32_t)req->a, (uint32_t)req->b);
         break;
     case AGENT_INTR_CONNECT:
         rsp.rc = aintr_connect(req->flags, (uint32_t)req->a, (uint32_t)req->b, &rsp.a, &rsp.b);
@@ -187,9 +187,9 @@ static void serve(struct client *c, const struct agent_req *req)
 static void release_client(struct client *c)
 {
     close(c->fd);
-    dev_client_gone(c->pid);
+    alend_client_gone(c->pid);
     aseg_client_gone(c->pid); /* before its memory goes: segments outlive it if connected */
-    agent_free_owner(c->pid);
+    amem_free_owner(c->pid);
     fab_reap_owner(agent.f, c->pid);
 }
 
@@ -241,8 +241,8 @@ int main(int argc, char **argv)
         logmsg("cannot create the control socket: %s", strerror(lfd < 0 ? -lfd : errno));
         return 1;
     }
-    if ((rc = mbox_start()) || (rc = dma_start()) || (rc = aseg_start()) ||
-        (rc = dev_start()) ||
+    if ((rc = mbox_start()) || (rc = adma_start()) || (rc = aseg_start()) ||
+        (rc = alend_start()) ||
         (rc = models_start(agent.f, agent.host))) {
         logmsg("cannot start: %s", strerror(-rc));
         return 1;
@@ -306,10 +306,10 @@ int main(int argc, char **argv)
     fab_host_set_state(agent.f, agent.host, FAB_HOST_DOWN);
     atomic_store(&h->agent_pid, 0);
     models_stop();
-    dev_stop();
+    alend_stop();
     aseg_stop();
     mbox_stop();
-    dma_stop();
+    adma_stop();
     char path[192];
     snprintf(path, sizeof path, "%s/host%u.sock", agent.f->dir, agent.host);
     unlink(path);

@@ -55,7 +55,7 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t cond; /* responses arrived */
     pthread_mutex_t route_lock;
-} mb = { .route_lock = PTHREAD_MUTEX_INITIALIZER };
+} mailbox = { .route_lock = PTHREAD_MUTEX_INITIALIZER };
 
 static struct mbox_slot *local_slot(uint32_t sender)
 {
@@ -86,9 +86,9 @@ static int peer_route_locked(uint32_t peer, struct mbox_peer *p)
 
 static int peer_route(uint32_t peer, struct mbox_peer *p)
 {
-    pthread_mutex_lock(&mb.route_lock);
+    pthread_mutex_lock(&mailbox.route_lock);
     int rc = peer_route_locked(peer, p);
-    pthread_mutex_unlock(&mb.route_lock);
+    pthread_mutex_unlock(&mailbox.route_lock);
     return rc;
 }
 
@@ -168,16 +168,16 @@ static void *mbox_thread(void *arg)
             if (s == agent.host)
                 continue;
             struct mbox_slot *slot = local_slot(s);
-            struct mbox_peer *p = &mb.peers[s];
+            struct mbox_peer *p = &mailbox.peers[s];
             if (atomic_load_explicit(&slot->req.seq, memory_order_acquire) != p->req_seen)
                 handle_request(s, p, slot);
             if (atomic_load_explicit(&slot->rsp.seq, memory_order_acquire) != p->rsp_seen)
                 got_rsp = true;
         }
         if (got_rsp) {
-            pthread_mutex_lock(&mb.lock);
-            pthread_cond_broadcast(&mb.cond);
-            pthread_mutex_unlock(&mb.lock);
+            pthread_mutex_lock(&mailbox.lock);
+            pthread_cond_broadcast(&mailbox.cond);
+            pthread_mutex_unlock(&mailbox.lock);
         }
         fab_futex_wait(&h->agent_wake, wake, -1);
     }
@@ -189,7 +189,7 @@ int mbox_call(uint32_t peer, uint32_t type, const void *req, uint32_t len,
 {
     if (peer >= agent.f->ctl->nhosts || peer == agent.host || len > MBOX_MAX_PAYLOAD)
         return -EINVAL;
-    struct mbox_peer *p = &mb.peers[peer];
+    struct mbox_peer *p = &mailbox.peers[peer];
     static _Thread_local uint8_t msg[MBOX_DATA];
     struct mbox_hdr hdr = { .type = type };
     memcpy(msg, &hdr, sizeof hdr);
@@ -212,11 +212,11 @@ int mbox_call(uint32_t peer, uint32_t type, const void *req, uint32_t len,
             dl.tv_sec++;
             dl.tv_nsec -= 1000000000l;
         }
-        pthread_mutex_lock(&mb.lock);
+        pthread_mutex_lock(&mailbox.lock);
         while (atomic_load_explicit(&s->rsp.seq, memory_order_acquire) != seq && rc == 0)
-            if (pthread_cond_timedwait(&mb.cond, &mb.lock, &dl) == ETIMEDOUT)
+            if (pthread_cond_timedwait(&mailbox.cond, &mailbox.lock, &dl) == ETIMEDOUT)
                 rc = -ETIMEDOUT;
-        pthread_mutex_unlock(&mb.lock);
+        pthread_mutex_unlock(&mailbox.lock);
         if (!rc) {
             struct mbox_hdr r;
             uint32_t got = s->rsp.len < MBOX_DATA ? s->rsp.len : MBOX_DATA;
@@ -248,23 +248,23 @@ int mbox_start(void)
 {
     struct fab *f = agent.f;
     mbox_register(MBOX_PING, ping_handler);
-    mb.peers = calloc(f->ctl->nhosts, sizeof *mb.peers);
-    if (!mb.peers)
+    mailbox.peers = calloc(f->ctl->nhosts, sizeof *mailbox.peers);
+    if (!mailbox.peers)
         return -ENOMEM;
     for (uint32_t i = 0; i < f->ctl->nhosts; i++) {
-        pthread_mutex_init(&mb.peers[i].call_lock, NULL);
-        mb.peers[i].lut = -1;
+        pthread_mutex_init(&mailbox.peers[i].call_lock, NULL);
+        mailbox.peers[i].lut = -1;
         /* Whatever a peer wrote before we booted is stale: start from what is there now. */
         struct mbox_slot *s = local_slot(i);
         if (!s)
             return -errno;
-        mb.peers[i].req_seen = atomic_load(&s->req.seq);
-        mb.peers[i].rsp_seen = atomic_load(&s->rsp.seq);
+        mailbox.peers[i].req_seen = atomic_load(&s->req.seq);
+        mailbox.peers[i].rsp_seen = atomic_load(&s->rsp.seq);
     }
-    pthread_mutex_init(&mb.lock, NULL);
+    pthread_mutex_init(&mailbox.lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
-    pthread_cond_init(&mb.cond, &ca);
+    pthread_cond_init(&mailbox.cond, &ca);
     /* Inbound NTB traffic reaches our mailboxes through the IOMMU when it is on. */
     struct fab_host *h = fab_host(f, agent.host);
     if (h->iommu)
@@ -274,7 +274,7 @@ int mbox_start(void)
             if (rc && rc != -EEXIST)
                 return rc;
         }
-    return -pthread_create(&mb.thread, NULL, mbox_thread, NULL);
+    return -pthread_create(&mailbox.thread, NULL, mbox_thread, NULL);
 }
 
 void mbox_stop(void)
@@ -282,5 +282,5 @@ void mbox_stop(void)
     struct fab_host *h = fab_host(agent.f, agent.host);
     atomic_fetch_add(&h->agent_wake, 1);
     fab_futex_wake(&h->agent_wake, 1);
-    pthread_join(mb.thread, NULL);
+    pthread_join(mailbox.thread, NULL);
 }

@@ -45,9 +45,9 @@ static int h_seg_create_for(uint32_t from, const void *req, uint32_t len,
     if (!rc)
         rc = aseg_prepare(FOR_HOST(from), (uint32_t)id, (uint32_t)via);
     if (!rc) {
-        pthread_mutex_lock(&S.lock);
+        pthread_mutex_lock(&segments.lock);
         seg_find((uint32_t)id)->available |= 1ull << via;
-        pthread_mutex_unlock(&S.lock);
+        pthread_mutex_unlock(&segments.lock);
     }
     if (rc)
         return rc;
@@ -65,7 +65,7 @@ static int h_seg_remove_for(uint32_t from, const void *req, uint32_t len,
         return -EINVAL;
     memcpy(&r, req, sizeof r);
     /* From the mailbox thread: no notifications to send (the requester disconnected first). */
-    pthread_mutex_lock(&S.lock);
+    pthread_mutex_lock(&segments.lock);
     struct aseg *s = seg_find(r.id);
     int rc = !s ? -ENOENT : s->creator != FOR_HOST(from) ? -EPERM : 0;
     if (!rc) {
@@ -73,11 +73,11 @@ static int h_seg_remove_for(uint32_t from, const void *req, uint32_t len,
         s->available = 0;
         seg_reap();
     }
-    pthread_mutex_unlock(&S.lock);
+    pthread_mutex_unlock(&segments.lock);
     return rc;
 }
 
-int aseg_alloc_at(int32_t client, uint32_t host, uint64_t size, uint64_t *id)
+int aplace_alloc_at(int32_t client, uint32_t host, uint64_t size, uint64_t *id)
 {
     if (host >= agent.f->ctl->nhosts || host == agent.host || !size)
         return -EINVAL;
@@ -93,25 +93,25 @@ int aseg_alloc_at(int32_t client, uint32_t host, uint64_t size, uint64_t *id)
         mbox_call(host, MBOX_SEG_REMOVE_FOR, &out, sizeof out, NULL, 0, NULL, 1000);
         return -ENOMEM;
     }
-    pthread_mutex_lock(&S.lock);
+    pthread_mutex_lock(&segments.lock);
     *p = (struct placed){ .next = placed, .client = client, .host = host, .id = out.id };
     placed = p;
-    pthread_mutex_unlock(&S.lock);
+    pthread_mutex_unlock(&segments.lock);
     *id = out.id;
     return 0;
 }
 
-int aseg_free_at(int32_t client, uint32_t host, uint32_t id)
+int aplace_free_at(int32_t client, uint32_t host, uint32_t id)
 {
     struct placed *found = NULL;
-    pthread_mutex_lock(&S.lock);
+    pthread_mutex_lock(&segments.lock);
     for (struct placed **pp = &placed; *pp; pp = &(*pp)->next)
         if ((*pp)->host == host && (*pp)->id == id && (*pp)->client == client) {
             found = *pp;
             *pp = found->next;
             break;
         }
-    pthread_mutex_unlock(&S.lock);
+    pthread_mutex_unlock(&segments.lock);
     if (!found)
         return -ENOENT;
     free(found);
@@ -121,7 +121,7 @@ int aseg_free_at(int32_t client, uint32_t host, uint32_t id)
 }
 
 /* Segments we created for `host` go with its borrows (its host died or gave them back). */
-void aseg_host_gone(uint32_t host)
+void aplace_host_gone(uint32_t host)
 {
     aseg_client_gone(FOR_HOST(host));
 }
@@ -132,15 +132,15 @@ void aplace_client_gone(int32_t client)
     for (;;) {
         uint32_t host = 0, id = 0;
         bool any = false;
-        pthread_mutex_lock(&S.lock);
+        pthread_mutex_lock(&segments.lock);
         for (struct placed *p = placed; p; p = p->next)
             if (p->client == client) {
                 host = p->host;
                 id = p->id;
                 any = true;
             }
-        pthread_mutex_unlock(&S.lock);
-        if (!any || aseg_free_at(client, host, id) == -ENOENT)
+        pthread_mutex_unlock(&segments.lock);
+        if (!any || aplace_free_at(client, host, id) == -ENOENT)
             break;
     }
 }

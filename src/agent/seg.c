@@ -18,7 +18,7 @@
 #include "seg_shared.h"
 #include "ntblend/seg.h"
 
-struct seg_table S = { .lock = PTHREAD_MUTEX_INITIALIZER };
+struct seg_table segments = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 struct fab_host *seg_self(void) { return fab_host(agent.f, agent.host); }
 
@@ -33,7 +33,7 @@ int seg_host_of_node(uint32_t node)
 
 struct aseg *seg_find(uint32_t id)
 {
-    for (struct aseg *s = S.segs; s; s = s->next)
+    for (struct aseg *s = segments.segs; s; s = s->next)
         if (s->id == id && !s->removed)
             return s;
     return NULL;
@@ -74,13 +74,13 @@ static void seg_free_memory(struct aseg *s)
         if (seg_self()->iommu && a->dma_channels)
             fab_iommu_unmap(f, agent.host, fab_dma_rid(a->index_on_host), s->phys, s->size);
     }
-    agent_free(s->phys, SEG_OWNER);
+    amem_free(s->phys, SEG_OWNER);
 }
 
 /* Drop a removed segment whose last connection is gone. Called with the lock held. */
 void seg_reap(void)
 {
-    for (struct aseg **pp = &S.segs; *pp;) {
+    for (struct aseg **pp = &segments.segs; *pp;) {
         struct aseg *s = *pp;
         if (s->removed && s->nconn == 0) {
             *pp = s->next;
@@ -115,8 +115,8 @@ static void notify_connections(struct aseg *s, uint32_t ev)
 {
     struct { uint32_t host, conn; } to[256];
     size_t n = 0;
-    pthread_mutex_lock(&S.lock);
-    for (struct conn_in *c = S.in; c; c = c->next) {
+    pthread_mutex_lock(&segments.lock);
+    for (struct conn_in *c = segments.in; c; c = c->next) {
         if (c->seg != s)
             continue;
         if (c->from_host != agent.host) {
@@ -125,11 +125,11 @@ static void notify_connections(struct aseg *s, uint32_t ev)
             continue;
         }
         /* A process on this host: no mailbox to go through, its event word is ours. */
-        for (struct conn_out *o = S.out; o; o = o->next)
+        for (struct conn_out *o = segments.out; o; o = o->next)
             if (o->owner_host == agent.host && o->conn_id == c->conn_id)
                 seg_post_event(o->event_phys, ev);
     }
-    pthread_mutex_unlock(&S.lock);
+    pthread_mutex_unlock(&segments.lock);
     for (size_t i = 0; i < n; i++) {
         struct seg_note note = { .conn_id = to[i].conn, .event = ev };
         mbox_call(to[i].host, MBOX_SEG_NOTIFY, &note, sizeof note, NULL, 0, NULL,
@@ -145,7 +145,7 @@ int aseg_create(int32_t client, uint32_t id, uint64_t size, uint64_t attach, uin
     if (!size)
         return -EINVAL;
     int rc = 0;
-    pthread_mutex_lock(&S.lock);
+    pthread_mutex_lock(&segments.lock);
     if (id == 0) {
         for (id = 1; seg_find(id); id++)
             ;
@@ -157,22 +157,22 @@ int aseg_create(int32_t client, uint32_t id, uint64_t size, uint64_t attach, uin
     uint64_t len = (size + g - 1) & ~(g - 1);
     if (attach) {
         /* The process hands one of its own allocations over to the segment. */
-        rc = agent_retag(attach, size, client, SEG_OWNER, &len);
+        rc = amem_retag(attach, size, client, SEG_OWNER, &len);
         p = attach;
     } else {
-        rc = agent_alloc(len, g, SEG_OWNER, &p);
+        rc = amem_alloc(len, g, SEG_OWNER, &p);
     }
     if (rc)
         goto out;
     struct aseg *s = calloc(1, sizeof *s);
     if (!s) {
-        agent_free(p, SEG_OWNER);
+        amem_free(p, SEG_OWNER);
         rc = -ENOMEM;
         goto out;
     }
-    *s = (struct aseg){ .next = S.segs, .id = id, .phys = p, .size = len, .user_size = size,
+    *s = (struct aseg){ .next = segments.segs, .id = id, .phys = p, .size = len, .user_size = size,
                         .creator = client };
-    S.segs = s;
+    segments.segs = s;
     /* The adapters' DMA engines reach local segments through the IOMMU when it is on. */
     struct fab *f = agent.f;
     for (uint32_t i = 0; i < seg_self()->nadapters && seg_self()->iommu; i++) {
@@ -185,7 +185,7 @@ int aseg_create(int32_t client, uint32_t id, uint64_t size, uint64_t attach, uin
     *phys = p;
     *out_size = len;
 out:
-    pthread_mutex_unlock(&S.lock);
+    pthread_mutex_unlock(&segments.lock);
     return rc;
 }
 
@@ -201,11 +201,11 @@ int aseg_prepare(int32_t client, uint32_t id, uint32_t adapter)
     if (adapter >= seg_self()->nadapters)
         return -ENODEV;
     int rc;
-    pthread_mutex_lock(&S.lock);
+    pthread_mutex_lock(&segments.lock);
     struct aseg *s = own_seg(client, id, &rc);
     if (s)
         s->prepared |= 1ull << adapter;
-    pthread_mutex_unlock(&S.lock);
+    pthread_mutex_unlock(&segments.lock);
     return rc;
 }
 
@@ -214,7 +214,7 @@ int aseg_available(int32_t client, uint32_t id, uint32_t adapter, bool on)
     if (adapter >= seg_self()->nadapters)
         return -ENODEV;
     int rc;
-    pthread_mutex_lock(&S.lock);
+    pthread_mutex_lock(&segments.lock);
     struct aseg *s = own_seg(client, id, &rc);
     bool changed = false;
     if (s && !(s->prepared & (1ull << adapter)))
@@ -223,7 +223,7 @@ int aseg_available(int32_t client, uint32_t id, uint32_t adapter, bool on)
         changed = !!(s->available & (1ull << adapter)) != on;
         s->available = on ? s->available | (1ull << adapter) : s->available & ~(1ull << adapter);
     }
-    pthread_mutex_unlock(&S.lock);
+    pthread_mutex_unlock(&segments.lock);
     if (!rc && changed)
         notify_connections(s, on ? SEG_EVENT_AVAILABLE : SEG_EVENT_UNAVAILABLE);
     return rc;
@@ -232,19 +232,19 @@ int aseg_available(int32_t client, uint32_t id, uint32_t adapter, bool on)
 int aseg_remove(int32_t client, uint32_t id)
 {
     int rc;
-    pthread_mutex_lock(&S.lock);
+    pthread_mutex_lock(&segments.lock);
     struct aseg *s = own_seg(client, id, &rc);
     if (s) {
         s->removed = true;
         s->available = 0;
     }
-    pthread_mutex_unlock(&S.lock);
+    pthread_mutex_unlock(&segments.lock);
     if (rc)
         return rc;
     notify_connections(s, SEG_EVENT_REMOVED); /* s lives on while connections hold it */
-    pthread_mutex_lock(&S.lock);
+    pthread_mutex_lock(&segments.lock);
     seg_reap();
-    pthread_mutex_unlock(&S.lock);
+    pthread_mutex_unlock(&segments.lock);
     return 0;
 }
 
@@ -272,10 +272,10 @@ static int accept_connection(uint32_t id, uint32_t from_host, uint32_t from_boot
     struct conn_in *c = calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
-    *c = (struct conn_in){ .next = S.in, .conn_id = ++S.next_conn, .seg = s,
+    *c = (struct conn_in){ .next = segments.in, .conn_id = ++segments.next_conn, .seg = s,
                            .from_host = from_host, .from_boot = from_boot,
                            .via = via < 0 ? UINT32_MAX : (uint32_t)via };
-    S.in = c;
+    segments.in = c;
     s->nconn++;
     *rsp = (struct seg_rsp){ .bus = s->phys, .size = s->user_size, .conn_id = c->conn_id };
     return 0;
@@ -283,7 +283,7 @@ static int accept_connection(uint32_t id, uint32_t from_host, uint32_t from_boot
 
 static int drop_connection(uint32_t from_host, uint32_t conn_id)
 {
-    for (struct conn_in **pp = &S.in; *pp; pp = &(*pp)->next) {
+    for (struct conn_in **pp = &segments.in; *pp; pp = &(*pp)->next) {
         struct conn_in *c = *pp;
         if (c->conn_id != conn_id || c->from_host != from_host)
             continue;
@@ -307,9 +307,9 @@ static int h_seg_connect(uint32_t from, const void *req, uint32_t len,
     if (via < 0)
         return -EHOSTUNREACH;
     struct seg_rsp out;
-    pthread_mutex_lock(&S.lock);
+    pthread_mutex_lock(&segments.lock);
     int rc = accept_connection(r.id, from, r.boot_gen, via, &out);
-    pthread_mutex_unlock(&S.lock);
+    pthread_mutex_unlock(&segments.lock);
     if (!rc) {
         memcpy(rsp, &out, sizeof out);
         *rsp_len = sizeof out;
@@ -324,9 +324,9 @@ static int h_seg_disconnect(uint32_t from, const void *req, uint32_t len,
     if (len < sizeof n)
         return -EINVAL;
     memcpy(&n, req, sizeof n);
-    pthread_mutex_lock(&S.lock);
+    pthread_mutex_lock(&segments.lock);
     int rc = drop_connection(from, n.conn_id);
-    pthread_mutex_unlock(&S.lock);
+    pthread_mutex_unlock(&segments.lock);
     return rc;
 }
 
@@ -340,13 +340,13 @@ static int h_seg_notify(uint32_t from, const void *req, uint32_t len,
         return -EINVAL;
     memcpy(&n, req, sizeof n);
     int rc = -ENOENT;
-    pthread_mutex_lock(&S.lock);
-    for (struct conn_out *c = S.out; c; c = c->next)
+    pthread_mutex_lock(&segments.lock);
+    for (struct conn_out *c = segments.out; c; c = c->next)
         if (c->owner_host == from && c->conn_id == n.conn_id) {
             seg_post_event(c->event_phys, n.event);
             rc = 0;
         }
-    pthread_mutex_unlock(&S.lock);
+    pthread_mutex_unlock(&segments.lock);
     return rc;
 }
 
@@ -363,9 +363,9 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
     int rc;
     uint32_t ai = 0, peer = 0;
     if ((uint32_t)owner == agent.host) {
-        pthread_mutex_lock(&S.lock);
+        pthread_mutex_lock(&segments.lock);
         rc = accept_connection(id, agent.host, atomic_load(&seg_self()->boot_gen), -1, &r);
-        pthread_mutex_unlock(&S.lock);
+        pthread_mutex_unlock(&segments.lock);
     } else {
         if (adapter >= seg_self()->nadapters)
             return -ENODEV;
@@ -391,10 +391,10 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
                             .event_phys = event_phys, .adapter = ai, .peer_adapter = peer };
     struct seg_event_word *w = fab_ram(f, agent.host, event_phys, sizeof *w);
     atomic_store(&w->state, SEG_EVENT_AVAILABLE);
-    pthread_mutex_lock(&S.lock);
-    c->next = S.out;
-    S.out = c;
-    pthread_mutex_unlock(&S.lock);
+    pthread_mutex_lock(&segments.lock);
+    c->next = segments.out;
+    segments.out = c;
+    pthread_mutex_unlock(&segments.lock);
     *bus = r.bus;
     *size = r.size;
     *conn = (uint64_t)owner << 32 | r.conn_id;
@@ -404,8 +404,8 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
 int aseg_disconnect(int32_t client, uint32_t owner, uint32_t conn_id)
 {
     struct conn_out *found = NULL;
-    pthread_mutex_lock(&S.lock);
-    for (struct conn_out **pp = &S.out; *pp; pp = &(*pp)->next)
+    pthread_mutex_lock(&segments.lock);
+    for (struct conn_out **pp = &segments.out; *pp; pp = &(*pp)->next)
         if ((*pp)->owner_host == owner && (*pp)->conn_id == conn_id && (*pp)->client == client) {
             found = *pp;
             *pp = found->next;
@@ -414,7 +414,7 @@ int aseg_disconnect(int32_t client, uint32_t owner, uint32_t conn_id)
     int rc = found ? 0 : -ENOENT;
     if (found && owner == agent.host)
         drop_connection(owner, conn_id);
-    pthread_mutex_unlock(&S.lock);
+    pthread_mutex_unlock(&segments.lock);
     if (found && owner != agent.host) {
         struct seg_note n = { .conn_id = conn_id };
         /* If the owner cannot be told now, it drops the connection when we reboot. */
@@ -434,37 +434,37 @@ void aseg_client_gone(int32_t client)
     for (;;) {
         uint32_t owner = 0, conn = 0;
         bool any = false;
-        pthread_mutex_lock(&S.lock);
-        for (struct conn_out *c = S.out; c; c = c->next)
+        pthread_mutex_lock(&segments.lock);
+        for (struct conn_out *c = segments.out; c; c = c->next)
             if (c->client == client) {
                 owner = c->owner_host;
                 conn = c->conn_id;
                 any = true;
                 break;
             }
-        pthread_mutex_unlock(&S.lock);
+        pthread_mutex_unlock(&segments.lock);
         if (!any)
             break;
         aseg_disconnect(client, owner, conn);
     }
     for (;;) {
         uint32_t id = 0;
-        pthread_mutex_lock(&S.lock);
-        for (struct aseg *s = S.segs; s; s = s->next)
+        pthread_mutex_lock(&segments.lock);
+        for (struct aseg *s = segments.segs; s; s = s->next)
             if (s->creator == client && !s->removed) {
                 id = s->id;
                 break;
             }
-        pthread_mutex_unlock(&S.lock);
+        pthread_mutex_unlock(&segments.lock);
         if (!id)
             break;
         aseg_remove(client, id);
     }
-    pthread_mutex_lock(&S.lock);
-    for (struct aintr *i = S.intrs; i; i = i->next)
+    pthread_mutex_lock(&segments.lock);
+    for (struct aintr *i = segments.intrs; i; i = i->next)
         if (i->creator == client)
             aintr_retire(i);
-    pthread_mutex_unlock(&S.lock);
+    pthread_mutex_unlock(&segments.lock);
 }
 
 /* Reachability changed somewhere: tell our connections whose path went down or came back, and
@@ -477,8 +477,8 @@ static void *link_watcher(void *arg)
     _Atomic uint32_t *seq = &fab_adapter(f, seg_self()->adapter_first)->link_seq;
     while (!atomic_load(&agent.stop)) {
         uint32_t now = atomic_load(seq);
-        pthread_mutex_lock(&S.lock);
-        for (struct conn_out *c = S.out; c; c = c->next) {
+        pthread_mutex_lock(&segments.lock);
+        for (struct conn_out *c = segments.out; c; c = c->next) {
             if (c->owner_host == agent.host)
                 continue;
             bool up = fab_path_up(f, c->adapter, c->peer_adapter, NULL);
@@ -487,14 +487,14 @@ static void *link_watcher(void *arg)
                 seg_post_event(c->event_phys, up ? SEG_EVENT_RESTORED : SEG_EVENT_LOST);
             }
         }
-        for (struct conn_in *c = S.in, *next; c; c = next) {
+        for (struct conn_in *c = segments.in, *next; c; c = next) {
             next = c->next;
             struct fab_host *h = fab_host(f, c->from_host);
             if (c->from_host != agent.host &&
                 (atomic_load(&h->state) == FAB_HOST_DOWN || atomic_load(&h->boot_gen) != c->from_boot))
                 drop_connection(c->from_host, c->conn_id);
         }
-        pthread_mutex_unlock(&S.lock);
+        pthread_mutex_unlock(&segments.lock);
         fab_futex_wait(seq, now, -1);
     }
     return NULL;
@@ -507,7 +507,7 @@ int aseg_start(void)
     mbox_register(MBOX_SEG_NOTIFY, h_seg_notify);
     aintr_register();
     aplace_register();
-    return -pthread_create(&S.watcher, NULL, link_watcher, NULL);
+    return -pthread_create(&segments.watcher, NULL, link_watcher, NULL);
 }
 
 void aseg_stop(void)
@@ -517,6 +517,6 @@ void aseg_stop(void)
     _Atomic uint32_t *seq = &fab_adapter(agent.f, fab_host(agent.f, agent.host)->adapter_first)->link_seq;
     atomic_fetch_add(seq, 1);
     fab_futex_wake(seq, INT_MAX);
-    pthread_join(S.watcher, NULL);
+    pthread_join(segments.watcher, NULL);
 }
 

@@ -70,7 +70,7 @@ struct seg_table {
     pthread_t watcher;
 };
 
-extern struct seg_table S;
+extern struct seg_table segments;
 
 /* ---- seg.c ---- */
 struct fab_host *seg_self(void);

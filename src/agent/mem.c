@@ -17,7 +17,7 @@ struct alloc_block {
 
 static uint64_t align_up64(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
 
-int agent_alloc(uint64_t size, uint64_t align, int32_t owner, uint64_t *phys)
+int amem_alloc(uint64_t size, uint64_t align, int32_t owner, uint64_t *phys)
 {
     if (!size || size > (1ull << 48) || align < 4096 || (align & (align - 1)))
         return -EINVAL;
@@ -69,7 +69,7 @@ static void remove_at(size_t i)
     agent.nblocks--;
 }
 
-int agent_free(uint64_t phys, int32_t owner)
+int amem_free(uint64_t phys, int32_t owner)
 {
     int rc = -ENOENT;
     pthread_mutex_lock(&agent.alloc_lock);
@@ -87,7 +87,7 @@ int agent_free(uint64_t phys, int32_t owner)
     return rc;
 }
 
-void agent_free_owner(int32_t owner)
+void amem_free_owner(int32_t owner)
 {
     pthread_mutex_lock(&agent.alloc_lock);
     for (size_t i = agent.nblocks; i-- > 0;)
@@ -96,7 +96,7 @@ void agent_free_owner(int32_t owner)
     pthread_mutex_unlock(&agent.alloc_lock);
 }
 
-int agent_retag(uint64_t phys, uint64_t size, int32_t from, int32_t to,
+int amem_retag(uint64_t phys, uint64_t size, int32_t from, int32_t to,
                 uint64_t *len)
 {
     int rc = -ENOENT;

@@ -16,13 +16,13 @@
 #include "agent.h"
 #include "ntblend/smartio.h"
 
-struct dev_req {
+struct lend_req {
     uint32_t fn, mode, target, pages;
     uint64_t addr;
     uint32_t id, boot;
 };
 
-struct dev_rsp {
+struct lend_rsp {
     uint64_t ioaddr;
     uint32_t id;
     int32_t via; /* lender adapter (global index) the device's traffic leaves by, -1 local */
@@ -82,14 +82,14 @@ static struct {
     struct inbound *inbounds;
     uint32_t next_id;
     pthread_t watcher;
-} D = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} lending = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static struct fab *F(void) { return agent.f; }
-static struct fab_function *FN(uint32_t fn) { return fab_func(agent.f, fn); }
+/* A PCIe function of the fabric by index. */
+static struct fab_function *func(uint32_t fn) { return fab_func(agent.f, fn); }
 
 static void set_borrower(uint32_t fn, uint32_t host, bool on)
 {
-    _Atomic uint64_t *w = &FN(fn)->lend_borrowers[host / 64];
+    _Atomic uint64_t *w = &func(fn)->lend_borrowers[host / 64];
     if (on)
         atomic_fetch_or(w, 1ull << (host % 64));
     else
@@ -100,38 +100,38 @@ static uint32_t borrower_count(uint32_t fn)
 {
     uint32_t n = 0;
     for (int k = 0; k < 4; k++)
-        n += (uint32_t)__builtin_popcountll(atomic_load(&FN(fn)->lend_borrowers[k]));
+        n += (uint32_t)__builtin_popcountll(atomic_load(&func(fn)->lend_borrowers[k]));
     return n;
 }
 
-static bool lender_of(uint32_t fn) { return fn < F()->ctl->nfuncs && FN(fn)->host == agent.host; }
+static bool lender_of(uint32_t fn) { return fn < agent.f->ctl->nfuncs && func(fn)->host == agent.host; }
 
 /* ---------------------------------------------------------------- lender */
 
 static void bars_inbound(uint32_t fn, bool map);
 
-/* Undo what lend_map set up for m, which is no longer on D.lmaps. The device's requester-ID
+/* Undo what lend_map set up for m, which is no longer on lending.lmaps. The device's requester-ID
  * entry on the adapter is shared by all its windows there: it goes with the last. Lock held. */
 static void drop_lmap(struct lmap *m)
 {
-    struct fab *f = F();
+    struct fab *f = agent.f;
     if (m->win.count) {
         fab_window_unmap(f, &m->win, getpid());
         bool last = true;
-        for (const struct lmap *o = D.lmaps; o && last; o = o->next)
+        for (const struct lmap *o = lending.lmaps; o && last; o = o->next)
             last = !(o->fn == m->fn && o->rid_held && o->win.adapter == m->win.adapter);
         if (last && m->rid_held)
-            fab_rid_remove(f, m->win.adapter, FN(m->fn)->rid);
+            fab_rid_remove(f, m->win.adapter, func(m->fn)->rid);
     }
     if (m->iommu)
-        fab_iommu_unmap(f, agent.host, FN(m->fn)->rid, m->ioaddr & ~4095ull, m->size);
+        fab_iommu_unmap(f, agent.host, func(m->fn)->rid, m->ioaddr & ~4095ull, m->size);
 }
 
 /* Remove host's borrow of fn and its mappings; reset an exclusively held device once free.
  * Lock held. */
 static void lend_drop(uint32_t fn, uint32_t host)
 {
-    for (struct lend **pp = &D.lends; *pp;) {
+    for (struct lend **pp = &lending.lends; *pp;) {
         struct lend *l = *pp;
         if (l->fn == fn && l->host == host) {
             *pp = l->next;
@@ -140,7 +140,7 @@ static void lend_drop(uint32_t fn, uint32_t host)
             pp = &l->next;
         }
     }
-    for (struct lmap **pp = &D.lmaps; *pp;) {
+    for (struct lmap **pp = &lending.lmaps; *pp;) {
         struct lmap *m = *pp;
         if (m->fn == fn && m->host == host) {
             *pp = m->next;
@@ -154,8 +154,8 @@ static void lend_drop(uint32_t fn, uint32_t host)
     if (borrower_count(fn) == 0) {
         bars_inbound(fn, false);
         /* Taken back: whatever the borrower left in it must not reach the next one. */
-        if (atomic_exchange(&FN(fn)->lend_exclusive, 0))
-            fab_fn_reset(F(), fn);
+        if (atomic_exchange(&func(fn)->lend_exclusive, 0))
+            fab_fn_reset(agent.f, fn);
     }
 }
 
@@ -163,11 +163,11 @@ static void lend_drop(uint32_t fn, uint32_t host)
  * lender's NTB functions: their domains must map the BARs while the device is lent out. */
 static void bars_inbound(uint32_t fn, bool map)
 {
-    struct fab *f = F();
+    struct fab *f = agent.f;
     const struct fab_host *self = fab_host(f, agent.host);
     if (!self->iommu)
         return;
-    const struct fab_function *x = FN(fn);
+    const struct fab_function *x = func(fn);
     for (uint32_t i = 0; i < self->nadapters; i++) {
         uint16_t rid = fab_adapter(f, self->adapter_first + i)->rid;
         for (int b = 0; b < FAB_BARS; b++) {
@@ -188,10 +188,10 @@ static int lend_borrow(uint32_t fn, uint32_t host, uint32_t boot, uint32_t mode)
         return -ENODEV;
     if (mode != SIO_EXCLUSIVE && mode != SIO_SHARED)
         return -EINVAL;
-    struct fab_function *x = FN(fn);
+    struct fab_function *x = func(fn);
     if (!atomic_load(&x->lend_available))
         return -EACCES; /* the lender has not made it available */
-    for (struct lend *l = D.lends; l; l = l->next)
+    for (struct lend *l = lending.lends; l; l = l->next)
         if (l->fn == fn && l->host == host)
             return -EALREADY;
     if (atomic_load(&x->lend_exclusive) || (mode == SIO_EXCLUSIVE && borrower_count(fn)))
@@ -199,8 +199,8 @@ static int lend_borrow(uint32_t fn, uint32_t host, uint32_t boot, uint32_t mode)
     struct lend *l = calloc(1, sizeof *l);
     if (!l)
         return -ENOMEM;
-    *l = (struct lend){ .next = D.lends, .fn = fn, .host = host, .boot = boot };
-    D.lends = l;
+    *l = (struct lend){ .next = lending.lends, .fn = fn, .host = host, .boot = boot };
+    lending.lends = l;
     if (borrower_count(fn) == 0)
         bars_inbound(fn, true);
     set_borrower(fn, host, true);
@@ -210,7 +210,7 @@ static int lend_borrow(uint32_t fn, uint32_t host, uint32_t boot, uint32_t mode)
 
 static bool borrows(uint32_t fn, uint32_t host)
 {
-    for (struct lend *l = D.lends; l; l = l->next)
+    for (struct lend *l = lending.lends; l; l = l->next)
         if (l->fn == fn && l->host == host)
             return true;
     return false;
@@ -219,9 +219,9 @@ static bool borrows(uint32_t fn, uint32_t host)
 /* Prepare an I/O address through which fn reaches `addr` on `target` (smartio §4.4: on the
  * lender itself, or through the lender's adapter facing the target). Lock held. */
 static int lend_map(uint32_t fn, uint32_t host, uint32_t target, uint64_t addr, uint64_t size,
-                    struct dev_rsp *out)
+                    struct lend_rsp *out)
 {
-    struct fab *f = F();
+    struct fab *f = agent.f;
     if (!lender_of(fn) || !size || target >= f->ctl->nhosts)
         return -EINVAL;
     if (!borrows(fn, host))
@@ -229,7 +229,7 @@ static int lend_map(uint32_t fn, uint32_t host, uint32_t target, uint64_t addr, 
     struct lmap *m = calloc(1, sizeof *m);
     if (!m)
         return -ENOMEM;
-    *m = (struct lmap){ .id = ++D.next_id, .fn = fn, .host = host };
+    *m = (struct lmap){ .id = ++lending.next_id, .fn = fn, .host = host };
     int rc = 0;
     const struct fab_host *self = fab_host(f, agent.host);
     if (target == agent.host) {
@@ -240,7 +240,7 @@ static int lend_map(uint32_t fn, uint32_t host, uint32_t target, uint64_t addr, 
         /* Held by the agent process itself, so nobody else takes them in between. */
         rc = ai < 0 ? ai : fab_window_map(f, (uint32_t)ai, target, addr, size, getpid(), 0, &m->win);
         /* Reads come back by requester ID: the device needs an entry (smartio §8). */
-        int r = rc ? 0 : fab_rid_add(f, (uint32_t)ai, FN(fn)->rid, 0);
+        int r = rc ? 0 : fab_rid_add(f, (uint32_t)ai, func(fn)->rid, 0);
         if (r && r != -EEXIST)
             rc = r;
         m->rid_held = !rc;
@@ -250,7 +250,7 @@ static int lend_map(uint32_t fn, uint32_t host, uint32_t target, uint64_t addr, 
     m->size = ((m->ioaddr & 4095) + size + 4095) & ~4095ull;
     if (!rc && self->iommu) {
         /* The device reaches only what is mapped for it (identity I/O virtual addresses). */
-        rc = fab_iommu_map(f, agent.host, FN(fn)->rid, m->ioaddr & ~4095ull, m->ioaddr & ~4095ull,
+        rc = fab_iommu_map(f, agent.host, func(fn)->rid, m->ioaddr & ~4095ull, m->ioaddr & ~4095ull,
                            m->size, FAB_PERM_READ | FAB_PERM_WRITE, 0);
         m->iommu = rc == 0;
     }
@@ -259,8 +259,8 @@ static int lend_map(uint32_t fn, uint32_t host, uint32_t target, uint64_t addr, 
         free(m);
         return rc;
     }
-    m->next = D.lmaps;
-    D.lmaps = m;
+    m->next = lending.lmaps;
+    lending.lmaps = m;
     out->ioaddr = m->ioaddr;
     out->id = m->id;
     return 0;
@@ -268,7 +268,7 @@ static int lend_map(uint32_t fn, uint32_t host, uint32_t target, uint64_t addr, 
 
 static int lend_unmap(uint32_t fn, uint32_t host, uint32_t id)
 {
-    for (struct lmap **pp = &D.lmaps; *pp; pp = &(*pp)->next) {
+    for (struct lmap **pp = &lending.lmaps; *pp; pp = &(*pp)->next) {
         struct lmap *m = *pp;
         if (m->id == id && m->fn == fn && m->host == host) {
             *pp = m->next;
@@ -281,9 +281,9 @@ static int lend_unmap(uint32_t fn, uint32_t host, uint32_t id)
 }
 
 /* One dispatcher for requests arriving by mailbox and from this host's own processes. */
-static int lender_call(uint32_t type, uint32_t from, const struct dev_req *r, struct dev_rsp *out)
+static int lender_call(uint32_t type, uint32_t from, const struct lend_req *r, struct lend_rsp *out)
 {
-    pthread_mutex_lock(&D.lock);
+    pthread_mutex_lock(&lending.lock);
     int rc;
     switch (type) {
     case MBOX_DEV_BORROW:
@@ -292,7 +292,7 @@ static int lender_call(uint32_t type, uint32_t from, const struct dev_req *r, st
     case MBOX_DEV_SHARE:
         rc = !lender_of(r->fn) ? -ENODEV : !borrows(r->fn, from) ? -EPERM : 0;
         if (!rc)
-            atomic_store(&FN(r->fn)->lend_exclusive, 0);
+            atomic_store(&func(r->fn)->lend_exclusive, 0);
         break;
     case MBOX_DEV_RETURN:
         rc = !lender_of(r->fn) ? -ENODEV : !borrows(r->fn, from) ? -ENOENT : 0;
@@ -308,15 +308,15 @@ static int lender_call(uint32_t type, uint32_t from, const struct dev_req *r, st
     default:
         rc = -EOPNOTSUPP;
     }
-    pthread_mutex_unlock(&D.lock);
+    pthread_mutex_unlock(&lending.lock);
     return rc;
 }
 
 static int h_dev(uint32_t type, uint32_t from, const void *req, uint32_t len, void *rsp,
                  uint32_t *rsp_len)
 {
-    struct dev_req r;
-    struct dev_rsp out = { .via = -1 };
+    struct lend_req r;
+    struct lend_rsp out = { .via = -1 };
     if (len < sizeof r)
         return -EINVAL;
     memcpy(&r, req, sizeof r);
@@ -341,9 +341,9 @@ HANDLER(h_unmap, MBOX_DEV_UNMAP)
 /* Is rid one of our own adapters' (the requester traffic through an NTB arrives as)? */
 static bool own_adapter_rid(uint32_t rid)
 {
-    const struct fab_host *self = fab_host(F(), agent.host);
+    const struct fab_host *self = fab_host(agent.f, agent.host);
     for (uint32_t i = 0; i < self->nadapters; i++)
-        if (fab_adapter(F(), self->adapter_first + i)->rid == rid)
+        if (fab_adapter(agent.f, self->adapter_first + i)->rid == rid)
             return true;
     return false;
 }
@@ -361,10 +361,10 @@ static void inbound_put(struct inbound **pp)
         return;
     *pp = i->next;
     bool shared = false;
-    for (const struct inbound *o = D.inbounds; o && !shared; o = o->next)
+    for (const struct inbound *o = lending.inbounds; o && !shared; o = o->next)
         shared = same_inbound(o, i->rid, i->addr, i->size);
     if (!shared)
-        fab_iommu_unmap(F(), agent.host, (uint16_t)i->rid, i->addr, i->size);
+        fab_iommu_unmap(agent.f, agent.host, (uint16_t)i->rid, i->addr, i->size);
     free(i);
 }
 
@@ -380,13 +380,13 @@ static int h_inbound(uint32_t from, const void *req, uint32_t len, void *rsp,
     if (len < sizeof r)
         return -EINVAL;
     memcpy(&r, req, sizeof r);
-    const struct fab_host *self = fab_host(F(), agent.host);
+    const struct fab_host *self = fab_host(agent.f, agent.host);
     if (!r.size || (r.addr | r.size) & 4095 || r.addr > self->ram_size ||
         r.size > self->ram_size - r.addr || !own_adapter_rid(r.rid))
         return -EINVAL;
     int rc = 0;
-    pthread_mutex_lock(&D.lock);
-    struct inbound **pp = &D.inbounds, *mine = NULL;
+    pthread_mutex_lock(&lending.lock);
+    struct inbound **pp = &lending.inbounds, *mine = NULL;
     bool mapped = false;
     for (; *pp; pp = &(*pp)->next) {
         if (!same_inbound(*pp, r.rid, r.addr, r.size))
@@ -409,7 +409,7 @@ static int h_inbound(uint32_t from, const void *req, uint32_t len, void *rsp,
         goto out;
     }
     if (!mapped) {
-        rc = fab_iommu_map(F(), agent.host, (uint16_t)r.rid, r.addr, r.addr, r.size,
+        rc = fab_iommu_map(agent.f, agent.host, (uint16_t)r.rid, r.addr, r.addr, r.size,
                            FAB_PERM_READ | FAB_PERM_WRITE, 0);
         if (rc) /* -EEXIST: overlaps a different mapping of that requester; refuse */
             goto out;
@@ -417,16 +417,16 @@ static int h_inbound(uint32_t from, const void *req, uint32_t len, void *rsp,
     mine = calloc(1, sizeof *mine);
     if (!mine) {
         if (!mapped)
-            fab_iommu_unmap(F(), agent.host, (uint16_t)r.rid, r.addr, r.size);
+            fab_iommu_unmap(agent.f, agent.host, (uint16_t)r.rid, r.addr, r.size);
         rc = -ENOMEM;
         goto out;
     }
-    *mine = (struct inbound){ .next = D.inbounds, .host = from, .count = 1, .rid = r.rid,
+    *mine = (struct inbound){ .next = lending.inbounds, .host = from, .count = 1, .rid = r.rid,
                               .addr = r.addr, .size = r.size,
-                              .boot = atomic_load(&fab_host(F(), from)->boot_gen) };
-    D.inbounds = mine;
+                              .boot = atomic_load(&fab_host(agent.f, from)->boot_gen) };
+    lending.inbounds = mine;
 out:
-    pthread_mutex_unlock(&D.lock);
+    pthread_mutex_unlock(&lending.lock);
     return rc;
 }
 
@@ -445,12 +445,12 @@ static int h_inbound_unmap(uint32_t from, const void *req, uint32_t len,
 /* ---------------------------------------------------------------- borrower */
 
 /* Send a lending request to fn's lender (or handle it here when we are the lender). */
-static int to_lender(uint32_t type, const struct dev_req *r, struct dev_rsp *out)
+static int to_lender(uint32_t type, const struct lend_req *r, struct lend_rsp *out)
 {
-    if (r->fn >= F()->ctl->nfuncs)
+    if (r->fn >= agent.f->ctl->nfuncs)
         return -ENODEV;
-    uint32_t lender = FN(r->fn)->host;
-    *out = (struct dev_rsp){ .via = -1 };
+    uint32_t lender = func(r->fn)->host;
+    *out = (struct lend_rsp){ .via = -1 };
     if (lender == agent.host)
         return lender_call(type, agent.host, r, out);
     uint32_t got = 0;
@@ -460,18 +460,18 @@ static int to_lender(uint32_t type, const struct dev_req *r, struct dev_rsp *out
     return rc;
 }
 
-int dev_available(int32_t client, uint32_t fn, bool on)
+int alend_available(int32_t client, uint32_t fn, bool on)
 {
     if (!lender_of(fn))
-        return fn < F()->ctl->nfuncs ? -EREMOTE : -ENODEV; /* ask the lender's host */
-    atomic_store(&FN(fn)->lend_available, on);
+        return fn < agent.f->ctl->nfuncs ? -EREMOTE : -ENODEV; /* ask the lender's host */
+    atomic_store(&func(fn)->lend_available, on);
     return 0;
 }
 
-int dev_borrow(int32_t client, uint32_t fn, uint32_t mode, bool persist)
+int alend_borrow(int32_t client, uint32_t fn, uint32_t mode, bool persist)
 {
-    struct dev_req r = { .fn = fn, .mode = mode, .boot = atomic_load(&fab_host(F(), agent.host)->boot_gen) };
-    struct dev_rsp out;
+    struct lend_req r = { .fn = fn, .mode = mode, .boot = atomic_load(&fab_host(agent.f, agent.host)->boot_gen) };
+    struct lend_rsp out;
     int rc = to_lender(MBOX_DEV_BORROW, &r, &out);
     if (rc)
         return rc;
@@ -480,53 +480,53 @@ int dev_borrow(int32_t client, uint32_t fn, uint32_t mode, bool persist)
         to_lender(MBOX_DEV_RETURN, &r, &out);
         return -ENOMEM;
     }
-    pthread_mutex_lock(&D.lock);
-    *h = (struct hold){ .next = D.holds, .client = persist ? 0 : client, .fn = fn };
-    D.holds = h;
-    pthread_mutex_unlock(&D.lock);
+    pthread_mutex_lock(&lending.lock);
+    *h = (struct hold){ .next = lending.holds, .client = persist ? 0 : client, .fn = fn };
+    lending.holds = h;
+    pthread_mutex_unlock(&lending.lock);
     return 0;
 }
 
 static struct hold *find_hold(int32_t client, uint32_t fn, bool any_client)
 {
-    for (struct hold *h = D.holds; h; h = h->next)
+    for (struct hold *h = lending.holds; h; h = h->next)
         if (h->fn == fn && (h->client == client || any_client))
             return h;
     return NULL;
 }
 
-int dev_share(int32_t client, uint32_t fn)
+int alend_share(int32_t client, uint32_t fn)
 {
-    pthread_mutex_lock(&D.lock);
+    pthread_mutex_lock(&lending.lock);
     bool held = find_hold(client, fn, true);
-    pthread_mutex_unlock(&D.lock);
+    pthread_mutex_unlock(&lending.lock);
     if (!held)
         return -ENOENT;
-    struct dev_req r = { .fn = fn };
-    struct dev_rsp out;
+    struct lend_req r = { .fn = fn };
+    struct lend_rsp out;
     return to_lender(MBOX_DEV_SHARE, &r, &out);
 }
 
-int dev_unmap(int32_t client, uint32_t fn, uint32_t id)
+int alend_unmap(int32_t client, uint32_t fn, uint32_t id)
 {
     struct bmap *found = NULL;
-    pthread_mutex_lock(&D.lock);
-    for (struct bmap **pp = &D.bmaps; *pp; pp = &(*pp)->next)
+    pthread_mutex_lock(&lending.lock);
+    for (struct bmap **pp = &lending.bmaps; *pp; pp = &(*pp)->next)
         if ((*pp)->id == id && (*pp)->fn == fn && ((*pp)->client == client || !client)) {
             found = *pp;
             *pp = found->next;
             break;
         }
-    pthread_mutex_unlock(&D.lock);
+    pthread_mutex_unlock(&lending.lock);
     if (!found)
         return -ENOENT;
-    struct dev_req r = { .fn = fn, .id = id };
-    struct dev_rsp out;
+    struct lend_req r = { .fn = fn, .id = id };
+    struct lend_rsp out;
     int rc = to_lender(MBOX_DEV_UNMAP, &r, &out);
     if (found->rid) {
         struct inbound_req q = { .addr = found->addr, .size = found->size, .rid = found->rid };
         if (found->target == agent.host)
-            fab_iommu_unmap(F(), agent.host, (uint16_t)q.rid, q.addr, q.size);
+            fab_iommu_unmap(agent.f, agent.host, (uint16_t)q.rid, q.addr, q.size);
         else
             mbox_call(found->target, MBOX_INBOUND_UNMAP, &q, sizeof q, NULL, 0, NULL, 1000);
     }
@@ -534,50 +534,50 @@ int dev_unmap(int32_t client, uint32_t fn, uint32_t id)
     return rc == -ENOENT ? 0 : rc;
 }
 
-int dev_return(int32_t client, uint32_t fn)
+int alend_return(int32_t client, uint32_t fn)
 {
-    pthread_mutex_lock(&D.lock);
+    pthread_mutex_lock(&lending.lock);
     struct hold *h = find_hold(client, fn, client == 0);
     if (h) {
-        for (struct hold **pp = &D.holds; *pp; pp = &(*pp)->next)
+        for (struct hold **pp = &lending.holds; *pp; pp = &(*pp)->next)
             if (*pp == h) {
                 *pp = h->next;
                 break;
             }
     }
-    pthread_mutex_unlock(&D.lock);
+    pthread_mutex_unlock(&lending.lock);
     if (!h)
         return -ENOENT;
     free(h);
     for (;;) { /* the mappings go with the borrow */
         uint32_t id = 0;
-        pthread_mutex_lock(&D.lock);
-        for (struct bmap *m = D.bmaps; m; m = m->next)
+        pthread_mutex_lock(&lending.lock);
+        for (struct bmap *m = lending.bmaps; m; m = m->next)
             if (m->fn == fn)
                 id = m->id;
-        pthread_mutex_unlock(&D.lock);
-        if (!id || dev_unmap(0, fn, id))
+        pthread_mutex_unlock(&lending.lock);
+        if (!id || alend_unmap(0, fn, id))
             break;
     }
-    struct dev_req r = { .fn = fn };
-    struct dev_rsp out;
+    struct lend_req r = { .fn = fn };
+    struct lend_rsp out;
     return to_lender(MBOX_DEV_RETURN, &r, &out);
 }
 
-int dev_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_t size,
+int alend_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_t size,
             uint64_t *ioaddr, uint64_t *id)
 {
-    struct fab *f = F();
+    struct fab *f = agent.f;
     if (!size || size > (1ull << 44) || target >= f->ctl->nhosts)
         return -EINVAL;
-    pthread_mutex_lock(&D.lock);
+    pthread_mutex_lock(&lending.lock);
     bool held = find_hold(client, fn, true);
-    pthread_mutex_unlock(&D.lock);
+    pthread_mutex_unlock(&lending.lock);
     if (!held)
         return -EPERM; /* borrow it first */
     uint64_t first = addr & ~4095ull, pages = (addr - first + size + 4095) / 4096;
-    struct dev_req r = { .fn = fn, .target = target, .addr = addr, .pages = (uint32_t)pages };
-    struct dev_rsp out;
+    struct lend_req r = { .fn = fn, .target = target, .addr = addr, .pages = (uint32_t)pages };
+    struct lend_rsp out;
     int rc = to_lender(MBOX_DEV_MAP, &r, &out);
     if (rc)
         return rc;
@@ -587,7 +587,7 @@ int dev_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_
         to_lender(MBOX_DEV_UNMAP, &r, &out);
         return -ENOMEM;
     }
-    *m = (struct bmap){ .client = client, .fn = fn, .id = out.id, .lender = FN(fn)->host,
+    *m = (struct bmap){ .client = client, .fn = fn, .id = out.id, .lender = func(fn)->host,
                         .target = target, .addr = first, .size = pages * 4096 };
     /* The device's traffic enters the target through the target's adapter facing the
      * lender's: with the target's IOMMU on, that adapter's domain must map the memory. */
@@ -610,38 +610,38 @@ int dev_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_
             return rc;
         }
     }
-    pthread_mutex_lock(&D.lock);
-    m->next = D.bmaps;
-    D.bmaps = m;
-    pthread_mutex_unlock(&D.lock);
+    pthread_mutex_lock(&lending.lock);
+    m->next = lending.bmaps;
+    lending.bmaps = m;
+    pthread_mutex_unlock(&lending.lock);
     *ioaddr = out.ioaddr;
     *id = m->id;
     return 0;
 }
 
-void dev_client_gone(int32_t client)
+void alend_client_gone(int32_t client)
 {
     for (;;) {
         uint32_t fn = UINT32_MAX, id = 0;
-        pthread_mutex_lock(&D.lock);
-        for (struct bmap *m = D.bmaps; m; m = m->next)
+        pthread_mutex_lock(&lending.lock);
+        for (struct bmap *m = lending.bmaps; m; m = m->next)
             if (m->client == client) {
                 fn = m->fn;
                 id = m->id;
             }
-        pthread_mutex_unlock(&D.lock);
-        if (fn == UINT32_MAX || dev_unmap(client, fn, id))
+        pthread_mutex_unlock(&lending.lock);
+        if (fn == UINT32_MAX || alend_unmap(client, fn, id))
             break;
     }
     for (;;) {
-        pthread_mutex_lock(&D.lock);
+        pthread_mutex_lock(&lending.lock);
         struct hold *h = NULL;
-        for (struct hold *x = D.holds; x; x = x->next)
+        for (struct hold *x = lending.holds; x; x = x->next)
             if (x->client == client)
                 h = x;
         uint32_t fn = h ? h->fn : 0;
-        pthread_mutex_unlock(&D.lock);
-        if (!h || dev_return(client, fn))
+        pthread_mutex_unlock(&lending.lock);
+        if (!h || alend_return(client, fn))
             break;
     }
 }
@@ -662,7 +662,7 @@ static bool host_gone(const struct fab *f, uint32_t host, uint32_t boot)
 static void *lease_watcher(void *arg)
 {
     (void)arg;
-    struct fab *f = F();
+    struct fab *f = agent.f;
     const struct fab_host *self = fab_host(f, agent.host);
     uint32_t nhosts = f->ctl->nhosts;
     uint32_t *boot = calloc(nhosts, sizeof *boot);
@@ -679,13 +679,13 @@ static void *lease_watcher(void *arg)
     _Atomic uint32_t *seq = &fab_adapter(f, self->adapter_first)->link_seq;
     while (!atomic_load(&agent.stop)) {
         uint32_t now = atomic_load(seq);
-        pthread_mutex_lock(&D.lock);
-        for (struct lend *l = D.lends, *next; l; l = next) {
+        pthread_mutex_lock(&lending.lock);
+        for (struct lend *l = lending.lends, *next; l; l = next) {
             next = l->next;
             if (l->host != agent.host && host_gone(f, l->host, l->boot))
                 lend_drop(l->fn, l->host);
         }
-        for (struct inbound **pp = &D.inbounds; *pp;) {
+        for (struct inbound **pp = &lending.inbounds; *pp;) {
             if (host_gone(f, (*pp)->host, (*pp)->boot)) {
                 (*pp)->count = 1;
                 inbound_put(pp); /* unlinks it */
@@ -693,7 +693,7 @@ static void *lease_watcher(void *arg)
                 pp = &(*pp)->next;
             }
         }
-        pthread_mutex_unlock(&D.lock);
+        pthread_mutex_unlock(&lending.lock);
         /* Memory placed here for a gone host goes too (outside the lock: it notifies). */
         for (uint32_t h = 0; h < nhosts; h++) {
             if (h == agent.host)
@@ -702,7 +702,7 @@ static void *lease_watcher(void *arg)
             uint32_t gen = atomic_load(&hs->boot_gen);
             bool down = atomic_load(&hs->state) == FAB_HOST_DOWN;
             if ((down && !dead[h]) || (!down && !dead[h] && gen != boot[h]))
-                aseg_host_gone(h); /* once per life */
+                aplace_host_gone(h); /* once per life */
             dead[h] = down;
             if (!down)
                 boot[h] = gen;
@@ -714,7 +714,7 @@ static void *lease_watcher(void *arg)
     return NULL;
 }
 
-int dev_start(void)
+int alend_start(void)
 {
     mbox_register(MBOX_DEV_BORROW, h_borrow);
     mbox_register(MBOX_DEV_SHARE, h_share);
@@ -723,10 +723,10 @@ int dev_start(void)
     mbox_register(MBOX_DEV_UNMAP, h_unmap);
     mbox_register(MBOX_INBOUND_MAP, h_inbound_map);
     mbox_register(MBOX_INBOUND_UNMAP, h_inbound_unmap);
-    return -pthread_create(&D.watcher, NULL, lease_watcher, NULL);
+    return -pthread_create(&lending.watcher, NULL, lease_watcher, NULL);
 }
 
-void dev_stop(void)
+void alend_stop(void)
 {
     const struct fab_host *self = fab_host(agent.f, agent.host);
     if (self->nadapters) {
@@ -734,5 +734,5 @@ void dev_stop(void)
         atomic_fetch_add(seq, 1);
         fab_futex_wake(seq, 64);
     }
-    pthread_join(D.watcher, NULL);
+    pthread_join(lending.watcher, NULL);
 }

@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the NVMe command path (src/devices/nvme_cmd.c): arbitrary 64-byte
+ * libFuzzer harness for the NVMe command path (src/devices/nvme_*.c, the controller core): arbitrary 64-byte
  * submission queue entries, with the rest of the input as host memory contents (PRP lists,
  * data, DSM ranges), executed by the thread-free controller core against an in-memory DMA
  * backend and a memfd namespace. Both entry points are fuzzed: nvme_exec directly, and the
@@ -17,7 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "nvme_spec.h"
+#include "nvme_ctrl.h"
 
 #define MEM_BASE 0x100000ull
 #define MEM_SIZE (1ull << 20)

@@ -3,9 +3,9 @@
  * doorbells) of a PCIe function, sleeping on the function's reg_seq futex when idle. The
  * controller itself (registers, queues, commands) is the thread-free core of nvme_ctrl.h
  * (nvme_regs.c, nvme_prp.c, nvme_admin.c, nvme_io.c); this file gives it the fabric as DMA
- * backend (the function's own requester ID, through its
- * host's IOMMU and NTB windows, only while Bus Master Enable is set), MSI-X, and namespaces
- * backed by sparse files. See docs/nvme-model.md.
+ * backend (the function's own requester ID, through its host's IOMMU and NTB windows, only
+ * while Bus Master Enable is set), MSI-X, and namespaces backed by sparse files. See
+ * docs/nvme-model.md.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -57,7 +57,7 @@ struct shm_state {
     struct shm_pe *pes;
     size_t rbuf_off, rbuf_size; /* routed get replies: after the heap in every segment */
     size_t globals_off;         /* the program's globals: after the reply buffer */
-    /* The hosts of the job (xport.c): every host with a PE, and on a ring every host of it. */
+    /* The hosts of the job (route.c): every host with a PE, and on a ring every host of it. */
     int nhosts, myhost;
     struct shm_host *hosts;
     bool routed;      /* some PEs are not directly reachable: ring transport */
@@ -147,6 +147,8 @@ void shm_poke_direct(int pe);
 void shm_wait_notify(bool (*pred)(void *), void *arg);
 /* The same until *word >= want (counters and sequence numbers written by other PEs). */
 void shm_wait_u64(_Atomic uint64_t *word, uint64_t want);
+/* Staging chunks per side for routed puts by DMA (a ring host has two); at most XP_SLOTS. */
+#define SHM_PUT_STAGES 8u
 void shm_futex_wake(_Atomic uint32_t *w);
 void shm_futex_wait(_Atomic uint32_t *w, uint32_t seen, long ms);
 /* Set-up (init.c calls these): the job's hosts, the ring, and the connections to nodes. */

@@ -1,7 +1,8 @@
 /*
- * Remote access (see shmem_internal.h): direct loads, stores and atomics on every segment that
- * is mapped here, and the routed transport for the rest (xport.h): a PE that is not reachable
- * through any of our adapters gets messages through the nodes of the hosts in between.
+ * Remote access, the PE's operations (see shmem_internal.h): direct loads, stores and atomics
+ * on every segment that is mapped here, and the routed transport for the rest: a PE that is
+ * not reachable through any of our adapters gets messages through the nodes of the hosts in
+ * between (the ring's geometry is route.c, the rings themselves wire.c, the format xport.h).
  *
  * The job's hosts: every host with a PE. When some pair of them is not directly connected the
  * fabric must be a switchless ring (each host two adapters, one neighbour each): the ring is
@@ -25,10 +26,6 @@
 #include "shmem_internal.h"
 #include "xport.h"
 
-static uint8_t *adj;  /* adj[a * nhosts + b]: host a reaches host b directly */
-static int ring_n;    /* hosts around the ring (0: not routed) */
-static int *ring_host; /* ring position -> host index */
-
 /* PE side of the routed transport. */
 static struct xp_link *links; /* by host */
 static struct xp_prod *prods; /* our ring in each host's inbox, by host */
@@ -38,7 +35,6 @@ static struct xp_dmaq *pe_dmaq; /* DMA queues of the adapter reaching each host 
  * to the hop's sender thread, which queues the DMAs and publishes each message the moment its
  * data has landed; the put returns as soon as its data is staged, so the next put's chunks
  * are queued before the link goes idle. */
-#define PUT_STAGES 8u /* staging chunks per side (a ring host has two); at most XP_SLOTS */
 struct xp_sender {
     pthread_t tid;
     bool started, stop;
@@ -69,314 +65,6 @@ void shm_futex_wait(_Atomic uint32_t *w, uint32_t seen, long ms)
 void shm_futex_wake(_Atomic uint32_t *w)
 {
     syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-}
-
-/* ------------------------------------------------------------------------ job geometry */
-
-int shm_host_of_node(uint32_t node)
-{
-    for (int h = 0; h < shm.nhosts; h++)
-        if (shm.hosts[h].node == node)
-            return h;
-    return -1;
-}
-
-static int add_host(uint32_t node)
-{
-    int h = shm_host_of_node(node);
-    if (h >= 0)
-        return h;
-    struct shm_host *nh = realloc(shm.hosts, (size_t)(shm.nhosts + 1) * sizeof *nh);
-    if (!nh)
-        shm_fatal("out of memory");
-    shm.hosts = nh;
-    nh[shm.nhosts] = (struct shm_host){ .node = node, .ring_pos = -1, .first_pe = -1, .adapter = -1 };
-    return shm.nhosts++;
-}
-
-/* Which of our adapters reaches node: -1 if none. */
-static int adapter_for(uint32_t node)
-{
-    int n = ntb_adapter_count();
-    for (int i = 0; i < n; i++) {
-        struct ntb_dev *d = ntb_open(i);
-        if (!d)
-            continue;
-        int found = ntb_peer_port_idx(d, (int)node) >= 0;
-        ntb_close(d);
-        if (found)
-            return i;
-    }
-    return -1;
-}
-
-static int fabric_peers(uint32_t node, uint32_t *out, int max)
-{
-    int n = ntb_fabric_peers(node, out, max);
-    if (n < 0)
-        shm_fatal("node %u is not on this fabric: %s", node, strerror(-n));
-    return n < max ? n : max;
-}
-
-/* Walk the ring from our host: each host of a switchless ring has exactly two peers. */
-static void discover_ring(uint32_t self, int a, int b)
-{
-    uint32_t peers[8];
-    int cap = 64;
-    uint32_t *order = malloc((size_t)cap * sizeof *order);
-    if (!order)
-        shm_fatal("out of memory");
-    int n = 0;
-    uint32_t prev = UINT32_MAX, cur = self;
-    for (;;) {
-        int np = fabric_peers(cur, peers, 8);
-        if (np != 2)
-            shm_fatal("PE hosts on nodes %u and %u do not reach each other and host node %u has "
-                      "%d peers: routing is supported on switched fabrics (every host reaches "
-                      "every other) and on switchless rings (two neighbours each)",
-                      shm.hosts[a].node, shm.hosts[b].node, cur, np);
-        if (n == cap && !(order = realloc(order, (size_t)(cap *= 2) * sizeof *order)))
-            shm_fatal("out of memory");
-        order[n++] = cur;
-        /* Go right: the second adapter's peer, then onwards away from where we came. */
-        uint32_t next = prev == UINT32_MAX ? peers[1] : (peers[0] == prev ? peers[1] : peers[0]);
-        prev = cur;
-        cur = next;
-        if (cur == self)
-            break;
-        if (n > 4096)
-            shm_fatal("the fabric's ring does not close");
-    }
-    ring_n = n;
-    ring_host = malloc((size_t)n * sizeof *ring_host);
-    if (!ring_host)
-        shm_fatal("out of memory");
-    for (int i = 0; i < n; i++) {
-        int h = add_host(order[i]);
-        ring_host[i] = h;
-        shm.hosts[h].ring_pos = i;
-    }
-    free(order);
-    for (int h = 0; h < shm.nhosts; h++)
-        if (shm.hosts[h].ring_pos < 0)
-            shm_fatal("host node %u is not on the ring of this host (node %u)", shm.hosts[h].node,
-                      self);
-}
-
-static void build_adjacency(void)
-{
-    free(adj);
-    adj = calloc((size_t)shm.nhosts * (size_t)shm.nhosts, 1);
-    if (!adj)
-        shm_fatal("out of memory");
-    uint32_t peers[256];
-    for (int a = 0; a < shm.nhosts; a++) {
-        adj[a * shm.nhosts + a] = 1;
-        int np = fabric_peers(shm.hosts[a].node, peers, 256);
-        for (int i = 0; i < np; i++) {
-            int b = shm_host_of_node(peers[i]);
-            if (b >= 0)
-                adj[a * shm.nhosts + b] = 1;
-        }
-    }
-}
-
-bool xp_direct(int a, int b) { return adj[a * shm.nhosts + b] != 0; }
-
-static long env_num(const char *name, long dflt, long min, long max)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return dflt;
-    size_t x;
-    if (shm_parse_size(v, &x) || (long)x < min || (long)x > max)
-        shm_fatal("%s=\"%s\": give a number from %ld to %ld", name, v, min, max);
-    return (long)x;
-}
-
-void shm_xport_init(uint32_t self)
-{
-    shm.nhosts = 0;
-    for (int pe = 0; pe < shm.npes; pe++) {
-        int h = add_host(shm.pes[pe].node);
-        shm.pes[pe].host = h;
-        if (shm.hosts[h].first_pe < 0)
-            shm.hosts[h].first_pe = pe;
-    }
-    int me = add_host(self);
-    shm.myhost = me;
-    build_adjacency();
-    int ha = -1, hb = -1;
-    for (int a = 0; a < shm.nhosts && ha < 0; a++)
-        for (int b = 0; b < shm.nhosts; b++)
-            if (!xp_direct(a, b)) {
-                ha = a;
-                hb = b;
-                break;
-            }
-    shm.routed = ha >= 0;
-    if (shm.routed) {
-        discover_ring(self, ha, hb);
-        build_adjacency();
-    }
-    for (int h = 0; h < shm.nhosts; h++)
-        shm.hosts[h].adapter = h == me ? -1 : adapter_for(shm.hosts[h].node);
-    const char *at = getenv("SHMEM_ATOMICS");
-    if (at && *at && strcmp(at, "hardware") && strcmp(at, "software"))
-        shm_fatal("SHMEM_ATOMICS=\"%s\": give hardware (in place, PCIe AtomicOps through the "
-                  "NTB) or software (done by the target host's node)", at);
-    shm.sw_atomics = at && strcmp(at, "software") == 0;
-    shm.threads = (int)env_num("SHMEM_RING_THREADS", 2, 1, XP_MAX_THREADS);
-    shm.chunk = (size_t)env_num("SHMEM_RING_CHUNK", XP_DEFAULT_CHUNK, 4096, 1 << 20);
-    shm.chunk = (shm.chunk + 63) & ~(size_t)63;
-    const char *dm = getenv("SHMEM_DMA_MIN");
-    xp_dma_min = dm && (!strcmp(dm, "off") || !strcmp(dm, "0"))
-                     ? 0
-                     : (size_t)env_num("SHMEM_DMA_MIN", 32 << 10, 1, 1L << 40);
-    /* Get replies, then two chunks of staging for DMA from private memory. */
-    /* Routed jobs: get replies, then staging for DMA'd put chunks (two sides). Only routed
-     * puts and gets use them, so a job whose PEs all map each other has none. */
-    shm.rbuf_size = shm.routed ? (SHM_RBUF_SLOTS + 2 * PUT_STAGES) * shm.chunk : 0;
-    /* Every emulated host runs on this machine: more PEs than its CPUs means waiting PEs must
-     * give theirs away. */
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    shm.crowded = cpus > 0 && shm.npes > cpus;
-}
-
-bool shm_xport_needed(void) { return shm.routed || (shm.sw_atomics && shm.nhosts > 1); }
-
-int xp_next_hop(int from, int to)
-{
-    if (xp_direct(from, to))
-        return to;
-    int pf = shm.hosts[from].ring_pos, pt = shm.hosts[to].ring_pos;
-    int right = (pt - pf + ring_n) % ring_n;
-    return ring_host[right <= ring_n - right ? (pf + 1) % ring_n : (pf - 1 + ring_n) % ring_n];
-}
-
-int xp_prev_hop(int from, int at)
-{
-    if (xp_direct(from, at))
-        return from;
-    int pf = shm.hosts[from].ring_pos, pa = shm.hosts[at].ring_pos;
-    int right = (pa - pf + ring_n) % ring_n;
-    return ring_host[right <= ring_n - right ? (pa - 1 + ring_n) % ring_n : (pa + 1) % ring_n];
-}
-
-bool xp_is_reply(uint8_t type) { return type >= XP_ACK; }
-
-uint32_t xp_inbox_id(uint32_t job, uint32_t node)
-{
-    return 0x80000000u | ((job & 0x3ffffu) << 12) | (node & 0xfffu);
-}
-
-uint32_t xp_nrings(void) { return (uint32_t)(shm.npes + shm.nhosts); }
-
-/* ------------------------------------------------------------------------ producing */
-
-int shm_connect(seg_desc_t *sd, seg_remote_t **r, uint32_t node, uint32_t id, int adapter)
-{
-    /* LUT entries of a job that just ended come back as the agents process its processes'
-     * exits, which can lag behind them; and an agent busy with many connects at once (every
-     * PE connecting to every other on a large fabric) lets a request time out. Both pass: try
-     * again for a while, backing off. */
-    uint64_t until = now_ns() + 10000000000ull;
-    for (long ms = 20;; ms = ms < 500 ? ms * 2 : ms) {
-        int rc = seg_connect(sd, r, node, id, adapter, shm.timeout_ms);
-        if ((rc != -ENOSPC && rc != -EHOSTUNREACH) || now_ns() > until)
-            return rc;
-        struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-        nanosleep(&ts, NULL);
-    }
-}
-
-int xp_link_open(struct xp_link *l, seg_desc_t *sd, int host)
-{
-    struct shm_host *h = &shm.hosts[host];
-    l->host = host;
-    int rc = shm_connect(sd, &l->remote, h->node, xp_inbox_id(shm.job, h->node), h->adapter);
-    if (rc)
-        return rc;
-    if (seg_remote_size(l->remote) != xp_inbox_size(xp_nrings(), shm.chunk)) {
-        seg_disconnect(l->remote);
-        l->remote = NULL;
-        return -EPROTO;
-    }
-    l->base = seg_map_remote(l->remote, 0, 0, 0, &l->map);
-    if (!l->base)
-        return -errno;
-    if (!(l->dev = ntb_open(h->adapter)))
-        return -errno;
-    l->pidx = ntb_peer_port_idx(l->dev, (int)h->node);
-    return l->pidx < 0 ? l->pidx : 0;
-}
-
-void xp_link_close(struct xp_link *l)
-{
-    if (l->map)
-        seg_unmap(l->map);
-    if (l->remote)
-        seg_disconnect(l->remote);
-    if (l->dev)
-        ntb_close(l->dev);
-    memset(l, 0, sizeof *l);
-}
-
-size_t xp_dma_min;
-
-bool xp_has_room(struct xp_prod *p)
-{
-    if (p->resv - p->tail_seen < XP_SLOTS)
-        return true;
-    /* A read across the link: only when we think the ring is full. */
-    p->tail_seen = atomic_load_explicit(&xp_ring_at(p->link->base, p->ring)->tail, memory_order_acquire);
-    return p->resv - p->tail_seen < XP_SLOTS;
-}
-
-size_t xp_slot_off(uint32_t r, uint64_t idx)
-{
-    return xp_data_off(xp_nrings()) + ((size_t)r * XP_SLOTS + idx % XP_SLOTS) * shm.chunk;
-}
-
-void xp_publish(struct xp_prod *p, uint64_t idx, const struct xp_msg *m)
-{
-    struct xp_ring *r = xp_ring_at(p->link->base, p->ring);
-    if (idx != p->head)
-        shm_fatal("internal: ring %u published out of order (%llu, head %llu)", p->ring,
-                  (unsigned long long)idx, (unsigned long long)p->head);
-    r->msg[idx % XP_SLOTS] = *m;
-    atomic_store_explicit(&r->head, ++p->head, memory_order_release);
-    ntb_peer_db_set(p->link->dev, p->link->pidx, xp_bit(p->ring, shm.threads));
-}
-
-void xp_push(struct xp_prod *p, const struct xp_msg *m, const void *data, size_t len)
-{
-    uint64_t idx = xp_reserve(p);
-    if (len)
-        memcpy(xp_slot_data(p->link->base, xp_nrings(), shm.chunk, p->ring, idx), data, len);
-    xp_publish(p, idx, m);
-}
-
-static pthread_mutex_t dmaq_lock = PTHREAD_MUTEX_INITIALIZER;
-
-bool xp_dmaq_get(struct xp_dmaq *d, seg_desc_t *sd, int adapter)
-{
-    if (d->tried)
-        return d->q != NULL;
-    pthread_mutex_lock(&dmaq_lock);
-    d->tried = true;
-    if (xp_dma_min && seg_dma_queue_create(sd, &d->q, adapter))
-        d->q = NULL;
-    pthread_mutex_unlock(&dmaq_lock);
-    shm_debug("DMA on adapter %d: %s", adapter, d->q ? "yes" : "no channel free: copies by CPU");
-    return d->q != NULL;
-}
-
-void xp_dmaq_put(struct xp_dmaq *d)
-{
-    if (d->q)
-        seg_dma_queue_remove(d->q);
-    memset(d, 0, sizeof *d);
 }
 
 /* With prods[host].lock held: wait until the sender thread has published every staged chunk
@@ -508,7 +196,7 @@ size_t shm_off(const char *who, const void *addr, int pe)
 static size_t stage_off(int host, uint64_t idx)
 {
     unsigned side = (unsigned)shm.hosts[host].adapter & 1u;
-    return shm.rbuf_off + (SHM_RBUF_SLOTS + side * PUT_STAGES + idx % PUT_STAGES) * shm.chunk;
+    return shm.rbuf_off + (SHM_RBUF_SLOTS + side * SHM_PUT_STAGES + idx % SHM_PUT_STAGES) * shm.chunk;
 }
 
 static void *sender_thread(void *arg)
@@ -585,7 +273,7 @@ void shm_put(int pe, size_t off, const void *src, size_t len)
          * CPU stores into the slot, behind any chunk still on its way. */
         bool dma = xp_dma_min && n >= xp_dma_min && sender_ready(hop);
         if (dma)
-            while (sd->fifo.n == PUT_STAGES)
+            while (sd->fifo.n == SHM_PUT_STAGES)
                 pthread_cond_wait(&sd->cond, &p->lock);
         wait_room(hop, !dma);
         atomic_fetch_add(&issued, 1);

@@ -1,5 +1,6 @@
 /*
- * The routed transport's wire format, shared by the PEs (xport.c) and the nodes (relay.c).
+ * The routed transport's wire format, shared by the PEs (xport.c) and the nodes (relay.c);
+ * wire.c has the producer's side of the rings both use, route.c the ring's geometry.
  *
  * Every host of a routed job runs one node (oshrelay) that owns an inbox: a segment of the
  * host's RAM with one descriptor ring and its data slots per producer. Ring r < npes carries

@@ -25,10 +25,10 @@
 #include "topo_int.h"
 
 const struct keydef topo_keys[K_COUNT] = {
-    [K_RAM] = { "ram", V_SIZE, S(SEC_DEFAULTS) | S(SEC_HOST), RAM_MIN, RAM_MAX, 512 * MiB,
+    [K_RAM] = { "ram", V_SIZE, SEC_BIT(SEC_DEFAULTS) | SEC_BIT(SEC_HOST), RAM_MIN, RAM_MAX, 512 * MiB,
                 F_PAGE, "the first 1 MiB holds agent mailboxes and RAM ends below the MSI "
                         "region at 0xfee00000" },
-    [K_IOMMU] = { "iommu", V_BOOL, S(SEC_DEFAULTS) | S(SEC_HOST), 0, 1, 0, 0, NULL },
+    [K_IOMMU] = { "iommu", V_BOOL, SEC_BIT(SEC_DEFAULTS) | SEC_BIT(SEC_HOST), 0, 1, 0, 0, NULL },
     [K_LUT_SIZE] = { "lut_size", V_SIZE, ADAPTER_SECS, 4 * KiB, WINDOW_MAX, 4 * MiB, F_POW2,
                      "a LUT entry is a power of two of at least one 4 KiB page" },
     [K_LUT_ENTRIES] = { "lut_entries", V_NUM, ADAPTER_SECS, 1, 65536, 64, 0, NULL },
@@ -39,21 +39,21 @@ const struct keydef topo_keys[K_COUNT] = {
     [K_SCRATCHPADS] = { "scratchpads", V_NUM, ADAPTER_SECS, 0, TOPO_MAX_SPADS, 8, 0, NULL },
     [K_DMA_CHANNELS] = { "dma_channels", V_NUM, ADAPTER_SECS, 0, TOPO_MAX_DMA_CHANNELS, 4, 0,
                          NULL },
-    [K_NODE_ID] = { "node_id", V_NUM, S(SEC_HOST), 1, 65535, 0, 0, NULL },
-    [K_ADAPTERS] = { "adapters", V_LIST, S(SEC_HOST), 0, 0, 0, 0, NULL },
-    [K_PORTS] = { "ports", V_NUM, S(SEC_SWITCH), 2, 256, 0, 0, NULL },
-    [K_SW_LATENCY] = { "latency_ns", V_NUM, S(SEC_SWITCH), 0, NS_MAX, 170, 0, NULL },
-    [K_ENABLED] = { "enabled", V_BOOL, S(SEC_LATENCY), 0, 1, 0, 0, NULL },
-    [K_NTB_NS] = { "ntb_ns", V_NUM, S(SEC_LATENCY), 0, NS_MAX, 360, 0, NULL },
-    [K_ADAPTER_SWITCH_NS] = { "adapter_switch_ns", V_NUM, S(SEC_LATENCY), 0, NS_MAX, 50, 0,
+    [K_NODE_ID] = { "node_id", V_NUM, SEC_BIT(SEC_HOST), 1, 65535, 0, 0, NULL },
+    [K_ADAPTERS] = { "adapters", V_LIST, SEC_BIT(SEC_HOST), 0, 0, 0, 0, NULL },
+    [K_PORTS] = { "ports", V_NUM, SEC_BIT(SEC_SWITCH), 2, 256, 0, 0, NULL },
+    [K_SW_LATENCY] = { "latency_ns", V_NUM, SEC_BIT(SEC_SWITCH), 0, NS_MAX, 170, 0, NULL },
+    [K_ENABLED] = { "enabled", V_BOOL, SEC_BIT(SEC_LATENCY), 0, 1, 0, 0, NULL },
+    [K_NTB_NS] = { "ntb_ns", V_NUM, SEC_BIT(SEC_LATENCY), 0, NS_MAX, 360, 0, NULL },
+    [K_ADAPTER_SWITCH_NS] = { "adapter_switch_ns", V_NUM, SEC_BIT(SEC_LATENCY), 0, NS_MAX, 50, 0,
                               NULL },
-    [K_ROOT_NS] = { "root_ns", V_NUM, S(SEC_LATENCY), 0, NS_MAX, 100, 0, NULL },
-    [K_DOORBELL_NS] = { "doorbell_ns", V_NUM, S(SEC_LATENCY), 0, NS_MAX, 500, 0, NULL },
-    [K_MAX_READS] = { "max_read_requests", V_NUM, S(SEC_LATENCY), 1, 1024, 8, 0, NULL },
-    [K_READ_BYTES] = { "read_request_bytes", V_SIZE, S(SEC_LATENCY), 128, 4096, 512, F_POW2,
+    [K_ROOT_NS] = { "root_ns", V_NUM, SEC_BIT(SEC_LATENCY), 0, NS_MAX, 100, 0, NULL },
+    [K_DOORBELL_NS] = { "doorbell_ns", V_NUM, SEC_BIT(SEC_LATENCY), 0, NS_MAX, 500, 0, NULL },
+    [K_MAX_READS] = { "max_read_requests", V_NUM, SEC_BIT(SEC_LATENCY), 1, 1024, 8, 0, NULL },
+    [K_READ_BYTES] = { "read_request_bytes", V_SIZE, SEC_BIT(SEC_LATENCY), 128, 4096, 512, F_POW2,
                        "PCIe read requests are 128..4096 bytes, a power of two" },
-    [K_LINK_MBPS] = { "link_mbps", V_NUM, S(SEC_LATENCY), 1, 1000000, 6000, 0, NULL },
-    [K_DESCRIPTION] = { "description", V_TEXT, S(SEC_FABRIC), 0, 0, 0, 0, NULL },
+    [K_LINK_MBPS] = { "link_mbps", V_NUM, SEC_BIT(SEC_LATENCY), 1, 1000000, 6000, 0, NULL },
+    [K_DESCRIPTION] = { "description", V_TEXT, SEC_BIT(SEC_FABRIC), 0, 0, 0, 0, NULL },
 };
 
 static const struct {
@@ -273,7 +273,7 @@ static const char *allowed_keys(enum sec s, char *buf, size_t len)
     size_t n = 0;
     buf[0] = '\0';
     for (int k = 0; k < K_COUNT && n < len; k++)
-        if (topo_keys[k].sections & S(s))
+        if (topo_keys[k].sections & SEC_BIT(s))
             n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "",
                                   topo_keys[k].name);
     return buf;
@@ -334,7 +334,7 @@ static void section_key(struct pstate *st, const char *name, const char *value)
 {
     int k;
     for (k = 0; k < K_COUNT; k++)
-        if ((topo_keys[k].sections & S(st->sec)) && !strcmp(topo_keys[k].name, name))
+        if ((topo_keys[k].sections & SEC_BIT(st->sec)) && !strcmp(topo_keys[k].name, name))
             break;
     if (k == K_COUNT) {
         char buf[256];

@@ -27,7 +27,7 @@
 enum sec { SEC_NONE, SEC_BAD, SEC_FABRIC, SEC_DEFAULTS, SEC_LATENCY, SEC_HOST, SEC_ADAPTER,
            SEC_SWITCH, SEC_LINKS, SEC_DEVICE, SEC_COUNT };
 
-#define S(x) (1u << (x))
+#define SEC_BIT(sec) (1u << (sec)) /* sections as a set: where a key may appear */
 
 enum key { K_RAM, K_IOMMU, K_LUT_SIZE, K_LUT_ENTRIES, K_RID_ENTRIES, K_DOORBELLS,
            K_SCRATCHPADS, K_DMA_CHANNELS, K_NODE_ID, K_ADAPTERS, K_PORTS, K_SW_LATENCY,
@@ -41,13 +41,13 @@ enum vkind { V_NUM, V_SIZE, V_BOOL, V_TEXT, V_LIST };
 struct keydef {
     const char *name;
     enum vkind kind;
-    unsigned sections; /* S(SEC_...) where the key is allowed */
+    unsigned sections; /* SEC_BIT(SEC_...): where the key is allowed */
     uint64_t min, max, def;
     unsigned flags;
     const char *why; /* appended to range errors */
 };
 
-#define ADAPTER_SECS (S(SEC_DEFAULTS) | S(SEC_ADAPTER))
+#define ADAPTER_SECS (SEC_BIT(SEC_DEFAULTS) | SEC_BIT(SEC_ADAPTER))
 extern const struct keydef topo_keys[K_COUNT];
 
 #define SECTION_LIST "[fabric], [defaults], [latency], [host NAME], [adapter HOST.NAME], " \

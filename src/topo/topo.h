@@ -1,6 +1,6 @@
 /*
  * Topology description: what a topology file says, parsed and validated, before any fabric
- * exists. src/fabric/topo.c reads the file (libinih) and checks it; fabric creation copies the
+ * exists. src/topo/topo.c reads the file (libinih) and checks it; fabric creation copies the
  * result into shared memory. Names are unique per kind; indices are positions in the arrays.
  */
 #ifndef NTBLEND_TOPO_H

@@ -41,6 +41,7 @@
 #define FAB_DEVICE_BASE (1ull << 44) /* device BARs, assigned at enumeration (later layers) */
 
 /* Agent mailboxes: the first FAB_MBOX_SIZE bytes of every host's RAM are reserved. */
+#define FAB_ONES_SIZE (1ull << 20) /* the all-ones file that reads through dead windows map */
 #define FAB_MBOX_SLOT 4096u
 #define FAB_MBOX_SLOTS TOPO_MAX_HOSTS
 #define FAB_MBOX_SIZE ((uint64_t)FAB_MBOX_SLOT * FAB_MBOX_SLOTS)
@@ -296,6 +297,8 @@ static inline uint32_t fab_agent_bit(const struct fab_adapter *a) { return 1u <<
 static inline uint16_t fab_adapter_rid(uint32_t index_on_host) { return (uint16_t)(0x100u | (index_on_host << 3)); }
 static inline uint16_t fab_dma_rid(uint32_t index_on_host) { return (uint16_t)(0x100u | (index_on_host << 3) | 1u); }
 /* Shared-memory locks: hold the owner's pid, so a lock of a dead process can be taken over. */
+/* Is pid a live process (not gone, not a zombie)? */
+bool fab_pid_alive(int32_t pid);
 void fab_lock(_Atomic uint32_t *l);
 void fab_unlock(_Atomic uint32_t *l);
 int fab_switch_by_name(const struct fab *f, const char *name);
@@ -410,7 +413,10 @@ void fab_fn_notify(struct fab *f, uint32_t fn);
 /* Power-on state of a host's functions: config space as enumerated, BAR contents zero. */
 void fab_funcs_reset(struct fab *f, uint32_t host);
 
-/* ---- IOMMU ---- */
+/* ---- IOMMU (iommu.c) ---- */
+/* While set (this thread), translation faults are not recorded: resolution that only asks. */
+void fab_iommu_set_probing(bool on);
+bool fab_iommu_probing(void);
 int fab_iommu_map(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova, uint64_t phys,
                   uint64_t size, uint32_t perm, int32_t owner);
 int fab_iommu_unmap(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova, uint64_t size);

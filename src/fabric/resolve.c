@@ -1,6 +1,6 @@
 /*
  * Address resolution and device DMA: what a bus address on a host reaches, through the host's
- * IOMMU, its physical address map and NTB windows (LUT entry -> peer host, whose IOMMU then
+ * IOMMU (iommu.c), its physical address map and NTB windows (LUT entry -> peer host, whose IOMMU then
  * applies for the inbound adapter), chained as many times as windows point into windows.
  * Device-style reads, writes and bus-to-bus copies are built on it; the CPU path (mmap of the
  * final target) uses the same resolution in src/ntb.
@@ -12,118 +12,10 @@
 
 #include "fabric.h"
 
-/* ---------------------------------------------------------------- IOMMU */
-
-static bool is_cpu(uint16_t rid) { return rid < FAB_CPU_RIDS; }
-
-/* Set while fab_resolve_probe runs: resolution without recording faults. */
-static _Thread_local bool probing;
-
-void fab_fault_record(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, bool write,
-                      int reason)
-{
-    struct fab_host *h = fab_host(f, host);
-    uint64_t n = atomic_fetch_add(&h->fault_count, 1);
-    struct fab_fault *slot = &fab_fault_ring(f, host)[n % FAB_FAULT_RING];
-    *slot = (struct fab_fault){ .rid = rid, .write = write, .reason = reason, .addr = addr,
-                                .when_ns = fab_now_ns() };
-    atomic_fetch_add(&h->fault_seq, 1);
-    fab_futex_wake(&h->fault_seq, 64);
-}
-
-int fab_iommu_map(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova, uint64_t phys,
-                  uint64_t size, uint32_t perm, int32_t owner)
-{
-    if (host >= f->ctl->nhosts || !size || (iova | phys | size) & 4095 || iova + size < iova ||
-        !(perm & (FAB_PERM_READ | FAB_PERM_WRITE)))
-        return -EINVAL;
-    struct fab_host *h = fab_host(f, host);
-    struct fab_iommu_map *m = fab_iommu_table(f, host);
-    int rc = -ENOSPC, free_slot = -1;
-    fab_lock(&h->iommu_lock);
-    for (uint32_t i = 0; i < h->iommu_nmaps; i++) {
-        if (!m[i].used) {
-            if (free_slot < 0)
-                free_slot = (int)i;
-            continue;
-        }
-        if (m[i].rid == rid && iova < m[i].iova + m[i].size && m[i].iova < iova + size) {
-            rc = -EEXIST;
-            goto out;
-        }
-    }
-    if (free_slot < 0 && h->iommu_nmaps < FAB_IOMMU_MAPS)
-        free_slot = (int)h->iommu_nmaps++;
-    if (free_slot >= 0) {
-        m[free_slot] = (struct fab_iommu_map){ .used = 1, .rid = rid, .perm = (uint16_t)perm,
-                                               .iova = iova, .phys = phys, .size = size,
-                                               .owner_pid = owner };
-        rc = 0;
-    }
-out:
-    fab_unlock(&h->iommu_lock);
-    if (rc == 0 && h->iommu)
-        fab_map_changed(f); /* a CPU window into this host may resolve now */
-    return rc;
-}
-
-int fab_iommu_unmap(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova, uint64_t size)
-{
-    if (host >= f->ctl->nhosts)
-        return -EINVAL;
-    struct fab_host *h = fab_host(f, host);
-    struct fab_iommu_map *m = fab_iommu_table(f, host);
-    int rc = -ENOENT;
-    fab_lock(&h->iommu_lock);
-    for (uint32_t i = 0; i < h->iommu_nmaps; i++)
-        if (m[i].used && m[i].rid == rid && m[i].iova == iova && m[i].size == size) {
-            m[i].used = 0;
-            rc = 0;
-            break;
-        }
-    fab_unlock(&h->iommu_lock);
-    if (rc == 0 && h->iommu)
-        fab_map_changed(f); /* nothing may reach the old pages after unmap returns */
-    return rc;
-}
-
-int fab_iommu_translate(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova, uint64_t len,
-                        bool write, uint64_t *phys, uint64_t *contig)
-{
-    struct fab_host *h = fab_host(f, host);
-    if (!h->iommu) {
-        *phys = iova;
-        *contig = len;
-        return 0;
-    }
-    struct fab_iommu_map *m = fab_iommu_table(f, host);
-    int rc = -EFAULT;
-    uint64_t gap = len; /* on a miss: up to the next mapping of this requester */
-    fab_lock(&h->iommu_lock);
-    for (uint32_t i = 0; i < h->iommu_nmaps; i++) {
-        if (m[i].used && m[i].rid == rid && m[i].iova > iova && m[i].iova - iova < gap)
-            gap = m[i].iova - iova;
-        if (!m[i].used || m[i].rid != rid || iova < m[i].iova || iova - m[i].iova >= m[i].size)
-            continue;
-        if (!(m[i].perm & (write ? FAB_PERM_WRITE : FAB_PERM_READ))) {
-            rc = -EACCES;
-            break;
-        }
-        *phys = m[i].phys + (iova - m[i].iova);
-        uint64_t left = m[i].size - (iova - m[i].iova);
-        *contig = left < len ? left : len;
-        rc = 0;
-        break;
-    }
-    fab_unlock(&h->iommu_lock);
-    if (rc)
-        *contig = gap;
-    if (rc && !probing)
-        fab_fault_record(f, host, rid, iova, write, rc);
-    return rc;
-}
-
 /* ---------------------------------------------------------------- resolution */
+
+/* The CPUs' requester IDs (the CPU path needs no IOMMU mapping of its own RAM). */
+static bool is_cpu(uint16_t rid) { return rid < FAB_CPU_RIDS; }
 
 /* Which adapter of host h owns physical address phys in its window BAR, or -1. */
 static int window_at(const struct fab *f, uint32_t host, uint64_t phys)
@@ -280,7 +172,7 @@ int fab_resolve(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint6
 {
     if (host >= f->ctl->nhosts || !len)
         return -EINVAL;
-    if (probing)
+    if (fab_iommu_probing())
         return resolve_walk(f, host, rid, addr, len, write, t);
     uint32_t map_gen = atomic_load_explicit(&f->ctl->map_gen, memory_order_acquire);
     uint32_t tlb_gen = atomic_load_explicit(&f->ctl->tlb_gen, memory_order_acquire);
@@ -309,9 +201,9 @@ int fab_resolve(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint6
 int fab_resolve_probe(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint64_t len,
                       bool write, struct fab_target *t)
 {
-    probing = true;
+    fab_iommu_set_probing(true);
     int rc = fab_resolve(f, host, rid, addr, len, write, t);
-    probing = false;
+    fab_iommu_set_probing(false);
     return rc;
 }
 

@@ -324,7 +324,9 @@ void fab_port_enable(struct fab *f, uint32_t a, bool on);
 /* Find the link joining two named ends (hosts, adapters or switches); -1 if none/ambiguous. */
 int fab_link_between(const struct fab *f, const char *a, const char *b, char *why, size_t len);
 /* Host power: mark down (links of its adapters drop) or up (RAM cleared, links restored). */
-int fab_host_set_state(struct fab *f, uint32_t host, enum fab_host_state st);
+int fab_host_set_state(struct fab *f, uint32_t host, enum fab_host_state st); /* power.c */
+/* Bump the reachability generation and wake everyone who watches it (link_seq futexes). */
+void fab_reachability_changed(struct fab *f);
 
 /* ---- memory and address resolution ---- */
 /* Pointer to host h's RAM at phys (mapping it on first use); NULL + errno. */

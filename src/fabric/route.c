@@ -166,7 +166,7 @@ uint64_t fab_path_signature(const struct fab *f, uint32_t a, uint32_t b)
 
 /* Every port may see a different set of peers now: wake all link-event waiters, then make
  * every process re-resolve its windows. */
-static void reachability_changed(struct fab *f)
+void fab_reachability_changed(struct fab *f)
 {
     for (uint32_t i = 0; i < f->ctl->nadapters; i++) {
         struct fab_adapter *a = fab_adapter(f, i);
@@ -183,7 +183,7 @@ int fab_link_set(struct fab *f, uint32_t link, bool up)
     struct fab_link *l = fab_link(f, link);
     if (atomic_exchange(&l->up, up ? 1u : 0u) != (up ? 1u : 0u))
         atomic_fetch_add(&l->changes, 1);
-    reachability_changed(f);
+    fab_reachability_changed(f);
     return 0;
 }
 
@@ -192,7 +192,7 @@ void fab_port_enable(struct fab *f, uint32_t a, bool on)
     struct fab_adapter *ad = fab_adapter(f, a);
     if (atomic_exchange(&ad->link_enabled, on ? 1u : 0u) != (on ? 1u : 0u))
         atomic_fetch_add(&ad->enable_changes, 1);
-    reachability_changed(f);
+    fab_reachability_changed(f);
 }
 
 /* Does end e belong to what `name` names (a host: any of its adapters)? */
@@ -238,29 +238,27 @@ int fab_link_between(const struct fab *f, const char *a, const char *b, char *wh
     return found;
 }
 
-int fab_host_set_state(struct fab *f, uint32_t host, enum fab_host_state st)
+/* ---------------------------------------------------------------- which adapter reaches whom */
+
+int fab_peer_on(const struct fab *f, uint32_t ai, uint32_t host)
 {
-    if (host >= f->ctl->nhosts)
-        return -EINVAL;
-    struct fab_host *h = fab_host(f, host);
-    if (st == FAB_HOST_BOOTING) {
-        /* Power-on: RAM and every register of the host start from zero. Punching holes keeps
-         * other processes' mappings of the RAM file valid (they read zeros, as after a reboot). */
-        int fd = fab_ram_fd(f, host);
-        if (fd < 0)
-            return fd;
-        if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)h->ram_size) < 0)
-            return -errno;
-        fab_lock(&h->iommu_lock);
-        memset(fab_iommu_table(f, host), 0, FAB_IOMMU_MAPS * sizeof(struct fab_iommu_map));
-        h->iommu_nmaps = 0;
-        fab_unlock(&h->iommu_lock);
-        for (uint32_t i = 0; i < h->nadapters; i++)
-            fab_adapter_reset(f, h->adapter_first + i);
-        fab_funcs_reset(f, host);
-        atomic_fetch_add(&h->boot_gen, 1);
+    const struct fab_adapter *a = fab_adapter(f, ai);
+    for (uint32_t p = 0; p < a->npeers; p++)
+        if (fab_adapter(f, a->peers[p])->host == host)
+            return (int)a->peers[p];
+    return -1;
+}
+
+int fab_adapter_toward(const struct fab *f, uint32_t host, uint32_t target, uint32_t *peer_ai)
+{
+    const struct fab_host *h = fab_host(f, host);
+    for (uint32_t i = 0; i < h->nadapters; i++) {
+        int p = fab_peer_on(f, h->adapter_first + i, target);
+        if (p >= 0) {
+            if (peer_ai)
+                *peer_ai = (uint32_t)p;
+            return (int)(h->adapter_first + i);
+        }
     }
-    atomic_store(&h->state, (uint32_t)st);
-    reachability_changed(f);
-    return 0;
+    return -EHOSTUNREACH;
 }

@@ -1,7 +1,7 @@
 /*
- * Windows, the base primitive every layer maps remote memory with: which adapter of a host
- * reaches another host, and a range of a peer host's address space mapped through consecutive
- * LUT entries of an adapter (allocated, programmed, acknowledged once, rolled back on failure).
+ * Windows, the base primitive every layer maps remote memory with: a range of a peer host's
+ * address space mapped through consecutive LUT entries of an adapter (allocated, programmed,
+ * acknowledged once, rolled back on failure). Which adapter reaches a host is route.c's.
  * The NTB API (src/ntb) and the host agents stand on these; nothing above them programs LUT
  * entries one by one.
  */
@@ -9,29 +9,6 @@
 #include <stdbool.h>
 
 #include "fabric.h"
-
-int fab_peer_on(const struct fab *f, uint32_t ai, uint32_t host)
-{
-    const struct fab_adapter *a = fab_adapter(f, ai);
-    for (uint32_t p = 0; p < a->npeers; p++)
-        if (fab_adapter(f, a->peers[p])->host == host)
-            return (int)a->peers[p];
-    return -1;
-}
-
-int fab_adapter_toward(const struct fab *f, uint32_t host, uint32_t target, uint32_t *peer_ai)
-{
-    const struct fab_host *h = fab_host(f, host);
-    for (uint32_t i = 0; i < h->nadapters; i++) {
-        int p = fab_peer_on(f, h->adapter_first + i, target);
-        if (p >= 0) {
-            if (peer_ai)
-                *peer_ai = (uint32_t)p;
-            return (int)(h->adapter_first + i);
-        }
-    }
-    return -EHOSTUNREACH;
-}
 
 int fab_window_map(struct fab *f, uint32_t ai, uint32_t peer_host, uint64_t peer_addr,
                    uint64_t len, int32_t owner, uint32_t flags, struct fab_window *w)

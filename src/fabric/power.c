@@ -1,0 +1,42 @@
+/*
+ * Host power: a host going down, booting (its RAM, IOMMU, adapters and functions start from
+ * zero) and coming up, and everyone told that reachability changed. A top floor of the fabric,
+ * beside creation: it resets what the floors below own.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fabric.h"
+
+int fab_host_set_state(struct fab *f, uint32_t host, enum fab_host_state st)
+{
+    if (host >= f->ctl->nhosts)
+        return -EINVAL;
+    struct fab_host *h = fab_host(f, host);
+    if (st == FAB_HOST_BOOTING) {
+        /* Power-on: RAM and every register of the host start from zero. Punching holes keeps
+         * other processes' mappings of the RAM file valid (they read zeros, as after a reboot). */
+        int fd = fab_ram_fd(f, host);
+        if (fd < 0)
+            return fd;
+        if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)h->ram_size) < 0)
+            return -errno;
+        fab_lock(&h->iommu_lock);
+        memset(fab_iommu_table(f, host), 0, FAB_IOMMU_MAPS * sizeof(struct fab_iommu_map));
+        h->iommu_nmaps = 0;
+        fab_unlock(&h->iommu_lock);
+        for (uint32_t i = 0; i < h->nadapters; i++)
+            fab_adapter_reset(f, h->adapter_first + i);
+        fab_funcs_reset(f, host);
+        atomic_fetch_add(&h->boot_gen, 1);
+    }
+    atomic_store(&h->state, (uint32_t)st);
+    fab_reachability_changed(f);
+    return 0;
+}

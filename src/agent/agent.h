@@ -65,6 +65,8 @@ void amem_free_owner(int32_t owner);
  * Return: 0, -ENOENT, -EPERM (not @from's), -EINVAL (not a whole block).
  */
 int amem_retag(uint64_t phys, uint64_t size, int32_t from, int32_t to, uint64_t *len);
+/** amem_usage() - bytes held by processes (pid owners) and by tags (segments, interrupts). */
+void amem_usage(uint64_t *procs, uint64_t *tagged);
 
 /* ---- mailboxes over the NTB (mbox.c) ---- */
 
@@ -151,6 +153,8 @@ void aplace_host_gone(uint32_t host);
 /** aintr_create() - create interrupt @id (0: pick) for @client: its page's physical address. */
 int aintr_create(int32_t client, uint32_t id, uint64_t *out_id, uint64_t *phys);
 int aintr_remove(int32_t client, uint32_t id);
+/** aintr_pool_bytes() - memory of the interrupt-page pool (pages are reused, never freed). */
+uint64_t aintr_pool_bytes(void);
 /** aintr_connect() - the bus address, through @adapter, of interrupt @id of node @node. */
 int aintr_connect(uint32_t adapter, uint32_t node, uint32_t id, uint64_t *bus, uint64_t *owner);
 

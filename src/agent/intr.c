@@ -141,3 +141,13 @@ void aintr_register(void)
 {
     mbox_register(MBOX_INTR_CONNECT, h_intr_connect);
 }
+
+uint64_t aintr_pool_bytes(void)
+{
+    uint64_t n = 0;
+    pthread_mutex_lock(&segments.lock);
+    for (struct aintr *i = segments.intrs; i; i = i->next)
+        n++;
+    pthread_mutex_unlock(&segments.lock);
+    return n * 4096;
+}

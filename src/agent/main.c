@@ -119,6 +119,14 @@ static void serve(struct client *c, const struct agent_req *req)
         rsp.rc = -ENOMEM;
         break;
     }
+    case AGENT_MEMORY: {
+        uint64_t procs, tagged, pool = aintr_pool_bytes();
+        amem_usage(&procs, &tagged);
+        rsp.a = procs;
+        rsp.b = tagged - pool;
+        rsp.c = pool;
+        break;
+    }
     case AGENT_STATS:
         rsp.a = nclients;
         rsp.b = atomic_load(&agent.mbox_handled);

@@ -119,3 +119,12 @@ int amem_retag(uint64_t phys, uint64_t size, int32_t from, int32_t to,
     pthread_mutex_unlock(&agent.alloc_lock);
     return rc;
 }
+
+void amem_usage(uint64_t *procs, uint64_t *tagged)
+{
+    *procs = *tagged = 0;
+    pthread_mutex_lock(&agent.alloc_lock);
+    for (size_t i = 0; i < agent.nblocks; i++)
+        *(agent.blocks[i].owner > 0 ? procs : tagged) += agent.blocks[i].size;
+    pthread_mutex_unlock(&agent.alloc_lock);
+}

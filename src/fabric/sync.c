@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include <dirent.h>
 
-#include "fabric.h"
+#include "fab_sync.h"
 
 /* ---------------------------------------------------------------- time and futexes */
 

@@ -1,0 +1,51 @@
+/*
+ * PCIe functions (devices.c, fn_dma.c): the functions a topology's devices have, their
+ * configuration space and BARs, and a function as a bus master (DMA, MSI-X).
+ */
+#ifndef NTBLEND_FAB_DEVICES_H
+#define NTBLEND_FAB_DEVICES_H
+
+#include <stdio.h>
+
+#include "fab_state.h"
+
+/* ---- PCIe functions (devices.c, fn_dma.c) ---- */
+/* The functions a topology's devices have, with their BARs and config space; fills the
+ * function table of a fabric being created (and returns the count), or with out == NULL just
+ * counts. -EINVAL with a message for a device the models cannot build. */
+int fab_devices_layout(const struct topo *t, struct fab_function *out, size_t max, FILE *err);
+/* A device's topology parameters ("key=value;..." in struct fab_function.params): the value
+ * of key copied into buf, or NULL; and a size/number with k/M/G suffixes (default def when
+ * absent; -EINVAL when malformed). */
+const char *fab_param(const char *params, const char *key, char *buf, size_t len);
+int fab_param_size(const char *params, const char *key, uint64_t def, uint64_t *out);
+/* Configuration space access as a host's root complex performs it: BAR sizing, writable
+ * command/MSI-X bits, read-only everything else. */
+uint32_t fab_cfg_read(struct fab *f, uint32_t fn, uint32_t off, uint32_t len);
+int fab_cfg_write(struct fab *f, uint32_t fn, uint32_t off, uint32_t len, uint32_t val);
+#define FAB_CMD_MEM 0x2u
+#define FAB_CMD_BME 0x4u
+#define FAB_CFG_MSIX 0x40u /* offset of the MSI-X capability */
+/* DMA by function fn as its own requester: -EIO when Bus Master Enable is clear. */
+int fab_fn_dma_read(struct fab *f, uint32_t fn, uint64_t addr, void *dst, uint64_t len);
+int fab_fn_dma_write(struct fab *f, uint32_t fn, uint64_t addr, const void *src, uint64_t len);
+/* Raise MSI-X vector v of fn: a DMA write of the table entry's data to its address (which may
+ * be another host's MSI region, through an NTB). Masked: the pending bit is set instead.
+ * -EINVAL no such vector, -ENODEV MSI-X disabled. */
+int fab_fn_msix(struct fab *f, uint32_t fn, uint32_t vector);
+/* Function-level reset: bus mastering and MSI-X off, register BARs cleared, reset_gen bumped
+ * so the model drops its state (what a lender does when it reclaims a device). */
+void fab_fn_reset(struct fab *f, uint32_t fn);
+/* Tell a function's model that a register changed (what a write to a register BAR does). */
+void fab_fn_notify(struct fab *f, uint32_t fn);
+/* Power-on state of a host's functions: config space as enumerated, BAR contents zero. */
+void fab_funcs_reset(struct fab *f, uint32_t host);
+
+
+int fab_func_by_name(const struct fab *f, const char *name);
+/* A function's BAR file (for mmap), opened on first use; -errno. */
+int fab_bar_fd(struct fab *f, uint32_t fn);
+/* Pointer into a function's BAR file at `off` (mapping it on first use); NULL + errno. */
+void *fab_bar_mem(struct fab *f, uint32_t fn, uint64_t off, uint64_t len);
+
+#endif

@@ -1,0 +1,270 @@
+/*
+ * The layout of the emulated PCIe NTB fabric's shared state: the hardware every host agent,
+ * application and the CLI share, and the address map of a host. It lives in
+ * /dev/shm/ntblend.<fabric>/: "ctl" holds registers and tables (struct fab_ctl and the arrays
+ * it points to by offset), "host<N>.ram" is host N's RAM (sparse), "fn<N>.bars" a function's
+ * BARs. Register-like fields are atomics that any attached process reads and writes directly,
+ * as a driver would through MMIO.
+ */
+#ifndef NTBLEND_FAB_STATE_H
+#define NTBLEND_FAB_STATE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "topo.h"
+
+#define FAB_MAGIC 0x4e54424cu /* "NTBL" */
+#define FAB_VERSION 1
+#define FAB_NAME_MAX 64
+#define FAB_MAX_PROCS 512
+#define FAB_IOMMU_MAPS 4096   /* per host */
+#define FAB_FAULT_RING 64     /* per host */
+#define FAB_DMA_RING 256      /* descriptors per DMA channel */
+#define FAB_MSI_VECTORS 256   /* per host */
+#define FAB_PATH_MAX 16       /* links on one adapter-to-adapter path */
+#define FAB_MAX_CHAIN 8       /* windows one access may chain through */
+
+/* Physical address map of every host (bus addresses when the IOMMU is off). */
+#define FAB_RAM_BASE 0x0ull
+#define FAB_MSI_BASE 0xfee00000ull /* writes of a vector number raise it */
+#define FAB_MSI_SIZE 0x100000ull
+#define FAB_ADAPTER_BASE (1ull << 40) /* adapter i's window BAR at BASE + i * STRIDE */
+#define FAB_ADAPTER_STRIDE (1ull << 36)
+#define FAB_DEVICE_BASE (1ull << 44) /* device BARs, assigned at enumeration (later layers) */
+
+/* Agent mailboxes: the first FAB_MBOX_SIZE bytes of every host's RAM are reserved. */
+#define FAB_ONES_SIZE (1ull << 20) /* the all-ones file that reads through dead windows map */
+#define FAB_MBOX_SLOT 4096u
+#define FAB_MBOX_SLOTS TOPO_MAX_HOSTS
+#define FAB_MBOX_SIZE ((uint64_t)FAB_MBOX_SLOT * FAB_MBOX_SLOTS)
+/* Agents reserve the top doorbell bit of every adapter (db_bits - 1) for their mailboxes. */
+#define FAB_CPU_RIDS 2u      /* requester-ID entries each CPU reserves per adapter (smartio §8) */
+
+enum fab_host_state { FAB_HOST_DOWN = 0, FAB_HOST_BOOTING = 1, FAB_HOST_UP = 2 };
+
+enum fab_region { FAB_REGION_NONE, FAB_REGION_RAM, FAB_REGION_MSI, FAB_REGION_WINDOW,
+                  FAB_REGION_DEVICE };
+
+/* ---- PCIe functions (devices declared in the topology; see devices.c) ---- */
+#define FAB_MAX_FUNCS 512
+#define FAB_BARS 6 /* BAR register slots; ntblend's BARs are 64-bit, so 0, 2 and 4 are used */
+enum fab_bar_kind { FAB_BAR_NONE = 0, FAB_BAR_MEM, FAB_BAR_REGS };
+
+struct fab_bar {
+    uint32_t kind;   /* enum fab_bar_kind: plain memory, or registers a model serves */
+    uint32_t pad;
+    uint64_t size;   /* power of two >= 4 KiB */
+    uint64_t addr;   /* assigned at enumeration, in the host's physical map */
+    uint64_t off;    /* where it lives in the function's BAR file */
+};
+
+struct fab_function {
+    char name[TOPO_NAME_MAX];  /* "nvme0", "nvme0.f1" (multi-function), "accel0.vf2" (SR-IOV) */
+    char type[TOPO_NAME_MAX];  /* model: "nvme", "accel" */
+    char params[512];          /* the topology's key=value; pairs for the model */
+    uint32_t device;           /* index of the [device] section */
+    uint32_t host;
+    uint32_t fn;               /* function number within the device */
+    uint32_t vf;               /* 0 for a physical function, else the VF number (1..) */
+    uint16_t rid;              /* requester ID: bus 2 + device index, device, function */
+    uint16_t pad;
+    struct fab_bar bar[FAB_BARS];
+    uint64_t file_size;        /* of fn<N>.bars */
+    uint8_t cfg[4096];         /* configuration space */
+    _Atomic uint32_t cfg_lock;
+    uint32_t bar_sizing;       /* BAR slots written all-ones: reads return the size mask */
+    _Atomic uint32_t reg_seq;  /* futex: a register write (doorbell) wakes the model */
+    _Atomic uint32_t model_up; /* the model is serving this function */
+    _Atomic uint32_t reset_gen; /* bumps on a function-level reset: models drop all state */
+    /* SmartIO lending state, written only by the lender's agent. */
+    _Atomic uint32_t lend_available;
+    _Atomic uint32_t lend_exclusive;      /* the borrower holds it alone */
+    _Atomic uint64_t lend_borrowers[4];   /* bit per host index */
+};
+
+struct fab_host {
+    char name[TOPO_NAME_MAX];
+    uint32_t node_id;
+    uint32_t iommu;            /* 0/1 */
+    uint64_t ram_size;
+    uint32_t adapter_first, nadapters;
+    uint32_t func_first, nfuncs;      /* the host's PCIe functions, consecutive */
+    _Atomic int32_t agent_pid;
+    _Atomic uint32_t state;    /* enum fab_host_state */
+    _Atomic uint32_t boot_gen; /* bumps on every start: stale users see a reboot */
+    _Atomic uint32_t agent_wake;   /* futex: agent mailbox doorbells on any adapter */
+    _Atomic uint64_t msi_pending[FAB_MSI_VECTORS / 64];
+    _Atomic uint32_t msi_seq[FAB_MSI_VECTORS];   /* futex per vector */
+    /* IOMMU: mappings (rid, iova, phys, size, perms) in a flat table; faults in a ring. */
+    _Atomic uint32_t iommu_lock;
+    uint32_t iommu_nmaps;
+    _Atomic uint64_t fault_count;
+    _Atomic uint32_t fault_seq; /* futex */
+};
+
+struct fab_iommu_map {
+    uint32_t used;
+    uint16_t rid;
+    uint16_t perm; /* FAB_PERM_* */
+    uint64_t iova, phys, size;
+    int32_t owner_pid; /* freed when the owner dies */
+};
+
+#define FAB_PERM_READ 1u
+#define FAB_PERM_WRITE 2u
+
+struct fab_fault {
+    uint16_t rid;
+    uint16_t write;
+    int32_t reason; /* -EFAULT unmapped, -EACCES permission, -EIO master abort */
+    uint64_t addr;
+    uint64_t when_ns;
+};
+
+struct fab_lut_entry {
+    _Atomic uint32_t valid;
+    uint32_t peer_host;   /* host index of the target */
+    uint32_t peer_adapter; /* the target's adapter the traffic enters through */
+    uint64_t peer_addr;   /* bus address on the target, aligned to lut_size */
+    int32_t owner_pid;    /* process that holds the entry; 0 = agent */
+    uint32_t flags;       /* FAB_LUT_* */
+};
+#define FAB_LUT_AGENT 1u   /* reserved by the agent (mailboxes) */
+
+struct fab_rid_entry {
+    _Atomic uint32_t used;
+    uint16_t rid;
+    int32_t owner_pid;
+};
+
+/* A DMA descriptor: copies len bytes from src to dst, both bus addresses on the engine's host
+ * (so either may be this adapter's window, i.e. remote memory). */
+struct fab_dma_desc {
+    uint64_t src, dst, len;
+    uint64_t cookie;
+    uint64_t submitted_ns;  /* when it was queued: the engine of the hardware starts it then */
+    _Atomic uint32_t flags; /* FAB_DMA_INTR, FAB_DMA_CANCEL */
+    _Atomic int32_t status; /* 1 pending, 0 done, -errno failed */
+};
+#define FAB_DMA_INTR 1u
+#define FAB_DMA_CANCEL 2u /* set on a queued descriptor: the engine skips it (-ECANCELED) */
+
+struct fab_dma_chan {
+    _Atomic uint32_t lock;        /* producers serialise on this */
+    _Atomic uint64_t head;        /* next descriptor to submit (producer) */
+    _Atomic uint64_t tail;        /* next descriptor to execute (engine) */
+    _Atomic uint32_t submit_seq;  /* futex: engine sleeps here */
+    _Atomic uint32_t done_seq;    /* futex: completion interrupt */
+    _Atomic uint32_t engine_idle; /* the engine is (about to be) asleep: submitters wake it */
+    _Atomic uint32_t waiters;     /* processes asleep on done_seq: the engine wakes them */
+    _Atomic int32_t owner_pid;    /* channel requested by a process, 0 = free */
+    uint16_t rid;                 /* requester ID the engine uses for this channel */
+    struct fab_dma_desc ring[FAB_DMA_RING];
+};
+
+struct fab_adapter {
+    char name[TOPO_NAME_MAX];   /* "HOST.ADAPTER" */
+    uint32_t host, index_on_host;
+    uint64_t bar_addr;          /* window BAR in the host's physical map */
+    uint64_t lut_size;
+    uint32_t lut_entries, rid_entries, db_bits, spads, dma_channels;
+    uint16_t rid;               /* the adapter's own requester ID (inbound traffic, DMA) */
+    int32_t link;               /* the cable at this adapter's port, -1 if unplugged */
+    uint32_t npeers;
+    uint32_t peers[TOPO_MAX_PEERS];   /* adapter indices reachable through this port, by node id */
+    /* Per peer: the links a transaction crosses (precomputed: switches form trees). */
+    uint8_t peer_nlinks[TOPO_MAX_PEERS];
+    uint16_t peer_path[TOPO_MAX_PEERS][FAB_PATH_MAX];
+    uint32_t peer_sw_ns[TOPO_MAX_PEERS]; /* sum of the switches' latencies on the path */
+    _Atomic uint32_t link_enabled;    /* ntb_link_enable / disable */
+    _Atomic uint32_t enable_changes;
+    _Atomic uint32_t link_seq;        /* futex: any change of this adapter's peers' reachability */
+    _Atomic uint32_t db;              /* doorbell bits */
+    _Atomic uint32_t db_mask;
+    _Atomic uint32_t db_seq;          /* futex: app doorbell vector (all but FAB_AGENT_DB_BIT) */
+    /* Latency model: the link is busy carrying earlier DMA data until these times (ns), out
+     * (writes) and in (read completions); DMA on every channel shares the link's rate. */
+    _Atomic uint64_t wire_out_until, wire_in_until;
+    _Atomic uint32_t spad[TOPO_MAX_SPADS];
+    uint64_t off_lut, off_rid, off_dma; /* offsets from ctl base */
+};
+
+struct fab_switch {
+    char name[TOPO_NAME_MAX];
+    uint32_t ports, latency_ns;
+};
+
+struct fab_link {
+    struct topo_end a, b;
+    _Atomic uint32_t up;      /* administrative state: ntblend link down|up */
+    _Atomic uint32_t changes; /* state changes so far: sequences compare these */
+};
+
+struct fab_proc {
+    _Atomic int32_t pid;      /* 0 = free slot */
+    uint32_t host;
+    _Atomic uint32_t acked_gen;
+};
+
+struct fab_ctl {
+    uint32_t magic, version;
+    char name[FAB_NAME_MAX];
+    char topo_path[256];
+    uint64_t size;
+    uint32_t nhosts, nadapters, nswitches, nlinks, nfuncs;
+    uint64_t off_hosts, off_adapters, off_switches, off_links, off_iommu, off_funcs;
+    struct topo_latency latency;
+    _Atomic uint32_t map_gen;  /* futex: bump on any change of LUT, IOMMU or reachability */
+    _Atomic uint32_t tlb_gen;  /* bumps on requester-ID table changes (cached translations) */
+    _Atomic uint32_t ctl_lock; /* serialises map_gen changes (spin + futex) */
+    struct fab_proc procs[FAB_MAX_PROCS];
+    _Atomic uint32_t down;     /* the fabric is being torn down */
+};
+
+/* A process's attachment to a fabric. */
+struct fab {
+    struct fab_ctl *ctl;
+    size_t ctl_size;
+    char dir[128];
+    int self_host;          /* host this process runs on, -1 for the CLI */
+    _Atomic(char *) *ram;   /* lazily mapped RAM of each host (MAP_SHARED) */
+    int *ram_fd;            /* RAM file of each host, opened on first use */
+    int ones_fd;            /* a file of 0xff bytes: what a dead window maps to */
+    _Atomic(char *) *bars;  /* lazily mapped BAR file of each function */
+    int *bar_fd;
+    uint64_t ones_size;
+    int proc_slot;          /* slot in ctl->procs, -1 when not registered */
+};
+
+
+/* ---- the tables, by index ---- */
+static inline struct fab_function *fab_func(const struct fab *f, uint32_t i)
+{ return (struct fab_function *)((char *)f->ctl + f->ctl->off_funcs) + i; }
+static inline struct fab_host *fab_host(const struct fab *f, uint32_t i)
+{ return (struct fab_host *)((char *)f->ctl + f->ctl->off_hosts) + i; }
+static inline struct fab_adapter *fab_adapter(const struct fab *f, uint32_t i)
+{ return (struct fab_adapter *)((char *)f->ctl + f->ctl->off_adapters) + i; }
+static inline struct fab_switch *fab_switch(const struct fab *f, uint32_t i)
+{ return (struct fab_switch *)((char *)f->ctl + f->ctl->off_switches) + i; }
+static inline struct fab_link *fab_link(const struct fab *f, uint32_t i)
+{ return (struct fab_link *)((char *)f->ctl + f->ctl->off_links) + i; }
+static inline struct fab_lut_entry *fab_lut(const struct fab *f, const struct fab_adapter *a)
+{ return (struct fab_lut_entry *)((char *)f->ctl + a->off_lut); }
+static inline struct fab_rid_entry *fab_rid(const struct fab *f, const struct fab_adapter *a)
+{ return (struct fab_rid_entry *)((char *)f->ctl + a->off_rid); }
+static inline struct fab_dma_chan *fab_dma(const struct fab *f, const struct fab_adapter *a)
+{ return (struct fab_dma_chan *)((char *)f->ctl + a->off_dma); }
+static inline uint32_t fab_agent_bit(const struct fab_adapter *a) { return 1u << (a->db_bits - 1); }
+static inline uint16_t fab_adapter_rid(uint32_t index_on_host) { return (uint16_t)(0x100u | (index_on_host << 3)); }
+static inline uint16_t fab_dma_rid(uint32_t index_on_host) { return (uint16_t)(0x100u | (index_on_host << 3) | 1u); }
+/* Requester IDs: the CPU uses 0 and 1; adapter i's NTB function and DMA engine are on bus 1. */
+#define FAB_RID_CPU 0u
+#define FAB_CMD_MEM 0x2u
+#define FAB_CMD_BME 0x4u
+#define FAB_CFG_MSIX 0x40u /* offset of the MSI-X capability */
+
+#endif

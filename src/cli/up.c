@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 
 #include "cli.h"
+#include "registry.h"
 
 #define UP_TIMEOUT_MS 60000
 #define START_TIMEOUT_MS 30000
@@ -136,7 +137,7 @@ int cmd_up(struct cli *c)
         memcpy(t->path, abs, strlen(abs) + 1);
 
     struct fab *f;
-    rc = fab_create(o.fabric, t, &f);
+    rc = fab_create(o.fabric, t, devreg_layout, &f);
     if (rc) {
         char dir[128] = "";
         fab_dir(o.fabric, dir, sizeof dir);

@@ -183,4 +183,4 @@ static void accel_stop(void *state)
     free(a);
 }
 
-const struct model_ops accel_model_ops = { "accel", accel_start, accel_stop };
+const struct model_ops accel_model_ops = { accel_start, accel_stop };

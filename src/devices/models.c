@@ -1,14 +1,13 @@
 /*
- * Starting and stopping the device models of a host (see models.h).
+ * Starting and stopping the device models of a host (see models.h): each function's model is
+ * its type's in the device registry (registry.c).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "models.h"
-
-static const struct model_ops *const all[] = { &nvme_model_ops, &accel_model_ops };
+#include "registry.h"
 
 static struct running {
     const struct model_ops *ops;
@@ -25,10 +24,8 @@ int models_start(struct fab *f, uint32_t host)
     for (uint32_t i = 0; i < h->nfuncs; i++) {
         uint32_t fn = h->func_first + i;
         const struct fab_function *fx = fab_func(f, fn);
-        const struct model_ops *ops = NULL;
-        for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
-            if (strcmp(all[k]->type, fx->type) == 0)
-                ops = all[k];
+        const struct dev_type *type = devreg_find(fx->type);
+        const struct model_ops *ops = type ? type->model : NULL;
         if (!ops) {
             fprintf(stderr, "no model for device %s of type %s\n", fx->name, fx->type);
             return -ENODEV;

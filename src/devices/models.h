@@ -13,8 +13,8 @@
 
 #include "fabric.h"
 
+/* A model: the behaviour of one device type's functions (the registry says which). */
 struct model_ops {
-    const char *type; /* the topology's type = ... */
     /* Start serving function fn (its BARs are zeroed, its config space as enumerated).
      * Returns 0 and an opaque state, or -errno with a message on stderr. */
     int (*start)(struct fab *f, uint32_t fn, void **state);

@@ -20,6 +20,7 @@
 
 #include "models.h"
 #include "nvme_ctrl.h"
+#include "registry.h"
 
 #define POLL_NS 20000ull /* keep looking at doorbells this long after the last command */
 
@@ -118,11 +119,11 @@ static int nvme_start(struct fab *f, uint32_t fn, void **state)
 {
     struct fab_function *fx = fab_func(f, fn);
     uint64_t queues, nns, ns_size, mdts, cmb;
-    if (fab_param_size(fx->params, "queues", 32, &queues) || queues < 1 || queues > NVME_MAX_QUEUES ||
-        fab_param_size(fx->params, "namespaces", 1, &nns) || nns < 1 || nns > 1024 ||
-        fab_param_size(fx->params, "ns_size", 1ull << 30, &ns_size) || ns_size < NVME_LBA_SIZE ||
-        fab_param_size(fx->params, "mdts", 5, &mdts) || mdts < 1 || mdts > 10 ||
-        fab_param_size(fx->params, "cmb", 0, &cmb)) {
+    if (devreg_param_size(fx->params, "queues", 32, &queues) || queues < 1 || queues > NVME_MAX_QUEUES ||
+        devreg_param_size(fx->params, "namespaces", 1, &nns) || nns < 1 || nns > 1024 ||
+        devreg_param_size(fx->params, "ns_size", 1ull << 30, &ns_size) || ns_size < NVME_LBA_SIZE ||
+        devreg_param_size(fx->params, "mdts", 5, &mdts) || mdts < 1 || mdts > 10 ||
+        devreg_param_size(fx->params, "cmb", 0, &cmb)) {
         fprintf(stderr, "nvme %s: bad queues (1..%u), namespaces (1..1024), ns_size (>= 4K), "
                 "mdts (1..10) or cmb\n", fx->name, NVME_MAX_QUEUES);
         return -EINVAL;
@@ -137,7 +138,7 @@ static int nvme_start(struct fab *f, uint32_t fn, void **state)
     char dir[400], buf[300];
     /* backing= is the directory itself; otherwise each fabric gets its own directory under
      * $NTBLEND_NVME_DIR (or /var/tmp/ntblend), which `ntblend down` removes. */
-    const char *d = fab_param(fx->params, "backing", buf, sizeof buf);
+    const char *d = devreg_param(fx->params, "backing", buf, sizeof buf);
     const char *root = getenv("NTBLEND_NVME_DIR");
     if (d)
         snprintf(dir, sizeof dir, "%s", d);
@@ -216,4 +217,4 @@ static void nvme_stop(void *state)
     free(m);
 }
 
-const struct model_ops nvme_model_ops = { "nvme", nvme_start, nvme_stop };
+const struct model_ops nvme_model_ops = { nvme_start, nvme_stop };

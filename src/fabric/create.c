@@ -46,7 +46,7 @@ static int write_ones_file(const char *dir, uint64_t size)
 }
 
 
-int fab_create(const char *name, const struct topo *t, struct fab **out)
+int fab_create(const char *name, const struct topo *t, fab_layout_fn layout, struct fab **out)
 {
     char dir[128];
     int rc = fab_dir(name, dir, sizeof dir);
@@ -65,7 +65,7 @@ int fab_create(const char *name, const struct topo *t, struct fab **out)
     off = align_up(off + t->nswitches * sizeof(struct fab_switch), 64);
     size_t off_links = off;
     off = align_up(off + t->nlinks * sizeof(struct fab_link), 64);
-    int nfuncs = fab_devices_layout(t, NULL, FAB_MAX_FUNCS, stderr);
+    int nfuncs = layout ? layout(t, NULL, FAB_MAX_FUNCS, stderr) : 0;
     if (nfuncs < 0) {
         rmdir(dir);
         return nfuncs;
@@ -165,7 +165,7 @@ int fab_create(const char *name, const struct topo *t, struct fab **out)
     for (uint32_t i = 0; i < t->nhosts; i++)
         if (fab_host(&tmp, i)->adapter_first == UINT32_MAX)
             fab_host(&tmp, i)->adapter_first = 0;
-    if (nfuncs > 0 && fab_devices_layout(t, fab_func(&tmp, 0), (size_t)nfuncs, stderr) != nfuncs) {
+    if (nfuncs > 0 && layout(t, fab_func(&tmp, 0), (size_t)nfuncs, stderr) != nfuncs) {
         munmap(ctl, size);
         rc = -EINVAL;
         goto fail_files;

@@ -10,15 +10,6 @@
 #include "fab_state.h"
 
 /* ---- PCIe functions (devices.c, fn_dma.c) ---- */
-/* The functions a topology's devices have, with their BARs and config space; fills the
- * function table of a fabric being created (and returns the count), or with out == NULL just
- * counts. -EINVAL with a message for a device the models cannot build. */
-int fab_devices_layout(const struct topo *t, struct fab_function *out, size_t max, FILE *err);
-/* A device's topology parameters ("key=value;..." in struct fab_function.params): the value
- * of key copied into buf, or NULL; and a size/number with k/M/G suffixes (default def when
- * absent; -EINVAL when malformed). */
-const char *fab_param(const char *params, const char *key, char *buf, size_t len);
-int fab_param_size(const char *params, const char *key, uint64_t def, uint64_t *out);
 /* Configuration space access as a host's root complex performs it: BAR sizing, writable
  * command/MSI-X bits, read-only everything else. */
 uint32_t fab_cfg_read(struct fab *f, uint32_t fn, uint32_t off, uint32_t len);

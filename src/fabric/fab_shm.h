@@ -10,6 +10,8 @@
 #ifndef NTBLEND_FAB_SHM_H
 #define NTBLEND_FAB_SHM_H
 
+#include <stdio.h>
+
 #include "fab_state.h"
 
 /* ---- lifecycle ---- */
@@ -19,8 +21,13 @@ int fab_dir(const char *name, char *out, size_t len);
 /* Fabric name from --fabric, else $NTBLEND_FABRIC, else "default" (fab_dir validates it). */
 const char *fab_name_resolve(const char *arg);
 
-/* Create a fabric from a validated topology. -EEXIST when it already exists. */
-int fab_create(const char *name, const struct topo *t, struct fab **out);
+/* How a topology's devices become PCIe functions (the device registry's devreg_layout): fills
+ * out (or with out == NULL counts) and returns the count, or -EINVAL with a message. */
+typedef int (*fab_layout_fn)(const struct topo *t, struct fab_function *out, size_t max,
+                             FILE *err);
+/* Create a fabric from a validated topology, its devices laid out by `layout` (NULL: none).
+ * -EEXIST when it already exists. */
+int fab_create(const char *name, const struct topo *t, fab_layout_fn layout, struct fab **out);
 /* Attach to a running fabric as a process on host `host` (-1 for an administrator). */
 int fab_attach(const char *name, int host, struct fab **out);
 void fab_detach(struct fab *f);

@@ -29,6 +29,11 @@ struct ntb_dev *ntb_open(int index)
     struct rt *rt = rt_get();
     if (!rt)
         return NULL;
+    if (!rt->f) { /* the NTB API is implemented on the emulated fabric only (docs/backends.md) */
+        rt_put(rt);
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
     struct fab_host *h = fab_host(rt->f, rt->host);
     if (index < 0 || (uint32_t)index >= h->nadapters) {
         rt_put(rt);
@@ -90,6 +95,10 @@ int ntb_fabric_peers(uint32_t node, uint32_t *peers, int max)
     struct rt *rt = rt_get();
     if (!rt)
         return -errno;
+    if (!rt->f) {
+        rt_put(rt);
+        return -EOPNOTSUPP;
+    }
     int n = -ENOENT;
     for (uint32_t h = 0; h < rt->f->ctl->nhosts && n < 0; h++) {
         const struct fab_host *host = fab_host(rt->f, h);

@@ -1,11 +1,13 @@
 /*
- * Internals of the NTB API implementation: the handle behind struct ntb_dev.
+ * Internals of the NTB API implementation: the handle behind struct ntb_dev. The NTB API
+ * (ntb.c, regs.c) is implemented on the emulated fabric directly.
  */
 #ifndef NTBLEND_NTB_INT_H
 #define NTBLEND_NTB_INT_H
 
 #include <pthread.h>
 
+#include "fabric.h"
 #include "ntblend/ntb.h"
 #include "runtime.h"
 

@@ -4,6 +4,8 @@
  * the watcher thread that keeps CPU window mappings true to the hardware state (re-resolving
  * them whenever a LUT entry, IOMMU mapping or link changes, and acknowledging the change).
  * A process on a host that crashes (ntblend host kill) dies with it.
+ * All of that is the emulated fabric's backend (ntb_backend_emu): the runtime starts whichever
+ * backend ntb_backend_use() chose, and the layers above reach hardware only through rt->ops.
  */
 #ifndef NTBLEND_RUNTIME_H
 #define NTBLEND_RUNTIME_H

@@ -4,6 +4,8 @@
  * segment layer and SmartIO. No fabric, no agent: if either layer still reached around the
  * ops table, it would crash or its data would not land where the double put the memory.
  *
+ * The NTB API runs over it too (scratchpads, doorbells, inbound windows).
+ *
  * The double: two hosts, a (node 4, index 0, this process) and b (node 8), 1 MiB of RAM each;
  * one adapter per host (ids 0 and 1), linked to each other; one device function "dev0" in b
  * with a 16 KiB BAR 0 at 0x100000 of b's address space. Its agent keeps a segment table and
@@ -54,6 +56,10 @@ static struct {
     struct call calls[512];
     int ncalls;
     int cpu_maps; /* window CPU mappings outstanding */
+    /* Each host's adapter's registers. */
+    _Atomic uint32_t spad[HOSTS][4];
+    _Atomic uint64_t db[HOSTS], db_mask[HOSTS];
+    _Atomic uint32_t db_seq[HOSTS], link_seq[HOSTS];
 } D;
 
 static void rec(const char *op, uint64_t a, uint64_t b, uint64_t c, uint64_t d)
@@ -202,7 +208,10 @@ static int d_host_by_node(struct rt *rt, uint32_t node)
 }
 
 static uint32_t d_boot_gen(struct rt *rt, uint32_t host) { return 1; }
-static int d_adapter(struct rt *rt, int index) { return index == 0 ? 0 : -ENODEV; }
+static int d_adapter(struct rt *rt, uint32_t host, int index)
+{
+    return host < HOSTS && index == 0 ? (int)host : -ENODEV;
+}
 
 static int d_adapter_toward(struct rt *rt, uint32_t host, uint32_t target, uint32_t *peer)
 {
@@ -344,6 +353,60 @@ static int d_wait(_Atomic uint32_t *w, uint32_t seen, int64_t timeout_ns)
 
 static void d_wake(_Atomic uint32_t *w, int n) {}
 
+/* The NTB device: adapter h of host h, one peer (the other host's), 4 windows of 64 KiB at
+ * bus 0x40000000, 8 doorbell bits, 4 scratchpads, no DMA engine. */
+static int d_adapter_info(struct rt *rt, uint32_t a, struct ntb_adapter_info *o)
+{
+    if (a >= HOSTS)
+        return -ENODEV;
+    *o = (struct ntb_adapter_info){ .host = a, .npeers = 1, .peers = { 1 - a }, .mw_count = 4,
+                                    .mw_size = 0x10000, .mw_base = 0x40000000ull,
+                                    .db_valid = 0xff, .spads = 4 };
+    snprintf(o->name, sizeof o->name, "%s.ntb0", a ? "b" : "a");
+    return 0;
+}
+
+static int d_mw_set(struct rt *rt, uint32_t a, uint32_t widx, uint32_t host, uint64_t addr)
+{
+    rec("mw_set", a, widx, host, addr);
+    return 0;
+}
+
+static int d_mw_clear(struct rt *rt, uint32_t a, uint32_t widx)
+{
+    rec("mw_clear", a, widx, 0, 0);
+    return 0;
+}
+
+static uint64_t d_db_read(struct rt *rt, uint32_t a) { return D.db[a]; }
+static void d_db_clear(struct rt *rt, uint32_t a, uint64_t bits) { D.db[a] &= ~bits; }
+static uint64_t d_db_mask_read(struct rt *rt, uint32_t a) { return D.db_mask[a]; }
+static void d_db_mask_set(struct rt *rt, uint32_t a, uint64_t bits) { D.db_mask[a] |= bits; }
+static void d_db_mask_clear(struct rt *rt, uint32_t a, uint64_t bits) { D.db_mask[a] &= ~bits; }
+static _Atomic uint32_t *d_db_word(struct rt *rt, uint32_t a) { return &D.db_seq[a]; }
+static _Atomic uint32_t *d_link_word(struct rt *rt, uint32_t a) { return &D.link_seq[a]; }
+
+static void d_db_set(struct rt *rt, uint32_t a, uint64_t bits)
+{
+    D.db[a] |= bits;
+    D.db_seq[a]++;
+}
+
+static int d_peer_db_set(struct rt *rt, uint32_t a, uint32_t peer, uint64_t bits)
+{
+    rec("peer_db_set", a, peer, bits, 0);
+    d_db_set(rt, peer, bits);
+    return 0;
+}
+
+static uint32_t d_spad_read(struct rt *rt, uint32_t a, uint32_t i) { return D.spad[a][i]; }
+
+static void d_spad_write(struct rt *rt, uint32_t a, uint32_t i, uint32_t v)
+{
+    rec("spad_write", a, i, v, 0);
+    D.spad[a][i] = v;
+}
+
 static const struct ntb_backend_ops double_ops = {
     .name = "test double",
     .start = d_start, .stop = d_stop, .agent_call = d_agent,
@@ -357,6 +420,11 @@ static const struct ntb_backend_ops double_ops = {
     .func_info = d_func_info, .func_by_name = d_func_by_name, .cfg_read = d_cfg_read,
     .cfg_write = d_cfg_write, .bar_mem = d_bar_mem, .fn_notify = d_fn_notify,
     .now_ns = d_now_ns, .wait = d_wait, .wake = d_wake,
+    .adapter_info = d_adapter_info, .mw_set = d_mw_set, .mw_clear = d_mw_clear,
+    .link_word = d_link_word, .db_read = d_db_read, .db_set = d_db_set, .db_clear = d_db_clear,
+    .db_mask_read = d_db_mask_read, .db_mask_set = d_db_mask_set,
+    .db_mask_clear = d_db_mask_clear, .peer_db_set = d_peer_db_set, .db_word = d_db_word,
+    .spad_read = d_spad_read, .spad_write = d_spad_write,
 };
 
 static int setup(void **state)
@@ -579,11 +647,66 @@ static void test_smartio(void **state)
     assert_int_equal(count("agent:other"), 0); /* nothing asked of the agent we did not model */
 }
 
+/* ---------------------------------------------------------------- the NTB API */
+
+static void test_ntb_api(void **state)
+{
+    assert_int_equal(ntb_adapter_count(), 1);
+    assert_null(ntb_open(1));
+    struct ntb_dev *n = ntb_open(0);
+    assert_non_null(n);
+    assert_string_equal(ntb_name(n), "a.ntb0");
+    assert_int_equal(ntb_port_number(n), 4);
+    assert_int_equal(ntb_peer_port_count(n), 1);
+    assert_int_equal(ntb_peer_port_number(n, 0), 8);
+    assert_int_equal(ntb_peer_port_idx(n, 8), 0);
+    assert_int_equal(ntb_link_is_up(n, NULL, NULL), 1);
+    uint32_t peers[4];
+    assert_int_equal(ntb_fabric_peers(8, peers, 4), 1);
+    assert_int_equal(peers[0], 4);
+
+    /* Scratchpads: ours and the peer's registers, as the backend keeps them. */
+    assert_int_equal(ntb_spad_count(n), 4);
+    assert_int_equal(ntb_spad_write(n, 1, 0x1111), 0);
+    assert_int_equal(ntb_peer_spad_write(n, 0, 2, 0x2222), 0);
+    assert_int_equal(D.spad[0][1], 0x1111);
+    assert_int_equal(D.spad[1][2], 0x2222);
+    assert_int_equal(ntb_peer_spad_read(n, 0, 2), 0x2222);
+    assert_int_equal(ntb_spad_write(n, 4, 0), -EINVAL);
+
+    /* Doorbells: ringing the peer sets its register; ours, masks and events here. */
+    assert_int_equal(ntb_db_valid_mask(n), 0xff);
+    assert_int_equal(ntb_peer_db_set(n, 0, 0x5), 0);
+    assert_int_equal(D.db[1], 0x5);
+    assert_int_equal(ntb_peer_db_set(n, 0, 0x100), -EINVAL); /* not a valid bit */
+    assert_int_equal(count("peer_db_set"), 1);
+    assert_int_equal(ntb_db_set(n, 0x3), 0);
+    assert_int_equal(ntb_db_set_mask(n, 0x1), 0);
+    assert_int_equal(ntb_db_vector_wait(n, UINT64_MAX, 0), 0x2);
+    assert_int_equal(ntb_db_clear(n, 0x2), 0);
+    assert_int_equal(ntb_db_read(n), 0x1);
+
+    /* An inbound window is a translation on the peer's adapter toward this host. */
+    assert_int_equal(ntb_mw_count(n, 0), 4);
+    assert_int_equal(ntb_mw_set_trans(n, 0, 3, 0x20000, 0x10000), 0);
+    const struct call *c = last("mw_set");
+    assert_int_equal(c->a, 1);
+    assert_int_equal(c->b, 3);
+    assert_int_equal(c->c, 0);
+    assert_int_equal(c->d, 0x20000);
+    assert_int_equal(ntb_mw_set_trans(n, 0, 3, 0x20001, 0x10000), -EINVAL); /* unaligned */
+    assert_int_equal(ntb_mw_clear_trans(n, 0, 3), 0);
+    assert_int_equal(last("mw_clear")->a, 1);
+    ntb_close(n);
+    assert_int_equal(count("stop"), count("start"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_segments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_smartio, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ntb_api, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,8 @@
 /*
  * The emulated PCIe NTB fabric (src/fabric) as the backend of libntblend (ntb_backend.h), and
- * the choice of backend. Apart from the runtime (src/lib/runtime.c: attachment, agent
- * connection, watcher, CPU window mappings) and the NTB API itself (ntb.c, regs.c), this is
- * the only part of libntblend that knows the fabric's shared state.
+ * the choice of backend. With backend_emu_ntb.c (the NTB device operations) and the runtime
+ * (src/lib/runtime.c: attachment, agent connection, watcher, CPU window mappings), this is the
+ * only part of libntblend that knows the fabric's shared state.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -10,8 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fabric.h"
-#include "runtime.h"
+#include "backend_emu.h"
 
 /* ---------------------------------------------------------------- hosts */
 
@@ -32,9 +31,11 @@ static uint32_t emu_boot_gen(struct rt *rt, uint32_t host)
 
 /* ---------------------------------------------------------------- adapters and paths */
 
-static int emu_adapter(struct rt *rt, int index)
+static int emu_adapter(struct rt *rt, uint32_t host, int index)
 {
-    const struct fab_host *h = fab_host(rt->f, rt->host);
+    if (host >= rt->f->ctl->nhosts)
+        return -ENODEV;
+    const struct fab_host *h = fab_host(rt->f, host);
     if (index < 0 || (uint32_t)index >= h->nadapters)
         return -ENODEV;
     return (int)(h->adapter_first + (uint32_t)index);
@@ -240,6 +241,30 @@ const struct ntb_backend_ops ntb_backend_emu = {
     .cfg_write = emu_cfg_write,
     .bar_mem = emu_bar_mem,
     .fn_notify = emu_fn_notify,
+    .adapter_info = emu_adapter_info,
+    .mw_set = emu_mw_set,
+    .mw_clear = emu_mw_clear,
+    .mw_alloc = emu_mw_alloc,
+    .mw_cpu_map = emu_mw_cpu_map,
+    .link_set = emu_link_set,
+    .link_word = emu_link_word,
+    .db_read = emu_db_read,
+    .db_set = emu_db_set,
+    .db_clear = emu_db_clear,
+    .db_mask_read = emu_db_mask_read,
+    .db_mask_set = emu_db_mask_set,
+    .db_mask_clear = emu_db_mask_clear,
+    .peer_db_set = emu_peer_db_set,
+    .db_word = emu_db_word,
+    .spad_read = emu_spad_read,
+    .spad_write = emu_spad_write,
+    .dma_chan_get = emu_dma_chan_get,
+    .dma_chan_put = emu_dma_chan_put,
+    .dma_submit = emu_dma_submit,
+    .dma_abort = emu_dma_abort,
+    .dma_wait = emu_dma_wait,
+    .dma_buf_map = emu_dma_buf_map,
+    .iommu_faults = emu_iommu_faults,
     .now_ns = fab_now_ns,
     .wait = fab_futex_wait,
     .wake = fab_futex_wake,

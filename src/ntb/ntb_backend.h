@@ -1,6 +1,6 @@
 /*
- * The NTB backend seam: everything the runtime, the segment layer and SmartIO need from the
- * hardware underneath, as one table of operations. The emulated fabric (backend_emu.c) is the
+ * The NTB backend seam: everything the runtime, the NTB API, the segment layer and SmartIO
+ * need from the hardware underneath, as one table of operations. The emulated fabric (backend_emu.c) is the
  * implementation libntblend uses; another one (real adapters through a kernel or userspace
  * driver, or a test double) plugs in with ntb_backend_use() before the runtime starts.
  * docs/backends.md says what each operation must do and how it maps onto Linux's ntb.h and
@@ -19,11 +19,26 @@
 #include <stdint.h>
 
 #include "agent_proto.h"
+#include "ntblend/ntb.h"
 
 struct rt;
 
 #define NTB_BK_BARS 6        /* BAR slots of a device function */
 #define NTB_BK_NAME_MAX 32
+#define NTB_BK_MAX_PEERS 64  /* ntb_link_is_up returns a 64-bit mask of peers */
+
+/* What the NTB API needs to know about an adapter. */
+struct ntb_adapter_info {
+    char name[NTB_BK_NAME_MAX];
+    uint32_t host;
+    uint32_t npeers;
+    uint32_t peers[NTB_BK_MAX_PEERS]; /* the adapters its port reaches (pidx order) */
+    uint32_t mw_count;      /* outbound translation entries */
+    uint64_t mw_size;       /* bytes each */
+    uint64_t mw_base;       /* bus address of entry 0 on its host */
+    uint64_t db_valid;      /* doorbell bits applications may use */
+    uint32_t spads, dma_channels;
+};
 
 /* A range of a peer host's address space made reachable through an adapter. */
 struct ntb_window {
@@ -77,13 +92,13 @@ struct ntb_backend_ops {
     uint32_t (*boot_gen)(struct rt *rt, uint32_t host);
 
     /* ---- adapters, paths, link state ----
-     * adapter: this host's adapter number `index` (0-based) as an adapter id, -ENODEV if
+     * adapter: adapter number `index` (0-based) of `host` as an adapter id, -ENODEV if
      * there is none. adapter_toward: the adapter of `host` that reaches host `target`
      * (directly or through switches), its peer adapter in *peer; -EHOSTUNREACH if none.
      * peer_on: the adapter on `host` that `adapter`'s link reaches, -ENOTCONN if none.
      * path_up: the link(s) between adapter and peer are up. path_signature: a value that
      * changes whenever the path goes down and up again (segment sequences compare it). */
-    int (*adapter)(struct rt *rt, int index);
+    int (*adapter)(struct rt *rt, uint32_t host, int index);
     int (*adapter_toward)(struct rt *rt, uint32_t host, uint32_t target, uint32_t *peer);
     int (*peer_on)(struct rt *rt, uint32_t adapter, uint32_t host);
     bool (*path_up)(struct rt *rt, uint32_t adapter, uint32_t peer);
@@ -131,6 +146,63 @@ struct ntb_backend_ops {
     int (*cfg_write)(struct rt *rt, uint32_t fn, uint32_t off, uint32_t len, uint32_t val);
     volatile void *(*bar_mem)(struct rt *rt, uint32_t fn, int bar);
     void (*fn_notify)(struct rt *rt, uint32_t fn);
+
+    /* ---- the NTB device (include/ntblend/ntb.h), on one adapter ----
+     * adapter_info: what it is; -ENODEV no such adapter.
+     * mw_set: point translation entry `widx` of `adapter` at [addr, addr + mw_size) of
+     * peer_host, owned by this process; returns once stores through it reach the new target.
+     * The inbound direction (ntb_mw_set_trans) is mw_set on the peer's adapter. -EINVAL bad
+     * entry or address, -EBUSY entry owned by another process. mw_clear: release it (-EPERM
+     * not ours). mw_alloc: a free entry, claimed for this process (-ENOSPC). mw_cpu_map:
+     * entries [first, first+count) mapped into this process (window_cpu_unmap undoes it).
+     * link_set: enable/disable the port; disable returns when no store crosses it any more.
+     * link_word: a futex word that changes on every change of the adapter's reachability. */
+    int (*adapter_info)(struct rt *rt, uint32_t adapter, struct ntb_adapter_info *out);
+    int (*mw_set)(struct rt *rt, uint32_t adapter, uint32_t widx, uint32_t peer_host, uint64_t addr);
+    int (*mw_clear)(struct rt *rt, uint32_t adapter, uint32_t widx);
+    int (*mw_alloc)(struct rt *rt, uint32_t adapter);
+    void *(*mw_cpu_map)(struct rt *rt, uint32_t adapter, uint32_t first, uint32_t count);
+    void (*link_set)(struct rt *rt, uint32_t adapter, bool enable);
+    _Atomic uint32_t *(*link_word)(struct rt *rt, uint32_t adapter);
+
+    /* Doorbells: the adapter's register (db_read, db_set raises events as a peer's ring
+     * does, db_clear), its mask (db_mask_clear raises pending unmasked bits), peer_db_set
+     * (ring `peer`'s register from `adapter`; dropped silently if the path is down;
+     * -EINVAL bad bits), db_word (a futex word bumped on every doorbell event). Bits are
+     * within adapter_info.db_valid (callers check). */
+    uint64_t (*db_read)(struct rt *rt, uint32_t adapter);
+    void (*db_set)(struct rt *rt, uint32_t adapter, uint64_t bits);
+    void (*db_clear)(struct rt *rt, uint32_t adapter, uint64_t bits);
+    uint64_t (*db_mask_read)(struct rt *rt, uint32_t adapter);
+    void (*db_mask_set)(struct rt *rt, uint32_t adapter, uint64_t bits);
+    void (*db_mask_clear)(struct rt *rt, uint32_t adapter, uint64_t bits);
+    int (*peer_db_set)(struct rt *rt, uint32_t adapter, uint32_t peer, uint64_t bits);
+    _Atomic uint32_t *(*db_word)(struct rt *rt, uint32_t adapter);
+
+    /* Scratchpads of any adapter (the caller checks the index against adapter_info.spads
+     * and, for a peer's, that the path is up: a read across a dead link is all ones). */
+    uint32_t (*spad_read)(struct rt *rt, uint32_t adapter, uint32_t idx);
+    void (*spad_write)(struct rt *rt, uint32_t adapter, uint32_t idx, uint32_t val);
+
+    /* DMA engine: dma_chan_get claims a free channel of the adapter for this process (NULL +
+     * EBUSY all taken, ENODEV none); dma_submit queues a copy between bus addresses of this
+     * host and returns its cookie (> 0; -EAGAIN ring full, -EINVAL); dma_abort cancels what
+     * has not started; dma_wait waits for a cookie: its status (0 done, -errno failed),
+     * -ETIMEDOUT, -EINVAL unknown cookie. One channel is used by one thread at a time. */
+    void *(*dma_chan_get)(struct rt *rt, uint32_t adapter);
+    void (*dma_chan_put)(struct rt *rt, void *chan);
+    int64_t (*dma_submit)(struct rt *rt, void *chan, uint64_t dst, uint64_t src, uint64_t len,
+                          bool interrupt);
+    int (*dma_abort)(struct rt *rt, void *chan);
+    int (*dma_wait)(struct rt *rt, void *chan, int64_t cookie, int timeout_ms);
+
+    /* IOMMU: dma_buf_map maps [phys, phys+len) of this host at identity IOVAs for the
+     * adapter's inbound traffic and its DMA engine (on), or unmaps it; 0 when the host has no
+     * IOMMU. -ENOSPC table full. iommu_faults: the host's recent faults, newest last, as
+     * ntb_iommu_faults returns them. */
+    int (*dma_buf_map)(struct rt *rt, uint32_t adapter, uint64_t phys, uint64_t len, bool on);
+    int (*iommu_faults)(struct rt *rt, uint32_t host, struct ntb_fault *out, int max,
+                        uint64_t *total);
 
     /* ---- time and waiting (no rt: usable before start) ----
      * now_ns: a monotonic clock. wait: sleep while *w == seen, at most timeout_ns (<0:

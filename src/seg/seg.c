@@ -57,7 +57,7 @@ const char *seg_strerror(int err)
 
 struct ntb_dev *seg_ntb(seg_desc_t *sd, int index, int *err)
 {
-    if (index < 0 || index >= SEG_MAX_ADAPTERS || sd->rt->ops->adapter(sd->rt, index) < 0) {
+    if (index < 0 || index >= SEG_MAX_ADAPTERS || sd->rt->ops->adapter(sd->rt, sd->rt->host, index) < 0) {
         *err = -ENODEV;
         return NULL;
     }
@@ -273,7 +273,7 @@ int seg_connect(seg_desc_t *sd, seg_remote_t **out, uint32_t node_id, uint32_t i
     r->local = r->owner == rt->host;
     r->ev_seen = atomic_load(&r->ev->head);
     if (!r->local) {
-        int ai = rt->ops->adapter(rt, adapter);
+        int ai = rt->ops->adapter(rt, rt->host, adapter);
         int peer = ai < 0 ? ai : rt->ops->peer_on(rt, (uint32_t)ai, r->owner);
         r->ai = ai < 0 ? 0 : (uint32_t)ai;
         rc = peer < 0 ? peer : program_lut(r);

@@ -317,7 +317,7 @@ int seg_intr_connect(seg_desc_t *sd, seg_rintr_t **out, uint32_t node_id, uint32
             return -EFAULT;
         }
     } else {
-        int ai = rt->ops->adapter(rt, adapter);
+        int ai = rt->ops->adapter(rt, rt->host, adapter);
         rc = ai < 0 ? ai : rt_window_open(rt, (uint32_t)ai, owner, r.a, sizeof *ri->page, false, &ri->win);
         if (rc) {
             free(ri);

@@ -385,7 +385,7 @@ static bool place_at_lender(const sio_dev_t *d, unsigned hints)
 static int adapter_index(const sio_dev_t *d)
 {
     for (int i = 0; d->ai >= 0; i++) {
-        int a = d->rt->ops->adapter(d->rt, i);
+        int a = d->rt->ops->adapter(d->rt, d->rt->host, i);
         if (a < 0)
             break;
         if (a == d->ai)

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fabric.h"
 #include "runtime.h"
 
 #define DEAD_SCRUB_NS (50ll * 1000000ll)
@@ -164,16 +165,17 @@ nomem:
 int rt_window_open(struct rt *rt, uint32_t adapter, uint32_t peer_host, uint64_t peer_addr,
                    uint64_t len, bool readonly, struct rt_window *out)
 {
-    int rc = fab_window_map(rt->f, adapter, peer_host, peer_addr, len, getpid(), 0, &out->w);
+    *out = (struct rt_window){ 0 };
+    int rc = rt->ops->window_map(rt, adapter, peer_host, peer_addr, len, 0, &out->w);
     if (rc)
         return rc;
-    out->map = rt_map_window(rt, adapter, out->w.first, out->w.count, readonly);
-    if (!out->map) {
+    out->ptr = rt->ops->window_cpu_map(rt, &out->w, readonly, &out->map);
+    if (!out->ptr) {
         rc = -errno;
-        fab_window_unmap(rt->f, &out->w, getpid());
+        rt->ops->window_unmap(rt, &out->w);
+        out->map = NULL;
         return rc;
     }
-    out->ptr = (volatile char *)out->map + out->w.offset;
     return 0;
 }
 
@@ -181,8 +183,8 @@ void rt_window_close(struct rt *rt, struct rt_window *w)
 {
     if (!w->map)
         return;
-    rt_unmap_window(rt, w->map);
-    fab_window_unmap(rt->f, &w->w, getpid());
+    rt->ops->window_cpu_unmap(rt, w->map);
+    rt->ops->window_unmap(rt, &w->w);
     w->map = NULL;
     w->ptr = NULL;
 }
@@ -233,17 +235,27 @@ static void *watcher(void *arg)
 
 /* ---------------------------------------------------------------- lifetime */
 
+int rt_request(struct rt *rt, const struct agent_req *req, struct agent_rsp *rsp)
+{
+    struct agent_rsp tmp;
+    return rt->ops->agent_call(rt, req, rsp ? rsp : &tmp);
+}
+
 int rt_call(struct rt *rt, uint32_t op, uint64_t a, uint64_t b, struct agent_rsp *rsp)
 {
     struct agent_req req = { .op = op, .a = a, .b = b };
-    struct agent_rsp tmp;
+    return rt_request(rt, &req, rsp);
+}
+
+int rt_fabric_agent_call(struct rt *rt, const struct agent_req *req, struct agent_rsp *rsp)
+{
     pthread_mutex_lock(&rt->agent_lock);
-    int rc = agent_call(rt->agent_fd, &req, rsp ? rsp : &tmp, 10000);
+    int rc = agent_call(rt->agent_fd, req, rsp, 10000);
     pthread_mutex_unlock(&rt->agent_lock);
     return rc;
 }
 
-static int rt_start(struct rt *rt)
+int rt_fabric_start(struct rt *rt)
 {
     const char *name = fab_name_resolve(NULL);
     const char *host = getenv("NTBLEND_HOST");
@@ -310,7 +322,8 @@ struct rt *rt_get(void)
         if (rt) {
             pthread_mutex_init(&rt->agent_lock, NULL);
             pthread_mutex_init(&rt->map_lock, NULL);
-            rc = rt_start(rt);
+            rt->ops = ntb_backend();
+            rc = rt->ops->start(rt);
         }
         if (rc) {
             free(rt);
@@ -335,6 +348,12 @@ void rt_put(struct rt *rt)
     }
     the_rt = NULL;
     pthread_mutex_unlock(&rt_lock);
+    rt->ops->stop(rt);
+    free(rt);
+}
+
+void rt_fabric_stop(struct rt *rt)
+{
     atomic_store(&rt->stop, 1);
     /* Wake the watcher without bumping map_gen (that would make every process remap); the
      * futex word is shared, so others wake too, find nothing changed and sleep again. Repeat
@@ -355,5 +374,5 @@ void rt_put(struct rt *rt)
         rt_unmap_window(rt, rt->maps->base);
     close(rt->agent_fd);
     fab_detach(rt->f);
-    free(rt);
+    rt->f = NULL;
 }

@@ -1,8 +1,8 @@
 /*
- * The low-level NTB API (include/ntblend/ntb.h) over the emulated fabric: ports and peers,
- * link state and events, memory windows (inbound and outbound), DMA-able memory, doorbells
- * and scratchpads. Registers are read and written in shared memory directly, as a driver does
- * through MMIO; only allocation goes through the host agent.
+ * The low-level NTB API (include/ntblend/ntb.h): ports and peers, link state and events,
+ * memory windows (inbound and outbound), DMA-able memory. Registers are the backend's
+ * (ntb_backend.h): on the emulated fabric they are read and written in shared memory directly,
+ * as a driver does through MMIO; only allocation goes through the host agent.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,7 +19,9 @@ int ntb_adapter_count(void)
     struct rt *rt = rt_get();
     if (!rt)
         return -errno;
-    int n = (int)fab_host(rt->f, rt->host)->nadapters;
+    int n = 0;
+    while (rt->ops->adapter(rt, rt->host, n) >= 0)
+        n++;
     rt_put(rt);
     return n;
 }
@@ -29,23 +31,28 @@ struct ntb_dev *ntb_open(int index)
     struct rt *rt = rt_get();
     if (!rt)
         return NULL;
-    struct fab_host *h = fab_host(rt->f, rt->host);
-    if (index < 0 || (uint32_t)index >= h->nadapters) {
+    if (!rt->ops->adapter_info) { /* a backend without the NTB device operations */
+        rt_put(rt);
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    int ai = rt->ops->adapter(rt, rt->host, index);
+    if (ai < 0) {
         rt_put(rt);
         errno = ENOENT;
         return NULL;
     }
     struct ntb_dev *ntb = calloc(1, sizeof *ntb);
-    if (!ntb) {
+    int rc = ntb ? rt->ops->adapter_info(rt, (uint32_t)ai, &ntb->a) : -ENOMEM;
+    if (rc) {
+        free(ntb);
         rt_put(rt);
-        errno = ENOMEM;
+        errno = -rc;
         return NULL;
     }
     ntb->rt = rt;
-    ntb->f = rt->f;
-    ntb->ai = h->adapter_first + (uint32_t)index;
-    ntb->a = fab_adapter(rt->f, ntb->ai);
-    ntb->pid = getpid();
+    ntb->ops = rt->ops;
+    ntb->ai = (uint32_t)ai;
     pthread_mutex_init(&ntb->lock, NULL);
     return ntb;
 }
@@ -60,29 +67,32 @@ void ntb_close(struct ntb_dev *ntb)
     free(ntb);
 }
 
-const char *ntb_name(const struct ntb_dev *ntb) { return ntb->a->name; }
-uint32_t ntb_node_id(const struct ntb_dev *ntb) { return fab_host(ntb->f, ntb->a->host)->node_id; }
+const char *ntb_name(const struct ntb_dev *ntb) { return ntb->a.name; }
+uint32_t ntb_node_id(const struct ntb_dev *ntb) { return ntb->ops->node_id(ntb->rt, ntb->a.host); }
 
 /* ---------------------------------------------------------------- ports */
 
 int ntb_port_number(const struct ntb_dev *ntb) { return (int)ntb_node_id(ntb); }
-int ntb_peer_port_count(const struct ntb_dev *ntb) { return (int)ntb->a->npeers; }
+int ntb_peer_port_count(const struct ntb_dev *ntb) { return (int)ntb->a.npeers; }
 
 static bool pidx_ok(const struct ntb_dev *ntb, int pidx)
 {
-    return pidx >= 0 && (uint32_t)pidx < ntb->a->npeers;
+    return pidx >= 0 && (uint32_t)pidx < ntb->a.npeers;
 }
 
-static struct fab_adapter *peer(const struct ntb_dev *ntb, int pidx)
+/* What peer pidx's adapter is (pidx checked by the caller). */
+static struct ntb_adapter_info peer(const struct ntb_dev *ntb, int pidx)
 {
-    return fab_adapter(ntb->f, ntb->a->peers[pidx]);
+    struct ntb_adapter_info b = { 0 };
+    ntb->ops->adapter_info(ntb->rt, ntb->a.peers[pidx], &b);
+    return b;
 }
 
 int ntb_peer_port_number(const struct ntb_dev *ntb, int pidx)
 {
     if (!pidx_ok(ntb, pidx))
         return -EINVAL;
-    return (int)fab_host(ntb->f, peer(ntb, pidx)->host)->node_id;
+    return (int)ntb->ops->node_id(ntb->rt, peer(ntb, pidx).host);
 }
 
 int ntb_fabric_peers(uint32_t node, uint32_t *peers, int max)
@@ -90,18 +100,19 @@ int ntb_fabric_peers(uint32_t node, uint32_t *peers, int max)
     struct rt *rt = rt_get();
     if (!rt)
         return -errno;
-    int n = -ENOENT;
-    for (uint32_t h = 0; h < rt->f->ctl->nhosts && n < 0; h++) {
-        const struct fab_host *host = fab_host(rt->f, h);
-        if (host->node_id != node)
-            continue;
-        n = 0;
-        for (uint32_t i = 0; i < host->nadapters; i++) {
-            const struct fab_adapter *a = fab_adapter(rt->f, host->adapter_first + i);
-            for (uint32_t p = 0; p < a->npeers; p++, n++)
-                if (n < max)
-                    peers[n] = fab_host(rt->f, fab_adapter(rt->f, a->peers[p])->host)->node_id;
-        }
+    if (!rt->ops->adapter_info) {
+        rt_put(rt);
+        return -EOPNOTSUPP;
+    }
+    int h = rt->ops->host_by_node(rt, node);
+    int n = h < 0 ? -ENOENT : 0;
+    struct ntb_adapter_info a, b;
+    for (int i = 0, ai; n >= 0 && (ai = rt->ops->adapter(rt, (uint32_t)h, i)) >= 0; i++) {
+        if (rt->ops->adapter_info(rt, (uint32_t)ai, &a))
+            break;
+        for (uint32_t p = 0; p < a.npeers; p++, n++)
+            if (n < max && !rt->ops->adapter_info(rt, a.peers[p], &b))
+                peers[n] = rt->ops->node_id(rt, b.host);
     }
     rt_put(rt);
     return n;
@@ -109,7 +120,7 @@ int ntb_fabric_peers(uint32_t node, uint32_t *peers, int max)
 
 int ntb_peer_port_idx(const struct ntb_dev *ntb, int port)
 {
-    for (uint32_t p = 0; p < ntb->a->npeers; p++)
+    for (uint32_t p = 0; p < ntb->a.npeers; p++)
         if (ntb_peer_port_number(ntb, (int)p) == port)
             return (int)p;
     return -EINVAL;
@@ -117,11 +128,16 @@ int ntb_peer_port_idx(const struct ntb_dev *ntb, int port)
 
 /* ---------------------------------------------------------------- link */
 
+static bool path_up(struct ntb_dev *ntb, int pidx)
+{
+    return ntb->ops->path_up(ntb->rt, ntb->ai, ntb->a.peers[pidx]);
+}
+
 uint64_t ntb_link_is_up(struct ntb_dev *ntb, int *speed, int *width)
 {
     uint64_t up = 0;
-    for (uint32_t p = 0; p < ntb->a->npeers; p++)
-        if (fab_path_up(ntb->f, ntb->ai, ntb->a->peers[p], NULL))
+    for (uint32_t p = 0; p < ntb->a.npeers; p++)
+        if (path_up(ntb, (int)p))
             up |= 1ull << p;
     /* The PXH830 the seeds use is a PCIe Gen3 x16 adapter. */
     if (speed)
@@ -133,30 +149,31 @@ uint64_t ntb_link_is_up(struct ntb_dev *ntb, int *speed, int *width)
 
 int ntb_link_enable(struct ntb_dev *ntb)
 {
-    fab_port_enable(ntb->f, ntb->ai, true);
+    ntb->ops->link_set(ntb->rt, ntb->ai, true);
     return 0;
 }
 
 int ntb_link_disable(struct ntb_dev *ntb)
 {
-    fab_port_enable(ntb->f, ntb->ai, false); /* returns after every mapping acknowledged */
+    ntb->ops->link_set(ntb->rt, ntb->ai, false); /* returns after every mapping acknowledged */
     return 0;
 }
 
 int ntb_link_event_wait(struct ntb_dev *ntb, uint64_t *seen, int timeout_ms)
 {
-    uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : fab_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    const struct ntb_backend_ops *ops = ntb->ops;
+    _Atomic uint32_t *w = ops->link_word(ntb->rt, ntb->ai);
+    uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : ops->now_ns() + (uint64_t)timeout_ms * 1000000ull;
     for (;;) {
-        uint32_t cur = atomic_load(&ntb->a->link_seq);
+        uint32_t cur = atomic_load(w);
         if (cur != *seen) {
             *seen = cur;
             return 0;
         }
-        uint64_t now = fab_now_ns();
+        uint64_t now = ops->now_ns();
         if (now >= deadline)
             return -ETIMEDOUT;
-        fab_futex_wait(&ntb->a->link_seq, cur,
-                       deadline == UINT64_MAX ? -1 : (int64_t)(deadline - now));
+        ops->wait(w, cur, deadline == UINT64_MAX ? -1 : (int64_t)(deadline - now));
     }
 }
 
@@ -164,17 +181,17 @@ int ntb_link_event_wait(struct ntb_dev *ntb, uint64_t *seen, int timeout_ms)
 
 int ntb_mw_count(struct ntb_dev *ntb, int pidx)
 {
-    return pidx_ok(ntb, pidx) ? (int)peer(ntb, pidx)->lut_entries : -EINVAL;
+    return pidx_ok(ntb, pidx) ? (int)peer(ntb, pidx).mw_count : -EINVAL;
 }
 
 int ntb_mw_get_align(struct ntb_dev *ntb, int pidx, int widx, uint64_t *addr_align,
                      uint64_t *size_align, uint64_t *size_max)
 {
-    if (!pidx_ok(ntb, pidx) || widx < 0 || (uint32_t)widx >= peer(ntb, pidx)->lut_entries)
+    if (!pidx_ok(ntb, pidx) || widx < 0 || (uint32_t)widx >= peer(ntb, pidx).mw_count)
         return -EINVAL;
-    if (!fab_path_up(ntb->f, ntb->ai, ntb->a->peers[pidx], NULL))
+    if (!path_up(ntb, pidx))
         return -ENOTCONN; /* as Linux: alignment is known once the link is up */
-    uint64_t lut = peer(ntb, pidx)->lut_size;
+    uint64_t lut = peer(ntb, pidx).mw_size;
     if (addr_align)
         *addr_align = lut;
     if (size_align)
@@ -188,51 +205,50 @@ int ntb_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx, uint64_t dma_addr,
 {
     if (!pidx_ok(ntb, pidx) || widx < 0)
         return -EINVAL;
-    struct fab_adapter *b = peer(ntb, pidx);
-    if ((uint32_t)widx >= b->lut_entries || dma_addr % b->lut_size || !size || size > b->lut_size)
+    struct ntb_adapter_info b = peer(ntb, pidx);
+    if ((uint32_t)widx >= b.mw_count || dma_addr % b.mw_size || !size || size > b.mw_size)
         return -EINVAL;
-    return fab_lut_set(ntb->f, ntb->a->peers[pidx], (uint32_t)widx, ntb->a->host, dma_addr,
-                       ntb->pid, 0);
+    return ntb->ops->mw_set(ntb->rt, ntb->a.peers[pidx], (uint32_t)widx, ntb->a.host, dma_addr);
 }
 
 int ntb_mw_clear_trans(struct ntb_dev *ntb, int pidx, int widx)
 {
     if (!pidx_ok(ntb, pidx) || widx < 0)
         return -EINVAL;
-    return fab_lut_clear(ntb->f, ntb->a->peers[pidx], (uint32_t)widx, ntb->pid);
+    return ntb->ops->mw_clear(ntb->rt, ntb->a.peers[pidx], (uint32_t)widx);
 }
 
 /* ---------------------------------------------------------------- outbound windows */
 
-int ntb_peer_mw_count(struct ntb_dev *ntb) { return (int)ntb->a->lut_entries; }
+int ntb_peer_mw_count(struct ntb_dev *ntb) { return (int)ntb->a.mw_count; }
 
 int ntb_peer_mw_get_addr(struct ntb_dev *ntb, int widx, uint64_t *phys, uint64_t *size)
 {
-    if (widx < 0 || (uint32_t)widx >= ntb->a->lut_entries)
+    if (widx < 0 || (uint32_t)widx >= ntb->a.mw_count)
         return -EINVAL;
     if (phys)
-        *phys = ntb->a->bar_addr + (uint64_t)widx * ntb->a->lut_size;
+        *phys = ntb->a.mw_base + (uint64_t)widx * ntb->a.mw_size;
     if (size)
-        *size = ntb->a->lut_size;
+        *size = ntb->a.mw_size;
     return 0;
 }
 
 int ntb_peer_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx, uint64_t addr, uint64_t size)
 {
-    if (!pidx_ok(ntb, pidx) || widx < 0 || (uint32_t)widx >= ntb->a->lut_entries ||
-        addr % ntb->a->lut_size || !size || size > ntb->a->lut_size)
+    if (!pidx_ok(ntb, pidx) || widx < 0 || (uint32_t)widx >= ntb->a.mw_count ||
+        addr % ntb->a.mw_size || !size || size > ntb->a.mw_size)
         return -EINVAL;
-    return fab_lut_set(ntb->f, ntb->ai, (uint32_t)widx, peer(ntb, pidx)->host, addr, ntb->pid, 0);
+    return ntb->ops->mw_set(ntb->rt, ntb->ai, (uint32_t)widx, peer(ntb, pidx).host, addr);
 }
 
 int ntb_peer_mw_clear_trans(struct ntb_dev *ntb, int pidx, int widx)
 {
     if (widx < 0)
         return -EINVAL;
-    return fab_lut_clear(ntb->f, ntb->ai, (uint32_t)widx, ntb->pid);
+    return ntb->ops->mw_clear(ntb->rt, ntb->ai, (uint32_t)widx);
 }
 
-int ntb_peer_mw_alloc(struct ntb_dev *ntb) { return fab_lut_alloc(ntb->f, ntb->ai, ntb->pid, 0); }
+int ntb_peer_mw_alloc(struct ntb_dev *ntb) { return ntb->ops->mw_alloc(ntb->rt, ntb->ai); }
 
 void *ntb_peer_mw_map(struct ntb_dev *ntb, int widx, int count)
 {
@@ -240,10 +256,13 @@ void *ntb_peer_mw_map(struct ntb_dev *ntb, int widx, int count)
         errno = EINVAL;
         return NULL;
     }
-    return rt_map_window(ntb->rt, ntb->ai, (uint32_t)widx, (uint32_t)count, false);
+    return ntb->ops->mw_cpu_map(ntb->rt, ntb->ai, (uint32_t)widx, (uint32_t)count);
 }
 
-int ntb_peer_mw_unmap(struct ntb_dev *ntb, void *addr) { return rt_unmap_window(ntb->rt, addr); }
+int ntb_peer_mw_unmap(struct ntb_dev *ntb, void *addr)
+{
+    return ntb->ops->window_cpu_unmap(ntb->rt, addr);
+}
 
 /* ---------------------------------------------------------------- DMA-able memory */
 
@@ -256,7 +275,7 @@ void *ntb_dma_alloc(struct ntb_dev *ntb, size_t size, uint64_t *dma_addr)
     uint64_t len = (size + 4095) & ~4095ull;
     struct agent_rsp rsp;
     /* Aligned to the LUT entry size, so the buffer can back an inbound window by itself. */
-    int rc = rt_call(ntb->rt, AGENT_ALLOC, len, ntb->a->lut_size, &rsp);
+    int rc = rt_call(ntb->rt, AGENT_ALLOC, len, ntb->a.mw_size, &rsp);
     struct ntb_buf *b = rc ? NULL : calloc(1, sizeof *b);
     if (!b) {
         if (!rc)
@@ -266,19 +285,9 @@ void *ntb_dma_alloc(struct ntb_dev *ntb, size_t size, uint64_t *dma_addr)
     }
     b->phys = rsp.a;
     b->len = len;
-    b->ptr = fab_ram(ntb->f, ntb->a->host, b->phys, len);
-    struct fab_host *h = fab_host(ntb->f, ntb->a->host);
-    if (b->ptr && h->iommu) {
-        /* Identity IOVAs in the domains of this port's inbound traffic and its DMA engine. */
-        uint32_t rw = FAB_PERM_READ | FAB_PERM_WRITE;
-        rc = fab_iommu_map(ntb->f, ntb->a->host, ntb->a->rid, b->phys, b->phys, len, rw, ntb->pid);
-        if (!rc && ntb->a->dma_channels) {
-            rc = fab_iommu_map(ntb->f, ntb->a->host, fab_dma_rid(ntb->a->index_on_host), b->phys,
-                               b->phys, len, rw, ntb->pid);
-            if (rc)
-                fab_iommu_unmap(ntb->f, ntb->a->host, ntb->a->rid, b->phys, len);
-        }
-    }
+    b->ptr = ntb->ops->ram(ntb->rt, ntb->a.host, b->phys, len);
+    if (b->ptr)
+        rc = ntb->ops->dma_buf_map(ntb->rt, ntb->ai, b->phys, len, true);
     if (!b->ptr || rc) {
         rc = b->ptr ? rc : -errno;
         rt_call(ntb->rt, AGENT_FREE, b->phys, 0, NULL);
@@ -307,11 +316,7 @@ void ntb_dma_free(struct ntb_dev *ntb, void *ptr)
     pthread_mutex_unlock(&ntb->lock);
     if (!b)
         return;
-    if (fab_host(ntb->f, ntb->a->host)->iommu) {
-        fab_iommu_unmap(ntb->f, ntb->a->host, ntb->a->rid, b->phys, b->len);
-        if (ntb->a->dma_channels)
-            fab_iommu_unmap(ntb->f, ntb->a->host, fab_dma_rid(ntb->a->index_on_host), b->phys, b->len);
-    }
+    ntb->ops->dma_buf_map(ntb->rt, ntb->ai, b->phys, b->len, false);
     rt_call(ntb->rt, AGENT_FREE, b->phys, 0, NULL);
     free(b);
 }
@@ -320,18 +325,5 @@ void ntb_dma_free(struct ntb_dev *ntb, void *ptr)
 
 int ntb_iommu_faults(struct ntb_dev *ntb, struct ntb_fault *out, int max, uint64_t *total)
 {
-    struct fab_host *h = fab_host(ntb->f, ntb->a->host);
-    uint64_t n = atomic_load(&h->fault_count);
-    if (total)
-        *total = n;
-    uint64_t have = n < FAB_FAULT_RING ? n : FAB_FAULT_RING;
-    if (max < 0 || (uint64_t)max < have)
-        have = max < 0 ? 0 : (uint64_t)max;
-    const struct fab_fault *ring = fab_fault_ring(ntb->f, ntb->a->host);
-    for (uint64_t i = 0; i < have; i++) {
-        const struct fab_fault *x = &ring[(n - have + i) % FAB_FAULT_RING];
-        out[i] = (struct ntb_fault){ .requester = x->rid, .write = x->write != 0,
-                                     .reason = x->reason, .addr = x->addr };
-    }
-    return (int)have;
+    return ntb->ops->iommu_faults(ntb->rt, ntb->a.host, out, max, total);
 }

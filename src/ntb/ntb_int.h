@@ -1,5 +1,6 @@
 /*
- * Internals of the NTB API implementation: the handle behind struct ntb_dev.
+ * Internals of the NTB API implementation: the handle behind struct ntb_dev. The API works on
+ * whatever backend the runtime runs on (ntb_backend.h), through rt->ops.
  */
 #ifndef NTBLEND_NTB_INT_H
 #define NTBLEND_NTB_INT_H
@@ -17,17 +18,16 @@ struct ntb_buf {
 
 struct ntb_dev {
     struct rt *rt;
-    struct fab *f;
-    uint32_t ai; /* adapter index in the fabric */
-    struct fab_adapter *a;
-    int32_t pid;
+    const struct ntb_backend_ops *ops;
+    uint32_t ai;               /* the backend's adapter id */
+    struct ntb_adapter_info a; /* what it is (fixed while the fabric runs) */
     pthread_mutex_t lock;
     struct ntb_buf *bufs;
 };
 
 struct ntb_dma_chan {
     struct ntb_dev *ntb;
-    struct fab_dma_chan *ch;
+    void *ch; /* the backend's channel */
 };
 
 #endif

@@ -18,15 +18,16 @@
 
 uint64_t seg_deadline(int timeout_ms)
 {
-    return timeout_ms < 0 ? UINT64_MAX : fab_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    return timeout_ms < 0 ? UINT64_MAX : ntb_backend()->now_ns() + (uint64_t)timeout_ms * 1000000ull;
 }
 
 int seg_futex_wait_ms(_Atomic uint32_t *w, uint32_t seen, uint64_t deadline)
 {
-    uint64_t now = fab_now_ns();
+    const struct ntb_backend_ops *ops = ntb_backend();
+    uint64_t now = ops->now_ns();
     if (now >= deadline)
         return -ETIMEDOUT;
-    fab_futex_wait(w, seen, deadline == UINT64_MAX ? -1 : (int64_t)(deadline - now));
+    ops->wait(w, seen, deadline == UINT64_MAX ? -1 : (int64_t)(deadline - now));
     return 0;
 }
 
@@ -56,8 +57,7 @@ const char *seg_strerror(int err)
 
 struct ntb_dev *seg_ntb(seg_desc_t *sd, int index, int *err)
 {
-    if (index < 0 || index >= SEG_MAX_ADAPTERS ||
-        (uint32_t)index >= fab_host(sd->rt->f, sd->rt->host)->nadapters) {
+    if (index < 0 || index >= SEG_MAX_ADAPTERS || sd->rt->ops->adapter(sd->rt, sd->rt->host, index) < 0) {
         *err = -ENODEV;
         return NULL;
     }
@@ -75,7 +75,7 @@ struct ntb_dev *seg_ntb(seg_desc_t *sd, int index, int *err)
 static void *ram_view_readonly(struct rt *rt, uint32_t host, uint64_t phys, size_t size,
                                void **base)
 {
-    int fd = fab_ram_fd(rt->f, host);
+    int fd = rt->ops->ram_fd(rt, host);
     if (fd < 0) {
         errno = -fd;
         return NULL;
@@ -122,7 +122,7 @@ int seg_local_node_id(uint32_t *node_id)
     struct rt *rt = rt_get();
     if (!rt)
         return -errno;
-    *node_id = fab_host(rt->f, rt->host)->node_id;
+    *node_id = rt->ops->node_id(rt, rt->host);
     rt_put(rt);
     return 0;
 }
@@ -138,9 +138,7 @@ static int create(seg_desc_t *sd, seg_local_t **out, uint32_t id, uint64_t attac
         return -ENOMEM;
     struct agent_rsp r;
     struct agent_req q = { .op = AGENT_SEG_CREATE, .a = id, .b = size, .c = attach };
-    pthread_mutex_lock(&sd->rt->agent_lock);
-    int rc = agent_call(sd->rt->agent_fd, &q, &r, 10000);
-    pthread_mutex_unlock(&sd->rt->agent_lock);
+    int rc = rt_request(sd->rt, &q, &r);
     if (rc) {
         free(s);
         return rc;
@@ -175,11 +173,7 @@ int seg_prepare(seg_local_t *seg, int adapter)
 static int set_available(seg_local_t *seg, int adapter, bool on)
 {
     struct agent_req q = { .op = AGENT_SEG_AVAILABLE, .a = seg->id, .b = (uint64_t)adapter, .c = on };
-    struct agent_rsp r;
-    pthread_mutex_lock(&seg->sd->rt->agent_lock);
-    int rc = agent_call(seg->sd->rt->agent_fd, &q, &r, 10000);
-    pthread_mutex_unlock(&seg->sd->rt->agent_lock);
-    return rc;
+    return rt_request(seg->sd->rt, &q, NULL);
 }
 
 int seg_set_available(seg_local_t *seg, int adapter) { return set_available(seg, adapter, true); }
@@ -212,7 +206,7 @@ void *seg_map_local(seg_local_t *seg, size_t offset, size_t size, unsigned flags
     if (m && (flags & SEG_MAP_READONLY))
         p = ram_view_readonly(rt, rt->host, seg->phys + offset, size, &base);
     else if (m)
-        p = fab_ram(rt->f, rt->host, seg->phys + offset, size);
+        p = rt->ops->ram(rt, rt->host, seg->phys + offset, size);
     if (!p) {
         free(m);
         errno = errno ? errno : ENOMEM;
@@ -226,57 +220,17 @@ void *seg_map_local(seg_local_t *seg, size_t offset, size_t size, unsigned flags
 
 /* ---------------------------------------------------------------- connections */
 
-/* With this host's IOMMU on, its adapters' DMA engines reach a connection's window only
- * through a mapping in their domains (identity IOVAs, as ntb_dma_alloc's buffers have). */
-static int window_dma_map(seg_remote_t *r, bool on)
-{
-    struct rt *rt = r->sd->rt;
-    const struct fab_host *h = fab_host(rt->f, rt->host);
-    if (!h->iommu)
-        return 0;
-    const struct fab_adapter *a = fab_adapter(rt->f, r->ai);
-    uint64_t win = a->bar_addr + (uint64_t)r->win.first * a->lut_size;
-    uint64_t len = (uint64_t)r->win.count * a->lut_size;
-    for (uint32_t i = 0; i < h->nadapters; i++) {
-        if (!fab_adapter(rt->f, h->adapter_first + i)->dma_channels)
-            continue;
-        if (!on) {
-            fab_iommu_unmap(rt->f, rt->host, fab_dma_rid(i), win, len);
-            continue;
-        }
-        int rc = fab_iommu_map(rt->f, rt->host, fab_dma_rid(i), win, win, len,
-                               FAB_PERM_READ | FAB_PERM_WRITE, getpid());
-        if (rc) {
-            while (i-- > 0)
-                if (fab_adapter(rt->f, h->adapter_first + i)->dma_channels)
-                    fab_iommu_unmap(rt->f, rt->host, fab_dma_rid(i), win, len);
-            return rc;
-        }
-    }
-    return 0;
-}
-
 static void release_lut(seg_remote_t *r)
 {
-    if (!r->win.count)
-        return;
-    window_dma_map(r, false);
-    fab_window_unmap(r->sd->rt->f, &r->win, getpid());
-    r->win.count = 0;
+    r->sd->rt->ops->window_unmap(r->sd->rt, &r->win);
 }
 
-/* Point a fresh window of our adapter at the owner's segment. */
+/* Point a fresh window of our adapter at the owner's segment, reachable by this host's DMA
+ * engines too (segment DMA queues copy through it). */
 static int program_lut(seg_remote_t *r)
 {
-    int rc = fab_window_map(r->sd->rt->f, r->ai, r->owner, r->bus, r->size, getpid(), 0, &r->win);
-    if (rc)
-        return rc;
-    rc = window_dma_map(r, true);
-    if (rc) {
-        fab_window_unmap(r->sd->rt->f, &r->win, getpid());
-        r->win.count = 0;
-    }
-    return rc;
+    struct rt *rt = r->sd->rt;
+    return rt->ops->window_map(rt, r->ai, r->owner, r->bus, r->size, NTB_WIN_DMA, &r->win);
 }
 
 int seg_connect(seg_desc_t *sd, seg_remote_t **out, uint32_t node_id, uint32_t id, int adapter,
@@ -294,16 +248,18 @@ int seg_connect(seg_desc_t *sd, seg_remote_t **out, uint32_t node_id, uint32_t i
     if (rc)
         goto fail;
     r->event_phys = rsp.a;
-    r->ev = fab_ram(rt->f, rt->host, r->event_phys, sizeof *r->ev);
+    r->ev = rt->ops->ram(rt, rt->host, r->event_phys, sizeof *r->ev);
+    if (!r->ev) {
+        rc = -EFAULT;
+        goto fail_ev;
+    }
     uint64_t deadline = seg_deadline(timeout_ms);
     for (;;) {
         struct agent_req q = { .op = AGENT_SEG_CONNECT, .flags = (uint32_t)adapter, .a = node_id,
                                .b = id, .c = r->event_phys };
-        pthread_mutex_lock(&rt->agent_lock);
-        rc = agent_call(rt->agent_fd, &q, &rsp, 10000);
-        pthread_mutex_unlock(&rt->agent_lock);
+        rc = rt_request(rt, &q, &rsp);
         /* Not there yet, or not available yet: the owner may still be setting it up. */
-        if ((rc != -ENOENT && rc != -ECONNREFUSED) || fab_now_ns() >= deadline)
+        if ((rc != -ENOENT && rc != -ECONNREFUSED) || rt->ops->now_ns() >= deadline)
             break;
         struct timespec ts = { 0, 5 * 1000000 };
         nanosleep(&ts, NULL);
@@ -317,9 +273,10 @@ int seg_connect(seg_desc_t *sd, seg_remote_t **out, uint32_t node_id, uint32_t i
     r->local = r->owner == rt->host;
     r->ev_seen = atomic_load(&r->ev->head);
     if (!r->local) {
-        r->ai = fab_host(rt->f, rt->host)->adapter_first + (uint32_t)adapter;
-        int peer = fab_peer_on(rt->f, r->ai, r->owner);
-        rc = peer < 0 ? -ENOTCONN : program_lut(r);
+        int ai = rt->ops->adapter(rt, rt->host, adapter);
+        int peer = ai < 0 ? ai : rt->ops->peer_on(rt, (uint32_t)ai, r->owner);
+        r->ai = ai < 0 ? 0 : (uint32_t)ai;
+        rc = peer < 0 ? peer : program_lut(r);
         r->peer_ai = peer < 0 ? 0 : (uint32_t)peer;
         if (rc) {
             rt_call(rt, AGENT_SEG_DISCONNECT, r->owner, r->conn_id, NULL);
@@ -377,10 +334,10 @@ void *seg_map_remote(seg_remote_t *r, size_t offset, size_t size, unsigned flags
     if (r->local && (flags & SEG_MAP_READONLY)) {
         m->ptr = ram_view_readonly(rt, r->owner, r->bus + offset, size, &m->window);
     } else if (r->local) {
-        m->ptr = fab_ram(rt->f, r->owner, r->bus + offset, size);
+        m->ptr = rt->ops->ram(rt, r->owner, r->bus + offset, size);
     } else {
-        m->window = rt_map_window(rt, r->ai, r->win.first, r->win.count, flags & SEG_MAP_READONLY);
-        m->ptr = m->window ? (char *)m->window + r->win.offset + offset : NULL;
+        char *p = rt->ops->window_cpu_map(rt, &r->win, flags & SEG_MAP_READONLY, &m->window);
+        m->ptr = p ? p + offset : NULL;
     }
     if (!m->ptr) {
         int e = errno;
@@ -401,7 +358,7 @@ int seg_unmap(seg_map_t *m)
         return -EINVAL;
     int rc = 0;
     if (m->remote && !m->remote->local)
-        rc = rt_unmap_window(m->remote->sd->rt, m->window);
+        rc = m->remote->sd->rt->ops->window_cpu_unmap(m->remote->sd->rt, m->window);
     else if (m->window) /* a read-only view of local RAM */
         rc = munmap(m->window, (size_t)((char *)m->ptr - (char *)m->window) + m->size) ? -errno : 0;
     if (m->remote)
@@ -459,9 +416,9 @@ int seg_seq_start(seg_seq_t *s)
     if (!seq_remote(s))
         return 0;
     const seg_remote_t *r = s->map->remote;
-    struct fab *f = r->sd->rt->f;
-    s->sig = fab_path_signature(f, r->ai, r->peer_ai);
-    s->owner_boot = atomic_load(&fab_host(f, r->owner)->boot_gen);
+    struct rt *rt = r->sd->rt;
+    s->sig = rt->ops->path_signature(rt, r->ai, r->peer_ai);
+    s->owner_boot = rt->ops->boot_gen(rt, r->owner);
     return 0;
 }
 
@@ -471,9 +428,8 @@ int seg_seq_check(seg_seq_t *s)
     if (!seq_remote(s))
         return SEG_SEQ_OK;
     const seg_remote_t *r = s->map->remote;
-    struct fab *f = r->sd->rt->f;
-    if (!fab_path_up(f, r->ai, r->peer_ai, NULL) ||
-        atomic_load(&fab_host(f, r->owner)->boot_gen) != s->owner_boot)
+    struct rt *rt = r->sd->rt;
+    if (!rt->ops->path_up(rt, r->ai, r->peer_ai) || rt->ops->boot_gen(rt, r->owner) != s->owner_boot)
         return SEG_SEQ_NOT_RETRIABLE;
-    return fab_path_signature(f, r->ai, r->peer_ai) == s->sig ? SEG_SEQ_OK : SEG_SEQ_RETRIABLE;
+    return rt->ops->path_signature(rt, r->ai, r->peer_ai) == s->sig ? SEG_SEQ_OK : SEG_SEQ_RETRIABLE;
 }

@@ -6,8 +6,9 @@
 
 #include <pthread.h>
 
-#include "ntb_int.h"
+#include "ntblend/ntb.h"
 #include "ntblend/seg.h"
+#include "runtime.h"
 #include "seg_shared.h"
 
 #define SEG_MAX_ADAPTERS 32
@@ -31,7 +32,7 @@ struct seg_remote {
     bool local;            /* the owner is this host: no window, direct RAM */
     uint64_t bus, size;    /* the segment's bus address at the owner */
     uint32_t ai, peer_ai;  /* global adapter indices of the path (remote only) */
-    struct fab_window win; /* our LUT range onto the segment; win.count 0 when none */
+    struct ntb_window win; /* our window onto the segment; win.count 0 when none */
     uint64_t event_phys;
     struct seg_event_word *ev;
     uint32_t ev_seen;

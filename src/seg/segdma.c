@@ -18,7 +18,9 @@
 
 /* ---------------------------------------------------------------- DMA queues */
 
-#define QUEUE_MAX FAB_DMA_RING
+/* Outstanding transfers per queue: the emulated engine's ring depth. A shallower engine is
+ * fine too: a full ring (-EAGAIN) reaps the oldest transfer first. */
+#define QUEUE_MAX 256
 
 struct seg_dma_queue {
     seg_desc_t *sd;
@@ -113,7 +115,7 @@ int seg_dma_wait(seg_dma_queue_t *q, int timeout_ms)
 {
     uint64_t deadline = seg_deadline(timeout_ms);
     while (q->tail != q->head) {
-        uint64_t now = fab_now_ns();
+        uint64_t now = ntb_backend()->now_ns();
         int left = deadline == UINT64_MAX ? -1 : now >= deadline ? 0 : (int)((deadline - now) / 1000000);
         if (reap_one(q, left))
             return -ETIMEDOUT;
@@ -220,7 +222,13 @@ int seg_intr_create(seg_desc_t *sd, seg_intr_t **out, uint32_t *id)
     }
     it->sd = sd;
     it->id = (uint32_t)r.a;
-    it->page = fab_ram(sd->rt->f, sd->rt->host, r.b, sizeof *it->page);
+    it->page = sd->rt->ops->ram(sd->rt, sd->rt->host, r.b, sizeof *it->page);
+    if (!it->page) {
+        rc = -errno;
+        rt_call(sd->rt, AGENT_INTR_REMOVE, it->id, 0, NULL);
+        free(it);
+        return rc;
+    }
     it->seen = atomic_load(&it->page->count);
     it->dseen = atomic_load(&it->page->head);
     *id = it->id;
@@ -290,10 +298,8 @@ int seg_intr_connect(seg_desc_t *sd, seg_rintr_t **out, uint32_t node_id, uint32
     uint64_t deadline = seg_deadline(timeout_ms);
     for (;;) {
         struct agent_req q = { .op = AGENT_INTR_CONNECT, .flags = (uint32_t)adapter, .a = node_id, .b = id };
-        pthread_mutex_lock(&rt->agent_lock);
-        rc = agent_call(rt->agent_fd, &q, &r, 10000);
-        pthread_mutex_unlock(&rt->agent_lock);
-        if (rc != -ENOENT || fab_now_ns() >= deadline)
+        rc = rt_request(rt, &q, &r);
+        if (rc != -ENOENT || rt->ops->now_ns() >= deadline)
             break;
         usleep(5000);
     }
@@ -305,10 +311,14 @@ int seg_intr_connect(seg_desc_t *sd, seg_rintr_t **out, uint32_t node_id, uint32
     ri->sd = sd;
     uint32_t owner = (uint32_t)r.b;
     if (owner == rt->host) {
-        ri->page = fab_ram(rt->f, owner, r.a, sizeof *ri->page);
+        ri->page = rt->ops->ram(rt, owner, r.a, sizeof *ri->page);
+        if (!ri->page) {
+            free(ri);
+            return -EFAULT;
+        }
     } else {
-        uint32_t ai = fab_host(rt->f, rt->host)->adapter_first + (uint32_t)adapter;
-        rc = rt_window_open(rt, ai, owner, r.a, sizeof *ri->page, false, &ri->win);
+        int ai = rt->ops->adapter(rt, rt->host, adapter);
+        rc = ai < 0 ? ai : rt_window_open(rt, (uint32_t)ai, owner, r.a, sizeof *ri->page, false, &ri->win);
         if (rc) {
             free(ri);
             return rc;
@@ -341,7 +351,7 @@ static void trigger(seg_rintr_t *ri)
     /* The increment and the wake are writes through the window: across a dead link they land
      * in a private page and wake no one. */
     atomic_fetch_add(&ri->page->count, 1);
-    fab_futex_wake(&ri->page->count, INT_MAX);
+    ntb_backend()->wake(&ri->page->count, INT_MAX);
 }
 
 /* Every trigger takes the next slot (a plain one with no payload), so waits of either kind

@@ -14,7 +14,8 @@
  * mremap with old_size 0 makes a second mapping of the same shared pages at the program's
  * addresses and leaves the original alone. Nothing in the runtime remaps or unmaps it: the
  * watcher thread only remaps NTB windows (rt_map_window), seg_unmap() of a writable local map
- * unmaps nothing, and fab_detach's unmapping of the RAM file leaves our separate mapping be.
+ * unmaps nothing, and unmapping the RAM file when the runtime stops leaves our separate
+ * mapping be.
  *
  * shm_globals_fini() gives the program private memory with the same contents again (a private
  * copy moved over the range in one mremap) before the segment is removed.

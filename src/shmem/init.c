@@ -183,7 +183,7 @@ void shm_job_env(uint32_t *self, bool relay)
     shm.heap_size = (shm.heap_size + 4095) & ~(size_t)4095;
     shm.timeout_ms = (int)env_long("SHMEM_BOOTSTRAP_TIMEOUT", DEFAULT_BOOT_TIMEOUT_MS, 0, 1 << 30);
     if (!getenv("NTBLEND_HOST"))
-        shm_fatal("not running on a fabric host: start the program with oshrun (or "
+        shm_fatal("not running on a host of a fabric: start the program with oshrun (or "
                   "'ntblend run --host H -- prog' for one PE)");
     int rc = seg_open(&shm.sd);
     if (rc)

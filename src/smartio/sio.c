@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,8 +16,13 @@
 #include "runtime.h"
 #include "seg_int.h"
 
+/* PCI command register bits (config offset 0x04). */
+#define PCI_CMD_MEM 0x2u
+#define PCI_CMD_BME 0x4u
+
 struct sio_dev {
     struct rt *rt;
+    struct ntb_func_info info; /* as it was when borrowed: what it is, where its BARs are */
     sio_dma_t *msi;  /* this host's MSI region, mapped for the device once */
     uint64_t msi_io;
     uint32_t fn, lender;
@@ -35,33 +41,30 @@ struct sio_dma {
     uint32_t id;
 };
 
-static struct fab_function *FN(const sio_dev_t *d) { return fab_func(d->rt->f, d->fn); }
-
 int sio_list(struct sio_info *out, int max)
 {
     struct rt *rt = rt_get();
     if (!rt)
         return -errno;
-    struct fab *f = rt->f;
-    int n = (int)f->ctl->nfuncs;
-    for (int i = 0; i < n && i < max; i++) {
-        const struct fab_function *x = fab_func(f, (uint32_t)i);
-        const struct fab_host *h = fab_host(f, x->host);
-        struct sio_info *o = &out[i];
+    int n = 0;
+    struct ntb_func_info x;
+    for (; rt->ops->func_info(rt, (uint32_t)n, &x) == 0; n++) {
+        if (n >= max)
+            continue;
+        struct sio_info *o = &out[n];
         memset(o, 0, sizeof *o);
-        o->id = (uint32_t)i;
-        snprintf(o->name, sizeof o->name, "%s", x->name);
-        snprintf(o->type, sizeof o->type, "%s", x->type);
-        snprintf(o->host, sizeof o->host, "%s", h->name);
-        o->node_id = h->node_id;
-        memcpy(&o->vendor, x->cfg, 2);
-        memcpy(&o->device, x->cfg + 2, 2);
-        o->class_code = (uint32_t)x->cfg[0x0b] << 16 | (uint32_t)x->cfg[0x0a] << 8 | x->cfg[0x09];
-        o->vf = x->vf;
-        o->available = atomic_load(&x->lend_available);
-        o->exclusive = atomic_load(&x->lend_exclusive);
-        for (int k = 0; k < 4; k++)
-            o->borrowers += (uint32_t)__builtin_popcountll(atomic_load(&x->lend_borrowers[k]));
+        o->id = (uint32_t)n;
+        snprintf(o->name, sizeof o->name, "%s", x.name);
+        snprintf(o->type, sizeof o->type, "%s", x.type);
+        snprintf(o->host, sizeof o->host, "%s", x.host_name);
+        o->node_id = rt->ops->node_id(rt, x.host);
+        o->vendor = x.vendor;
+        o->device = x.device;
+        o->class_code = x.class_code;
+        o->vf = x.vf;
+        o->available = x.available;
+        o->exclusive = x.exclusive;
+        o->borrowers = x.borrowers;
     }
     rt_put(rt);
     return n;
@@ -72,20 +75,16 @@ int sio_find(const char *name)
     struct rt *rt = rt_get();
     if (!rt)
         return -errno;
-    int i = fab_func_by_name(rt->f, name);
+    int i = rt->ops->func_by_name(rt, name);
     rt_put(rt);
-    return i < 0 ? -ENOENT : i;
+    return i;
 }
 
 static int call(struct rt *rt, uint32_t op, uint32_t flags, uint64_t a, uint64_t b, uint64_t c,
                 struct agent_rsp *rsp)
 {
     struct agent_req q = { .op = op, .flags = flags, .a = a, .b = b, .c = c };
-    struct agent_rsp tmp;
-    pthread_mutex_lock(&rt->agent_lock);
-    int rc = agent_call(rt->agent_fd, &q, rsp ? rsp : &tmp, 10000);
-    pthread_mutex_unlock(&rt->agent_lock);
-    return rc;
+    return rt_request(rt, &q, rsp);
 }
 
 int sio_set_available(uint32_t id, bool available)
@@ -109,18 +108,20 @@ int sio_borrow(uint32_t id, unsigned mode, sio_dev_t **out)
         free(d);
         return e;
     }
-    struct fab *f = d->rt->f;
-    int rc = id < f->ctl->nfuncs ? call(d->rt, AGENT_DEV_BORROW, 0, id, mode, 0, NULL) : -ENODEV;
+    struct rt *rt = d->rt;
+    int rc = rt->ops->func_info(rt, id, &d->info);
+    if (!rc)
+        rc = call(rt, AGENT_DEV_BORROW, 0, id, mode, 0, NULL);
     if (rc) {
         rt_put(d->rt);
         free(d);
         return rc;
     }
     d->fn = id;
-    d->lender = fab_func(f, id)->host;
+    d->lender = d->info.host;
     d->ai = d->peer_ai = -1;
     uint32_t peer_ai;
-    int ai = d->lender == d->rt->host ? -1 : fab_adapter_toward(f, d->rt->host, d->lender, &peer_ai);
+    int ai = d->lender == rt->host ? -1 : rt->ops->adapter_toward(rt, rt->host, d->lender, &peer_ai);
     if (ai >= 0) {
         d->ai = ai;
         d->peer_ai = (int)peer_ai;
@@ -146,30 +147,30 @@ uint32_t sio_id(const sio_dev_t *d) { return d->fn; }
 
 uint32_t sio_cfg_read(sio_dev_t *d, uint32_t off, uint32_t len)
 {
-    return fab_cfg_read(d->rt->f, d->fn, off, len);
+    return d->rt->ops->cfg_read(d->rt, d->fn, off, len);
 }
 
 int sio_cfg_write(sio_dev_t *d, uint32_t off, uint32_t len, uint32_t val)
 {
-    return fab_cfg_write(d->rt->f, d->fn, off, len, val);
+    return d->rt->ops->cfg_write(d->rt, d->fn, off, len, val);
 }
 
 int sio_enable(sio_dev_t *d)
 {
     uint32_t cmd = sio_cfg_read(d, 0x04, 2);
-    return sio_cfg_write(d, 0x04, 2, cmd | FAB_CMD_MEM | FAB_CMD_BME);
+    return sio_cfg_write(d, 0x04, 2, cmd | PCI_CMD_MEM | PCI_CMD_BME);
 }
 
 /* ---------------------------------------------------------------- BARs */
 
 volatile void *sio_map_bar(sio_dev_t *d, int bar, size_t *size, sio_bar_t **out)
 {
-    struct fab *f = d->rt->f;
-    if (bar < 0 || bar >= FAB_BARS || FN(d)->bar[bar].kind == FAB_BAR_NONE || !out) {
+    struct rt *rt = d->rt;
+    if (bar < 0 || bar >= NTB_BK_BARS || !d->info.bar[bar].size || !out) {
         errno = EINVAL;
         return NULL;
     }
-    const struct fab_bar *b = &FN(d)->bar[bar];
+    const typeof(d->info.bar[0]) *b = &d->info.bar[bar];
     sio_bar_t *m = calloc(1, sizeof *m);
     if (!m) {
         errno = ENOMEM;
@@ -177,9 +178,9 @@ volatile void *sio_map_bar(sio_dev_t *d, int bar, size_t *size, sio_bar_t **out)
     }
     *m = (sio_bar_t){ .dev = d, .size = b->size };
     if (d->lender == d->rt->host) {
-        m->ptr = fab_bar_mem(f, d->fn, b->off, b->size);
+        m->ptr = rt->ops->bar_mem(rt, d->fn, bar);
     } else if (d->ai >= 0) {
-        int rc = rt_window_open(d->rt, (uint32_t)d->ai, d->lender, b->addr, b->size, false, &m->win);
+        int rc = rt_window_open(rt, (uint32_t)d->ai, d->lender, b->addr, b->size, false, &m->win);
         if (rc) {
             free(m);
             errno = -rc;
@@ -212,9 +213,9 @@ int sio_unmap_bar(sio_bar_t *m)
 static void notify(sio_bar_t *m)
 {
     sio_dev_t *d = m->dev;
-    if (m->win.map && !fab_path_up(d->rt->f, (uint32_t)d->ai, (uint32_t)d->peer_ai, NULL))
+    if (m->win.map && !d->rt->ops->path_up(d->rt, (uint32_t)d->ai, (uint32_t)d->peer_ai))
         return;
-    fab_fn_notify(d->rt->f, d->fn);
+    d->rt->ops->fn_notify(d->rt, d->fn);
 }
 
 void sio_write32(sio_bar_t *m, size_t off, uint32_t v)
@@ -260,11 +261,8 @@ static int map_host(sio_dev_t *d, uint32_t host, uint64_t addr, size_t size, uin
 int sio_map_addr(sio_dev_t *d, uint32_t node_id, uint64_t addr, size_t size, uint64_t *ioaddr,
                  sio_dma_t **out)
 {
-    struct fab *f = d->rt->f;
-    for (uint32_t h = 0; h < f->ctl->nhosts; h++)
-        if (fab_host(f, h)->node_id == node_id)
-            return map_host(d, h, addr, size, ioaddr, out);
-    return -EHOSTUNREACH;
+    int h = d->rt->ops->host_by_node(d->rt, node_id);
+    return h < 0 ? h : map_host(d, (uint32_t)h, addr, size, ioaddr, out);
 }
 
 int sio_map_local(sio_dev_t *d, seg_local_t *seg, size_t off, size_t size, uint64_t *ioaddr,
@@ -285,10 +283,9 @@ int sio_map_remote(sio_dev_t *d, seg_remote_t *seg, size_t off, size_t size, uin
 
 int sio_map_peer_bar(sio_dev_t *d, sio_dev_t *peer, int bar, uint64_t *ioaddr, sio_dma_t **out)
 {
-    if (!peer || bar < 0 || bar >= FAB_BARS || FN(peer)->bar[bar].kind == FAB_BAR_NONE)
+    if (!peer || bar < 0 || bar >= NTB_BK_BARS || !peer->info.bar[bar].size)
         return -EINVAL;
-    const struct fab_bar *b = &FN(peer)->bar[bar];
-    return map_host(d, peer->lender, b->addr, b->size, ioaddr, out);
+    return map_host(d, peer->lender, peer->info.bar[bar].addr, peer->info.bar[bar].size, ioaddr, out);
 }
 
 int sio_unmap(sio_dma_t *m)
@@ -304,20 +301,22 @@ int sio_unmap(sio_dma_t *m)
 
 int sio_enable_vector(sio_dev_t *d, uint32_t vector, uint32_t host_vector)
 {
-    if (host_vector >= FAB_MSI_VECTORS)
+    const struct ntb_backend_ops *ops = d->rt->ops;
+    if (host_vector >= ops->msi_vectors)
         return -EINVAL;
-    uint16_t ctrl = (uint16_t)sio_cfg_read(d, FAB_CFG_MSIX + 2, 2);
+    uint32_t msix = d->info.msix_cap;
+    uint16_t ctrl = (uint16_t)sio_cfg_read(d, msix + 2, 2);
     if (vector > (ctrl & 0x7ffu))
         return -EINVAL;
     /* The device's MSI write must reach this host's MSI region: map it for the device (once;
      * the mapping lives until the device is returned). */
     if (!d->msi) {
-        int rc = map_host(d, d->rt->host, FAB_MSI_BASE, 4096, &d->msi_io, &d->msi);
+        int rc = map_host(d, d->rt->host, ops->msi_addr, 4096, &d->msi_io, &d->msi);
         if (rc)
             return rc;
     }
     uint64_t io = d->msi_io;
-    uint32_t table = sio_cfg_read(d, FAB_CFG_MSIX + 4, 4) & ~7u;
+    uint32_t table = sio_cfg_read(d, msix + 4, 4) & ~7u;
     sio_bar_t *regs;
     if (!sio_map_bar(d, 0, NULL, &regs))
         return -errno;
@@ -327,17 +326,21 @@ int sio_enable_vector(sio_dev_t *d, uint32_t vector, uint32_t host_vector)
     e[2] = host_vector;
     e[3] = 0;
     sio_unmap_bar(regs);
-    return sio_cfg_write(d, FAB_CFG_MSIX + 2, 2, ctrl | 0x8000u);
+    return sio_cfg_write(d, msix + 2, 2, ctrl | 0x8000u);
 }
 
 int sio_wait_vector(uint32_t host_vector, uint32_t *seen, int timeout_ms)
 {
-    if (host_vector >= FAB_MSI_VECTORS || !seen)
+    if (!seen)
         return -EINVAL;
     struct rt *rt = rt_get();
     if (!rt)
         return -errno;
-    _Atomic uint32_t *w = &fab_host(rt->f, rt->host)->msi_seq[host_vector];
+    if (host_vector >= rt->ops->msi_vectors) {
+        rt_put(rt);
+        return -EINVAL;
+    }
+    _Atomic uint32_t *w = rt->ops->msi_word(rt, host_vector);
     uint64_t deadline = seg_deadline(timeout_ms);
     int rc = 0;
     for (;;) {
@@ -378,6 +381,19 @@ static bool place_at_lender(const sio_dev_t *d, unsigned hints)
     return (hints & SIO_HINT_DEVICE_READ) && !(hints & SIO_HINT_HOST_READ);
 }
 
+/* The number, on this host, of the adapter facing the lender; -EHOSTUNREACH if none. */
+static int adapter_index(const sio_dev_t *d)
+{
+    for (int i = 0; d->ai >= 0; i++) {
+        int a = d->rt->ops->adapter(d->rt, d->rt->host, i);
+        if (a < 0)
+            break;
+        if (a == d->ai)
+            return i;
+    }
+    return -EHOSTUNREACH;
+}
+
 int sio_alloc(sio_dev_t *d, size_t size, unsigned hints, volatile void **cpu, uint64_t *ioaddr,
               sio_mem_t **out)
 {
@@ -392,15 +408,17 @@ int sio_alloc(sio_dev_t *d, size_t size, unsigned hints, volatile void **cpu, ui
         free(m);
         return rc;
     }
-    struct fab *f = d->rt->f;
+    struct rt *rt = d->rt;
     if (place_at_lender(d, hints)) {
         struct agent_rsp r;
         m->host = d->lender;
         rc = call(d->rt, AGENT_SEG_ALLOC_AT, 0, d->lender, size, 0, &r);
         if (!rc) {
             m->id = (uint32_t)r.a;
-            int adapter = (int)((uint32_t)d->ai - fab_host(f, d->rt->host)->adapter_first);
-            rc = seg_connect(m->sd, &m->remote, fab_host(f, d->lender)->node_id, m->id, adapter, 2000);
+            int adapter = adapter_index(d);
+            rc = adapter < 0 ? adapter
+                             : seg_connect(m->sd, &m->remote, rt->ops->node_id(rt, d->lender), m->id,
+                                           adapter, 2000);
             if (!rc)
                 *cpu = seg_map_remote(m->remote, 0, size, 0, &m->map);
             if (!rc && !*cpu)
@@ -427,7 +445,7 @@ int sio_alloc(sio_dev_t *d, size_t size, unsigned hints, volatile void **cpu, ui
     return 0;
 }
 
-uint32_t sio_mem_node(const sio_mem_t *m) { return fab_host(m->dev->rt->f, m->host)->node_id; }
+uint32_t sio_mem_node(const sio_mem_t *m) { return m->dev->rt->ops->node_id(m->dev->rt, m->host); }
 
 int sio_free(sio_mem_t *m)
 {

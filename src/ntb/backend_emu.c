@@ -1,0 +1,281 @@
+/*
+ * The emulated PCIe NTB fabric (src/fabric) as the backend of libntblend (ntb_backend.h), and
+ * the choice of backend. With backend_emu_ntb.c (the NTB device operations) and the runtime
+ * (src/lib/runtime.c: attachment, agent connection, watcher, CPU window mappings), this is the
+ * only part of libntblend that knows the fabric's shared state.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend_emu.h"
+
+/* ---------------------------------------------------------------- hosts */
+
+static uint32_t emu_node_id(struct rt *rt, uint32_t host) { return fab_host(rt->f, host)->node_id; }
+
+static int emu_host_by_node(struct rt *rt, uint32_t node_id)
+{
+    for (uint32_t h = 0; h < rt->f->ctl->nhosts; h++)
+        if (fab_host(rt->f, h)->node_id == node_id)
+            return (int)h;
+    return -EHOSTUNREACH;
+}
+
+static uint32_t emu_boot_gen(struct rt *rt, uint32_t host)
+{
+    return atomic_load(&fab_host(rt->f, host)->boot_gen);
+}
+
+/* ---------------------------------------------------------------- adapters and paths */
+
+static int emu_adapter(struct rt *rt, uint32_t host, int index)
+{
+    if (host >= rt->f->ctl->nhosts)
+        return -ENODEV;
+    const struct fab_host *h = fab_host(rt->f, host);
+    if (index < 0 || (uint32_t)index >= h->nadapters)
+        return -ENODEV;
+    return (int)(h->adapter_first + (uint32_t)index);
+}
+
+static int emu_adapter_toward(struct rt *rt, uint32_t host, uint32_t target, uint32_t *peer)
+{
+    int a = fab_adapter_toward(rt->f, host, target, peer);
+    return a < 0 ? -EHOSTUNREACH : a;
+}
+
+static int emu_peer_on(struct rt *rt, uint32_t adapter, uint32_t host)
+{
+    int p = fab_peer_on(rt->f, adapter, host);
+    return p < 0 ? -ENOTCONN : p;
+}
+
+static bool emu_path_up(struct rt *rt, uint32_t adapter, uint32_t peer)
+{
+    return fab_path_up(rt->f, adapter, peer, NULL);
+}
+
+static uint64_t emu_path_signature(struct rt *rt, uint32_t adapter, uint32_t peer)
+{
+    return fab_path_signature(rt->f, adapter, peer);
+}
+
+/* ---------------------------------------------------------------- windows */
+
+/* With this host's IOMMU on, its adapters' DMA engines reach a window only through a mapping
+ * in their domains (identity IOVAs, as ntb_dma_alloc's buffers have). */
+static int window_dma(struct rt *rt, const struct ntb_window *w, bool on)
+{
+    const struct fab_host *h = fab_host(rt->f, rt->host);
+    if (!h->iommu)
+        return 0;
+    const struct fab_adapter *a = fab_adapter(rt->f, w->adapter);
+    uint64_t win = a->bar_addr + (uint64_t)w->first * a->lut_size;
+    uint64_t len = (uint64_t)w->count * a->lut_size;
+    for (uint32_t i = 0; i < h->nadapters; i++) {
+        if (!fab_adapter(rt->f, h->adapter_first + i)->dma_channels)
+            continue;
+        if (!on) {
+            fab_iommu_unmap(rt->f, rt->host, fab_dma_rid(i), win, len);
+            continue;
+        }
+        int rc = fab_iommu_map(rt->f, rt->host, fab_dma_rid(i), win, win, len,
+                               FAB_PERM_READ | FAB_PERM_WRITE, getpid());
+        if (rc) {
+            while (i-- > 0)
+                if (fab_adapter(rt->f, h->adapter_first + i)->dma_channels)
+                    fab_iommu_unmap(rt->f, rt->host, fab_dma_rid(i), win, len);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+static void emu_window_unmap(struct rt *rt, struct ntb_window *w)
+{
+    if (!w->count)
+        return;
+    window_dma(rt, w, false);
+    struct fab_window fw = { .adapter = w->adapter, .first = w->first, .count = w->count,
+                             .offset = w->offset, .bus = w->bus, .peer_host = w->peer_host,
+                             .peer_addr = w->peer_addr, .len = w->len };
+    fab_window_unmap(rt->f, &fw, getpid());
+    w->count = 0;
+}
+
+static int emu_window_map(struct rt *rt, uint32_t adapter, uint32_t peer_host, uint64_t peer_addr,
+                          uint64_t len, unsigned flags, struct ntb_window *w)
+{
+    struct fab_window fw;
+    int rc = fab_window_map(rt->f, adapter, peer_host, peer_addr, len, getpid(), 0, &fw);
+    if (rc)
+        return rc;
+    *w = (struct ntb_window){ .adapter = fw.adapter, .peer_host = fw.peer_host,
+                              .peer_addr = fw.peer_addr, .len = fw.len, .bus = fw.bus,
+                              .first = fw.first, .count = fw.count, .offset = fw.offset };
+    rc = (flags & NTB_WIN_DMA) ? window_dma(rt, w, true) : 0;
+    if (rc) {
+        fab_window_unmap(rt->f, &fw, getpid());
+        w->count = 0;
+    }
+    return rc;
+}
+
+static void *emu_window_cpu_map(struct rt *rt, const struct ntb_window *w, bool readonly,
+                                void **base)
+{
+    char *m = rt_map_window(rt, w->adapter, w->first, w->count, readonly);
+    if (!m)
+        return NULL;
+    *base = m;
+    return m + w->offset;
+}
+
+static int emu_window_cpu_unmap(struct rt *rt, void *base) { return rt_unmap_window(rt, base); }
+
+/* ---------------------------------------------------------------- memory and interrupts */
+
+static void *emu_ram(struct rt *rt, uint32_t host, uint64_t phys, uint64_t len)
+{
+    void *p = fab_ram(rt->f, host, phys, len);
+    if (!p)
+        errno = EFAULT;
+    return p;
+}
+
+static int emu_ram_fd(struct rt *rt, uint32_t host) { return fab_ram_fd(rt->f, host); }
+
+static _Atomic uint32_t *emu_msi_word(struct rt *rt, uint32_t vector)
+{
+    return &fab_host(rt->f, rt->host)->msi_seq[vector];
+}
+
+/* ---------------------------------------------------------------- device functions */
+
+static int emu_func_info(struct rt *rt, uint32_t fn, struct ntb_func_info *o)
+{
+    if (fn >= rt->f->ctl->nfuncs)
+        return -ENODEV;
+    const struct fab_function *x = fab_func(rt->f, fn);
+    memset(o, 0, sizeof *o);
+    o->host = x->host;
+    snprintf(o->name, sizeof o->name, "%s", x->name);
+    snprintf(o->type, sizeof o->type, "%s", x->type);
+    snprintf(o->host_name, sizeof o->host_name, "%s", fab_host(rt->f, x->host)->name);
+    memcpy(&o->vendor, x->cfg, 2);
+    memcpy(&o->device, x->cfg + 2, 2);
+    o->class_code = (uint32_t)x->cfg[0x0b] << 16 | (uint32_t)x->cfg[0x0a] << 8 | x->cfg[0x09];
+    o->vf = x->vf;
+    o->available = atomic_load(&x->lend_available);
+    o->exclusive = atomic_load(&x->lend_exclusive);
+    for (int k = 0; k < 4; k++)
+        o->borrowers += (uint32_t)__builtin_popcountll(atomic_load(&x->lend_borrowers[k]));
+    o->msix_cap = FAB_CFG_MSIX;
+    for (int b = 0; b < FAB_BARS && b < NTB_BK_BARS; b++)
+        if (x->bar[b].kind != FAB_BAR_NONE) {
+            o->bar[b].size = x->bar[b].size;
+            o->bar[b].addr = x->bar[b].addr;
+        }
+    return 0;
+}
+
+static int emu_func_by_name(struct rt *rt, const char *name)
+{
+    int i = fab_func_by_name(rt->f, name);
+    return i < 0 ? -ENOENT : i;
+}
+
+static uint32_t emu_cfg_read(struct rt *rt, uint32_t fn, uint32_t off, uint32_t len)
+{
+    return fab_cfg_read(rt->f, fn, off, len);
+}
+
+static int emu_cfg_write(struct rt *rt, uint32_t fn, uint32_t off, uint32_t len, uint32_t val)
+{
+    return fab_cfg_write(rt->f, fn, off, len, val);
+}
+
+static volatile void *emu_bar_mem(struct rt *rt, uint32_t fn, int bar)
+{
+    if (fn >= rt->f->ctl->nfuncs || bar < 0 || bar >= FAB_BARS ||
+        fab_func(rt->f, fn)->bar[bar].kind == FAB_BAR_NONE) {
+        errno = EINVAL;
+        return NULL;
+    }
+    const struct fab_bar *b = &fab_func(rt->f, fn)->bar[bar];
+    return fab_bar_mem(rt->f, fn, b->off, b->size);
+}
+
+static void emu_fn_notify(struct rt *rt, uint32_t fn) { fab_fn_notify(rt->f, fn); }
+
+/* ---------------------------------------------------------------- the table */
+
+const struct ntb_backend_ops ntb_backend_emu = {
+    .name = "emulated fabric",
+    .start = rt_fabric_start,
+    .stop = rt_fabric_stop,
+    .agent_call = rt_fabric_agent_call,
+    .node_id = emu_node_id,
+    .host_by_node = emu_host_by_node,
+    .boot_gen = emu_boot_gen,
+    .adapter = emu_adapter,
+    .adapter_toward = emu_adapter_toward,
+    .peer_on = emu_peer_on,
+    .path_up = emu_path_up,
+    .path_signature = emu_path_signature,
+    .window_map = emu_window_map,
+    .window_unmap = emu_window_unmap,
+    .window_cpu_map = emu_window_cpu_map,
+    .window_cpu_unmap = emu_window_cpu_unmap,
+    .ram = emu_ram,
+    .ram_fd = emu_ram_fd,
+    .msi_word = emu_msi_word,
+    .msi_addr = FAB_MSI_BASE,
+    .msi_vectors = FAB_MSI_VECTORS,
+    .func_info = emu_func_info,
+    .func_by_name = emu_func_by_name,
+    .cfg_read = emu_cfg_read,
+    .cfg_write = emu_cfg_write,
+    .bar_mem = emu_bar_mem,
+    .fn_notify = emu_fn_notify,
+    .adapter_info = emu_adapter_info,
+    .mw_set = emu_mw_set,
+    .mw_clear = emu_mw_clear,
+    .mw_alloc = emu_mw_alloc,
+    .mw_cpu_map = emu_mw_cpu_map,
+    .link_set = emu_link_set,
+    .link_word = emu_link_word,
+    .db_read = emu_db_read,
+    .db_set = emu_db_set,
+    .db_clear = emu_db_clear,
+    .db_mask_read = emu_db_mask_read,
+    .db_mask_set = emu_db_mask_set,
+    .db_mask_clear = emu_db_mask_clear,
+    .peer_db_set = emu_peer_db_set,
+    .db_word = emu_db_word,
+    .spad_read = emu_spad_read,
+    .spad_write = emu_spad_write,
+    .dma_chan_get = emu_dma_chan_get,
+    .dma_chan_put = emu_dma_chan_put,
+    .dma_submit = emu_dma_submit,
+    .dma_abort = emu_dma_abort,
+    .dma_wait = emu_dma_wait,
+    .dma_buf_map = emu_dma_buf_map,
+    .iommu_faults = emu_iommu_faults,
+    .now_ns = fab_now_ns,
+    .wait = fab_futex_wait,
+    .wake = fab_futex_wake,
+};
+
+static const struct ntb_backend_ops *_Atomic current_ops;
+
+void ntb_backend_use(const struct ntb_backend_ops *ops) { atomic_store(&current_ops, ops); }
+
+const struct ntb_backend_ops *ntb_backend(void)
+{
+    const struct ntb_backend_ops *ops = atomic_load(&current_ops);
+    return ops ? ops : &ntb_backend_emu;
+}

@@ -1,0 +1,224 @@
+/*
+ * The NTB backend seam: everything the runtime, the NTB API, the segment layer and SmartIO
+ * need from the hardware underneath, as one table of operations. The emulated fabric (backend_emu.c) is the
+ * implementation libntblend uses; another one (real adapters through a kernel or userspace
+ * driver, or a test double) plugs in with ntb_backend_use() before the runtime starts.
+ * docs/backends.md says what each operation must do and how it maps onto Linux's ntb.h and
+ * DPDK's NTB raw device. Internal to libntblend: not in the public headers.
+ *
+ * Conventions: int returns are 0 (or an index >= 0) on success, -errno on failure; pointer
+ * returns are NULL with errno set. Adapters are the backend's own ids (what adapter() and
+ * adapter_toward() return); hosts are indices 0..host_count()-1. Every operation may be called
+ * from any thread of the process, concurrently, unless its comment says otherwise.
+ */
+#ifndef NTBLEND_NTB_BACKEND_H
+#define NTBLEND_NTB_BACKEND_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agent_proto.h"
+#include "ntblend/ntb.h"
+
+struct rt;
+
+#define NTB_BK_BARS 6        /* BAR slots of a device function */
+#define NTB_BK_NAME_MAX 32
+#define NTB_BK_MAX_PEERS 64  /* ntb_link_is_up returns a 64-bit mask of peers */
+
+/* What the NTB API needs to know about an adapter. */
+struct ntb_adapter_info {
+    char name[NTB_BK_NAME_MAX];
+    uint32_t host;
+    uint32_t npeers;
+    uint32_t peers[NTB_BK_MAX_PEERS]; /* the adapters its port reaches (pidx order) */
+    uint32_t mw_count;      /* outbound translation entries */
+    uint64_t mw_size;       /* bytes each */
+    uint64_t mw_base;       /* bus address of entry 0 on its host */
+    uint64_t db_valid;      /* doorbell bits applications may use */
+    uint32_t spads, dma_channels;
+};
+
+/* A range of a peer host's address space made reachable through an adapter. */
+struct ntb_window {
+    uint32_t adapter;       /* ours */
+    uint32_t peer_host;
+    uint64_t peer_addr, len;
+    uint64_t bus;           /* where peer_addr appears in this host's physical address space */
+    uint32_t first, count;  /* translation entries held; count 0: no window */
+    uint64_t offset;        /* of peer_addr within the first entry */
+};
+
+/* window_map flags */
+#define NTB_WIN_DMA 1u /* also reachable by this host's DMA engines (through its IOMMU) */
+
+/* What SmartIO needs to know about a device function. */
+struct ntb_func_info {
+    uint32_t host;          /* the host it sits in (its lender) */
+    char name[NTB_BK_NAME_MAX], type[NTB_BK_NAME_MAX], host_name[NTB_BK_NAME_MAX];
+    uint16_t vendor, device;
+    uint32_t class_code;    /* config bytes 0x0b:0x0a:0x09 */
+    uint32_t vf;            /* 0: a physical function, else its VF number */
+    bool available, exclusive;
+    uint32_t borrowers;
+    uint32_t msix_cap;      /* config-space offset of its MSI-X capability */
+    struct {
+        uint64_t size;      /* 0: no BAR in this slot */
+        uint64_t addr;      /* in the lender's physical address space */
+    } bar[NTB_BK_BARS];
+};
+
+struct ntb_backend_ops {
+    const char *name;
+
+    /* ---- lifetime and control ----
+     * start: attach this process to its host: set rt->host and rt->boot_gen, and whatever
+     * private state the backend keeps (rt->f, rt->bk). -ENOENT no such fabric or host,
+     * -ECONNREFUSED no host agent, -EHOSTDOWN host down. Called once, under the runtime lock.
+     * stop: undo start, after the last reference is gone (no other call is running).
+     * agent_call: one request to this host's control service (src/lib/agent_proto.h), which
+     * owns memory allocation, segments, interrupts and device lending. The reply's status:
+     * 0 or -errno. Calls are serialised by the backend. */
+    int (*start)(struct rt *rt);
+    void (*stop)(struct rt *rt);
+    int (*agent_call)(struct rt *rt, const struct agent_req *req, struct agent_rsp *rsp);
+
+    /* ---- hosts ---- node_id: the host's node id (what users address); host_by_node: the
+     * host with that node id, -EHOSTUNREACH if none; boot_gen: bumped when the host reboots
+     * (a changed value means every mapping into it is stale). */
+    uint32_t (*node_id)(struct rt *rt, uint32_t host);
+    int (*host_by_node)(struct rt *rt, uint32_t node_id);
+    uint32_t (*boot_gen)(struct rt *rt, uint32_t host);
+
+    /* ---- adapters, paths, link state ----
+     * adapter: adapter number `index` (0-based) of `host` as an adapter id, -ENODEV if
+     * there is none. adapter_toward: the adapter of `host` that reaches host `target`
+     * (directly or through switches), its peer adapter in *peer; -EHOSTUNREACH if none.
+     * peer_on: the adapter on `host` that `adapter`'s link reaches, -ENOTCONN if none.
+     * path_up: the link(s) between adapter and peer are up. path_signature: a value that
+     * changes whenever the path goes down and up again (segment sequences compare it). */
+    int (*adapter)(struct rt *rt, uint32_t host, int index);
+    int (*adapter_toward)(struct rt *rt, uint32_t host, uint32_t target, uint32_t *peer);
+    int (*peer_on)(struct rt *rt, uint32_t adapter, uint32_t host);
+    bool (*path_up)(struct rt *rt, uint32_t adapter, uint32_t peer);
+    uint64_t (*path_signature)(struct rt *rt, uint32_t adapter, uint32_t peer);
+
+    /* ---- windows ----
+     * window_map: make [peer_addr, peer_addr+len) of peer_host reachable through `adapter`
+     * (program translation entries owned by this process; NTB_WIN_DMA: map the window for
+     * this host's DMA engines too); fill *w. All or nothing. -ENOSPC out of entries,
+     * -EHOSTUNREACH / -ENOTCONN no path, -EINVAL bad range.
+     * window_unmap: release them (w->count becomes 0); a no-op on an empty window.
+     * window_cpu_map: map a window into this process; returns the address of peer_addr and
+     * in *base what window_cpu_unmap takes. readonly: stores fault. Loads and stores must
+     * reach the peer's memory with no software in the path.
+     * window_cpu_unmap: 0, or -EINVAL if base is not a mapping of ours. */
+    int (*window_map)(struct rt *rt, uint32_t adapter, uint32_t peer_host, uint64_t peer_addr,
+                      uint64_t len, unsigned flags, struct ntb_window *w);
+    void (*window_unmap)(struct rt *rt, struct ntb_window *w);
+    void *(*window_cpu_map)(struct rt *rt, const struct ntb_window *w, bool readonly,
+                            void **base);
+    int (*window_cpu_unmap)(struct rt *rt, void *base);
+
+    /* ---- local memory and interrupts ----
+     * ram: a pointer to [phys, phys+len) of a host's RAM as this process may reach it
+     * directly (this host's, or any host's when memory is shared), NULL + EFAULT otherwise.
+     * ram_fd: a file whose offsets are that host's physical addresses (for read-only views),
+     * -EOPNOTSUPP if the backend has none. msi_word: the futex word counting interrupts of
+     * this host's MSI vector (bumped by every write to msi_addr + vector). */
+    void *(*ram)(struct rt *rt, uint32_t host, uint64_t phys, uint64_t len);
+    int (*ram_fd)(struct rt *rt, uint32_t host);
+    _Atomic uint32_t *(*msi_word)(struct rt *rt, uint32_t vector);
+    uint64_t msi_addr;     /* bus address of this host's MSI region (one 4 KiB page) */
+    uint32_t msi_vectors;  /* vectors per host */
+
+    /* ---- device functions ----
+     * func_info: what function `fn` is; -ENODEV if fn is past the last one. func_by_name:
+     * its index, -ENOENT if none. cfg_read/cfg_write: its config space (as the lender's root
+     * complex does it; cfg_write -EINVAL on a bad offset/length). bar_mem: BAR `bar` of a
+     * function in this host, mapped into this process (NULL + EINVAL if none). fn_notify:
+     * tell the function's model a register was written (a doorbell write on hardware needs
+     * nothing: the write itself is the notification). */
+    int (*func_info)(struct rt *rt, uint32_t fn, struct ntb_func_info *out);
+    int (*func_by_name)(struct rt *rt, const char *name);
+    uint32_t (*cfg_read)(struct rt *rt, uint32_t fn, uint32_t off, uint32_t len);
+    int (*cfg_write)(struct rt *rt, uint32_t fn, uint32_t off, uint32_t len, uint32_t val);
+    volatile void *(*bar_mem)(struct rt *rt, uint32_t fn, int bar);
+    void (*fn_notify)(struct rt *rt, uint32_t fn);
+
+    /* ---- the NTB device (include/ntblend/ntb.h), on one adapter ----
+     * adapter_info: what it is; -ENODEV no such adapter.
+     * mw_set: point translation entry `widx` of `adapter` at [addr, addr + mw_size) of
+     * peer_host, owned by this process; returns once stores through it reach the new target.
+     * The inbound direction (ntb_mw_set_trans) is mw_set on the peer's adapter. -EINVAL bad
+     * entry or address, -EBUSY entry owned by another process. mw_clear: release it (-EPERM
+     * not ours). mw_alloc: a free entry, claimed for this process (-ENOSPC). mw_cpu_map:
+     * entries [first, first+count) mapped into this process (window_cpu_unmap undoes it).
+     * link_set: enable/disable the port; disable returns when no store crosses it any more.
+     * link_word: a futex word that changes on every change of the adapter's reachability. */
+    int (*adapter_info)(struct rt *rt, uint32_t adapter, struct ntb_adapter_info *out);
+    int (*mw_set)(struct rt *rt, uint32_t adapter, uint32_t widx, uint32_t peer_host, uint64_t addr);
+    int (*mw_clear)(struct rt *rt, uint32_t adapter, uint32_t widx);
+    int (*mw_alloc)(struct rt *rt, uint32_t adapter);
+    void *(*mw_cpu_map)(struct rt *rt, uint32_t adapter, uint32_t first, uint32_t count);
+    void (*link_set)(struct rt *rt, uint32_t adapter, bool enable);
+    _Atomic uint32_t *(*link_word)(struct rt *rt, uint32_t adapter);
+
+    /* Doorbells: the adapter's register (db_read, db_set raises events as a peer's ring
+     * does, db_clear), its mask (db_mask_clear raises pending unmasked bits), peer_db_set
+     * (ring `peer`'s register from `adapter`; dropped silently if the path is down;
+     * -EINVAL bad bits), db_word (a futex word bumped on every doorbell event). Bits are
+     * within adapter_info.db_valid (callers check). */
+    uint64_t (*db_read)(struct rt *rt, uint32_t adapter);
+    void (*db_set)(struct rt *rt, uint32_t adapter, uint64_t bits);
+    void (*db_clear)(struct rt *rt, uint32_t adapter, uint64_t bits);
+    uint64_t (*db_mask_read)(struct rt *rt, uint32_t adapter);
+    void (*db_mask_set)(struct rt *rt, uint32_t adapter, uint64_t bits);
+    void (*db_mask_clear)(struct rt *rt, uint32_t adapter, uint64_t bits);
+    int (*peer_db_set)(struct rt *rt, uint32_t adapter, uint32_t peer, uint64_t bits);
+    _Atomic uint32_t *(*db_word)(struct rt *rt, uint32_t adapter);
+
+    /* Scratchpads of any adapter (the caller checks the index against adapter_info.spads
+     * and, for a peer's, that the path is up: a read across a dead link is all ones). */
+    uint32_t (*spad_read)(struct rt *rt, uint32_t adapter, uint32_t idx);
+    void (*spad_write)(struct rt *rt, uint32_t adapter, uint32_t idx, uint32_t val);
+
+    /* DMA engine: dma_chan_get claims a free channel of the adapter for this process (NULL +
+     * EBUSY all taken, ENODEV none); dma_submit queues a copy between bus addresses of this
+     * host and returns its cookie (> 0; -EAGAIN ring full, -EINVAL); dma_abort cancels what
+     * has not started; dma_wait waits for a cookie: its status (0 done, -errno failed),
+     * -ETIMEDOUT, -EINVAL unknown cookie. One channel is used by one thread at a time. */
+    void *(*dma_chan_get)(struct rt *rt, uint32_t adapter);
+    void (*dma_chan_put)(struct rt *rt, void *chan);
+    int64_t (*dma_submit)(struct rt *rt, void *chan, uint64_t dst, uint64_t src, uint64_t len,
+                          bool interrupt);
+    int (*dma_abort)(struct rt *rt, void *chan);
+    int (*dma_wait)(struct rt *rt, void *chan, int64_t cookie, int timeout_ms);
+
+    /* IOMMU: dma_buf_map maps [phys, phys+len) of this host at identity IOVAs for the
+     * adapter's inbound traffic and its DMA engine (on), or unmaps it; 0 when the host has no
+     * IOMMU. -ENOSPC table full. iommu_faults: the host's recent faults, newest last, as
+     * ntb_iommu_faults returns them. */
+    int (*dma_buf_map)(struct rt *rt, uint32_t adapter, uint64_t phys, uint64_t len, bool on);
+    int (*iommu_faults)(struct rt *rt, uint32_t host, struct ntb_fault *out, int max,
+                        uint64_t *total);
+
+    /* ---- time and waiting (no rt: usable before start) ----
+     * now_ns: a monotonic clock. wait: sleep while *w == seen, at most timeout_ns (<0:
+     * forever); 0, or -ETIMEDOUT; spurious wake-ups allowed. wake: wake up to n waiters.
+     * Words may be in memory other processes share. */
+    uint64_t (*now_ns)(void);
+    int (*wait)(_Atomic uint32_t *w, uint32_t seen, int64_t timeout_ns);
+    void (*wake)(_Atomic uint32_t *w, int n);
+};
+
+/* The emulated PCIe NTB fabric (src/fabric), the default. */
+extern const struct ntb_backend_ops ntb_backend_emu;
+
+/* Use `ops` for runtimes started from now on (NULL: back to the emulated fabric). Call it
+ * while no runtime is running. */
+void ntb_backend_use(const struct ntb_backend_ops *ops);
+const struct ntb_backend_ops *ntb_backend(void);
+
+#endif

@@ -23,14 +23,14 @@
 
 #include "harness.h"
 #include "fabric.h"
+#include "fab_tables.h"
 #include "agent_proto.h"
 #include "ntblend/seg.h"
 #include "ntblend/smartio.h"
 
 #define REQUESTS 20000
 
-static char FAB[64], DIR_[128];
-static struct fab *F;
+static char DIR_[128];
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static uint64_t next_rand(void)
@@ -39,27 +39,6 @@ static uint64_t next_rand(void)
     rng ^= rng >> 7;
     rng ^= rng << 17;
     return rng;
-}
-
-struct tables {
-    uint32_t lut[8], rid[8], iommu[8];
-};
-
-static void snapshot(struct tables *t)
-{
-    memset(t, 0, sizeof *t);
-    for (uint32_t a = 0; a < F->ctl->nadapters && a < 8; a++) {
-        const struct fab_adapter *ad = fab_adapter(F, a);
-        const struct fab_lut_entry *l = fab_lut(F, ad);
-        for (uint32_t e = 0; e < ad->lut_entries; e++)
-            t->lut[a] += atomic_load(&l[e].valid) && !(l[e].flags & FAB_LUT_AGENT);
-        t->rid[a] = fab_rid_used(F, a);
-    }
-    for (uint32_t h = 0; h < F->ctl->nhosts && h < 8; h++) {
-        const struct fab_iommu_map *m = fab_iommu_table(F, h);
-        for (uint32_t i = 0; i < fab_host(F, h)->iommu_nmaps; i++)
-            t->iommu[h] += m[i].used != 0;
-    }
 }
 
 static uint64_t small_or_any(void)
@@ -130,30 +109,30 @@ static void storm_in_child(uint32_t host, int32_t agent_pid)
 static void storm_main(void *arg)
 {
     uint32_t host = (uint32_t)(uintptr_t)arg;
-    storm_in_child(host, atomic_load(&fab_host(F, host)->agent_pid));
+    storm_in_child(host, atomic_load(&fab_host(fixture, host)->agent_pid));
 }
 
 static void storm(uint32_t host, int32_t agent_pid)
 {
     (void)agent_pid;
-    struct h_proc p = h_spawn(FAB, fab_host(F, host)->name, storm_main, (void *)(uintptr_t)host);
+    struct h_proc p = h_spawn(fixture_fabric, fab_host(fixture, host)->name, storm_main, (void *)(uintptr_t)host);
     assert_int_equal(h_join(&p), 0);
     /* Borrows it asked the host to hold (what `ntblend device borrow` does) stay until
      * returned: return those. */
-    h_cli(FAB, "device return nvme0 --host b >/dev/null 2>&1");
-    h_cli(FAB, "device return accel0 --host b >/dev/null 2>&1");
+    h_cli(fixture_fabric, "device return nvme0 --host b >/dev/null 2>&1");
+    h_cli(fixture_fabric, "device return accel0 --host b >/dev/null 2>&1");
 }
 
 /* Wait until the tables are back to `want` and no process or segment holds memory of
  * `host` any more (the interrupt-page pool stays: its pages are reused, never freed). */
-static void settle(uint32_t host, const struct tables *want)
+static void settle(uint32_t host, const struct fab_tables *want)
 {
     int fd = agent_connect(DIR_, host);
     assert_true(fd >= 0);
-    struct tables now;
+    struct fab_tables now;
     struct agent_rsp rsp = { 0 };
     for (int i = 0; i < 300; i++) {
-        snapshot(&now);
+        fab_tables_snapshot(fixture, &now);
         assert_int_equal(call(fd, AGENT_MEMORY, 0, 0, 0, 0, &rsp), 0); /* served meanwhile */
         if (!memcmp(&now, want, sizeof now) && rsp.a == 0 && rsp.b == 0)
             break;
@@ -169,12 +148,12 @@ static void settle(uint32_t host, const struct tables *want)
 static void test_random_requests_from_an_application(void **state)
 {
     (void)state;
-    uint32_t hb = (uint32_t)fab_host_by_name(F, "b");
-    int32_t pid = atomic_load(&fab_host(F, hb)->agent_pid);
-    assert_int_equal(h_cli(FAB, "device add nvme0 >/dev/null"), 0);
-    assert_int_equal(h_cli(FAB, "device add accel0 >/dev/null"), 0);
-    struct tables before;
-    snapshot(&before);
+    uint32_t hb = (uint32_t)fab_host_by_name(fixture, "b");
+    int32_t pid = atomic_load(&fab_host(fixture, hb)->agent_pid);
+    assert_int_equal(h_cli(fixture_fabric, "device add nvme0 >/dev/null"), 0);
+    assert_int_equal(h_cli(fixture_fabric, "device add accel0 >/dev/null"), 0);
+    struct fab_tables before;
+    fab_tables_snapshot(fixture, &before);
     storm(hb, pid);
     /* Hanging up released what the client got: windows, requester IDs, IOMMU mappings, memory
      * and segments. And again, on an agent that has been through one storm already. */
@@ -182,7 +161,7 @@ static void test_random_requests_from_an_application(void **state)
     storm(hb, pid);
     settle(hb, &before);
     assert_int_equal(kill(pid, 0), 0);
-    assert_int_equal(atomic_load(&fab_host(F, hb)->agent_pid), pid);
+    assert_int_equal(atomic_load(&fab_host(fixture, hb)->agent_pid), pid);
 }
 
 /* On host b: hold a device, a segment and memory, then wait. */
@@ -212,12 +191,12 @@ static void holder(void *arg)
 static void test_what_an_application_may_not_do(void **state)
 {
     (void)state;
-    uint32_t hb = (uint32_t)fab_host_by_name(F, "b");
+    uint32_t hb = (uint32_t)fab_host_by_name(fixture, "b");
     char hs[16];
     snprintf(hs, sizeof hs, "%u", hb);
     setenv("NTBLEND_TEST_DIR", DIR_, 1);
     setenv("NTBLEND_TEST_HOST", hs, 1);
-    struct h_proc p = h_spawn(FAB, "b", holder, NULL);
+    struct h_proc p = h_spawn(fixture_fabric, "b", holder, NULL);
     uint64_t theirs = h_from(&p);
     int fd = agent_connect(DIR_, hb);
     assert_true(fd >= 0);
@@ -225,12 +204,12 @@ static void test_what_an_application_may_not_do(void **state)
     h_from(&p); /* it has used the library since (which opens and closes its own connection) */
     struct agent_rsp rsp;
     assert_int_equal(call(fd, AGENT_HELLO, 0, AGENT_PROTO_VERSION, 0, 0, &rsp), 0);
-    int nvme = fab_func_by_name(F, "nvme0"), acc = fab_func_by_name(F, "accel0");
+    int nvme = fab_func_by_name(fixture, "nvme0"), acc = fab_func_by_name(fixture, "accel0");
     /* Lend out (or withdraw) a device of another host. */
     assert_int_equal(call(fd, AGENT_DEV_AVAILABLE, 0, (uint64_t)nvme, 0, 0, NULL), -EREMOTE);
     /* Return a device another process on this host holds. */
     assert_true(call(fd, AGENT_DEV_RETURN, 0, (uint64_t)acc, 0, 0, NULL) < 0);
-    assert_true(atomic_load(&fab_func(F, (uint32_t)acc)->lend_borrowers[0]) & (1ull << hb));
+    assert_true(atomic_load(&fab_func(fixture, (uint32_t)acc)->lend_borrowers[0]) & (1ull << hb));
     /* Remove another process's segment. */
     assert_true(call(fd, AGENT_SEG_REMOVE, 0, 77, 0, 0, NULL) < 0);
     /* Free memory it did not allocate: the agents' mailboxes, another process's block (still
@@ -246,18 +225,9 @@ static void test_what_an_application_may_not_do(void **state)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(FAB, sizeof FAB, "%s", h_fabric_name("ctlhostile"));
-    if (h_up(FAB, "tests/topologies/smartio3-iommu.ini") || fab_attach(FAB, -1, &F))
+    if (fixture_up("ctlhostile", "tests/topologies/smartio3-iommu.ini"))
         return -1;
-    return fab_dir(FAB, DIR_, sizeof DIR_);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    fab_detach(F);
-    h_down(FAB);
-    return 0;
+    return fab_dir(fixture_fabric, DIR_, sizeof DIR_);
 }
 
 int main(void)
@@ -266,5 +236,5 @@ int main(void)
         cmocka_unit_test(test_random_requests_from_an_application),
         cmocka_unit_test(test_what_an_application_may_not_do),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, fixture_down);
 }

@@ -16,49 +16,11 @@
 
 #include "harness.h"
 #include "fabric.h"
+#include "fab_tables.h"
 #include "ntblend/smartio.h"
 
 #define CYCLES 100
 
-static char FAB[64];
-static struct fab *F;
-
-struct usage {
-    uint32_t lut[TOPO_MAX_ADAPTERS], rid[TOPO_MAX_ADAPTERS], iommu[TOPO_MAX_HOSTS];
-};
-
-static uint32_t iommu_used(uint32_t host)
-{
-    const struct fab_host *h = fab_host(F, host);
-    const struct fab_iommu_map *m = fab_iommu_table(F, host);
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < h->iommu_nmaps; i++)
-        n += m[i].used != 0;
-    return n;
-}
-
-/* Entries the agents hold for their mailboxes (FAB_LUT_AGENT) are routes to peers, set up
- * on first contact and kept: not something a borrow owns. */
-static uint32_t lut_used_by_borrows(uint32_t ai)
-{
-    const struct fab_adapter *a = fab_adapter(F, ai);
-    const struct fab_lut_entry *l = fab_lut(F, a);
-    uint32_t n = 0;
-    for (uint32_t e = 0; e < a->lut_entries; e++)
-        n += atomic_load(&l[e].valid) && !(l[e].flags & FAB_LUT_AGENT);
-    return n;
-}
-
-static void snapshot(struct usage *u)
-{
-    memset(u, 0, sizeof *u);
-    for (uint32_t a = 0; a < F->ctl->nadapters; a++) {
-        u->lut[a] = lut_used_by_borrows(a);
-        u->rid[a] = fab_rid_used(F, a);
-    }
-    for (uint32_t h = 0; h < F->ctl->nhosts; h++)
-        u->iommu[h] = iommu_used(h);
-}
 
 static void lender(void *arg)
 {
@@ -101,26 +63,26 @@ static void borrower(void *arg)
 static void test_borrower_host_crash_100_times(void **state)
 {
     (void)state;
-    uint32_t acc = (uint32_t)fab_func_by_name(F, "accel0");
-    struct fab_function *A = fab_func(F, acc);
-    struct usage before, after;
-    snapshot(&before);
+    uint32_t acc = (uint32_t)fab_func_by_name(fixture, "accel0");
+    struct fab_function *A = fab_func(fixture, acc);
+    struct fab_tables before, after;
+    fab_tables_snapshot(fixture, &before);
 
     for (int cycle = 0; cycle < CYCLES; cycle++) {
         bool verify = cycle == CYCLES - 1;
         uint32_t resets = atomic_load(&A->reset_gen);
-        struct h_proc p = h_spawn(FAB, "b", borrower, verify ? (void *)1 : NULL);
+        struct h_proc p = h_spawn(fixture_fabric, "b", borrower, verify ? (void *)1 : NULL);
         if (verify) {
             uint64_t here_io = h_from(&p), there_io = h_from(&p);
             /* The device's copy, performed through the fabric as the device's own DMA. */
             uint8_t buf[4096];
-            assert_int_equal(fab_fn_dma_read(F, acc, there_io, buf, sizeof buf), 0);
-            assert_int_equal(fab_fn_dma_write(F, acc, here_io, buf, sizeof buf), 0);
+            assert_int_equal(fab_fn_dma_read(fixture, acc, there_io, buf, sizeof buf), 0);
+            assert_int_equal(fab_fn_dma_write(fixture, acc, here_io, buf, sizeof buf), 0);
             h_to(&p, 1);
         }
         h_from(&p); /* borrowed, mapped, allocated */
         assert_true(atomic_load(&A->lend_borrowers[0]) != 0);
-        assert_int_equal(h_cli(FAB, "host kill b >/dev/null"), 0);
+        assert_int_equal(h_cli(fixture_fabric, "host kill b >/dev/null"), 0);
         assert_int_equal(h_join(&p), 128 + SIGKILL);
         /* The lender clears the borrower, then resets the device: wait for both. */
         for (int i = 0; i < 500 && (atomic_load(&A->lend_borrowers[0]) ||
@@ -128,25 +90,20 @@ static void test_borrower_host_crash_100_times(void **state)
             usleep(10000);
         assert_int_equal(atomic_load(&A->lend_borrowers[0]), 0);
         assert_true(atomic_load(&A->reset_gen) > resets);
-        assert_int_equal(fab_cfg_read(F, acc, 0x04, 2), 0); /* reset: no memory, no bus master */
-        assert_int_equal(h_cli(FAB, "host start b >/dev/null"), 0);
+        assert_int_equal(fab_cfg_read(fixture, acc, 0x04, 2), 0); /* reset: no memory, no bus master */
+        assert_int_equal(h_cli(fixture_fabric, "host start b >/dev/null"), 0);
         /* The lender releases what the borrow held once it sees the host gone; give it time. */
-        for (int i = 0; i < 500; i++) {
-            snapshot(&after);
-            if (!memcmp(&after, &before, sizeof after))
-                break;
-            usleep(10000);
-        }
-        for (uint32_t a = 0; a < F->ctl->nadapters; a++) {
+        fab_tables_settle(fixture, &before, &after);
+        for (uint32_t a = 0; a < fixture->ctl->nadapters; a++) {
             if (after.lut[a] != before.lut[a] || after.rid[a] != before.rid[a])
                 fail_msg("cycle %d: adapter %s uses %u LUT / %u requester-ID entries, %u / %u "
-                         "before", cycle, fab_adapter(F, a)->name, after.lut[a], after.rid[a],
+                         "before", cycle, fab_adapter(fixture, a)->name, after.lut[a], after.rid[a],
                          before.lut[a], before.rid[a]);
         }
-        for (uint32_t h = 0; h < F->ctl->nhosts; h++)
+        for (uint32_t h = 0; h < fixture->ctl->nhosts; h++)
             if (after.iommu[h] != before.iommu[h])
                 fail_msg("cycle %d: host %s has %u IOMMU mappings, %u before", cycle,
-                         fab_host(F, h)->name, after.iommu[h], before.iommu[h]);
+                         fab_host(fixture, h)->name, after.iommu[h], before.iommu[h]);
     }
 }
 
@@ -175,42 +132,33 @@ static void tidy_borrower(void *arg)
 static void test_free_and_return_leave_nothing(void **state)
 {
     (void)state;
-    struct usage before, after;
-    snapshot(&before);
-    uint32_t rid = fab_func(F, (uint32_t)fab_func_by_name(F, "accel0"))->rid;
-    uint32_t la = fab_host(F, (uint32_t)fab_host_by_name(F, "a"))->adapter_first;
-    struct h_proc p = h_spawn(FAB, "b", tidy_borrower, NULL);
+    struct fab_tables before, after;
+    fab_tables_snapshot(fixture, &before);
+    uint32_t rid = fab_func(fixture, (uint32_t)fab_func_by_name(fixture, "accel0"))->rid;
+    uint32_t la = fab_host(fixture, (uint32_t)fab_host_by_name(fixture, "a"))->adapter_first;
+    struct h_proc p = h_spawn(fixture_fabric, "b", tidy_borrower, NULL);
     h_from(&p);
     /* The remaining window still needs the device's requester ID on the lender's adapter. */
     bool found = false;
-    for (uint32_t e = 0; e < fab_adapter(F, la)->rid_entries; e++)
-        found |= atomic_load(&fab_rid(F, fab_adapter(F, la))[e].used) &&
-                 fab_rid(F, fab_adapter(F, la))[e].rid == rid;
+    for (uint32_t e = 0; e < fab_adapter(fixture, la)->rid_entries; e++)
+        found |= atomic_load(&fab_rid(fixture, fab_adapter(fixture, la))[e].used) &&
+                 fab_rid(fixture, fab_adapter(fixture, la))[e].rid == rid;
     assert_true(found);
     h_to(&p, 1);
     h_from(&p);
     assert_int_equal(h_join(&p), 0);
-    snapshot(&after);
+    fab_tables_snapshot(fixture, &after);
     assert_memory_equal(&after, &before, sizeof after);
 }
 
 static int setup(void **state)
 {
     (void)state;
-    snprintf(FAB, sizeof FAB, "%s", h_fabric_name("churn"));
-    if (h_up(FAB, "tests/topologies/smartio3-iommu.ini") || fab_attach(FAB, -1, &F))
+    if (fixture_up("churn", "tests/topologies/smartio3-iommu.ini"))
         return -1;
-    struct h_proc p = h_spawn(FAB, "a", lender, NULL);
+    struct h_proc p = h_spawn(fixture_fabric, "a", lender, NULL);
     h_from(&p);
     return h_join(&p);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    fab_detach(F);
-    h_down(FAB);
-    return 0;
 }
 
 int main(void)
@@ -219,5 +167,5 @@ int main(void)
         cmocka_unit_test(test_free_and_return_leave_nothing),
         cmocka_unit_test(test_borrower_host_crash_100_times),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, fixture_down);
 }

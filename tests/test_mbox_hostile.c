@@ -20,6 +20,7 @@
 
 #include "harness.h"
 #include "fabric.h"
+#include "fab_tables.h"
 
 #define MESSAGES 20000
 #define SLOT_HALF (FAB_MBOX_SLOT / 2)
@@ -39,8 +40,6 @@ struct inbound_req {
     uint32_t rid;
 };
 
-static char FAB[64];
-static struct fab *F;
 static struct half *REQ, *RSP;
 static uint32_t SEQ, FROM, TO;
 
@@ -52,7 +51,7 @@ static int post(const void *msg, uint32_t len)
     memcpy(REQ->data, msg, len < DATA_MAX ? len : DATA_MAX);
     REQ->len = len; /* may claim more than the slot holds */
     atomic_store_explicit(&REQ->seq, seq, memory_order_release);
-    assert_int_equal(fab_db_ring(F, FROM, TO, fab_agent_bit(fab_adapter(F, TO))), 0);
+    assert_int_equal(fab_db_ring(fixture, FROM, TO, fab_agent_bit(fab_adapter(fixture, TO))), 0);
     for (int spin = 0; spin < 200000 && atomic_load(&RSP->seq) != seq; spin++)
         if (spin > 1000)
             usleep(10);
@@ -72,60 +71,39 @@ static uint32_t next_rand(void)
     return (uint32_t)rng;
 }
 
-struct tables {
-    uint32_t lut[8], rid[8], iommu[8];
-};
-
-static void snapshot(struct tables *t)
-{
-    memset(t, 0, sizeof *t);
-    for (uint32_t a = 0; a < F->ctl->nadapters && a < 8; a++) {
-        const struct fab_adapter *ad = fab_adapter(F, a);
-        const struct fab_lut_entry *l = fab_lut(F, ad);
-        for (uint32_t e = 0; e < ad->lut_entries; e++)
-            t->lut[a] += atomic_load(&l[e].valid) && !(l[e].flags & FAB_LUT_AGENT);
-        t->rid[a] = fab_rid_used(F, a);
-    }
-    for (uint32_t h = 0; h < F->ctl->nhosts && h < 8; h++) {
-        const struct fab_iommu_map *m = fab_iommu_table(F, h);
-        for (uint32_t i = 0; i < fab_host(F, h)->iommu_nmaps; i++)
-            t->iommu[h] += m[i].used != 0;
-    }
-}
-
 static void test_random_requests_from_a_peer(void **state)
 {
     (void)state;
-    uint32_t ha = (uint32_t)fab_host_by_name(F, "a"), hb = (uint32_t)fab_host_by_name(F, "b");
-    int32_t pid = atomic_load(&fab_host(F, ha)->agent_pid);
+    uint32_t ha = (uint32_t)fab_host_by_name(fixture, "a"), hb = (uint32_t)fab_host_by_name(fixture, "b");
+    int32_t pid = atomic_load(&fab_host(fixture, ha)->agent_pid);
     /* Make a's devices available, so borrow and map requests can get somewhere. */
-    assert_int_equal(h_cli(FAB, "device add nvme0 >/dev/null"), 0);
-    assert_int_equal(h_cli(FAB, "device add accel0 >/dev/null"), 0);
-    struct tables before, after;
-    snapshot(&before);
+    assert_int_equal(h_cli(fixture_fabric, "device add nvme0 >/dev/null"), 0);
+    assert_int_equal(h_cli(fixture_fabric, "device add accel0 >/dev/null"), 0);
+    struct fab_tables before, after;
+    fab_tables_snapshot(fixture, &before);
 
-    REQ = fab_ram(F, ha, (uint64_t)hb * FAB_MBOX_SLOT, SLOT_HALF);
-    RSP = fab_ram(F, hb, (uint64_t)ha * FAB_MBOX_SLOT + SLOT_HALF, SLOT_HALF);
+    REQ = fab_ram(fixture, ha, (uint64_t)hb * FAB_MBOX_SLOT, SLOT_HALF);
+    RSP = fab_ram(fixture, hb, (uint64_t)ha * FAB_MBOX_SLOT + SLOT_HALF, SLOT_HALF);
     assert_non_null(REQ);
     assert_non_null(RSP);
-    FROM = fab_host(F, hb)->adapter_first;
-    TO = fab_host(F, ha)->adapter_first;
+    FROM = fab_host(fixture, hb)->adapter_first;
+    TO = fab_host(fixture, ha)->adapter_first;
     SEQ = atomic_load(&REQ->seq) + 1000;
 
     /* Isolation first: a peer may open a's IOMMU only for traffic through a's own adapters,
      * only onto a's RAM. */
     uint8_t msg[DATA_MAX];
     struct inbound_req in = { .addr = 1 << 20, .size = 1 << 20,
-                              .rid = fab_func(F, (uint32_t)fab_func_by_name(F, "nvme0"))->rid };
+                              .rid = fab_func(fixture, (uint32_t)fab_func_by_name(fixture, "nvme0"))->rid };
     uint32_t hdr[2] = { MBOX_TYPE_INBOUND_MAP, 0 };
     memcpy(msg, hdr, sizeof hdr);
     memcpy(msg + sizeof hdr, &in, sizeof in);
     assert_int_equal(post(msg, sizeof hdr + sizeof in), -EINVAL); /* a device's own rid */
-    in.rid = fab_adapter(F, TO)->rid;
-    in.addr = fab_host(F, ha)->ram_size;
+    in.rid = fab_adapter(fixture, TO)->rid;
+    in.addr = fab_host(fixture, ha)->ram_size;
     memcpy(msg + sizeof hdr, &in, sizeof in);
     assert_int_equal(post(msg, sizeof hdr + sizeof in), -EINVAL); /* beyond a's RAM */
-    snapshot(&after);
+    fab_tables_snapshot(fixture, &after);
     assert_memory_equal(&after, &before, sizeof after);
 
     uint32_t answered = 0, accepted = 0, refused = 0;
@@ -145,42 +123,26 @@ static void test_random_requests_from_a_peer(void **state)
             assert_int_equal(kill(pid, 0), 0); /* a's agent is alive */
     }
     assert_int_equal(kill(pid, 0), 0);
-    assert_int_equal(atomic_load(&fab_host(F, ha)->agent_pid), pid);
+    assert_int_equal(atomic_load(&fab_host(fixture, ha)->agent_pid), pid);
     print_message("%u requests, %u answered: %u accepted, %u refused by a handler\n", MESSAGES,
                   answered, accepted, refused);
     assert_true(answered > MESSAGES / 2);
     assert_true(refused > 0); /* the handlers saw the requests, not just the dispatcher */
     /* a still serves the others. */
-    assert_int_equal(h_cli(FAB, "agent-ping c a >/dev/null"), 0);
+    assert_int_equal(h_cli(fixture_fabric, "agent-ping c a >/dev/null"), 0);
 
     /* b goes down: whatever its requests made a hold is released. */
-    assert_int_equal(h_cli(FAB, "host kill b >/dev/null"), 0);
-    assert_int_equal(h_cli(FAB, "host start b >/dev/null"), 0);
-    for (int i = 0; i < 300; i++) {
-        snapshot(&after);
-        if (!memcmp(&after, &before, sizeof after))
-            break;
-        usleep(10000);
-    }
+    assert_int_equal(h_cli(fixture_fabric, "host kill b >/dev/null"), 0);
+    assert_int_equal(h_cli(fixture_fabric, "host start b >/dev/null"), 0);
+    fab_tables_settle(fixture, &before, &after);
     assert_memory_equal(&after, &before, sizeof after);
-    assert_int_equal(h_cli(FAB, "agent-ping b a >/dev/null"), 0);
+    assert_int_equal(h_cli(fixture_fabric, "agent-ping b a >/dev/null"), 0);
 }
 
 static int setup(void **state)
 {
     (void)state;
-    snprintf(FAB, sizeof FAB, "%s", h_fabric_name("hostile"));
-    if (h_up(FAB, "tests/topologies/smartio3-iommu.ini"))
-        return -1;
-    return fab_attach(FAB, -1, &F);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    fab_detach(F);
-    h_down(FAB);
-    return 0;
+    return fixture_up("hostile", "tests/topologies/smartio3-iommu.ini");
 }
 
 int main(void)
@@ -188,5 +150,5 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_requests_from_a_peer),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, fixture_down);
 }

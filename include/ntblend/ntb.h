@@ -10,6 +10,13 @@
  * Both are entries of an adapter's address look-up table (LUT): widx is the entry index.
  *
  * All functions return 0 or a negative errno unless stated otherwise. Not async-signal-safe.
+ *
+ * Threads: an ntb_dev may be used by several threads at once. Memory-window calls serialize
+ * on the handle; doorbell, mask, scratchpad and link calls are single register accesses, as on
+ * hardware (so two threads clearing and setting the same bits race as they would there). The
+ * event waits are level-triggered: every waiter returns while a bit it waits for is pending
+ * and unmasked, until someone clears it. ntb_close() must not run while another thread uses
+ * the handle, nor may memory it returned (windows, DMA buffers) be used after it.
  */
 #ifndef NTBLEND_NTB_H
 #define NTBLEND_NTB_H
@@ -25,13 +32,16 @@ extern "C" {
 struct ntb_dev;
 
 /* ---- opening ---- */
-/* Number of NTB adapters on this host ($NTBLEND_FABRIC / $NTBLEND_HOST, set by ntblend run). */
+/** ntb_adapter_count() - Number of NTB adapters on this host ($NTBLEND_FABRIC / $NTBLEND_HOST,
+ * set by ntblend run).
+ */
 int ntb_adapter_count(void);
-/* Open adapter `index` of this host. NULL + errno (ENOENT: no such fabric/host/adapter;
- * ECONNREFUSED: the host's agent is not running). */
+/** ntb_open() - Open adapter `index` of this host. NULL + errno (ENOENT: no such
+ * fabric/host/adapter; ECONNREFUSED: the host's agent is not running).
+ */
 struct ntb_dev *ntb_open(int index);
 void ntb_close(struct ntb_dev *ntb);
-/* Adapter name ("host.adapter") and this host's node id. */
+/** ntb_name() - Adapter name ("host.adapter") and this host's node id. */
 const char *ntb_name(const struct ntb_dev *ntb);
 uint32_t ntb_node_id(const struct ntb_dev *ntb);
 
@@ -40,47 +50,58 @@ int ntb_port_number(const struct ntb_dev *ntb);     /* our node id */
 int ntb_peer_port_count(const struct ntb_dev *ntb);
 int ntb_peer_port_number(const struct ntb_dev *ntb, int pidx); /* peer's node id */
 int ntb_peer_port_idx(const struct ntb_dev *ntb, int port);    /* -EINVAL if not a peer */
-/* Fabric discovery, as a fabric manager reports it: the node ids that host `node`'s adapters
- * reach directly, adapter by adapter (a ring host lists its left then its right neighbour).
- * Writes at most max of them; returns how many there are, or -ENOENT (no such node). */
+/** ntb_fabric_peers() - Fabric discovery, as a fabric manager reports it: the node ids that
+ * host `node`'s adapters reach directly, adapter by adapter (a ring host lists its left then
+ * its right neighbour). Writes at most max of them; returns how many there are, or -ENOENT (no
+ * such node).
+ */
 int ntb_fabric_peers(uint32_t node, uint32_t *peers, int max);
 
 /* ---- link ---- */
-/* Bitmask of peers (by pidx) whose link is up. */
+/** ntb_link_is_up() - Bitmask of peers (by pidx) whose link is up. */
 uint64_t ntb_link_is_up(struct ntb_dev *ntb, int *speed, int *width);
 int ntb_link_enable(struct ntb_dev *ntb);
-/* Returns once no more writes from this port cross the link. */
+/** ntb_link_disable() - Returns once no more writes from this port cross the link. */
 int ntb_link_disable(struct ntb_dev *ntb);
-/* Link events are counted. Wait until the count differs from *seen, then store the new count
- * in *seen. Pass 0 the first time: it returns at once with the current count; after that each
- * call waits for the next change (then check ntb_link_is_up). 0 or -ETIMEDOUT. */
+/** ntb_link_event_wait() - Link events are counted. Wait until the count differs from *seen,
+ * then store the new count in *seen. Pass 0 the first time: it returns at once with the current
+ * count; after that each call waits for the next change (then check ntb_link_is_up). 0 or
+ * -ETIMEDOUT.
+ */
 int ntb_link_event_wait(struct ntb_dev *ntb, uint64_t *seen, int timeout_ms);
 
 /* ---- inbound memory windows (peer -> us) ---- */
 int ntb_mw_count(struct ntb_dev *ntb, int pidx);
 int ntb_mw_get_align(struct ntb_dev *ntb, int pidx, int widx, uint64_t *addr_align,
                      uint64_t *size_align, uint64_t *size_max);
-/* Point the peer's window widx at our DMA address. -EBUSY if the entry is in use. */
+/** ntb_mw_set_trans() - Point the peer's window widx at our DMA address. -EBUSY if the entry is
+ * in use.
+ */
 int ntb_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx, uint64_t dma_addr, uint64_t size);
 int ntb_mw_clear_trans(struct ntb_dev *ntb, int pidx, int widx);
 
 /* ---- outbound memory windows (us -> peer) ---- */
 int ntb_peer_mw_count(struct ntb_dev *ntb);
 int ntb_peer_mw_get_addr(struct ntb_dev *ntb, int widx, uint64_t *phys, uint64_t *size);
-/* Program our entry widx -> (peer pidx, peer bus address). */
+/** ntb_peer_mw_set_trans() - Program our entry widx -> (peer pidx, peer bus address). */
 int ntb_peer_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx, uint64_t addr, uint64_t size);
 int ntb_peer_mw_clear_trans(struct ntb_dev *ntb, int pidx, int widx);
-/* Claim a free outbound entry (-ENOSPC when the LUT is exhausted); release with clear_trans. */
+/** ntb_peer_mw_alloc() - Claim a free outbound entry (-ENOSPC when the LUT is exhausted);
+ * release with clear_trans.
+ */
 int ntb_peer_mw_alloc(struct ntb_dev *ntb);
-/* Map window entries [widx, widx+count) into this process; NULL + errno. The mapping follows
- * the hardware: stores land in the peer's memory, loads read it; entries not programmed, or
- * behind a downed link, read all ones and drop writes. */
+/** ntb_peer_mw_map() - Map window entries [widx, widx+count) into this process; NULL + errno.
+ * The mapping follows the hardware: stores land in the peer's memory, loads read it; entries
+ * not programmed, or behind a downed link, read all ones and drop writes.
+ */
 void *ntb_peer_mw_map(struct ntb_dev *ntb, int widx, int count);
 int ntb_peer_mw_unmap(struct ntb_dev *ntb, void *addr);
 
 /* ---- DMA-able local memory ---- */
-/* Allocate from this host's physical memory; *dma_addr is the bus address this adapter (and
- * its inbound traffic) uses — an IOVA when the host IOMMU is on. Zeroed. NULL + errno. */
+/** ntb_dma_alloc() - Allocate from this host's physical memory; *dma_addr is the bus address
+ * this adapter (and its inbound traffic) uses — an IOVA when the host IOMMU is on. Zeroed. NULL
+ * + errno.
+ */
 void *ntb_dma_alloc(struct ntb_dev *ntb, size_t size, uint64_t *dma_addr);
 void ntb_dma_free(struct ntb_dev *ntb, void *ptr);
 
@@ -93,15 +114,22 @@ int ntb_db_set(struct ntb_dev *ntb, uint64_t bits);
 int ntb_db_clear(struct ntb_dev *ntb, uint64_t bits);
 uint64_t ntb_db_read_mask(struct ntb_dev *ntb);
 int ntb_db_set_mask(struct ntb_dev *ntb, uint64_t bits);
-/* Unmasking a pending bit raises a doorbell event, as the Linux API requires. */
+/** ntb_db_clear_mask() - Unmasking a pending bit raises a doorbell event, as the Linux API
+ * requires.
+ */
 int ntb_db_clear_mask(struct ntb_dev *ntb, uint64_t bits);
-/* Ring peer pidx. Dropped silently when the link is down (posted write), like hardware. */
+/** ntb_peer_db_set() - Ring peer pidx. Dropped silently when the link is down (posted write),
+ * like hardware.
+ */
 int ntb_peer_db_set(struct ntb_dev *ntb, int pidx, uint64_t bits);
-/* Wait until an unmasked bit is pending; returns the pending unmasked bits (>0), 0 on
- * timeout, or -errno. timeout_ms < 0 waits forever. */
+/** ntb_db_event_wait() - Wait until an unmasked bit is pending; returns the pending unmasked
+ * bits (>0), 0 on timeout, or -errno. timeout_ms < 0 waits forever.
+ */
 int64_t ntb_db_event_wait(struct ntb_dev *ntb, int timeout_ms);
-/* The same for some bits only (a per-vector interrupt handler): wait until one of `bits` is
- * pending and unmasked; returns those pending bits (>0), 0 on timeout, or -errno. */
+/** ntb_db_vector_wait() - The same for some bits only (a per-vector interrupt handler): wait
+ * until one of `bits` is pending and unmasked; returns those pending bits (>0), 0 on timeout,
+ * or -errno.
+ */
 int64_t ntb_db_vector_wait(struct ntb_dev *ntb, uint64_t bits, int timeout_ms);
 
 /* ---- scratchpads ---- */
@@ -114,18 +142,21 @@ int ntb_peer_spad_write(struct ntb_dev *ntb, int pidx, int sidx, uint32_t val);
 /* ---- DMA engine ---- */
 struct ntb_dma_chan;
 int ntb_dma_chan_count(struct ntb_dev *ntb);
-/* Claim a channel (-EBUSY when all are taken). */
+/** ntb_dma_chan_request() - Claim a channel (-EBUSY when all are taken). */
 struct ntb_dma_chan *ntb_dma_chan_request(struct ntb_dev *ntb);
 void ntb_dma_chan_release(struct ntb_dma_chan *ch);
-/* Queue a copy between two bus addresses on this host (a window address reaches the peer).
- * Returns a cookie > 0, or -errno (-EAGAIN ring full). */
+/** ntb_dma_submit() - Queue a copy between two bus addresses on this host (a window address
+ * reaches the peer). Returns a cookie > 0, or -errno (-EAGAIN ring full).
+ */
 int64_t ntb_dma_submit(struct ntb_dma_chan *ch, uint64_t dst, uint64_t src, uint64_t len,
                        bool interrupt);
-/* Cancel every queued descriptor not yet started (they complete with -ECANCELED); the one in
- * progress finishes. */
+/** ntb_dma_abort() - Cancel every queued descriptor not yet started (they complete with
+ * -ECANCELED); the one in progress finishes.
+ */
 int ntb_dma_abort(struct ntb_dma_chan *ch);
-/* Wait for cookie's completion: 0, its error (-EFAULT IOMMU fault, -ENOLINK, -EIO), or
- * -ETIMEDOUT. */
+/** ntb_dma_wait() - Wait for cookie's completion: 0, its error (-EFAULT IOMMU fault, -ENOLINK,
+ * -EIO), or -ETIMEDOUT.
+ */
 int ntb_dma_wait(struct ntb_dma_chan *ch, int64_t cookie, int timeout_ms);
 
 /* ---- errors seen by this host's IOMMU ---- */
@@ -135,8 +166,9 @@ struct ntb_fault {
     int reason;
     uint64_t addr;
 };
-/* Copy up to max recent faults of this host, newest last; returns how many, and the total
- * fault count so far in *total. */
+/** ntb_iommu_faults() - Copy up to max recent faults of this host, newest last; returns how
+ * many, and the total fault count so far in *total.
+ */
 int ntb_iommu_faults(struct ntb_dev *ntb, struct ntb_fault *out, int max, uint64_t *total);
 
 #ifdef __cplusplus

@@ -9,6 +9,12 @@
  *
  * For applications started with `ntblend run --host H -- prog`. Functions return 0 or a
  * negative errno unless stated otherwise.
+ *
+ * Threads: every function may be called from any thread. A borrowed device (sio_dev_t) may be
+ * used by several threads: configuration-space and BAR accesses are single accesses, as on
+ * hardware, and mapping calls are serialized by the agent. Do not return a device, unmap a BAR
+ * or free memory while another thread still uses it. sio_wait_vector() keeps its position in
+ * *seen: give each waiting thread its own.
  */
 #ifndef NTBLEND_SMARTIO_H
 #define NTBLEND_SMARTIO_H
@@ -40,34 +46,42 @@ struct sio_info {
     uint32_t borrowers;     /* hosts borrowing it now */
 };
 
-/* All devices of the fabric; returns how many there are (copies at most max). */
+/** sio_list() - All devices of the fabric; returns how many there are (copies at most max). */
 int sio_list(struct sio_info *out, int max);
-/* The id of a device by name, or -ENOENT. */
+/** sio_find() - The id of a device by name, or -ENOENT. */
 int sio_find(const char *name);
-/* On the lender's host: lend the device out, or stop lending it (-EREMOTE elsewhere). */
+/** sio_set_available() - On the lender's host: lend the device out, or stop lending it
+ * (-EREMOTE elsewhere).
+ */
 int sio_set_available(uint32_t id, bool available);
 
 typedef struct sio_dev sio_dev_t;
 typedef struct sio_bar sio_bar_t;
 typedef struct sio_dma sio_dma_t;
 
-/* Borrow: -EACCES not available, -EBUSY held exclusively (or shared when asking exclusive),
- * -EALREADY this host borrows it already, -EHOSTUNREACH lender unreachable. Returned when the
- * process exits. */
+/** sio_borrow() - Borrow: -EACCES not available, -EBUSY held exclusively (or shared when asking
+ * exclusive), -EALREADY this host borrows it already, -EHOSTUNREACH lender unreachable.
+ * Returned when the process exits.
+ */
 int sio_borrow(uint32_t id, unsigned mode, sio_dev_t **dev);
-/* Exclusive -> shared, after setting the device up (smartio's NVMe driver does this). */
+/** sio_share() - Exclusive -> shared, after setting the device up (smartio's NVMe driver does
+ * this).
+ */
 int sio_share(sio_dev_t *dev);
 int sio_return(sio_dev_t *dev);
 uint32_t sio_id(const sio_dev_t *dev);
 
-/* Configuration space (through the lender: a control operation, not a data path). */
+/** sio_cfg_read() - Configuration space (through the lender: a control operation, not a data
+ * path).
+ */
 uint32_t sio_cfg_read(sio_dev_t *dev, uint32_t off, uint32_t len);
 int sio_cfg_write(sio_dev_t *dev, uint32_t off, uint32_t len, uint32_t val);
-/* Set Memory Space and Bus Master Enable: needed before the device does DMA. */
+/** sio_enable() - Set Memory Space and Bus Master Enable: needed before the device does DMA. */
 int sio_enable(sio_dev_t *dev);
 
-/* Map BAR `bar` (0, 2, 4) into this process: through the NTB when the lender is another
- * host. Registers are I/O: use sio_write32/64 so the device sees the write. */
+/** sio_map_bar() - Map BAR `bar` (0, 2, 4) into this process: through the NTB when the lender
+ * is another host. Registers are I/O: use sio_write32/64 so the device sees the write.
+ */
 volatile void *sio_map_bar(sio_dev_t *dev, int bar, size_t *size, sio_bar_t **map);
 int sio_unmap_bar(sio_bar_t *map);
 void sio_write32(sio_bar_t *map, size_t off, uint32_t val);
@@ -76,16 +90,16 @@ uint32_t sio_read32(sio_bar_t *map, size_t off);
 uint64_t sio_read64(sio_bar_t *map, size_t off);
 
 /* Memory for the device. Each returns the device-side I/O address of the memory: */
-/* ... bus address `addr` on host `node_id` (RAM, or a BAR there) */
+/** sio_map_addr() - ... bus address `addr` on host `node_id` (RAM, or a BAR there) */
 int sio_map_addr(sio_dev_t *dev, uint32_t node_id, uint64_t addr, size_t size,
                  uint64_t *ioaddr, sio_dma_t **map);
-/* ... a segment of this host */
+/** sio_map_local() - ... a segment of this host */
 int sio_map_local(sio_dev_t *dev, seg_local_t *seg, size_t off, size_t size, uint64_t *ioaddr,
                   sio_dma_t **map);
-/* ... a connected segment of any host */
+/** sio_map_remote() - ... a connected segment of any host */
 int sio_map_remote(sio_dev_t *dev, seg_remote_t *seg, size_t off, size_t size,
                    uint64_t *ioaddr, sio_dma_t **map);
-/* ... another borrowed device's BAR (peer to peer, shortest path) */
+/** sio_map_peer_bar() - ... another borrowed device's BAR (peer to peer, shortest path) */
 int sio_map_peer_bar(sio_dev_t *dev, sio_dev_t *peer, int bar, uint64_t *ioaddr,
                      sio_dma_t **map);
 int sio_unmap(sio_dma_t *map);
@@ -103,18 +117,21 @@ int sio_unmap(sio_dma_t *map);
 typedef struct sio_mem sio_mem_t;
 int sio_alloc(sio_dev_t *dev, size_t size, unsigned hints, volatile void **cpu, uint64_t *ioaddr,
               sio_mem_t **mem);
-/* Node id of the host the memory was placed in. */
+/** sio_mem_node() - Node id of the host the memory was placed in. */
 uint32_t sio_mem_node(const sio_mem_t *mem);
 int sio_free(sio_mem_t *mem);
 
-/* Interrupts: the MSI-X vector `vector` of the device wakes sio_wait_vector on this host. The
- * table entry is programmed to reach this host's MSI region through the lender's NTB. */
+/** sio_enable_vector() - Interrupts: the MSI-X vector `vector` of the device wakes
+ * sio_wait_vector on this host. The table entry is programmed to reach this host's MSI region
+ * through the lender's NTB.
+ */
 int sio_enable_vector(sio_dev_t *dev, uint32_t vector, uint32_t host_vector);
-/* Wait for host vector v of this host (as an interrupt handler would run): 0 or -ETIMEDOUT.
- * *seen is a cursor of the vector's interrupt count: it returns when the count differs from
- * *seen and stores the new count (several interrupts in between wake it once). Start with 0
- * and timeout 0 to take the current count. Host vectors are the host's: processes sharing
- * one wake each other. */
+/** sio_wait_vector() - Wait for host vector v of this host (as an interrupt handler would run):
+ * 0 or -ETIMEDOUT. *seen is a cursor of the vector's interrupt count: it returns when the count
+ * differs from *seen and stores the new count (several interrupts in between wake it once).
+ * Start with 0 and timeout 0 to take the current count. Host vectors are the host's: processes
+ * sharing one wake each other.
+ */
 int sio_wait_vector(uint32_t host_vector, uint32_t *seen, int timeout_ms);
 
 #ifdef __cplusplus

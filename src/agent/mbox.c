@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "agent.h"
@@ -251,9 +253,16 @@ int mbox_start(void)
     mailbox.peers = calloc(f->ctl->nhosts, sizeof *mailbox.peers);
     if (!mailbox.peers)
         return -ENOMEM;
+    /* Our requests' sequence numbers start anywhere: a peer still remembers the last number our
+     * previous life sent it, and a new request with that same number would look old to it. */
+    uint32_t start;
+    if (getrandom(&start, sizeof start, 0) != sizeof start)
+        start = (uint32_t)getpid() * 0x9e3779b1u ^
+                atomic_load(&fab_host(f, agent.host)->boot_gen) << 16;
     for (uint32_t i = 0; i < f->ctl->nhosts; i++) {
         pthread_mutex_init(&mailbox.peers[i].call_lock, NULL);
         mailbox.peers[i].lut = -1;
+        mailbox.peers[i].next_seq = start + i * 0x10000u;
         /* Whatever a peer wrote before we booted is stale: start from what is there now. */
         struct mbox_slot *s = local_slot(i);
         if (!s)

@@ -185,6 +185,22 @@ int alend_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint6
               uint64_t *ioaddr, uint64_t *id);
 int alend_unmap(int32_t client, uint32_t fn, uint32_t id);
 
+/* ---- Device Lending, the borrower's side (hotplug.c) ---- */
+
+/**
+ * ahot_add() - hot-add function @fn (lent by another host) into this host's PCIe tree: borrow
+ * it for the host, map its BARs through our adapter facing the lender, publish the shadow.
+ * Return: 0, -EALREADY, -ENOSPC (no free shadow slot, or out of LUT entries), -EHOSTUNREACH,
+ * or what borrowing returns (-EACCES when the lender has not lent it out).
+ */
+int ahot_add(uint32_t fn);
+/** ahot_remove() - hot-remove @fn: drivers see it go, then its windows and borrow end. */
+int ahot_remove(uint32_t fn);
+/** ahot_host_gone() - the lender @host is gone: its functions leave our tree. */
+void ahot_host_gone(uint32_t host);
+/** ahot_stop() - at shutdown: hot-remove everything. */
+void ahot_stop(void);
+
 /* ---- DMA engines (dma.c) ---- */
 
 /** adma_start() - start one engine thread per DMA channel of this host's adapters. */

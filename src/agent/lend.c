@@ -701,8 +701,10 @@ static void *lease_watcher(void *arg)
             const struct fab_host *hs = fab_host(f, h);
             uint32_t gen = atomic_load(&hs->boot_gen);
             bool down = atomic_load(&hs->state) == FAB_HOST_DOWN;
-            if ((down && !dead[h]) || (!down && !dead[h] && gen != boot[h]))
+            if ((down && !dead[h]) || (!down && !dead[h] && gen != boot[h])) {
                 aplace_host_gone(h); /* once per life */
+                ahot_host_gone(h);
+            }
             dead[h] = down;
             if (!down)
                 boot[h] = gen;

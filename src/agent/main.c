@@ -119,6 +119,12 @@ static void serve(struct client *c, const struct agent_req *req)
         rsp.rc = -ENOMEM;
         break;
     }
+    case AGENT_DEV_HOTADD:
+        rsp.rc = ahot_add((uint32_t)req->a);
+        break;
+    case AGENT_DEV_HOTREMOVE:
+        rsp.rc = ahot_remove((uint32_t)req->a);
+        break;
     case AGENT_MEMORY: {
         uint64_t procs, tagged, pool = aintr_pool_bytes();
         amem_usage(&procs, &tagged);
@@ -314,6 +320,7 @@ int main(int argc, char **argv)
     fab_host_set_state(agent.f, agent.host, FAB_HOST_DOWN);
     atomic_store(&h->agent_pid, 0);
     models_stop();
+    ahot_stop();
     alend_stop();
     aseg_stop();
     mbox_stop();

@@ -39,10 +39,12 @@ int cli_help(const char *cmd);
 #define CLI_OPT_DOT 2u
 #define CLI_OPT_HOST 4u
 #define CLI_OPT_SHARED 8u
+#define CLI_OPT_TO 16u
 struct cli_opts {
     const char *fabric; /* resolved: --fabric after the command, before it, env, "default" */
     bool json, dot, shared;
     const char *host;
+    const char *to; /* --to HOST */
 };
 /* Parse c->argv. With `posix`, stop at the first operand (for `run`, whose command line is
  * not ours to parse). *first_arg = index of the first operand. Returns -1 to go on, else an

@@ -110,28 +110,94 @@ static const char *why(int rc)
     case EBUSY: return "it is borrowed exclusively, or shared while you asked for it exclusively";
     case EALREADY: return "that host borrows it already";
     case ENOENT: return "that host does not hold it";
+    case ENOSPC: return "the borrower has no free hot-plug slot or LUT entries for its BARs";
     case EHOSTUNREACH: return "the lender cannot be reached (link or host down?)";
     case ECONNREFUSED: return "the host's agent is not running (ntblend host start HOST)";
     default: return strerror(-rc);
     }
 }
 
+/* The host whose tree has function fn hot-added, or -1. */
+static int shadow_host(const struct fab *f, uint32_t fn)
+{
+    for (uint32_t h = 0; h < f->ctl->nhosts; h++)
+        for (int i = 0; i < FAB_SHADOWS; i++)
+            if (atomic_load(&fab_host(f, h)->shadows[i].state) == FAB_SHADOW_PRESENT &&
+                fab_host(f, h)->shadows[i].fn == fn)
+                return (int)h;
+    return -1;
+}
+
+/* Device Lending: the lender lends fn out, the borrower hot-adds it. */
+static int device_lend(struct fab *f, uint32_t fn, const char *to)
+{
+    const struct fab_function *x = fab_func(f, fn);
+    int h = cli_host(f, to);
+    if (h < 0)
+        return CLI_FAIL;
+    if ((uint32_t)h == x->host) {
+        cli_err("%s is %s's own device: lend it to another host", x->name, to);
+        return CLI_FAIL;
+    }
+    int rc = ask(f, x->host, AGENT_DEV_AVAILABLE, fn, 1, 0);
+    if (!rc)
+        rc = ask(f, (uint32_t)h, AGENT_DEV_HOTADD, fn, 0, 0);
+    if (rc) {
+        cli_err("cannot lend %s to %s: %s", x->name, to, why(rc));
+        return CLI_FAIL;
+    }
+    for (int i = 0; i < FAB_SHADOWS; i++) {
+        const struct fab_shadow *s = &fab_host(f, (uint32_t)h)->shadows[i];
+        if (atomic_load(&s->state) == FAB_SHADOW_PRESENT && s->fn == fn)
+            printf("%s (on %s) is lent to %s: hot-added at %02x:%02x.%x of its PCIe tree\n",
+                   x->name, fab_host(f, x->host)->name, fab_host(f, (uint32_t)h)->name,
+                   s->bdf >> 8, (s->bdf >> 3) & 0x1f, s->bdf & 7);
+    }
+    return CLI_OK;
+}
+
+/* The lender takes fn back: hot-removed from its borrower, then no longer lent out. */
+static int device_reclaim(struct fab *f, uint32_t fn)
+{
+    const struct fab_function *x = fab_func(f, fn);
+    int h = shadow_host(f, fn);
+    if (h < 0) {
+        cli_err("%s is not lent to any host (see 'ntblend lspci' or 'ntblend device list')",
+                x->name);
+        return CLI_FAIL;
+    }
+    int rc = ask(f, (uint32_t)h, AGENT_DEV_HOTREMOVE, fn, 0, 0);
+    if (!rc)
+        rc = ask(f, x->host, AGENT_DEV_AVAILABLE, fn, 0, 0);
+    if (rc) {
+        cli_err("cannot reclaim %s from %s: %s", x->name, fab_host(f, (uint32_t)h)->name, why(rc));
+        return CLI_FAIL;
+    }
+    printf("%s is back on %s: hot-removed from %s\n", x->name, fab_host(f, x->host)->name,
+           fab_host(f, (uint32_t)h)->name);
+    return CLI_OK;
+}
+
 int cmd_device(struct cli *c)
 {
     struct cli_opts o;
     int first;
-    int rc = cli_parse(c, CLI_OPT_JSON | CLI_OPT_HOST | CLI_OPT_SHARED, false, &o, &first);
+    int rc = cli_parse(c, CLI_OPT_JSON | CLI_OPT_HOST | CLI_OPT_SHARED | CLI_OPT_TO, false, &o,
+                       &first);
     if (rc >= 0)
         return rc;
     int nargs = c->argc - first;
     if (nargs < 1)
-        return cli_usage_error("device", "expected list, add, remove, borrow or return");
+        return cli_usage_error("device", "expected list, add, remove, borrow, return, lend or reclaim");
     const char *action = c->argv[first];
     bool list = strcmp(action, "list") == 0;
     bool lend = strcmp(action, "add") == 0 || strcmp(action, "remove") == 0;
     bool borrow = strcmp(action, "borrow") == 0 || strcmp(action, "return") == 0;
-    if (!list && !lend && !borrow)
+    bool hot = strcmp(action, "lend") == 0, reclaim = strcmp(action, "reclaim") == 0;
+    if (!list && !lend && !borrow && !hot && !reclaim)
         return cli_usage_error("device", "unknown action '%s'", action);
+    if (hot != (o.to != NULL))
+        return cli_usage_error("device", hot ? "'lend' needs --to HOST" : "'--to' goes with lend");
     if (nargs != (list ? 1 : 2))
         return cli_usage_error("device", list ? "'list' takes no device" : "expected one device name");
     if (borrow != (o.host != NULL))
@@ -163,6 +229,11 @@ int cmd_device(struct cli *c)
         return CLI_FAIL;
     }
     const struct fab_function *x = fab_func(f, (uint32_t)id);
+    if (hot || reclaim) {
+        rc = hot ? device_lend(f, (uint32_t)id, o.to) : device_reclaim(f, (uint32_t)id);
+        fab_detach(f);
+        return rc;
+    }
     if (lend) {
         bool on = strcmp(action, "add") == 0;
         rc = ask(f, x->host, AGENT_DEV_AVAILABLE, (uint64_t)id, on, 0);

@@ -2,7 +2,8 @@
  * `ntblend lspci`: each host's PCIe tree as that host enumerates it, printed the way pciutils'
  * lspci prints a real machine (plain, -n/-nn, -v/-vv, -t, -s), or as JSON. A host's tree holds
  * its NTB adapters (bus 01: the NTB function and, with a DMA engine, function 1) and its
- * devices (one bus each, behind a root port). BAR addresses are those of the host's physical
+ * devices (one bus each, behind a root port), and the functions other hosts lent it, hot-added
+ * on buses 0x80 and up (Device Lending). BAR addresses are those of the host's physical
  * address map, as its configuration space reports them. Vendor, device and class names come
  * from the pci.ids database through libpci, so the text matches what lspci prints for the
  * same IDs. Root ports are drawn in the tree only: the fabric does not model them.
@@ -38,6 +39,7 @@ struct pci_entry {
     uint16_t command;
     const char *name;   /* the fabric's name: device function or "HOST.ADAPTER" */
     const struct fab_function *fn; /* NULL for an adapter's functions */
+    const struct fab_shadow *shadow; /* a lent function hot-added here (fn is the lender's) */
     const struct fab_adapter *ad;
     bool dma;           /* the adapter's DMA-engine function */
     struct { uint64_t addr, size; bool prefetch; } bar[FAB_BARS];
@@ -79,6 +81,18 @@ static void entry_from_function(struct pci_entry *e, const struct fab_function *
     }
 }
 
+/* A function lent to this host: the lender's configuration space, with its BARs where this
+ * host sees them (the NTB windows the borrower's agent mapped at hot-add). */
+static void entry_from_shadow(struct pci_entry *e, const struct fab *f, const struct fab_shadow *sh)
+{
+    entry_from_function(e, fab_func(f, sh->fn));
+    e->bdf = sh->bdf;
+    e->shadow = sh;
+    for (int i = 0; i < FAB_BARS; i++)
+        if (e->bar[i].size)
+            e->bar[i].addr = sh->bar_addr[i];
+}
+
 static void entry_from_adapter(struct pci_entry *e, const struct fab_adapter *a, bool dma)
 {
     memset(e, 0, sizeof *e);
@@ -103,6 +117,15 @@ static void entry_cfg(const struct pci_entry *e, uint8_t cfg[4096])
 {
     if (e->fn) {
         memcpy(cfg, e->fn->cfg, 4096);
+        for (int i = 0; e->shadow && i < FAB_BARS; i++) {
+            if (!e->bar[i].size)
+                continue;
+            uint32_t lo, hi = (uint32_t)(e->bar[i].addr >> 32);
+            memcpy(&lo, cfg + 0x10 + 4 * i, 4);
+            lo = (uint32_t)e->bar[i].addr | (lo & 0xf);
+            memcpy(cfg + 0x10 + 4 * i, &lo, 4);
+            memcpy(cfg + 0x14 + 4 * i, &hi, 4);
+        }
         return;
     }
     memset(cfg, 0, 4096);
@@ -138,7 +161,8 @@ static void print_hex(const struct pci_entry *e, int hex)
     putchar('\n');
 }
 
-/* The host's functions in bus order: adapters (bus 01), then its devices. */
+/* The host's functions in bus order: adapters (bus 01), its devices, then the functions lent
+ * to it (buses 0x80..). */
 static size_t host_entries(const struct fab *f, uint32_t h, struct pci_entry *out, size_t max)
 {
     const struct fab_host *hs = fab_host(f, h);
@@ -151,6 +175,9 @@ static size_t host_entries(const struct fab *f, uint32_t h, struct pci_entry *ou
     }
     for (uint32_t i = 0; i < hs->nfuncs && n < max; i++)
         entry_from_function(&out[n++], fab_func(f, hs->func_first + i));
+    for (uint32_t i = 0; i < FAB_SHADOWS && n < max; i++)
+        if (atomic_load(&hs->shadows[i].state) == FAB_SHADOW_PRESENT)
+            entry_from_shadow(&out[n++], f, &hs->shadows[i]);
     return n;
 }
 
@@ -263,6 +290,9 @@ static void print_verbose(const struct fab *f, const struct pci_entry *e, int ve
         /* Where a kernel would name the bound driver: the model and who holds the device. */
         printf("\tDevice: %s (model %s, %s)\n", x->name, x->type,
                atomic_load(&x->model_up) ? "up" : "down");
+        if (e->shadow)
+            printf("\tLent by: %s (hot-added; its %02x:%02x.%x there)\n",
+                   fab_host(f, x->host)->name, x->rid >> 8, (x->rid >> 3) & 0x1f, x->rid & 7);
         if (atomic_load(&x->lend_available)) {
             printf("\tLent: %s; borrowed by:", atomic_load(&x->lend_exclusive) ? "exclusive" : "shared");
             int n = 0;
@@ -314,7 +344,7 @@ static void print_tree(const struct pci_entry *e, size_t n)
             if (seen)
                 printf("           %c            ", last_bus ? ' ' : '|');
             printf("%s%02x.%x  %s%s\n", branch, (e[i].bdf >> 3) & 0x1f, e[i].bdf & 7, e[i].name,
-                   e[i].dma ? " (DMA engine)" : "");
+                   e[i].dma ? " (DMA engine)" : e[i].shadow ? " (lent)" : "");
             seen++;
         }
     }
@@ -327,7 +357,10 @@ static json_object *entry_json(const struct fab *f, const struct pci_entry *e)
     format_bdf(e->bdf, buf, sizeof buf);
     json_object_object_add(o, "slot", json_object_new_string(buf));
     json_object_object_add(o, "name", json_object_new_string(e->name));
-    json_object_object_add(o, "kind", json_object_new_string(e->fn ? "device" : e->dma ? "ntb-dma" : "ntb"));
+    json_object_object_add(o, "kind", json_object_new_string(e->shadow ? "lent" : e->fn ? "device"
+                                                             : e->dma ? "ntb-dma" : "ntb"));
+    if (e->shadow)
+        json_object_object_add(o, "lender", json_object_new_string(fab_host(f, e->fn->host)->name));
     if (e->fn)
         json_object_object_add(o, "type", json_object_new_string(e->fn->type));
     snprintf(buf, sizeof buf, "%06x", e->class_code);

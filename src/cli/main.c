@@ -80,8 +80,8 @@ static const struct command commands[] = {
       "\nexamples:\n"
       "  ntblend topology --dot | dot -Tpng -o fabric.png\n"
       "  ntblend topology --dot examples/topologies/ring5.ini | dot -Tsvg -o ring5.svg\n" },
-    { "device", cmd_device, "device list|add|remove|borrow|return ... [--fabric NAME]",
-      "list the fabric's PCIe devices, lend them out, borrow them for a host",
+    { "device", cmd_device, "device list|add|remove|borrow|return|lend|reclaim ... [--fabric NAME]",
+      "list the fabric's PCIe devices, lend them out, borrow them, hot-add them elsewhere",
       "  device list [--json]            every device: id, name, type, lender, PCI ids and\n"
       "                                  class, whether it is lent out, who borrows it\n"
       "  device add NAME                 the lender makes the device available to borrow\n"
@@ -90,12 +90,18 @@ static const struct command commands[] = {
       "                                  host H borrows it (exclusively unless --shared) and\n"
       "                                  holds it until 'device return'\n"
       "  device return NAME --host H     host H gives it back (an exclusive one is reset)\n"
+      "  device lend NAME --to H         Device Lending: the lender lends it to host H, where it\n"
+      "                                  is hot-added into H's PCIe tree ('ntblend lspci --host\n"
+      "                                  H' shows it) for H's ordinary drivers\n"
+      "  device reclaim NAME             the lender takes it back: hot-removed from the\n"
+      "                                  borrower's tree, reset, no longer lent out\n"
       "Applications borrow with the SmartIO API (include/ntblend/smartio.h) instead; their\n"
       "borrows end with the process.\n"
       "\nexamples:\n"
       "  ntblend device add nvme0\n"
       "  ntblend device borrow nvme0 --host b\n"
-      "  ntblend device list --json\n" },
+      "  ntblend device list --json\n"
+      "  ntblend device lend nvme0 --to b && ntblend lspci --host b\n" },
     { "lspci", cmd_lspci, "lspci [--host H] [-v] [-n] [-x] [-t] [-s SEL] [--json] [--fabric NAME]",
       "list each host's PCIe tree the way lspci does",
       "A host's tree holds its NTB adapters (bus 01: the NTB function, and function 1 when the\n"
@@ -215,6 +221,7 @@ int cli_parse(struct cli *c, unsigned allowed, bool posix, struct cli_opts *o, i
         { "dot", no_argument, NULL, 'd' },
         { "host", required_argument, NULL, 'H' },
         { "shared", no_argument, NULL, 's' },
+        { "to", required_argument, NULL, 't' },
         { "help", no_argument, NULL, 'h' },
         { 0 },
     };
@@ -242,6 +249,11 @@ int cli_parse(struct cli *c, unsigned allowed, bool posix, struct cli_opts *o, i
             if (!(allowed & CLI_OPT_HOST))
                 return cli_usage_error(cmd, "unknown option '--host'");
             o->host = optarg;
+            break;
+        case 't':
+            if (!(allowed & CLI_OPT_TO))
+                return cli_usage_error(cmd, "unknown option '--to'");
+            o->to = optarg;
             break;
         case 's':
             if (!(allowed & CLI_OPT_SHARED))

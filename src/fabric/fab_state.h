@@ -18,7 +18,7 @@
 #include "topo.h"
 
 #define FAB_MAGIC 0x4e54424cu /* "NTBL" */
-#define FAB_VERSION 1
+#define FAB_VERSION 2
 #define FAB_NAME_MAX 64
 #define FAB_MAX_PROCS 512
 #define FAB_IOMMU_MAPS 4096   /* per host */
@@ -86,6 +86,20 @@ struct fab_function {
     _Atomic uint64_t lend_borrowers[4];   /* bit per host index */
 };
 
+/* Device Lending: a function lent to this host and hot-added into its PCIe tree ("shadow").
+ * Written only by this host's agent; read by lspci and by drivers enumerating the host. */
+#define FAB_SHADOWS 16       /* per host */
+#define FAB_SHADOW_BUS 0x80u /* shadows sit on buses 0x80.. of the borrower's tree */
+enum fab_shadow_state { FAB_SHADOW_FREE = 0, FAB_SHADOW_PRESENT, FAB_SHADOW_REMOVING };
+struct fab_shadow {
+    _Atomic uint32_t state;  /* enum fab_shadow_state */
+    _Atomic uint32_t gen;    /* futex: bumps on hot-add and hot-remove */
+    uint32_t fn;             /* the lent function (fabric-wide index) */
+    uint16_t bdf;            /* where it sits in this host's tree */
+    uint16_t pad;
+    uint64_t bar_addr[FAB_BARS]; /* its BARs in this host's physical map (NTB windows), 0: none */
+};
+
 struct fab_host {
     char name[TOPO_NAME_MAX];
     uint32_t node_id;
@@ -104,6 +118,7 @@ struct fab_host {
     uint32_t iommu_nmaps;
     _Atomic uint64_t fault_count;
     _Atomic uint32_t fault_seq; /* futex */
+    struct fab_shadow shadows[FAB_SHADOWS];
 };
 
 struct fab_iommu_map {

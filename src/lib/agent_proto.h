@@ -45,6 +45,9 @@ enum agent_op {
     AGENT_SEG_ALLOC_AT,   /* a = host index, b = size -> a = id of a segment that host's agent
                            * created for us, available on its adapter facing us */
     AGENT_SEG_FREE_AT,    /* a = host index, b = id */
+    AGENT_DEV_HOTADD,     /* a = function: hot-add it, lent by another host, into this host's
+                           * PCIe tree (Device Lending) */
+    AGENT_DEV_HOTREMOVE,  /* a = function: hot-remove it from this host's tree */
     AGENT_MEMORY,         /* -> a = bytes processes hold, b = bytes segments hold (also those
                            * removed but still connected, and those placed for other hosts),
                            * c = bytes in the interrupt-page pool */

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Device Lending, the hot-plug part: `ntblend device lend NAME --to H` hot-adds a lent function
+# into H's PCIe tree (lspci shows it there, with its BARs at H's NTB window addresses, and
+# pciutils decodes its configuration space), `device reclaim` hot-removes it, a borrower that
+# crashes loses it (the lender takes it back and resets it), and a lender that crashes takes
+# its functions out of the borrowers' trees.
+set -euo pipefail
+fabric="t-lend-$$"
+n() { ntblend --fabric "$fabric" "$@"; }
+trap 'n down >/dev/null 2>&1 || true' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_fail() { if "$@" >/dev/null 2>&1; then fail "should have failed: $*"; fi; }
+wait_for() { for _ in $(seq 200); do eval "$1" && return 0; sleep 0.05; done; fail "$2"; }
+
+n up "$NTBLEND_SRC/examples/topologies/smartio3.ini" >/dev/null
+out=$(n device lend nvme0 --to b)
+grep -q "nvme0 (on a) is lent to b: hot-added at 80:00.0" <<<"$out" || fail "lend: $out"
+n device lend accel1 --to b >/dev/null
+tree=$(n lspci --host b)
+grep -qx "80:00.0 Non-Volatile memory controller: Intel Corporation NVMe Datacenter SSD \[Optane\] (rev 01)" <<<"$tree" \
+  || fail "b's tree has no NVMe at 80:00.0: $tree"
+grep -q "^81:00.0 3D controller: NVIDIA" <<<"$tree" || fail "b's tree has no accel1: $tree"
+grep -q "nvme0" <<<"$(n lspci --host c)" && fail "c's tree shows nvme0"
+grep -q "^02:00.0 Non-Volatile" <<<"$(n lspci --host a)" || fail "the lender's tree lost its NVMe"
+# Its BARs appear in b's map, inside b's adapter window BAR, and pciutils reads them there.
+bar=$(n lspci --host b --json | jq -r '.[0].functions[] | select(.name=="nvme0") | .bars[0].address')
+win=$(n lspci --host b --json | jq -r '.[0].functions[] | select(.kind=="ntb") | .bars[0].address')
+wsize=$(n lspci --host b --json | jq -r '.[0].functions[] | select(.kind=="ntb") | .bars[0].size')
+[ "$bar" -ge "$win" ] && [ "$bar" -lt $((win + wsize)) ] || fail "nvme0's BAR $bar is not in b's window BAR"
+[ "$(n lspci --host b --json | jq -r '.[0].functions[] | select(.name=="nvme0") | .lender')" = a ] \
+  || fail "lspci --json: lender"
+dump=$(mktemp)
+n lspci --host b -xxx >"$dump"
+lspci -F "$dump" -v 2>/dev/null | grep -q "Memory at $(printf %x "$bar") (64-bit, non-prefetchable)" \
+  || { rm -f "$dump"; fail "pciutils does not see nvme0's BAR at b's address"; }
+rm -f "$dump"
+grep -q "Lent by: a" <<<"$(n lspci --host b -s nvme0 -v)" || fail "lspci -v: no 'Lent by'"
+grep -q -- "-80.0-\[80\]----00.0  nvme0 (lent)" <<<"$(n lspci --host b -t)" || fail "lspci -t"
+
+# Refusals.
+expect_fail n device lend nvme0 --to c      # lent already (exclusively to b)
+expect_fail n device lend accel0 --to a     # a's own
+expect_fail n device lend nope --to b
+expect_fail n device reclaim accel0         # not lent
+set +e; n device lend nvme0 >/dev/null 2>&1; rc=$?; set -e
+[ $rc -eq 2 ] || fail "lend without --to: exit $rc, expected 2"
+
+# Reclaim: gone from b's tree, back on a, reset, no longer lent.
+out=$(n device reclaim nvme0)
+grep -q "nvme0 is back on a: hot-removed from b" <<<"$out" || fail "reclaim: $out"
+grep -q "^80:00.0" <<<"$(n lspci --host b)" && fail "nvme0 still in b's tree"
+grep -q "nvme0 .* no  *-$" <<<"$(n device list)" || fail "nvme0 still lent: $(n device list)"
+grep -q "hot-removed nvme0" "$(n status --json | jq -r .dir)/host1.log" || fail "no hot-remove in b's log"
+
+# The lender crashes: its function leaves the borrower's tree.
+n host kill c >/dev/null
+wait_for '! grep -q "^81:00.0" <<<"$(n lspci --host b)"' "accel1 stayed in b's tree after c crashed"
+n host start c >/dev/null
+
+# The borrower crashes: the lender takes the function back; the borrower boots with an empty
+# tree of lent functions.
+n device lend accel0 --to c >/dev/null
+n host kill c >/dev/null
+wait_for 'grep -q "accel0 .* -$" <<<"$(n device list)"' "a kept accel0 borrowed by a dead host"
+n host start c >/dev/null
+grep -q "^8[0-9]:" <<<"$(n lspci --host c)" && fail "c rebooted with a lent function in its tree"
+echo "ok"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The demo: installs what is missing, builds, boots a two-host fabric, shows it, measures an
-# NTB window and the doorbell round trip between the hosts, lends an NVMe, runs an OpenSHMEM
-# program across a five-host switchless ring, and shuts it all down.
+# NTB window and the doorbell round trip between the hosts, lends an accelerator into another
+# host's PCIe tree, has a host drive a borrowed NVMe, runs an OpenSHMEM program across a
+# five-host switchless ring, and shuts it all down.
 # Usage: scripts/demo.sh [--keep]   (--keep leaves the fabric up for you to explore)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +20,12 @@ export PATH=$PWD/build/bin:$PATH
 export NTBLEND_FABRIC=demo
 topo=examples/topologies/two-hosts.ini
 
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# Headings in bold only on a terminal, and not when NO_COLOR is set (https://no-color.org).
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
+  step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+else
+  step() { printf '\n== %s\n' "$*"; }
+fi
 
 ntblend down >/dev/null 2>&1 || true
 [ $keep = 1 ] || trap 'ntblend down >/dev/null 2>&1 || true' EXIT
@@ -30,9 +36,13 @@ ntblend up "$topo"
 step "Status"
 ntblend status
 
-step "Topology (Graphviz; also written to demo-topology.png)"
-ntblend topology --dot
+step "Topology pictures: this fabric, a switched cluster and a switchless ring (PNG files)"
 ntblend topology --dot | dot -Tpng -o demo-topology.png
+ntblend topology --dot examples/topologies/smartio3.ini | dot -Tpng -o demo-switched.png
+ntblend topology --dot examples/topologies/ring5.ini | dot -Tpng -o demo-ring5.png
+echo "demo-topology.png: the two hosts of this demo, back to back"
+echo "demo-switched.png: three hosts behind a switch, with an NVMe and two accelerators"
+echo "demo-ring5.png:    five hosts in a ring, each cabled to its two neighbours only"
 
 step "NTB window bandwidth a -> b: CPU stores, next to a local memcpy"
 ntblend run --host a -- ntb_perf -c 1M -s 256M --baseline
@@ -49,18 +59,24 @@ owner=$!
 ntblend run --host a -- seg_hello 8 "hello from host a, stored straight into b's memory"
 wait "$owner"
 
-step "Device lending: a three-host cluster with an NVMe and accelerators"
+step "A three-host cluster behind a switch (demo-switched.png), with an NVMe and accelerators"
 ntblend --fabric demo-dev up examples/topologies/smartio3.ini
 [ $keep = 1 ] || trap 'ntblend down >/dev/null 2>&1 || true; ntblend --fabric demo-dev down >/dev/null 2>&1 || true' EXIT
-ntblend --fabric demo-dev device add nvme0
 ntblend --fabric demo-dev device list
+
+step "Device Lending: a lends its accelerator to c, which finds it in its own PCIe tree"
+ntblend --fabric demo-dev device lend accel0 --to c
+ntblend --fabric demo-dev lspci --host c -t
+ntblend --fabric demo-dev lspci --host c -s accel0 -v
+ntblend --fabric demo-dev device reclaim accel0
+ntblend --fabric demo-dev device add nvme0
 
 step "Host b borrows a's NVMe and drives it with its own driver: write, read back, verify, measure"
 ntblend --fabric demo-dev run --host b -- nvme_bench --device nvme0 --qd 1 --seconds 1
 ntblend --fabric demo-dev run --host b -- nvme_bench --device nvme0 --qd 32 --seconds 1
 ntblend --fabric demo-dev down
 
-step "OpenSHMEM on a switchless ring of five hosts: oshcc, then oshrun across the ring"
+step "OpenSHMEM on a switchless ring of five hosts (demo-ring5.png): oshcc, then oshrun across it"
 ntblend --fabric demo-ring up examples/topologies/ring5.ini
 [ $keep = 1 ] || trap 'ntblend down >/dev/null 2>&1 || true; ntblend --fabric demo-ring down >/dev/null 2>&1 || true' EXIT
 oshcc -o build/ring_demo examples/shmem/ring_demo.c

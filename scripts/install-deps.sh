@@ -3,25 +3,31 @@
 # missing. Safe to run again. Needs root (or sudo) when something is missing.
 set -euo pipefail
 
+# Each package, and why ntblend needs it (printed before anything is installed).
 packages=(
-  build-essential cmake pkg-config   # toolchain
-  libinih-dev                        # topology file parser
-  libjson-c-dev                      # --json output of the CLI and the benchmarks
-  libpci-dev pci.ids pciutils        # ntblend lspci: names as lspci prints them; lspci -F in tests
-  jq                                 # reading --json output in tests and bench-compare.sh
-  libcmocka-dev                      # unit tests
-  graphviz gnuplot-nox               # topology pictures and benchmark plots
-  procps                             # ps/pgrep, used by the CPU-use measurement
-  clang libclang-rt-14-dev           # libFuzzer (scripts/fuzz.sh); Debian 12's clang is 14
+  "build-essential:compiler and make" "cmake:the build" "pkg-config:finding the libraries"
+  "libinih-dev:reading topology files"
+  "libjson-c-dev:--json output of the CLI and the benchmarks"
+  "libpci-dev:device and class names in ntblend lspci" "pci.ids:the names' database"
+  "pciutils:lspci, which the tests use to decode ntblend lspci -x dumps"
+  "jq:reading --json output in tests and scripts"
+  "libcmocka-dev:the unit tests"
+  "graphviz:topology pictures" "gnuplot-nox:benchmark plots"
+  "procps:ps and pgrep for the CPU-use measurement"
+  "clang:the fuzzers (scripts/fuzz.sh)" "libclang-rt-14-dev:libFuzzer's runtime for clang 14"
 )
 
 missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+why=()
+for entry in "${packages[@]}"; do
+  p=${entry%%:*}
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" && continue
+  missing+=("$p")
+  why+=("  $p — ${entry#*:}")
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: everything is installed"
+  echo "install-deps: all dependencies present"
   exit 0
 fi
 
@@ -30,7 +36,8 @@ if [ "$(id -u)" -ne 0 ]; then
   command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
   sudo=sudo
 fi
-echo "install-deps: installing ${missing[*]}"
+echo "install-deps: installing ${#missing[@]} Debian package(s) with apt-get${sudo:+ (through sudo)}:"
+printf '%s\n' "${why[@]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -71,6 +71,14 @@ has out 'a\.ntb0 --- b\.ntb0 +up'
 # The fabric name also comes from the environment.
 NTBLEND_FABRIC=$F expect 0 ntblend status
 has out "^fabric +$F\$"
+has out '^\(columns: ntblend status --help\)$'
+grep -q $'\033' "$tmp/out" && fail "status printed escape codes into a pipe"
+
+step "status --help explains every column of the table"
+expect 0 ntblend status --help
+for col in NODE RAM IOMMU STATE PID AGENT FAULTS LUT REQ-ID 'DB PEND/MSK' DMA PEERS 'PORTS USED' LATENCY; do
+    grep -q -- "$col" "$tmp/out" || fail "status --help does not explain $col"
+done
 
 step "status --json is one JSON document with the same facts"
 expect 0 ntblend --fabric "$F" status --json
@@ -199,5 +207,11 @@ expect 1 ntblend --fabric "$F" status
 has err "fabric '$F' is not up; start it with: ntblend up FILE --fabric $F"
 expect 1 ntblend --fabric "$F" down
 has err 'is not up'
+
+step "the first ten minutes: the scripts say what they do, and pipes get no escape codes"
+expect 0 bash "$NTBLEND_SRC/scripts/install-deps.sh"
+has out '^install-deps: all dependencies present$'
+grep -q 'if \[ -t 1 \] && \[ -z "${NO_COLOR:-}" \]' "$NTBLEND_SRC/scripts/demo.sh" \
+    || fail "demo.sh colours its headings without checking for a terminal and NO_COLOR"
 
 echo "PASS: test_cli"

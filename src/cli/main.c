@@ -39,13 +39,22 @@ static const struct command commands[] = {
       "  ntblend down\n"
       "  ntblend --fabric big down\n" },
     { "status", cmd_status, "status [--json] [--fabric NAME]",
-      "show hosts, adapters, switches and links of a running fabric",
-      "For each host: node id, RAM, IOMMU, power state, agent pid, whether the agent answers a\n"
-      "ping within 1 s, and its IOMMU fault count. For each adapter: the peers it reaches and\n"
-      "whether each path is up, LUT and requester-ID entries in use, pending doorbell bits and\n"
-      "mask, DMA channels. Then switches and links.\n"
+      "show hosts, adapters, switches, links and devices of a running fabric",
+      "HOSTS     NODE node id; RAM; IOMMU on/off; STATE up, booting or down; PID the agent's\n"
+      "          process; AGENT ok when it answers a ping within 1 s (else no answer, not\n"
+      "          running, none or wrong pid); FAULTS IOMMU faults recorded so far.\n"
+      "ADAPTERS  LUT look-up-table entries in use/total: each maps one window of a peer's\n"
+      "          memory (the agent's mailbox routes count too); REQ-ID requester-ID table\n"
+      "          entries in use/total: who may read through this NTB (CPUs, DMA engines, lent\n"
+      "          devices); DB PEND/MSK doorbell bits pending / masked, in hex (the top bit is\n"
+      "          the agent's); DMA channels in use/total; PEERS the adapters this port reaches,\n"
+      "          each with its path up or down ([port disabled]: ntb_link_disable).\n"
+      "SWITCHES  PORTS USED cables plugged/ports; LATENCY per traversal (latency model).\n"
+      "LINKS     each cable, its two ends and whether it is up.\n"
+      "DEVICES   as 'ntblend device list' (see 'ntblend help device').\n"
       "\noptions:\n"
-      "  --json   one JSON document (keys: fabric, topology, hosts, adapters, switches, links)\n"
+      "  --json   one JSON document (keys: fabric, topology, dir, latency_model, hosts,\n"
+      "           adapters, switches, links, devices); docs/cli.md lists every field\n"
       "\nexamples:\n"
       "  ntblend status\n"
       "  ntblend status --json --fabric big > big.json\n" },

@@ -362,6 +362,7 @@ static int print_table(struct fab *f, const struct health *hs)
                atomic_load(&l->up) ? "up" : "down");
     }
     cli_print_devices(f);
+    printf("\n(columns: ntblend status --help)\n");
     return fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
 }
 

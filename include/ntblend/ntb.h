@@ -56,6 +56,14 @@ int ntb_peer_port_idx(const struct ntb_dev *ntb, int port);    /* -EINVAL if not
  * such node).
  */
 int ntb_fabric_peers(uint32_t node, uint32_t *peers, int max);
+/** ntb_node_name() - The name of the host with node id `node`, copied into name (at most len
+ * bytes with the NUL). 0, -ENOENT (no such node), -EOPNOTSUPP (the backend has no names).
+ */
+int ntb_node_name(uint32_t node, char *name, size_t len);
+/** ntb_fabric_latency_model() - 1 when the emulated fabric's latency model is on (every
+ * access pays modelled PCIe and NTB delays), 0 when off, -EOPNOTSUPP on hardware.
+ */
+int ntb_fabric_latency_model(void);
 
 /* ---- link ---- */
 /** ntb_link_is_up() - Bitmask of peers (by pidx) whose link is up. */

@@ -16,6 +16,16 @@
 
 static uint32_t emu_node_id(struct rt *rt, uint32_t host) { return fab_host(rt->f, host)->node_id; }
 
+static int emu_host_name(struct rt *rt, uint32_t host, char *buf, size_t len)
+{
+    if (host >= rt->f->ctl->nhosts)
+        return -ENOENT;
+    snprintf(buf, len, "%s", fab_host(rt->f, host)->name);
+    return 0;
+}
+
+static int emu_latency_model(struct rt *rt) { return rt->f->ctl->latency.enabled ? 1 : 0; }
+
 static int emu_host_by_node(struct rt *rt, uint32_t node_id)
 {
     for (uint32_t h = 0; h < rt->f->ctl->nhosts; h++)
@@ -220,6 +230,8 @@ const struct ntb_backend_ops ntb_backend_emu = {
     .agent_call = rt_fabric_agent_call,
     .node_id = emu_node_id,
     .host_by_node = emu_host_by_node,
+    .host_name = emu_host_name,
+    .latency_model = emu_latency_model,
     .boot_gen = emu_boot_gen,
     .adapter = emu_adapter,
     .adapter_toward = emu_adapter_toward,

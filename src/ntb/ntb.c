@@ -118,6 +118,29 @@ int ntb_fabric_peers(uint32_t node, uint32_t *peers, int max)
     return n;
 }
 
+int ntb_node_name(uint32_t node, char *name, size_t len)
+{
+    struct rt *rt = rt_get();
+    if (!rt)
+        return -errno;
+    int h = rt->ops->host_by_node(rt, node);
+    int rc = h < 0 ? -ENOENT
+             : !rt->ops->host_name ? -EOPNOTSUPP
+                                   : rt->ops->host_name(rt, (uint32_t)h, name, len);
+    rt_put(rt);
+    return rc;
+}
+
+int ntb_fabric_latency_model(void)
+{
+    struct rt *rt = rt_get();
+    if (!rt)
+        return -errno;
+    int rc = rt->ops->latency_model ? rt->ops->latency_model(rt) : -EOPNOTSUPP;
+    rt_put(rt);
+    return rc;
+}
+
 int ntb_peer_port_idx(const struct ntb_dev *ntb, int port)
 {
     for (uint32_t p = 0; p < ntb->a.npeers; p++)

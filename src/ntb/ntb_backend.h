@@ -90,6 +90,12 @@ struct ntb_backend_ops {
     uint32_t (*node_id)(struct rt *rt, uint32_t host);
     int (*host_by_node)(struct rt *rt, uint32_t node_id);
     uint32_t (*boot_gen)(struct rt *rt, uint32_t host);
+    /* host_name: the host's name (what a cluster manager calls it), copied into buf; may be
+     * NULL (ntb_node_name then answers -EOPNOTSUPP). latency_model: 1 when the fabric adds
+     * modelled delays to every access (an emulation's feature), 0 when not; NULL on
+     * hardware. */
+    int (*host_name)(struct rt *rt, uint32_t host, char *buf, size_t len);
+    int (*latency_model)(struct rt *rt);
 
     /* ---- adapters, paths, link state ----
      * adapter: adapter number `index` (0-based) of `host` as an adapter id, -ENODEV if

@@ -12,7 +12,7 @@
  *     starting and reaping the peer half of a two-host tool, and the scratchpad/doorbell
  *     rendezvous of ntb_perf and ntb_pingpong (ntbpeer.c);
  *   - the segment-API session of scibench, dma_bench and intr_bench (session.c);
- *   - the few facts about the emulated fabric that no public API reports yet (fabinfo.c).
+ *   - the few facts about the fabric the tools report: host names, the latency model (fabinfo.c).
  *
  * Only public headers (include/ntblend/) are needed to use it. Functions return 0 or
  * -errno unless their comment says otherwise; the ones that fail after printing a message
@@ -923,10 +923,7 @@ volatile uint8_t *su_local_segment(struct su_side *s, uint64_t size, seg_local_t
 
 /* ================================================================ fabric facts (fabinfo.c) */
 
-/*
- * What the tools report about the emulated fabric that no public call exposes yet; fabinfo.c
- * is the one file that reads the fabric's internal state for them.
- */
+/* What the tools report about the fabric, through the public NTB API. */
 
 /**
  * tu_host_name() - the name of the host whose node id is @port.

@@ -117,10 +117,15 @@ static void storm(uint32_t host, int32_t agent_pid)
     (void)agent_pid;
     struct h_proc p = h_spawn(fixture_fabric, fab_host(fixture, host)->name, storm_main, (void *)(uintptr_t)host);
     assert_int_equal(h_join(&p), 0);
-    /* Borrows it asked the host to hold (what `ntblend device borrow` does) stay until
-     * returned: return those. */
+    /* Borrows it asked the host to hold (what `ntblend device borrow` does) and devices it
+     * had hot-added into the host's tree (`ntblend device lend`) stay until returned or
+     * reclaimed: undo those. */
+    h_cli(fixture_fabric, "device reclaim nvme0 >/dev/null 2>&1");
+    h_cli(fixture_fabric, "device reclaim accel0 >/dev/null 2>&1");
     h_cli(fixture_fabric, "device return nvme0 --host b >/dev/null 2>&1");
     h_cli(fixture_fabric, "device return accel0 --host b >/dev/null 2>&1");
+    h_cli(fixture_fabric, "device add nvme0 >/dev/null 2>&1"); /* reclaim withdrew them */
+    h_cli(fixture_fabric, "device add accel0 >/dev/null 2>&1");
 }
 
 /* Wait until the tables are back to `want` and no process or segment holds memory of

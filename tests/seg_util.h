@@ -34,6 +34,24 @@ static inline volatile uint8_t *map_local(seg_local_t *s, seg_map_t **m)
     return p;
 }
 
+/* A segment of this process's own (not exported), mapped. */
+static inline volatile uint8_t *local_segment(seg_desc_t *sd, uint32_t id, size_t size,
+                                              seg_local_t **s, seg_map_t **m)
+{
+    CHECK_EQ(seg_create(sd, s, id, size), 0);
+    return map_local(*s, m);
+}
+
+/* An owner's last steps: report its checks done, wait to be told to finish, tear down. */
+static inline void owner_finish(seg_desc_t *sd, seg_local_t *s, seg_map_t *m)
+{
+    h_put(1);
+    h_get();
+    seg_unmap(m);
+    seg_remove(s);
+    seg_close(sd);
+}
+
 /* Byte i of the pattern `seed`. */
 static inline uint8_t pat(uint32_t seed, size_t i)
 {

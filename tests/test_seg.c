@@ -14,6 +14,7 @@
 
 #include "harness.h"
 #include "seg_util.h"
+#include "seg_pair.h"
 #include "fabric.h"
 #include "ntblend/ntb.h"
 #include "ntblend/seg.h"
@@ -247,24 +248,21 @@ static void test_connect_errors_and_timeouts(void **state)
 {
     assert_int_equal(h_cli(FAB, "agent-ping a b >/dev/null"), 0); /* the agents' own entries */
     uint32_t before = lut_used("a.ntb0");
-    struct h_proc b = h_spawn(FAB, "b", connect_owner, NULL);
-    struct h_proc a = h_spawn(FAB, "a", connect_user, NULL);
-    h_to(&a, h_from(&b));
-    h_from(&a); /* a saw the errors */
-    h_to(&b, 1);
-    h_to(&a, h_from(&b));
-    h_from(&a); /* a connected twice */
+    struct seg_pair p = pair_start(FAB, connect_owner, connect_user);
+    h_from(&p.user); /* a saw the errors */
+    h_to(&p.owner, 1);
+    h_to(&p.user, h_from(&p.owner));
+    h_from(&p.user); /* a connected twice */
     /* Each connection holds one LUT entry on the connecting side (64 KiB fits one entry). */
     assert_int_equal(lut_used("a.ntb0"), before + 2);
-    h_to(&a, 1);
-    h_from(&a); /* a is about to wait for segment 3 */
-    h_to(&b, 1);
-    h_from(&a); /* a connected to it and disconnected everything */
+    h_to(&p.user, 1);
+    h_from(&p.user); /* a is about to wait for segment 3 */
+    h_to(&p.owner, 1);
+    h_from(&p.user); /* a connected to it and disconnected everything */
     assert_int_equal(lut_used("a.ntb0"), before);
-    h_to(&a, 1);
-    h_to(&b, 1);
-    assert_int_equal(h_join(&a), 0);
-    assert_int_equal(h_join(&b), 0);
+    h_to(&p.user, 1);
+    h_to(&p.owner, 1);
+    pair_join(&p);
 }
 
 /* ---------------------------------------------------------------- mappings */
@@ -285,11 +283,7 @@ static void map_owner(void *arg)
     expect_pat(p + MAP_SIZE / 2, MAP_SIZE / 2, 4);
     expect_pat(p, MAP_SIZE / 2, 3);
     CHECK_EQ(p[0], pat(3, 0)); /* the read-only mapping did not write */
-    h_put(1);
-    h_get();
-    seg_unmap(m);
-    seg_remove(s);
-    seg_close(sd);
+    owner_finish(sd, s, m);
 }
 
 static void map_user(void *arg)
@@ -337,15 +331,9 @@ static void map_user(void *arg)
 
 static void test_remote_and_readonly_mappings(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", map_owner, NULL);
-    struct h_proc a = h_spawn(FAB, "a", map_user, NULL);
-    h_to(&a, h_from(&b));
-    h_to(&b, h_from(&a));
-    h_to(&a, h_from(&b));
-    h_from(&a);
-    h_to(&b, 1);
-    assert_int_equal(h_join(&a), 0);
-    assert_int_equal(h_join(&b), 0);
+    struct seg_pair p = pair_start(FAB, map_owner, map_user);
+    pair_exchange(&p, 1);
+    pair_finish(&p);
 }
 
 /* ---------------------------------------------------------------- events */
@@ -411,25 +399,22 @@ static void event_user(void *arg)
 
 static void test_events(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", event_owner, NULL);
-    struct h_proc a = h_spawn(FAB, "a", event_user, NULL);
-    h_to(&a, h_from(&b));
-    h_from(&a);
+    struct seg_pair p = pair_start(FAB, event_owner, event_user);
+    h_from(&p.user);
     for (uint64_t ev = EV_UNAVAIL; ev <= EV_REMOVE; ev++) {
         if (ev == EV_LINK_DOWN)
             assert_int_equal(h_cli(FAB, "link down a b >/dev/null"), 0);
         else if (ev == EV_LINK_UP)
             assert_int_equal(h_cli(FAB, "link up a b >/dev/null"), 0);
         else {
-            h_to(&b, ev);
-            h_from(&b);
+            h_to(&p.owner, ev);
+            h_from(&p.owner);
         }
-        h_to(&a, ev);
-        h_from(&a);
+        h_to(&p.user, ev);
+        h_from(&p.user);
     }
-    h_to(&b, 1);
-    assert_int_equal(h_join(&a), 0);
-    assert_int_equal(h_join(&b), 0);
+    h_to(&p.owner, 1);
+    pair_join(&p);
 }
 
 /* ---------------------------------------------------------------- stale mappings */
@@ -520,20 +505,14 @@ static void stale_user(void *arg)
 
 static void test_stale_mapping_after_remove(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", stale_owner, NULL);
-    struct h_proc a = h_spawn(FAB, "a", stale_user, NULL);
-    h_to(&a, h_from(&b));
-    h_to(&b, h_from(&a));
-    h_to(&a, h_from(&b));
-    h_to(&b, h_from(&a));
-    h_to(&a, h_from(&b));
-    h_to(&b, h_from(&a));
-    h_from(&b);
-    h_to(&a, 1);
-    h_from(&a);
-    h_to(&b, 1);
-    assert_int_equal(h_join(&a), 0);
-    assert_int_equal(h_join(&b), 0);
+    struct seg_pair p = pair_start(FAB, stale_owner, stale_user);
+    pair_exchange(&p, 2);
+    pair_to_owner(&p);
+    h_from(&p.owner);
+    h_to(&p.user, 1);
+    h_from(&p.user);
+    h_to(&p.owner, 1);
+    pair_join(&p);
 }
 
 /* A removed segment is gone for new connections, even while old ones hold its memory. */
@@ -567,15 +546,9 @@ static void removed_user(void *arg)
 
 static void test_removed_segment_cannot_be_connected(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", removed_owner, NULL);
-    struct h_proc a = h_spawn(FAB, "a", removed_user, NULL);
-    h_to(&a, h_from(&b));
-    h_to(&b, h_from(&a));
-    h_to(&a, h_from(&b));
-    h_from(&a);
-    h_to(&b, 1);
-    assert_int_equal(h_join(&a), 0);
-    assert_int_equal(h_join(&b), 0);
+    struct seg_pair p = pair_start(FAB, removed_owner, removed_user);
+    pair_exchange(&p, 1);
+    pair_finish(&p);
 }
 
 /* ---------------------------------------------------------------- owner's IOMMU, LUT limit */

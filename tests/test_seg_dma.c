@@ -20,6 +20,7 @@
 
 #include "harness.h"
 #include "seg_util.h"
+#include "seg_pair.h"
 #include "fabric.h"
 #include "ntblend/ntb.h"
 #include "ntblend/seg.h"
@@ -176,20 +177,15 @@ static void dma_owner(void *arg)
     expect_pat(p + 256 * KIB, 512 * KIB, 12);
     for (size_t i = 768 * KIB; i < RSEG; i++)
         CHECK_EQ(p[i], pat(11, i));
-    h_put(1);
-    h_get();
-    seg_unmap(m);
-    seg_remove(r);
-    seg_close(sd);
+    owner_finish(sd, r, m);
 }
 
 static void dma_user(void *arg)
 {
     seg_desc_t *sd = sd_open();
     seg_local_t *l;
-    CHECK_EQ(seg_create(sd, &l, 2, LSEG), 0);
     seg_map_t *m;
-    volatile uint8_t *p = map_local(l, &m);
+    volatile uint8_t *p = local_segment(sd, 2, LSEG, &l, &m);
     fill(p, 512 * KIB, 12);
     h_get();
     seg_remote_t *r;
@@ -235,15 +231,9 @@ static void dma_user(void *arg)
 
 static void test_dma_both_directions(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", dma_owner, NULL);
-    struct h_proc a = h_spawn(FAB, "a", dma_user, NULL);
-    h_to(&a, h_from(&b));
-    h_to(&b, h_from(&a));
-    h_to(&a, h_from(&b));
-    h_from(&a);
-    h_to(&b, 1);
-    assert_int_equal(h_join(&a), 0);
-    assert_int_equal(h_join(&b), 0);
+    struct seg_pair p = pair_start(FAB, dma_owner, dma_user);
+    pair_exchange(&p, 1);
+    pair_finish(&p);
 }
 
 /* ---------------------------------------------------------------- callbacks, errors, limits */
@@ -259,20 +249,15 @@ static void cb_owner(void *arg)
     expect_pat(p, 64 * KIB, 21);          /* before the link went down */
     expect_byte(p + 64 * KIB, 64 * KIB, 0); /* while it was down: nothing */
     expect_pat(p + 128 * KIB, 64 * KIB, 22); /* after it came back */
-    h_put(1);
-    h_get();
-    seg_unmap(m);
-    seg_remove(r);
-    seg_close(sd);
+    owner_finish(sd, r, m);
 }
 
 static void cb_user(void *arg)
 {
     seg_desc_t *sd = sd_open();
     seg_local_t *l;
-    CHECK_EQ(seg_create(sd, &l, 4, 256 * KIB), 0);
     seg_map_t *m;
-    volatile uint8_t *p = map_local(l, &m);
+    volatile uint8_t *p = local_segment(sd, 4, 256 * KIB, &l, &m);
     h_get();
     seg_remote_t *r;
     CHECK_EQ(seg_connect(sd, &r, NODE_B, 3, 0, 5000), 0);
@@ -328,21 +313,18 @@ static void cb_user(void *arg)
 
 static void test_dma_callback_errors_and_limits(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", cb_owner, NULL);
-    struct h_proc a = h_spawn(FAB, "a", cb_user, NULL);
-    h_to(&a, h_from(&b));
-    h_from(&a);
+    struct seg_pair p = pair_start(FAB, cb_owner, cb_user);
+    h_from(&p.user);
     assert_int_equal(h_cli(FAB, "link down a b >/dev/null"), 0);
-    h_to(&a, 1);
-    h_from(&a);
+    h_to(&p.user, 1);
+    h_from(&p.user);
     assert_int_equal(h_cli(FAB, "link up a b >/dev/null"), 0);
-    h_to(&a, 1);
-    h_from(&a);
-    h_to(&b, 1);
-    h_from(&b);
-    h_to(&b, 1);
-    assert_int_equal(h_join(&a), 0);
-    assert_int_equal(h_join(&b), 0);
+    h_to(&p.user, 1);
+    h_from(&p.user);
+    h_to(&p.owner, 1);
+    h_from(&p.owner);
+    h_to(&p.owner, 1);
+    pair_join(&p);
 }
 
 /* ---------------------------------------------------------------- timeout and abort */
@@ -366,20 +348,15 @@ static void abort_owner(void *arg)
     h_put(1);
     h_get(); /* the queue was used again */
     expect_pat(p + 4 * CHUNK, CHUNK, 32);
-    h_put(1);
-    h_get();
-    seg_unmap(m);
-    seg_remove(r);
-    seg_close(sd);
+    owner_finish(sd, r, m);
 }
 
 static void abort_user(void *arg)
 {
     seg_desc_t *sd = sd_open();
     seg_local_t *l;
-    CHECK_EQ(seg_create(sd, &l, 6, 8 * CHUNK), 0);
     seg_map_t *m;
-    volatile uint8_t *p = map_local(l, &m);
+    volatile uint8_t *p = local_segment(sd, 6, 8 * CHUNK, &l, &m);
     fill(p, 4 * CHUNK, 31);
     fill(p + 4 * CHUNK, CHUNK, 32);
     h_get();
@@ -426,14 +403,12 @@ static void abort_user(void *arg)
 static void test_dma_timeout_and_abort(void **state)
 {
     struct fab *f = attach(FAB);
-    struct h_proc b = h_spawn(FAB, "b", abort_owner, NULL);
-    struct h_proc a = h_spawn(FAB, "a", abort_user, NULL);
-    h_to(&a, h_from(&b));
-    h_from(&a); /* connected, queue created */
-    struct fab_dma_chan *ch = chan_of(f, "a.ntb0", a.pid);
+    struct seg_pair p = pair_start(FAB, abort_owner, abort_user);
+    h_from(&p.user); /* connected, queue created */
+    struct fab_dma_chan *ch = chan_of(f, "a.ntb0", p.user.pid);
     agent_signal(f, "a", SIGSTOP);
-    h_to(&a, 1);
-    h_from(&a); /* 4 transfers queued, the waits timed out; a aborts now */
+    h_to(&p.user, 1);
+    h_from(&p.user); /* 4 transfers queued, the waits timed out; a aborts now */
     assert_int_equal(atomic_load(&ch->head) - atomic_load(&ch->tail), 4);
     /* ntb_dma_abort cancels all but the descriptor at the engine's tail. */
     uint64_t tail = atomic_load(&ch->tail), head = atomic_load(&ch->head);
@@ -441,19 +416,18 @@ static void test_dma_timeout_and_abort(void **state)
         while (!(atomic_load(&ch->ring[i % FAB_DMA_RING].flags) & FAB_DMA_CANCEL))
             fab_futex_wait(&ch->done_seq, atomic_load(&ch->done_seq), 1000000); /* 1 ms */
     agent_signal(f, "a", SIGCONT);
-    h_to(&b, h_from(&a));
-    h_to(&a, h_from(&b));
-    h_from(&a);
-    h_to(&b, 1);
-    h_from(&b);
+    h_to(&p.owner, h_from(&p.user));
+    h_to(&p.user, h_from(&p.owner));
+    h_from(&p.user);
+    h_to(&p.owner, 1);
+    h_from(&p.owner);
     agent_signal(f, "a", SIGSTOP);
-    h_to(&a, 1);
-    h_from(&a); /* a callback is pending */
+    h_to(&p.user, 1);
+    h_from(&p.user); /* a callback is pending */
     agent_signal(f, "a", SIGCONT);
-    h_from(&a);
-    h_to(&b, 1);
-    assert_int_equal(h_join(&a), 0);
-    assert_int_equal(h_join(&b), 0);
+    h_from(&p.user);
+    h_to(&p.owner, 1);
+    pair_join(&p);
     fab_detach(f);
 }
 
@@ -566,20 +540,17 @@ static void intr_a(void *arg)
 
 static void test_interrupts(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", intr_b, NULL);
-    struct h_proc a = h_spawn(FAB, "a", intr_a, NULL);
-    h_to(&a, h_from(&b)); /* b's automatic interrupt id */
-    h_to(&b, h_from(&a)); /* a's interrupt id; a has triggered b's by now */
-    h_from(&b);           /* b triggered a's */
-    h_from(&a);           /* a got them */
-    h_to(&b, 1);          /* b removes interrupt 5 and creates another */
-    h_from(&b);
-    h_to(&a, 1);          /* a triggers through its stale connection */
-    h_from(&a);
-    h_to(&b, 1);          /* b's new interrupt saw nothing */
-    h_from(&b);
-    assert_int_equal(h_join(&a), 0);
-    assert_int_equal(h_join(&b), 0);
+    struct seg_pair p = pair_start(FAB, intr_b, intr_a); /* b's automatic interrupt id */
+    h_to(&p.owner, h_from(&p.user)); /* a's interrupt id; a has triggered b's by now */
+    h_from(&p.owner);           /* b triggered a's */
+    h_from(&p.user);           /* a got them */
+    h_to(&p.owner, 1);          /* b removes interrupt 5 and creates another */
+    h_from(&p.owner);
+    h_to(&p.user, 1);          /* a triggers through its stale connection */
+    h_from(&p.user);
+    h_to(&p.owner, 1);          /* b's new interrupt saw nothing */
+    h_from(&p.owner);
+    pair_join(&p);
 }
 
 /* ---------------------------------------------------------------- sequences */
@@ -636,15 +607,11 @@ static void overrun_user(void *arg)
 
 static void test_data_interrupt_overrun(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", overrun_owner, NULL);
-    struct h_proc a = h_spawn(FAB, "a", overrun_user, NULL);
-    h_to(&a, h_from(&b));
-    h_to(&b, h_from(&a));
-    h_to(&a, h_from(&b));
-    h_to(&b, h_from(&a));
-    h_from(&b);
-    assert_int_equal(h_join(&a), 0);
-    assert_int_equal(h_join(&b), 0);
+    struct seg_pair p = pair_start(FAB, overrun_owner, overrun_user);
+    pair_exchange(&p, 1);
+    pair_to_owner(&p);
+    h_from(&p.owner);
+    pair_join(&p);
 }
 
 #define SEQ_SIZE (1u * MIB)
@@ -739,23 +706,20 @@ static void seq_user(void *arg)
 
 static void test_sequence_reports_link_failure(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", seq_owner, NULL);
-    struct h_proc a = h_spawn(FAB, "a", seq_user, NULL);
-    h_to(&a, h_from(&b));
+    struct seg_pair p = pair_start(FAB, seq_owner, seq_user);
     for (int t = 0; t < TRIALS; t++) {
-        h_from(&a);
+        h_from(&p.user);
         assert_int_equal(h_cli(FAB, "link down a b >/dev/null"), 0);
-        h_to(&a, 1);
-        h_from(&a);
+        h_to(&p.user, 1);
+        h_from(&p.user);
         assert_int_equal(h_cli(FAB, "link up a b >/dev/null"), 0);
-        h_to(&a, 1);
-        h_to(&b, h_from(&a));
-        h_to(&a, h_from(&b));
+        h_to(&p.user, 1);
+        h_to(&p.owner, h_from(&p.user));
+        h_to(&p.user, h_from(&p.owner));
     }
-    h_from(&a);
-    h_to(&b, 1);
-    assert_int_equal(h_join(&a), 0);
-    assert_int_equal(h_join(&b), 0);
+    h_from(&p.user);
+    h_to(&p.owner, 1);
+    pair_join(&p);
 }
 
 /* The owner's host crashes and boots again: the path is back, the memory is not. */
@@ -803,17 +767,15 @@ static void reboot_user(void *arg)
 
 static void test_sequence_owner_reboot(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", reboot_owner, NULL);
-    struct h_proc a = h_spawn(FAB, "a", reboot_user, NULL);
-    h_to(&a, h_from(&b));
-    h_from(&a);
-    assert_int_equal(cli_killing(FAB, "host kill b >/dev/null", &b), 128 + SIGKILL);
-    h_to(&a, 1);
-    h_from(&a);
+    struct seg_pair p = pair_start(FAB, reboot_owner, reboot_user);
+    h_from(&p.user);
+    assert_int_equal(cli_killing(FAB, "host kill b >/dev/null", &p.owner), 128 + SIGKILL);
+    h_to(&p.user, 1);
+    h_from(&p.user);
     assert_int_equal(h_cli(FAB, "host start b >/dev/null"), 0);
-    h_to(&a, 1);
-    h_from(&a);
-    assert_int_equal(h_join(&a), 0);
+    h_to(&p.user, 1);
+    h_from(&p.user);
+    assert_int_equal(h_join(&p.user), 0);
 }
 
 /* ---------------------------------------------------------------- DMA with the IOMMU on */
@@ -844,11 +806,7 @@ static void iommu_exporter(void *arg)
     h_put(1);
     h_get();
     expect_pat(p + 256 * KIB, 256 * KIB, 42);
-    h_put(1);
-    h_get();
-    seg_unmap(m);
-    seg_remove(s);
-    seg_close(sd);
+    owner_finish(sd, s, m);
 }
 
 static void iommu_mover(void *arg)
@@ -856,9 +814,8 @@ static void iommu_mover(void *arg)
     uint32_t other = strcmp((const char *)arg, "a") == 0 ? NODE_B : NODE_A;
     seg_desc_t *sd = sd_open();
     seg_local_t *l;
-    CHECK_EQ(seg_create(sd, &l, 81, 512 * KIB), 0);
     seg_map_t *m;
-    volatile uint8_t *p = map_local(l, &m);
+    volatile uint8_t *p = local_segment(sd, 81, 512 * KIB, &l, &m);
     fill(p + 256 * KIB, 256 * KIB, 42);
     h_get();
     seg_remote_t *r;

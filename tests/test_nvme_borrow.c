@@ -3,7 +3,7 @@
  * BAR0, resets the controller, creates admin and I/O queues and runs Identify plus 4 KiB
  * writes and reads with byte-exact verification — with queues and data in b's memory, in a's
  * memory, and in the accelerator BAR of a third host c (smartio-tocs-2021 §4.4, §6.2). The
- * driver (tests/nvme_sio.h) uses nothing but smartio.h and seg.h; the device is the NVMe
+ * driver (src/nvme/nvme_sio.h) uses nothing but smartio.h and seg.h; the device is the NVMe
  * model, reached only through the fabric as a borrower would.
  */
 #include <setjmp.h>

@@ -1,6 +1,6 @@
 /*
  * nvme_bench: 4 KiB random reads from a SmartIO NVMe, driven by a userspace driver in this
- * process (tests/nvme_sio.h: smartio.h and seg.h only) — on the device's own host (local) or
+ * process (src/nvme/nvme_sio.h: smartio.h and seg.h only) — on the device's own host (local) or
  * on a borrower (the device's registers, DMA and completions cross the NTB). Reports IOPS and
  * per-command latency (submission to completion seen): at --qd 1 the latency, at a deep queue
  * what one device thread sustains.
@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "ntbtool.h"
-#include "../tests/nvme_sio.h"
+#include "nvme_sio.h"
 
 struct opts {
     const char *device;

@@ -5,11 +5,12 @@
  * (a segment of this host, a segment of another host, another device's BAR) — completions by
  * polling the phase bit or by MSI-X (sio_enable_vector + sio_wait_vector).
  *
- * Shared by tests/test_nvme_borrow.c and tools/nvme_bench.c. Header of static functions.
+ * Shared by tests/test_nvme_borrow.c and tools/nvme_bench.c (CMake target ntbnvme_sio).
+ * Header of static functions.
  * The NVMe definitions are the few this driver needs, from the NVMe base specification 1.4.
  */
-#ifndef NTBLEND_TEST_NVME_SIO_H
-#define NTBLEND_TEST_NVME_SIO_H
+#ifndef NTBLEND_NVME_SIO_H
+#define NTBLEND_NVME_SIO_H
 
 #include <errno.h>
 #include <sched.h>

@@ -553,6 +553,40 @@ static void test_interrupts(void **state)
     pair_join(&p);
 }
 
+/* A host holds at most 1024 interrupts: one more is -ENOSPC, and a removed one's page serves
+ * the next. (The pool of interrupt pages only grows, so it must be bounded.) */
+static void intr_hog(void *arg)
+{
+    (void)arg;
+    seg_desc_t *sd = sd_open();
+    static seg_intr_t *its[1024];
+    int n = 0;
+    for (;;) {
+        uint32_t id = SEG_ID_AUTO;
+        seg_intr_t *it;
+        int rc = seg_intr_create(sd, &it, &id);
+        if (rc) {
+            CHECK_EQ(rc, -ENOSPC);
+            break;
+        }
+        CHECK(n < 1024);
+        its[n++] = it;
+    }
+    CHECK_EQ(n, 1024);
+    seg_intr_remove(its[--n]);
+    uint32_t id = SEG_ID_AUTO;
+    CHECK_EQ(seg_intr_create(sd, &its[n++], &id), 0);
+    while (n)
+        seg_intr_remove(its[--n]);
+    seg_close(sd);
+}
+
+static void test_interrupts_are_bounded(void **state)
+{
+    struct h_proc a = h_spawn(FAB, "a", intr_hog, NULL);
+    assert_int_equal(h_join(&a), 0);
+}
+
 /* ---------------------------------------------------------------- sequences */
 
 /* More data triggers than the owner holds: the waiter skips to the oldest payload still held
@@ -862,6 +896,7 @@ int main(void)
         cmocka_unit_test(test_dma_callback_errors_and_limits),
         cmocka_unit_test(test_dma_timeout_and_abort),
         cmocka_unit_test(test_interrupts),
+        cmocka_unit_test(test_interrupts_are_bounded),
         cmocka_unit_test(test_data_interrupt_overrun),
         cmocka_unit_test(test_sequence_reports_link_failure),
         cmocka_unit_test(test_sequence_owner_reboot),

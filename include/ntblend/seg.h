@@ -145,6 +145,10 @@ enum seg_dma_state { SEG_DMA_IDLE, SEG_DMA_POSTED, SEG_DMA_DONE, SEG_DMA_ERROR, 
 int seg_dma_state(seg_dma_queue_t *q);
 
 /* ---- interrupts ---- */
+/** seg_intr_create() - Create an interrupt others can trigger; *id in: SEG_ID_AUTO or the id
+ * wanted, out: its id. -EEXIST if this host has that id, -ENOSPC when the host has 1024
+ * interrupts already.
+ */
 int seg_intr_create(seg_desc_t *sd, seg_intr_t **intr, uint32_t *id);
 void seg_intr_remove(seg_intr_t *intr);
 /** seg_intr_wait() - Wait for the next trigger: 0, -ETIMEDOUT. Triggers are consumed in order

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "seg_int.h"
+
+#define AINTR_MAX 1024u /* interrupt pages per host */
 #include "seg_shared.h"
 #include "ntblend/seg.h"
 
@@ -47,18 +49,24 @@ int aintr_create(int32_t client, uint32_t id, uint64_t *out_id, uint64_t *phys)
     /* Interrupt pages are never returned to the allocator: a stale trigger through an old
      * window can only reach another interrupt page (whose generation tells it apart). */
     struct aintr *it = NULL;
-    for (struct aintr *i = segments.intrs; i; i = i->next)
-        if (!i->creator) {
+    uint32_t pooled = 0;
+    for (struct aintr *i = segments.intrs; i; i = i->next, pooled++)
+        if (!i->creator && !it)
             it = i;
-            break;
-        }
     if (!it) {
-        uint64_t p;
-        rc = amem_alloc(4096, 4096, SEG_OWNER, &p);
-        if (rc || !(it = calloc(1, sizeof *it))) {
-            rc = rc ? rc : -ENOMEM;
+        if (pooled >= AINTR_MAX) { /* the pool only grows: a bound keeps one process from
+                                     * taking the host's memory with interrupts */
+            rc = -ENOSPC;
             goto out;
         }
+        uint64_t p;
+        rc = amem_alloc(4096, 4096, SEG_OWNER, &p);
+        if (!rc && !(it = calloc(1, sizeof *it))) {
+            amem_free(p, SEG_OWNER);
+            rc = -ENOMEM;
+        }
+        if (rc)
+            goto out;
         it->phys = p;
         it->next = segments.intrs;
         segments.intrs = it;

@@ -5,7 +5,8 @@
  * reset it, and every table the borrow used must return to what it was before the first
  * cycle: LUT and requester-ID entries of every adapter, IOMMU mappings of every host, and the
  * device's borrower set. The last cycle's borrower checks the device still works end to end.
- * The orderly path (free, return) is checked the same way.
+ * The orderly path (free, return) is checked the same way. And a host that did not borrow the
+ * device cannot reach its registers through a window of its own.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +18,8 @@
 #include "harness.h"
 #include "fabric.h"
 #include "fab_tables.h"
+#include "ntblend/accel_regs.h"
+#include "ntblend/ntb.h"
 #include "ntblend/smartio.h"
 
 #define CYCLES 100
@@ -151,6 +154,51 @@ static void test_free_and_return_leave_nothing(void **state)
     assert_memory_equal(&after, &before, sizeof after);
 }
 
+/* Isolation on a lender with its IOMMU on: a process on b that points an NTB window straight
+ * at a's accelerator, without borrowing it, reads all ones (the lender's IOMMU stops the
+ * access, as a master abort); once b borrows the device, the same window reaches its
+ * registers. */
+static void window_prober(void *arg)
+{
+    uint64_t bar0 = (uint64_t)(uintptr_t)arg;
+    struct ntb_dev *ntb = ntb_open(0);
+    CHECK(ntb);
+    int pidx = ntb_peer_port_idx(ntb, 4); /* node 4: host a */
+    CHECK(pidx >= 0);
+    uint64_t phys, size;
+    int widx = ntb_peer_mw_alloc(ntb);
+    CHECK(widx >= 0);
+    CHECK_EQ(ntb_peer_mw_get_addr(ntb, widx, &phys, &size), 0);
+    uint64_t base = bar0 & ~(size - 1);
+    CHECK_EQ(ntb_peer_mw_set_trans(ntb, pidx, widx, base, size), 0);
+    volatile uint8_t *w = ntb_peer_mw_map(ntb, widx, 1);
+    CHECK(w);
+    volatile uint32_t *id = (volatile uint32_t *)(w + (bar0 - base) + ACCEL_REG_ID);
+    CHECK_EQ(*id, 0xffffffffu); /* not borrowed: the lender's IOMMU stops it */
+    h_put(1);
+    h_get();
+    sio_dev_t *d;
+    CHECK_EQ(sio_borrow((uint32_t)sio_find("accel0"), SIO_EXCLUSIVE, &d), 0);
+    CHECK_EQ(*id, ACCEL_ID); /* borrowed: the lender lets our adapter reach its BARs */
+    CHECK_EQ(sio_return(d), 0);
+    ntb_peer_mw_unmap(ntb, (void *)w);
+    ntb_close(ntb);
+    h_put(1);
+}
+
+static void test_bars_unreachable_without_a_borrow(void **state)
+{
+    (void)state;
+    uint32_t acc = (uint32_t)fab_func_by_name(fixture, "accel0");
+    struct h_proc p = h_spawn(fixture_fabric, "b", window_prober,
+                              (void *)(uintptr_t)fab_func(fixture, acc)->bar[0].addr);
+    h_from(&p); /* it read all ones */
+    assert_int_equal(atomic_load(&fab_func(fixture, acc)->lend_borrowers[0]), 0);
+    h_to(&p, 1);
+    h_from(&p);
+    assert_int_equal(h_join(&p), 0);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -166,6 +214,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_free_and_return_leave_nothing),
         cmocka_unit_test(test_borrower_host_crash_100_times),
+        cmocka_unit_test(test_bars_unreachable_without_a_borrow),
     };
     return cmocka_run_group_tests(tests, setup, fixture_down);
 }

@@ -66,10 +66,13 @@ static void be_irq(void *ctx, uint32_t v)
     (void)fab_fn_msix(m->f, m->fn, v); /* -ENODEV: MSI-X off, the driver polls */
 }
 
+/* Asked on every pass, so without fab_cfg_read's lock (a getpid and a futex wake per call);
+ * the fabric's own DMA path reads the command register the same way. */
 static bool be_bme(void *ctx)
 {
     struct nvme_model *m = ctx;
-    return fab_cfg_read(m->f, m->fn, 0x04, 2) & FAB_CMD_BME;
+    const uint16_t *cmd = (const uint16_t *)(uintptr_t)(fab_func(m->f, m->fn)->cfg + 0x04);
+    return __atomic_load_n(cmd, __ATOMIC_ACQUIRE) & FAB_CMD_BME;
 }
 
 /* ---------------------------------------------------------------- namespaces */

@@ -963,6 +963,54 @@ static void test_round_robin(void **state)
     }
 }
 
+/* Fairness by command counts: SQ 1 full (7 commands) and SQ 2 with one command, both on one
+ * CQ and both waiting before the controller may fetch. Round robin takes at most a burst from
+ * SQ 1 before SQ 2's turn: SQ 2's command is the 2nd completion with the default burst of 1,
+ * the 5th with the Arbitration Burst at 4 (AB 2), and only with no limit (AB 7) the last. */
+static void test_arbitration_burst(void **state)
+{
+    static const struct { uint32_t ab, before; } cases[] = { { 0, 1 }, { 2, 4 }, { 7, 7 } };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        assert_int_equal(nvd_reset(&D), 0);
+        uint32_t dw0 = 0xffffffffu;
+        if (cases[k].ab)
+            assert_int_equal(features(NVME_ADM_SET_FEATURES, NVME_FEAT_ARB, cases[k].ab, NULL), 0);
+        assert_int_equal(features(NVME_ADM_GET_FEATURES, NVME_FEAT_ARB, 0, &dw0), 0);
+        assert_int_equal(NVME_ARB_AB(dw0), cases[k].ab);
+        assert_int_equal(nvd_create_cq(&D, 1, 16, false, 0), 0);
+        assert_int_equal(nvd_create_sq(&D, 1, 8, 1), 0);
+        assert_int_equal(nvd_create_sq(&D, 2, 8, 1), 0);
+        uint64_t buf = nvd_alloc(&D, NVD_PAGE, NVD_PAGE);
+        fab_cfg_write(F, D.fn, 0x04, 2, FAB_CMD_MEM); /* hold off fetching */
+        for (int i = 0; i < 7; i++) {
+            struct nvme_sqe s = nvd_rw(NVME_CMD_READ, 1, (uint64_t)i, 1);
+            nvd_prp(&D, &s, buf, NVD_PAGE);
+            nvd_queue_cmd(&D, 1, &s, false);
+        }
+        struct nvme_sqe s = nvd_rw(NVME_CMD_READ, 1, 100, 1);
+        nvd_prp(&D, &s, buf, NVD_PAGE);
+        uint16_t lone = nvd_queue_cmd(&D, 2, &s, false);
+        nvd_ring(&D, 2);
+        nvd_ring(&D, 1);
+        fab_cfg_write(F, D.fn, 0x04, 2, FAB_CMD_MEM | FAB_CMD_BME);
+        int at = -1, from1 = 0;
+        for (int i = 0; i < 8; i++) {
+            struct nvme_cqe cqe;
+            assert_int_equal(nvd_reap(&D, 1, &cqe, 5000), 0);
+            assert_int_equal(nvd_status(&cqe), 0);
+            if (cqe.sqid == 2) {
+                assert_int_equal(cqe.cid, lone);
+                at = i;
+            } else {
+                assert_int_equal(cqe.sqid, 1);
+                assert_int_equal(cqe.sqhd, ++from1); /* SQ 1 in order */
+            }
+        }
+        assert_int_equal(at, (int)cases[k].before);
+        assert_int_equal(from1, 7);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -987,6 +1035,7 @@ int main(void)
         cmocka_unit_test(test_small_config),
         cmocka_unit_test(test_cmb),
         cmocka_unit_test(test_round_robin),
+        cmocka_unit_test(test_arbitration_burst),
     };
     int rc = cmocka_run_group_tests(tests, setup, teardown);
     return rc + cmocka_run_group_tests(small, setup_small, teardown);

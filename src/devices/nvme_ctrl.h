@@ -11,6 +11,8 @@
 
 #include "nvme_spec.h"
 
+#define NVME_DEFAULT_QUEUES 32u /* I/O queue pairs unless the device sets queues= */
+
 /* How the core reaches the outside world: DMA as the function's own requester, and MSI-X. */
 struct nvme_backend {
     void *ctx;
@@ -86,7 +88,6 @@ struct nvme_ctrl {
     uint32_t naborts;
     /* SMART counters */
     uint64_t units_read, units_written, read_cmds, write_cmds, media_errors;
-    uint32_t rr_next;
 };
 
 /* Set up state and (for nvme.c) open namespace files before; regs must be NVME_REGS_SIZE. */
@@ -96,8 +97,9 @@ void nvme_ctrl_fini(struct nvme_ctrl *c);
 /* Write the read-only registers (CAP, VS, CMB*) and act on CC changes (enable, reset,
  * shutdown). Returns true when the controller is ready to process commands. */
 bool nvme_regs_update(struct nvme_ctrl *c);
-/* One round-robin pass: at most one command from every non-empty SQ (whose CQ has room).
- * Raises the interrupts of CQs that got entries. Returns the number of commands handled. */
+/* One round-robin pass: up to the Arbitration Burst (one command by default) from every
+ * non-empty SQ whose CQ has room, admin SQ first. Raises the interrupts of CQs that got
+ * entries. Returns the number of commands handled. */
 int nvme_process(struct nvme_ctrl *c);
 /* Execute one command from SQ sqid; fills *cqe (dw0, status without phase). Returns false when
  * the command stays outstanding (an Asynchronous Event Request). */

@@ -276,6 +276,45 @@ bool nvme_take_abort(struct nvme_ctrl *c, uint32_t sqid, uint32_t cid)
     return false;
 }
 
+/* Fetch and execute the command at the head of SQ q and post its completion. false when the
+ * fetch failed (the controller is then fatal). */
+static bool serve_one(struct nvme_ctrl *c, uint32_t q)
+{
+    struct nvme_sq *sq = &c->sq[q];
+    struct nvme_sqe sqe;
+    if (c->be.dma_read(c->be.ctx, sq->base + (uint64_t)sq->head * 64, &sqe, sizeof sqe)) {
+        set_fatal(c);
+        return false;
+    }
+    sq->head = (sq->head + 1) % sq->size;
+    struct nvme_cqe cqe = { 0 };
+    bool done = true;
+    if (nvme_take_abort(c, q, sqe.cid))
+        cqe.status = NVME_ABORT_REQUESTED;
+    else
+        done = nvme_exec(c, (uint16_t)q, &sqe, &cqe);
+    if (!done)
+        return true; /* an AER: completes later */
+    if (cqe.status && cqe.status != NVME_ABORT_REQUESTED && cqe.status != NVME_ABORT_SQ_DELETION)
+        log_error(c, (uint16_t)q, sqe.cid, cqe.status, sqe.nsid);
+    cqe.sqhd = (uint16_t)sq->head;
+    cqe.sqid = (uint16_t)q;
+    cqe.cid = sqe.cid;
+    /* An admin command may have deleted queues, but never the admin SQ itself. */
+    nvme_post_cqe(c, sq->used ? sq->cqid : 0, &cqe);
+    return true;
+}
+
+/* Arbitration Burst (§5.21.1.1): at most 2^AB commands from one SQ per turn; 7: no limit. */
+static uint32_t arb_burst(const struct nvme_ctrl *c)
+{
+    uint32_t ab = NVME_ARB_AB(c->feat[NVME_FEAT_ARB]);
+    return ab == NVME_ARB_AB_NO_LIMIT ? UINT32_MAX : 1u << ab;
+}
+
+/* Round robin arbitration (the specification's Command Arbitration): the admin SQ and the I/O
+ * SQs in turn, each giving up to a burst of commands before the next one's turn, so a full SQ delays another SQ's command by at most one
+ * burst, not by its whole depth. An SQ whose CQ is full waits for the host to free entries. */
 int nvme_process(struct nvme_ctrl *c)
 {
     if (!c->enabled || c->fatal || c->shut)
@@ -283,34 +322,17 @@ int nvme_process(struct nvme_ctrl *c)
     if (c->be.bus_master && !c->be.bus_master(c->be.ctx))
         return 0; /* no bus mastering: nothing can be fetched or completed */
     refresh_doorbells(c);
+    uint32_t burst = arb_burst(c);
     int n = 0;
     for (uint32_t q = 0; q <= c->p.queues && !c->fatal; q++) {
         struct nvme_sq *sq = &c->sq[q];
-        if (!sq->used || sq->head == sq->tail || cq_full(&c->cq[sq->cqid]))
-            continue;
-        struct nvme_sqe sqe;
-        if (c->be.dma_read(c->be.ctx, sq->base + (uint64_t)sq->head * 64, &sqe, sizeof sqe)) {
-            set_fatal(c);
-            break;
+        for (uint32_t k = 0; k < burst && !c->fatal; k++) {
+            if (!sq->used || sq->head == sq->tail || cq_full(&c->cq[sq->cqid]))
+                break;
+            if (!serve_one(c, q))
+                break;
+            n++;
         }
-        sq->head = (sq->head + 1) % sq->size;
-        struct nvme_cqe cqe = { 0 };
-        bool done = true;
-        if (nvme_take_abort(c, q, sqe.cid))
-            cqe.status = NVME_ABORT_REQUESTED;
-        else
-            done = nvme_exec(c, (uint16_t)q, &sqe, &cqe);
-        n++;
-        if (!done)
-            continue;
-        if (cqe.status && cqe.status != NVME_ABORT_REQUESTED &&
-            cqe.status != NVME_ABORT_SQ_DELETION)
-            log_error(c, (uint16_t)q, sqe.cid, cqe.status, sqe.nsid);
-        cqe.sqhd = (uint16_t)sq->head;
-        cqe.sqid = (uint16_t)q;
-        cqe.cid = sqe.cid;
-        /* An admin command may have deleted queues, but never the admin SQ itself. */
-        nvme_post_cqe(c, sq->used ? sq->cqid : 0, &cqe);
     }
     deliver_events(c);
     fire_irqs(c);

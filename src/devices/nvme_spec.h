@@ -97,6 +97,10 @@ enum {
     NVME_FEAT_VWC = 0x06, NVME_FEAT_NUM_QUEUES = 0x07, NVME_FEAT_IRQ_COALESCE = 0x08,
     NVME_FEAT_IRQ_CONFIG = 0x09, NVME_FEAT_WRITE_ATOMIC = 0x0a, NVME_FEAT_ASYNC_EVENT = 0x0b,
 };
+/* Arbitration feature, dword 11: Arbitration Burst, 2^AB commands per SQ per turn (NVMe 1.4
+ * §5.21.1.1); 7 means no limit. */
+#define NVME_ARB_AB(v) ((v) & 7u)
+#define NVME_ARB_AB_NO_LIMIT 7u
 
 /* Log pages */
 #define NVME_LOG_ERROR 0x01

@@ -517,6 +517,14 @@ static void test_completion_after_timeout_is_dropped(void **state)
     run_on("b", late_child);
 }
 
+/* The example of docs/nvme-driver.md runs and says what it should. */
+static void test_example(void **state)
+{
+    (void)state;
+    assert_int_equal(h_cli(FAB, "run --host b -- %s/nvme_hello nvme0 | "
+                                "grep -q 'reads back: \"hello from nvme0\"'", h_bin()), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -526,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_async_many_outstanding),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_completion_after_timeout_is_dropped),
+        cmocka_unit_test(test_example),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

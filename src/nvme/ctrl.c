@@ -61,7 +61,7 @@ static int admin_locked(nvme_dev_t *d, struct nvme_sqe *sqe, uint64_t io, size_t
 {
     if (!d->admin_live)
         return nvl_fail(-ENODEV, "%s: the admin queue is gone", d->name);
-    struct nvme_cpl c;
+    struct nvme_cpl c = { 0 };
     int rc = nvl_q_sync(&d->admin, sqe, io, len, &c);
     if (cpl)
         *cpl = c;
@@ -164,7 +164,7 @@ static int set_queues(nvme_dev_t *d)
 {
     struct nvme_sqe s = { .opc = NVME_ADM_SET_FEATURES, .cdw10 = NVME_FEAT_NUM_QUEUES,
                           .cdw11 = 0xfffeu << 16 | 0xfffeu };
-    struct nvme_cpl c;
+    struct nvme_cpl c = { 0 };
     int rc = admin_locked(d, &s, 0, 0, &c);
     if (rc)
         return rc;

@@ -325,8 +325,11 @@ int nvl_q_sync(struct nvl_queue *q, struct nvme_sqe *sqe, uint64_t io, size_t le
 {
     struct nvl_sync w = { 0 };
     int slot = nvl_q_get_wait(q);
-    if (slot < 0)
+    if (slot < 0) {
+        if (cpl)
+            *cpl = (struct nvme_cpl){ .rc = slot };
         return slot;
+    }
     if (len)
         nvl_q_prp(q, slot, sqe, io, len);
     nvl_q_post(q, slot, sqe, nvl_sync_cb, &w, false);

@@ -192,6 +192,8 @@ static int expire(struct nvl_queue *q, uint64_t now)
         }
     }
     q->next_expire = oldest == UINT64_MAX ? UINT64_MAX : oldest + q->p.timeout_ns;
+    if (q->busy && oldest == UINT64_MAX) /* callbacks above submitted again */
+        q->next_expire = now + q->p.timeout_ns;
     return n;
 }
 

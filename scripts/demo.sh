@@ -71,7 +71,7 @@ ntblend --fabric demo-dev lspci --host c -s accel0 -v
 ntblend --fabric demo-dev device reclaim accel0
 ntblend --fabric demo-dev device add nvme0
 
-step "Host b borrows a's NVMe and drives it with its own driver: write, read back, verify, measure"
+step "Host b borrows a's NVMe and drives it with libntbnvme in its own process: write, read back, verify, measure"
 ntblend --fabric demo-dev run --host b -- nvme_bench --device nvme0 --qd 1 --seconds 1
 ntblend --fabric demo-dev run --host b -- nvme_bench --device nvme0 --qd 32 --seconds 1
 ntblend --fabric demo-dev down

@@ -1,14 +1,14 @@
 /*
- * nvme_bench: 4 KiB random reads from a SmartIO NVMe, driven by a userspace driver in this
- * process (src/nvme/nvme_sio.h: smartio.h and seg.h only) — on the device's own host (local) or
- * on a borrower (the device's registers, DMA and completions cross the NTB). Reports IOPS and
- * per-command latency (submission to completion seen): at --qd 1 the latency, at a deep queue
- * what one device thread sustains.
+ * nvme_bench: 4 KiB random reads from a SmartIO NVMe, driven by the userspace driver library
+ * in this process (libntbnvme, ntblend/nvme.h, over the SmartIO API) — on the device's own
+ * host (local) or on a borrower (the device's registers, DMA and completions cross the NTB).
+ * Reports IOPS and per-command latency (submission to completion seen): at --qd 1 the
+ * latency, at a deep queue what one device thread sustains.
  *
  * The I/O SQ and CQ live in the driver's host RAM ("borrower") or in the device's host RAM
- * ("lender": a segment a helper process on that host exports, reached by the CPU through the
- * NTB and by the device locally) — smartio-tocs-2021 §7.4.1, Fig. 34. Data buffers and admin
- * queues stay in the driver's host RAM.
+ * ("lender": memory the library places there, reached by the CPU through the NTB and by the
+ * device locally) — smartio-tocs-2021 §7.4.1, Fig. 34. Data buffers and admin queues stay in
+ * the driver's host RAM.
  *
  *   ntblend run --host b -- nvme_bench --device nvme0 --qd 1 --seconds 3 --json
  */
@@ -20,7 +20,8 @@
 #include <unistd.h>
 
 #include "ntbtool.h"
-#include "nvme_sio.h"
+#include "ntblend/nvme.h"
+#include "ntblend/smartio.h"
 
 struct opts {
     const char *device;
@@ -33,8 +34,7 @@ struct opts {
     uint64_t warmup;
 };
 
-enum { O_DEVICE = 256, O_QD, O_SECONDS, O_IOS, O_QUEUES_IN, O_SQ_IN, O_CQ_IN, O_JSON, O_SERVE,
-       O_WARMUP };
+enum { O_DEVICE = 256, O_QD, O_SECONDS, O_IOS, O_QUEUES_IN, O_SQ_IN, O_CQ_IN, O_JSON, O_WARMUP };
 
 static void usage(FILE *f)
 {
@@ -49,7 +49,7 @@ static void usage(FILE *f)
         "  --warmup N           commands before measuring (default 1000)\n"
         "  --queues-in borrower|lender\n"
         "                       where the I/O SQ and CQ live: this host's RAM (default) or the\n"
-        "                       device's host's RAM (a segment a helper exports there)\n"
+        "                       device's host's RAM\n"
         "  --sq-in, --cq-in borrower|lender   the same for one of them\n"
         "  --sq-in bar:DEV      the SQ in BAR2 of device DEV (borrowed too; e.g. accel0 next to\n"
         "                       the NVMe: the device fetches commands peer to peer)\n"
@@ -69,26 +69,6 @@ static int where(const char *s)
     return -1;
 }
 
-/* The helper on the device's host: export a segment for the queues until terminated. */
-static int serve(uint32_t id, uint64_t size)
-{
-    seg_desc_t *sd;
-    seg_local_t *s;
-    int rc = seg_open(&sd);
-    if (!rc)
-        rc = seg_create(sd, &s, id, size);
-    if (!rc)
-        rc = seg_prepare(s, 0);
-    if (!rc)
-        rc = seg_set_available(s, 0);
-    if (rc) {
-        tu_err("helper: cannot export segment %u: %s", id, seg_strerror(rc));
-        return 1;
-    }
-    for (;;)
-        pause();
-}
-
 static uint64_t rng_state = 0x853c49e6748fea9bull;
 static uint64_t rng(void)
 {
@@ -105,21 +85,57 @@ static uint64_t rng(void)
         goto out;                                                                           \
     } while (0)
 
+/* One command slot of the benchmark: its buffer and when it was submitted. */
+struct req {
+    struct run *run;
+    uint8_t *buf;
+    uint64_t t_sub;
+};
+
+struct run {
+    const struct opts *o;
+    uint64_t done, measured, cap;
+    uint64_t t0, deadline;
+    uint64_t *lat;
+    struct req **idle; /* free slots */
+    uint32_t nidle;
+    int failed;        /* a command's error */
+    uint16_t fail_status;
+};
+
+static void on_read(void *arg, const struct nvme_cpl *c)
+{
+    struct req *r = arg;
+    struct run *b = r->run;
+    uint64_t now = tu_now_ns();
+    if (c->rc && !b->failed) {
+        b->failed = c->rc;
+        b->fail_status = c->status;
+    }
+    b->done++;
+    if (b->done == b->o->warmup) {
+        b->t0 = now;
+        if (!b->o->ios)
+            b->deadline = b->t0 + (uint64_t)(b->o->seconds * 1e9);
+    } else if (b->done > b->o->warmup && b->measured < b->cap) {
+        b->lat[b->measured++] = now - r->t_sub;
+    }
+    b->idle[b->nidle++] = r;
+}
+
 static int bench(const struct opts *o)
 {
     int ret = 1;
-    pid_t helper = -1;
-    sio_dev_t *dev = NULL;
-    seg_desc_t *sd = NULL;
-    seg_local_t *lseg = NULL;
-    seg_remote_t *rseg = NULL;
-    seg_map_t *lmap = NULL, *rmap = NULL;
-    sio_dma_t *ldma = NULL, *rdma = NULL, *pdma = NULL;
+    nvme_dev_t *d = NULL;
+    nvme_qpair_t *qp = NULL;
+    nvme_mem_t *pmem = NULL;
+    sio_dma_t *pdma = NULL;
     sio_dev_t *peer = NULL;
     sio_bar_t *pbar = NULL;
-    uint64_t *lat = NULL, *t_sub = NULL;
-    struct nvs d = { 0 };
+    struct req *reqs = NULL;
+    struct run b = { .o = o, .deadline = UINT64_MAX };
     bool verified = false;
+    struct nvme_qpair_stats qst = { 0 };
 
     int id = sio_find(o->device);
     if (id < 0)
@@ -134,50 +150,17 @@ static int bench(const struct opts *o)
     uint32_t self;
     seg_local_node_id(&self);
     bool local = inf->node_id == self;
-    int rc = sio_borrow((uint32_t)id, SIO_EXCLUSIVE, &dev);
+    int rc = nvme_open(o->device, NULL, &d);
     if (rc)
-        FAIL("cannot borrow %s from host %s: %s%s", o->device, inf->host, strerror(-rc),
-             rc == -EACCES ? " (lend it out first: ntblend device add NAME)" : "");
-    if ((rc = sio_enable(dev)))
-        FAIL("sio_enable: %s", strerror(-rc));
+        FAIL("%s", nvme_errmsg());
 
     /* Queue memory: entries for qd commands in flight. */
     uint32_t entries = 64;
     while (entries < o->qd + 1)
         entries *= 2;
-    size_t qbytes = ((64ull * entries + 4095) & ~4095ull) + ((16ull * entries + 4095) & ~4095ull);
-    size_t lsize = 16 * 4096 + 2 * qbytes + (size_t)o->qd * 4096 + 4096;
-    if ((rc = seg_open(&sd)) || (rc = seg_create(sd, &lseg, SEG_ID_AUTO, lsize)))
-        FAIL("local segment of %zu bytes: %s", lsize, seg_strerror(rc));
-    volatile uint8_t *lcpu = seg_map_local(lseg, 0, 0, 0, &lmap);
-    uint64_t lio;
-    if (!lcpu || (rc = sio_map_local(dev, lseg, 0, lsize, &lio, &ldma)))
-        FAIL("mapping the local segment for the device: %s", strerror(lcpu ? -rc : errno));
-    struct nvs_region lr, rr, *sqr = &lr, *cqr = &lr;
-    nvs_region_init(&lr, lcpu, lio, lsize);
-    if ((o->sq_lender || o->cq_lender) && !local) {
-        uint32_t sid = 0x4e560000u | ((uint32_t)getpid() & 0xffffu);
-        char ids[16], sizes[24];
-        snprintf(ids, sizeof ids, "%u", sid);
-        snprintf(sizes, sizeof sizes, "%zu", qbytes);
-        const char *args[] = { "--serve-seg", ids, "--size", sizes, NULL };
-        helper = tu_spawn_peer(inf->host, args);
-        if (helper < 0)
-            goto out;
-        if ((rc = seg_connect(sd, &rseg, inf->node_id, sid, 0, 10000)))
-            FAIL("segment %u of host %s (the helper's): %s", sid, inf->host, seg_strerror(rc));
-        volatile uint8_t *rcpu = seg_map_remote(rseg, 0, 0, 0, &rmap);
-        uint64_t rio;
-        if (!rcpu || (rc = sio_map_remote(dev, rseg, 0, qbytes, &rio, &rdma)))
-            FAIL("mapping host %s's segment: %s", inf->host, strerror(rcpu ? -rc : errno));
-        nvs_region_init(&rr, rcpu, rio, qbytes);
-        if (o->sq_lender)
-            sqr = &rr;
-        if (o->cq_lender)
-            cqr = &rr;
-    }
-
-    struct nvs_region pr;
+    struct nvme_qpair_opts qo = { .depth = entries,
+                                  .sq_place = o->sq_lender ? NVME_PLACE_DEVICE : NVME_PLACE_LOCAL,
+                                  .cq_place = o->cq_lender ? NVME_PLACE_DEVICE : NVME_PLACE_LOCAL };
     if (o->sq_bar) {
         int pid = sio_find(o->sq_bar);
         if (pid < 0)
@@ -190,126 +173,102 @@ static int bench(const struct opts *o)
         if (!pcpu)
             FAIL("BAR2 of %s: %s", o->sq_bar, strerror(errno));
         uint64_t pio;
-        if (bsize < qbytes || (rc = sio_map_peer_bar(dev, peer, 2, &pio, &pdma)))
-            FAIL("mapping BAR2 of %s for %s: %s", o->sq_bar, o->device,
-                 bsize < qbytes ? "too small" : strerror(-rc));
-        nvs_region_init(&pr, pcpu, pio, qbytes);
-        sqr = &pr;
+        if ((rc = sio_map_peer_bar(nvme_sio_dev(d), peer, 2, &pio, &pdma)))
+            FAIL("mapping BAR2 of %s for %s: %s", o->sq_bar, o->device, strerror(-rc));
+        /* The SQ and its PRP lists: a few MiB of the BAR at most. */
+        if (!(pmem = nvme_mem_wrap(d, pcpu, pio, bsize < (16u << 20) ? bsize : 16u << 20)))
+            FAIL("BAR2 of %s: %s", o->sq_bar, nvme_errmsg());
+        qo.sq_mem = pmem;
     }
-    if ((rc = nvs_open(&d, dev)))
-        FAIL("BAR0 of %s: %s", o->device, strerror(-rc));
-    if ((rc = nvs_reset(&d, &lr, &lr, 32)))
-        FAIL("controller reset/enable: %s", rc == -EIO ? "controller fatal status" : strerror(-rc));
-    int64_t idn = nvs_alloc(&lr, 4096);
-    if (idn < 0 || (rc = nvs_identify(&d, 0, 1, &lr, idn)))
-        FAIL("Identify namespace 1: status %#x", rc);
-    uint64_t nlba = 0;
-    for (int i = 7; i >= 0; i--)
-        nlba = nlba << 8 | lr.cpu[idn + i];
+    struct nvme_ns_info ns;
+    if (nvme_ns_info(d, 1, &ns) || ns.block_size != 4096)
+        FAIL("namespace 1 of %s: %s", o->device,
+             ns.block_size != 4096 ? "not 4 KiB blocks" : nvme_errmsg());
+    uint64_t nlba = ns.blocks;
     if (nlba < 2)
         FAIL("namespace 1 has %" PRIu64 " blocks", nlba);
-    if ((rc = nvs_create_pair(&d, 1, entries, sqr, cqr, false, 0)))
-        FAIL("creating the I/O queue pair (%u entries): status %#x", entries, rc);
-    int64_t bufs = nvs_alloc(&lr, (size_t)o->qd * 4096), chk = nvs_alloc(&lr, 4096);
-    if (bufs < 0 || chk < 0)
-        FAIL("out of segment memory");
+    if ((rc = nvme_qpair_create(d, &qo, &qp)))
+        FAIL("creating the I/O queue pair (%u entries): %s", entries, nvme_errmsg());
+    uint8_t *bufs = nvme_buf_alloc(d, NULL, (size_t)o->qd * 4096), *chk = nvme_buf_alloc(d, NULL, 4096);
+    if (!bufs || !chk)
+        FAIL("out of memory for the device: %s", nvme_errmsg());
 
     /* Check the path once: a block written and read back. */
     uint64_t clba = (rng() % nlba);
     for (size_t i = 0; i < 4096; i++)
-        lr.cpu[bufs + (int64_t)i] = (uint8_t)(i * 7 + getpid());
-    struct nvs_sqe s = nvs_rw(NVS_CMD_WRITE, 1, clba, 1, &lr, bufs, NULL, 0);
-    if ((rc = nvs_cmd(&d, 1, 1, &s, NULL)))
-        FAIL("write: status %#x", rc);
-    s = nvs_rw(NVS_CMD_READ, 1, clba, 1, &lr, chk, NULL, 0);
-    if ((rc = nvs_cmd(&d, 1, 1, &s, NULL)))
-        FAIL("read: status %#x", rc);
-    verified = true;
-    for (size_t i = 0; i < 4096; i++)
-        verified &= lr.cpu[chk + (int64_t)i] == lr.cpu[bufs + (int64_t)i];
+        bufs[i] = (uint8_t)(i * 7 + getpid());
+    if ((rc = nvme_write(qp, 1, clba, 1, bufs)))
+        FAIL("write: %s", nvme_errmsg());
+    if ((rc = nvme_read(qp, 1, clba, 1, chk)))
+        FAIL("read: %s", nvme_errmsg());
+    verified = memcmp(chk, bufs, 4096) == 0;
     if (!verified)
         FAIL("a block read back differs from what was written");
 
     /* Random 4 KiB reads, qd in flight. */
-    size_t cap = o->ios ? (size_t)o->ios : (size_t)(o->seconds * 2e6) + 1024;
-    if (cap > (64u << 20))
-        cap = 64u << 20;
-    lat = malloc(cap * sizeof *lat);
-    t_sub = calloc(65536, sizeof *t_sub);
-    if (!lat || !t_sub)
+    b.cap = o->ios ? (size_t)o->ios : (size_t)(o->seconds * 2e6) + 1024;
+    if (b.cap > (64u << 20))
+        b.cap = 64u << 20;
+    b.lat = malloc(b.cap * sizeof *b.lat);
+    reqs = calloc(o->qd, sizeof *reqs);
+    b.idle = calloc(o->qd, sizeof *b.idle);
+    if (!b.lat || !reqs || !b.idle)
         FAIL("out of memory");
+    for (uint32_t i = 0; i < o->qd; i++) {
+        reqs[i] = (struct req){ .run = &b, .buf = bufs + (size_t)i * 4096 };
+        b.idle[b.nidle++] = &reqs[i];
+    }
     if (!o->quiet)
         fprintf(stderr, "nvme_bench: %s of host %s (%s), qd %u, SQ in %s, CQ in %s\n",
                 o->device, inf->host, local ? "local" : "borrowed", o->qd,
                 o->sq_bar ? o->sq_bar : o->sq_lender && !local ? "lender RAM" : "this host's RAM",
                 o->cq_lender && !local ? "lender RAM" : "this host's RAM");
-    uint64_t done = 0, measured = 0, submitted = 0, limit = o->ios ? o->warmup + o->ios : UINT64_MAX;
-    uint64_t t0 = 0, t_end = 0, deadline = UINT64_MAX;
-    uint64_t idle_limit = 5000000000ull, last_progress = tu_now_ns();
+    uint64_t submitted = 0, limit = o->ios ? o->warmup + o->ios : UINT64_MAX;
+    uint64_t t_end = 0, idle_limit_ms = 5000;
     bool stop = false;
-    uint32_t spins = 0;
     if (!o->warmup) {
-        t0 = tu_now_ns();
+        b.t0 = tu_now_ns();
         if (!o->ios)
-            deadline = t0 + (uint64_t)(o->seconds * 1e9);
+            b.deadline = b.t0 + (uint64_t)(o->seconds * 1e9);
     }
     for (;;) {
-        /* Fill the queue. */
-        uint32_t put = 0;
-        while (!stop && submitted - done < o->qd && submitted < limit) {
-            struct nvs_sqe r = nvs_rw(NVS_CMD_READ, 1, rng() % nlba, 1, &lr,
-                                      bufs + (int64_t)(submitted % o->qd) * 4096, NULL, 0);
-            int cid = nvs_put(&d, 1, &r);
-            if (cid < 0)
-                break;
-            t_sub[cid] = tu_now_ns();
+        /* Fill the queue; one doorbell for the lot (the wait below rings it). */
+        while (!stop && b.nidle && submitted < limit) {
+            struct req *r = b.idle[--b.nidle];
+            r->t_sub = tu_now_ns();
+            rc = nvme_submit(qp, NVME_OP_READ, 1, rng() % nlba, 1, r->buf, NVME_SUBMIT_DEFER,
+                             on_read, r);
+            if (rc) {
+                b.idle[b.nidle++] = r;
+                if (rc == -EAGAIN)
+                    break;
+                FAIL("submit: %s", nvme_errmsg());
+            }
             submitted++;
-            put++;
         }
-        if (put)
-            nvs_ring(&d, 1);
-        if (done == submitted)
+        if (b.done == submitted)
             break;
-        /* Take what completed. */
-        struct nvs_cqe e;
-        uint32_t took = 0;
-        while (nvs_take(&d, 1, &e)) {
-            uint64_t now = tu_now_ns();
-            if (nvs_status(&e))
-                FAIL("read failed: status %#x", nvs_status(&e));
-            done++;
-            took++;
-            if (done == o->warmup) {
-                t0 = now;
-                if (!o->ios)
-                    deadline = t0 + (uint64_t)(o->seconds * 1e9);
-            } else if (done > o->warmup && measured < cap) {
-                lat[measured++] = now - t_sub[e.cid];
-            }
-        }
-        if (took) {
-            nvs_cq_ring(&d, 1);
-            spins = 0;
-            last_progress = tu_now_ns();
-            if (done >= limit || last_progress >= deadline || measured >= cap) {
-                stop = true;
-                if (!t_end)
-                    t_end = last_progress;
-            }
-            continue;
-        }
-        if (tu_now_ns() - last_progress > idle_limit)
+        /* Take what completed: polls, then yields, then sleeps while nothing has. */
+        rc = nvme_qpair_wait(qp, (int)idle_limit_ms);
+        if (rc == -ETIMEDOUT)
             FAIL("no completion in %" PRIu64 " s (%" PRIu64 " outstanding)",
-                 (uint64_t)(idle_limit / 1000000000ull), submitted - done);
-        /* Poll again; the device model runs on another core (or shares ours). */
-        if (++spins > 1000000)
-            usleep(1);
-        else
-            sched_yield();
+                 idle_limit_ms / 1000, submitted - b.done);
+        if (rc < 0)
+            FAIL("polling: %s", strerror(-rc));
+        if (b.failed)
+            FAIL("read failed: status %#x (%s)", b.fail_status, strerror(-b.failed));
+        uint64_t now = tu_now_ns();
+        if (b.done >= limit || now >= b.deadline || b.measured >= b.cap) {
+            stop = true;
+            if (!t_end)
+                t_end = now;
+        }
     }
     if (!t_end)
         t_end = tu_now_ns();
-    double secs = (double)(t_end - t0) / 1e9;
+    nvme_qpair_stats(qp, &qst);
+    uint64_t measured = b.measured, *lat = b.lat;
+    double secs = (double)(t_end - b.t0) / 1e9;
     double iops = secs > 0 ? (double)measured / secs : 0;
     qsort(lat, measured, sizeof *lat, tu_cmp_u64);
     double mean = 0;
@@ -341,7 +300,7 @@ static int bench(const struct opts *o)
         json_object_object_add(j, "lat_mean_ns", tu_jdouble(mean, 0));
         json_object_object_add(j, "lat_p99_ns", json_object_new_int64((int64_t)tu_percentile(lat, measured, 99)));
         json_object_object_add(j, "lat_max_ns", json_object_new_int64(measured ? (int64_t)lat[measured - 1] : 0));
-        json_object_object_add(j, "empty_polls", json_object_new_int64((int64_t)d.polls));
+        json_object_object_add(j, "empty_polls", json_object_new_int64((int64_t)qst.empty_polls));
         json_object_object_add(j, "verified", json_object_new_boolean(verified));
         tu_json_print(j);
     } else {
@@ -357,36 +316,21 @@ static int bench(const struct opts *o)
     }
     ret = 0;
 out:
-    if (d.regs) {
-        nvs_disable(&d);
-        nvs_close(&d);
-    }
-    if (rdma)
-        sio_unmap(rdma);
+    /* The queue pair before the BAR it may sit in, the device before the peer. */
+    if (qp)
+        nvme_qpair_delete(qp);
+    if (pmem)
+        nvme_mem_free(pmem);
     if (pdma)
         sio_unmap(pdma);
+    nvme_close(d);
     if (pbar)
         sio_unmap_bar(pbar);
     if (peer)
         sio_return(peer);
-    if (ldma)
-        sio_unmap(ldma);
-    if (dev)
-        sio_return(dev);
-    if (rmap)
-        seg_unmap(rmap);
-    if (rseg)
-        seg_disconnect(rseg);
-    if (lmap)
-        seg_unmap(lmap);
-    if (lseg)
-        seg_remove(lseg);
-    if (sd)
-        seg_close(sd);
-    if (helper > 0)
-        tu_reap_peer(helper, 0);
-    free(lat);
-    free(t_sub);
+    free(b.lat);
+    free(b.idle);
+    free(reqs);
     return ret;
 }
 
@@ -399,11 +343,8 @@ int main(int argc, char **argv)
         { "seconds", 1, NULL, O_SECONDS }, { "ios", 1, NULL, O_IOS },
         { "queues-in", 1, NULL, O_QUEUES_IN }, { "sq-in", 1, NULL, O_SQ_IN },
         { "cq-in", 1, NULL, O_CQ_IN }, { "json", 0, NULL, O_JSON },
-        { "serve-seg", 1, NULL, O_SERVE }, { "warmup", 1, NULL, O_WARMUP },
-        { "size", 1, NULL, 's' }, { "help", 0, NULL, 'h' }, { 0 } };
+        { "warmup", 1, NULL, O_WARMUP }, { "help", 0, NULL, 'h' }, { 0 } };
     int c;
-    int64_t serve_id = -1;
-    uint64_t serve_size = 0;
     while ((c = getopt_long(argc, argv, "qh", lo, NULL)) != -1) {
         int w;
         char *end;
@@ -451,17 +392,6 @@ int main(int argc, char **argv)
                 o.cq_lender = w;
             break;
         case O_JSON: o.json = true; break;
-        case O_SERVE: {
-            uint64_t v;
-            if (tu_parse_u64(optarg, &v) || v > UINT32_MAX)
-                return 2;
-            serve_id = (int64_t)v;
-            break;
-        }
-        case 's':
-            if (tu_parse_size(optarg, &serve_size))
-                return 2;
-            break;
         case 'q': o.quiet = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -473,7 +403,5 @@ int main(int argc, char **argv)
     }
     if (tu_check_env())
         return 1;
-    if (serve_id >= 0)
-        return serve((uint32_t)serve_id, serve_size ? serve_size : 1u << 20);
     return bench(&o);
 }

@@ -1,0 +1,146 @@
+/*
+ * The SmartIO backend: the controller is a device borrowed through the SmartIO device-driver
+ * API (ntblend/smartio.h). Registers through BAR0 mapped with sio_map_bar (across the NTB
+ * when the device is in another host), memory by sio_alloc with access hints (placed in this
+ * host or the device's), interrupts by sio_enable_vector / sio_wait_vector.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ntblend/smartio.h"
+#include "nvme_int.h"
+
+struct sio_ctx {
+    sio_dev_t *dev;
+    sio_bar_t *bar;
+    bool owned; /* borrowed by the library: returned on close */
+};
+
+static uint32_t sio_rd32(void *ctx, uint32_t off)
+{
+    return sio_read32(((struct sio_ctx *)ctx)->bar, off);
+}
+
+static void sio_wr32(void *ctx, uint32_t off, uint32_t val)
+{
+    sio_write32(((struct sio_ctx *)ctx)->bar, off, val);
+}
+
+static int sio_dalloc(void *ctx, size_t size, enum nvme_place where, struct nvl_dma *out)
+{
+    struct sio_ctx *c = ctx;
+    /* The device reads what goes near it; what the CPU reads stays here (smartio §7.4.1). */
+    unsigned hints = where == NVME_PLACE_DEVICE ? SIO_HINT_DEVICE_READ
+                                                : SIO_HINT_HOST_READ | SIO_HINT_DEVICE_WRITE;
+    volatile void *cpu;
+    uint64_t io;
+    sio_mem_t *m;
+    int rc = sio_alloc(c->dev, size, hints, &cpu, &io, &m);
+    if (rc)
+        return rc;
+    *out = (struct nvl_dma){ .cpu = cpu, .io = io, .size = size, .handle = m };
+    return 0;
+}
+
+static void sio_dfree(void *ctx, struct nvl_dma *dma)
+{
+    (void)ctx;
+    if (dma->handle)
+        sio_free(dma->handle);
+    dma->handle = NULL;
+}
+
+static int sio_irq_on(void *ctx, uint32_t dev_vector, uint32_t host_vector)
+{
+    return sio_enable_vector(((struct sio_ctx *)ctx)->dev, dev_vector, host_vector);
+}
+
+static int sio_irq_wait(void *ctx, uint32_t host_vector, uint32_t *seen, int timeout_ms)
+{
+    (void)ctx;
+    return sio_wait_vector(host_vector, seen, timeout_ms);
+}
+
+static void sio_close(void *ctx)
+{
+    struct sio_ctx *c = ctx;
+    if (c->bar)
+        sio_unmap_bar(c->bar);
+    if (c->owned)
+        sio_return(c->dev);
+    free(c);
+}
+
+static const struct nvme_backend_ops sio_ops = {
+    .name = "smartio",
+    .read32 = sio_rd32,
+    .write32 = sio_wr32,
+    .dma_alloc = sio_dalloc,
+    .dma_free = sio_dfree,
+    .irq_enable = sio_irq_on,
+    .irq_wait = sio_irq_wait,
+    .close = sio_close,
+};
+
+/* Borrow by name: the device must exist, be an NVMe and be lent out (or be in this host). */
+static int borrow(const char *name, sio_dev_t **dev)
+{
+    int id = sio_find(name);
+    if (id < 0)
+        return nvl_fail(-ENODEV, "no device '%s' in this fabric (see ntblend device list; "
+                                 "run the program with ntblend run --host H)", name);
+    struct sio_info info[256];
+    int n = sio_list(info, 256);
+    for (int i = 0; i < n && i < 256; i++)
+        if (info[i].id == (uint32_t)id && strcmp(info[i].type, "nvme"))
+            return nvl_fail(-ENODEV, "'%s' is a %s device, not an NVMe", name, info[i].type);
+    int rc = sio_borrow((uint32_t)id, SIO_EXCLUSIVE, dev);
+    if (rc == -EACCES)
+        return nvl_fail(rc, "%s is not lent out by its host: ntblend device add %s", name, name);
+    if (rc == -EBUSY || rc == -EALREADY)
+        return nvl_fail(rc, "%s is borrowed already (by another host, or this one): close "
+                            "the other user first", name);
+    if (rc)
+        return nvl_fail(rc, "cannot borrow %s: %s", name, strerror(-rc));
+    if ((rc = sio_enable(*dev))) {
+        sio_return(*dev);
+        return nvl_fail(rc, "cannot enable memory space and bus mastering of %s: %s", name,
+                        strerror(-rc));
+    }
+    return 0;
+}
+
+int nvl_sio_backend(const char *name, struct sio_dev *dev, const struct nvme_backend_ops **ops,
+                    void **ctx)
+{
+    struct sio_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    if (name) {
+        int rc = borrow(name, &c->dev);
+        if (rc) {
+            free(c);
+            return rc;
+        }
+        c->owned = true;
+    } else {
+        c->dev = dev;
+    }
+    size_t size = 0;
+    if (!sio_map_bar(c->dev, 0, &size, &c->bar)) {
+        int rc = -errno;
+        sio_close(c);
+        return nvl_fail(rc ? rc : -EIO, "cannot map BAR0 of the NVMe: %s",
+                        strerror(rc ? -rc : EIO));
+    }
+    if (size < NVME_REG_DBS + 0x1000) {
+        sio_close(c);
+        return nvl_fail(-ENODEV, "BAR0 of the device is %zu bytes: too small for an NVMe", size);
+    }
+    *ops = &sio_ops;
+    *ctx = c;
+    return 0;
+}
+
+struct sio_dev *nvl_sio_dev(void *ctx) { return ((struct sio_ctx *)ctx)->dev; }

@@ -1,0 +1,230 @@
+/*
+ * libntbnvme internals: the backend ops table (how the library reaches registers, DMA memory
+ * and interrupts), the queue-pair core (qpair.c: rings, phase, doorbells, command
+ * identifiers, PRPs, completions, waiting), memory pools (mem.c) and the device and queue
+ * pair handles (ctrl.c, io.c). Spec definitions come from src/devices/nvme_spec.h; the few it
+ * lacks are below with an NVL_ prefix.
+ */
+#ifndef NTBLEND_NVME_INT_H
+#define NTBLEND_NVME_INT_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ntblend/nvme.h"
+#include "nvme_spec.h"
+
+/* ---- spec fields nvme_spec.h does not define (NVMe base specification 1.4) ---- */
+#define NVL_CAP_MQES(cap) ((uint32_t)((cap) & 0xffff))
+#define NVL_CAP_TO(cap) ((uint32_t)((cap) >> 24) & 0xffu) /* 500 ms units */
+#define NVL_CAP_DSTRD(cap) ((uint32_t)((cap) >> 32) & 0xfu)
+#define NVL_CAP_CSS_NVM(cap) (((cap) >> 37) & 1u)
+#define NVL_CAP_MPSMIN(cap) ((uint32_t)((cap) >> 48) & 0xfu)
+#define NVL_CC_IOSQES(v) ((uint32_t)(v) << 16)
+#define NVL_CC_IOCQES(v) ((uint32_t)(v) << 20)
+#define NVL_CC_SHN_NORMAL (1u << 14)
+#define NVL_CQ_PC 1u  /* Create I/O CQ/SQ CDW11: physically contiguous */
+#define NVL_CQ_IEN 2u /* Create I/O CQ CDW11: interrupts enabled */
+#define NVL_RW_FUA (1u << 30)
+#define NVL_DSM_AD (1u << 2)
+#define NVL_ONCS_DSM (1u << 2)
+#define NVL_ONCS_WRITE_ZEROES (1u << 3)
+#define NVL_ID_MDTS 77
+#define NVL_ID_NN 516
+#define NVL_ID_ONCS 520
+#define NVL_CID_NONE 0xffffu /* no command: never used as an identifier */
+
+/* ---- backends ---- */
+
+/* DMA memory: the CPU's view and the device's. */
+struct nvl_dma {
+    volatile uint8_t *cpu;
+    uint64_t io;
+    size_t size;
+    void *handle; /* the backend's, for dma_free */
+};
+
+/*
+ * What the library needs from whatever gives it the device: register access (doorbells
+ * included: write32 must reach the device as a posted write, after the stores before it),
+ * memory the device reaches, and interrupts. SmartIO is backend_sio.c.
+ */
+struct nvme_backend_ops {
+    const char *name;
+    uint32_t (*read32)(void *ctx, uint32_t off);
+    void (*write32)(void *ctx, uint32_t off, uint32_t val);
+    int (*dma_alloc)(void *ctx, size_t size, enum nvme_place where, struct nvl_dma *out);
+    void (*dma_free)(void *ctx, struct nvl_dma *dma);
+    /* Route device MSI-X vector dev_vector to host vector host_vector; may be NULL. */
+    int (*irq_enable)(void *ctx, uint32_t dev_vector, uint32_t host_vector);
+    /* Sleep until host vector's count differs from *seen (stores it) or timeout_ms:
+     * 0 or -ETIMEDOUT. seen 0 with timeout 0 takes the current count. */
+    int (*irq_wait)(void *ctx, uint32_t host_vector, uint32_t *seen, int timeout_ms);
+    void (*close)(void *ctx);
+};
+
+/* SmartIO: borrow by name (own) or use a borrowed device. */
+int nvl_sio_backend(const char *name, struct sio_dev *dev, const struct nvme_backend_ops **ops,
+                    void **ctx);
+struct sio_dev *nvl_sio_dev(void *ctx);
+
+/* ---- the queue-pair core (qpair.c) ---- */
+
+enum { NVL_FREE, NVL_BUSY, NVL_LOST };
+
+struct nvl_slot {
+    uint16_t cid;     /* identifier of the command in it now */
+    uint8_t state;
+    uint32_t next;    /* free list */
+    nvme_cb_t cb;
+    void *arg;
+    uint64_t t_submit;
+    volatile uint64_t *prp; /* PRP list / DSM range page of this slot */
+    uint64_t prp_io;
+};
+
+struct nvl_queue_params {
+    const struct nvme_backend_ops *ops;
+    void *ctx;
+    uint16_t qid;
+    uint32_t depth;
+    uint32_t dstrd;
+    uint32_t page;
+    struct nvl_dma sq, cq;   /* depth * 64 and depth * 16 bytes, page aligned, zeroed */
+    struct nvl_dma prp;      /* (depth - 1) * prp_bytes for the slots' PRP lists */
+    uint32_t prp_bytes;      /* per slot: a power of two, 64..page */
+    uint32_t irq;            /* host vector, 0: poll */
+    uint64_t timeout_ns, spin_ns;
+};
+
+struct nvl_queue {
+    struct nvl_queue_params p;
+    volatile struct nvme_sqe *sq;
+    volatile struct nvme_cqe *cq;
+    uint32_t sq_db, cq_db;    /* doorbell register offsets */
+    uint32_t sq_tail, sq_head, cq_head;
+    uint8_t phase;
+    uint32_t unrung;          /* entries written, doorbell not rung yet */
+    struct nvl_slot *slots;
+    uint32_t nslots, slot_bits;
+    uint32_t free_head, free_tail, nfree; /* FIFO: a freed identifier is reused last */
+    uint32_t busy;            /* slots waiting for a completion the caller will see */
+    uint32_t irq_seen;
+    uint64_t next_expire;     /* when to look for timed-out commands */
+    struct nvme_qpair_stats st;
+};
+
+int nvl_q_init(struct nvl_queue *q, const struct nvl_queue_params *p);
+void nvl_q_fini(struct nvl_queue *q);
+/* A free slot (index), or -EAGAIN when the queue is full. */
+int nvl_q_get(struct nvl_queue *q);
+/* Fill PRP1/PRP2 of sqe for len bytes at device address io, using slot's list. */
+void nvl_q_prp(struct nvl_queue *q, int slot, struct nvme_sqe *sqe, uint64_t io, size_t len);
+/* Write sqe (its CID set here) into the SQ for slot; ring unless defer. */
+void nvl_q_post(struct nvl_queue *q, int slot, struct nvme_sqe *sqe, nvme_cb_t cb, void *arg,
+                bool defer);
+void nvl_q_ring(struct nvl_queue *q);
+/* Completions handled (callbacks run), at most max (0: all); fails expired commands. */
+int nvl_q_reap(struct nvl_queue *q, unsigned max);
+/* Wait until *done or timeout_ns (then -ETIMEDOUT); spin, yield, sleep. */
+int nvl_q_wait(struct nvl_queue *q, const bool *done, uint64_t timeout_ns);
+/* Synchronous commands: nvl_sync_cb as the callback with a struct nvl_sync as its arg. */
+struct nvl_sync {
+    bool done;
+    struct nvme_cpl cpl;
+};
+void nvl_sync_cb(void *arg, const struct nvme_cpl *cpl);
+/* A free slot, waiting (bounded by the command timeout) while the queue is full. */
+int nvl_q_get_wait(struct nvl_queue *q);
+/* Wait for the command in slot to end; its rc. */
+int nvl_q_finish(struct nvl_queue *q, int slot, struct nvl_sync *w);
+/* Submit-and-wait: command in sqe with data (io, len); result in *cpl. */
+int nvl_q_sync(struct nvl_queue *q, struct nvme_sqe *sqe, uint64_t io, size_t len,
+               struct nvme_cpl *cpl);
+/* Cancel what is still outstanding (-ECANCELED to the callbacks). */
+void nvl_q_cancel_all(struct nvl_queue *q);
+/* Status field of a completion entry to struct nvme_cpl. */
+void nvl_status(uint16_t status_field, uint32_t dw0, struct nvme_cpl *cpl);
+int nvl_status_errno(uint16_t status);
+uint64_t nvl_now_ns(void);
+
+/* ---- memory (mem.c) ---- */
+
+struct nvme_mem {
+    nvme_dev_t *dev;
+    struct nvl_dma dma;
+    bool owned;           /* the library allocated it (freed with dma_free) */
+    bool listed;          /* on the device's list: buffers may be in it */
+    bool internal;        /* the library's own (not freed by nvme_mem_free) */
+    uint32_t npages;
+    uint32_t *run;        /* run[i]: pages of the allocation that starts at page i */
+    uint32_t users;       /* allocations in it */
+    struct nvme_mem *next;
+};
+
+nvme_mem_t *nvl_mem_new(nvme_dev_t *d, const struct nvl_dma *dma, bool owned, bool listed);
+void nvl_mem_destroy(nvme_mem_t *m);
+/* Page-aligned zeroed bytes from m; 0 or -ENOMEM. (Caller holds d->lock.) */
+int nvl_mem_take(nvme_mem_t *m, size_t size, struct nvl_dma *out);
+void nvl_mem_put(nvme_mem_t *m, const struct nvl_dma *part);
+/* Device address of [p, p + len) in one of d's listed memories: 0, or -EFAULT. */
+int nvl_mem_find(nvme_dev_t *d, const void *p, size_t len, uint64_t *io);
+/* Bytes for the queues of a pair / the admin queue and where they go. */
+int nvl_mem_get(nvme_dev_t *d, nvme_mem_t *from, enum nvme_place where, size_t size,
+                struct nvl_dma *out, nvme_mem_t **pool);
+void nvl_mem_release(nvme_dev_t *d, nvme_mem_t *pool, struct nvl_dma *part);
+
+/* ---- handles ---- */
+
+struct nvl_ns {
+    uint32_t nsid;
+    uint32_t lba_shift;
+    uint64_t blocks;
+};
+
+struct nvme_dev {
+    const struct nvme_backend_ops *ops;
+    void *ctx;
+    char name[32];
+    pthread_mutex_t lock;       /* admin queue, queue ids, memory allocation */
+    pthread_rwlock_t mem_lock;  /* the list of memories (read on every I/O) */
+    nvme_mem_t *mems;
+    nvme_mem_t *user_mem;       /* nvme_open_opts.mem */
+    nvme_mem_t *admin_pool;     /* where the admin queues' memory came from (NULL: backend) */
+    struct nvl_dma admin_mem;
+    struct nvl_queue admin;
+    bool admin_live;
+    struct nvl_dma id;          /* 4 KiB for Identify */
+    unsigned timeout_ms, spin_us;
+    uint64_t cap;
+    uint32_t dstrd, page, to_ms;
+    struct nvme_ctrl_info info;
+    uint16_t oncs;
+    uint32_t prp_bytes;
+    struct nvl_ns *ns;
+    uint32_t nns;
+    uint8_t *qid_used;          /* [max_qpairs + 1] */
+    struct nvme_qpair *qps;     /* live queue pairs */
+};
+
+struct nvme_qpair {
+    nvme_dev_t *dev;
+    struct nvl_queue q;
+    struct nvl_dma sqm, cqm;    /* SQ + PRP lists, CQ */
+    nvme_mem_t *sq_pool, *cq_pool;
+    struct nvme_qpair *next;
+};
+
+const struct nvl_ns *nvl_ns_find(const nvme_dev_t *d, uint32_t nsid);
+/* Admin command under d->lock; data at (io, len). */
+int nvl_admin(nvme_dev_t *d, struct nvme_sqe *sqe, uint64_t io, size_t len,
+              struct nvme_cpl *cpl);
+
+/* ---- errors (err.c) ---- */
+/* Record this thread's message for nvme_errmsg() and return rc. */
+int nvl_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,388 @@
+/*
+ * The queue-pair core: one submission queue and the completion queue it posts to, in memory
+ * the caller hands over (CPU pointer + device address) with doorbells and interrupts reached
+ * through the backend ops. Owns the ring indices and phase tag, command identifiers (a FIFO
+ * free list, with a generation in the high bits, so a completion for a command that is not
+ * outstanding is recognised and dropped), PRP and PRP-list building, completion status
+ * decoding, command timeouts, and waiting (spin, then yield or interrupt, then sleep).
+ *
+ * Memory shared with the device: SQ entries and PRP lists are plain stores published by a
+ * release fence before the doorbell write; a CQ entry is read by an acquire load of the dword
+ * holding the phase tag first, then the rest. NVMe structures are little endian, as the host.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nvme_int.h"
+
+uint64_t nvl_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static uint32_t db_off(uint16_t qid, bool cq, uint32_t dstrd)
+{
+    return NVME_REG_DBS + (2u * qid + (cq ? 1u : 0u)) * (4u << dstrd);
+}
+
+int nvl_q_init(struct nvl_queue *q, const struct nvl_queue_params *p)
+{
+    memset(q, 0, sizeof *q);
+    if (p->depth < 2 || p->depth > 65536 || !p->sq.cpu || !p->cq.cpu || !p->prp.cpu ||
+        p->prp_bytes < 64 || (p->prp_bytes & (p->prp_bytes - 1)) ||
+        p->prp.size < (size_t)(p->depth - 1) * p->prp_bytes)
+        return -EINVAL;
+    q->p = *p;
+    q->sq = (volatile struct nvme_sqe *)p->sq.cpu;
+    q->cq = (volatile struct nvme_cqe *)p->cq.cpu;
+    q->sq_db = db_off(p->qid, false, p->dstrd);
+    q->cq_db = db_off(p->qid, true, p->dstrd);
+    q->phase = 1;
+    q->nslots = p->depth - 1; /* a full SQ has one entry empty */
+    while ((1u << q->slot_bits) < q->nslots)
+        q->slot_bits++;
+    q->slots = calloc(q->nslots, sizeof *q->slots);
+    if (!q->slots)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < q->nslots; i++) {
+        struct nvl_slot *s = &q->slots[i];
+        s->cid = (uint16_t)i;
+        s->state = NVL_FREE;
+        s->next = i + 1;
+        s->prp = (volatile uint64_t *)(p->prp.cpu + (size_t)i * p->prp_bytes);
+        s->prp_io = p->prp.io + (uint64_t)i * p->prp_bytes;
+    }
+    q->free_head = 0;
+    q->free_tail = q->nslots - 1;
+    q->nfree = q->nslots;
+    q->next_expire = UINT64_MAX;
+    if (p->irq && p->ops->irq_wait)
+        p->ops->irq_wait(p->ctx, p->irq, &q->irq_seen, 0); /* take the current count */
+    return 0;
+}
+
+void nvl_q_fini(struct nvl_queue *q)
+{
+    free(q->slots);
+    q->slots = NULL;
+}
+
+int nvl_q_get(struct nvl_queue *q)
+{
+    if (!q->nfree || (q->sq_tail + 1) % q->p.depth == q->sq_head)
+        return -EAGAIN;
+    uint32_t i = q->free_head;
+    q->free_head = q->slots[i].next;
+    q->nfree--;
+    return (int)i;
+}
+
+/* Back on the free list's tail with the next generation of its identifier. */
+static void slot_free(struct nvl_queue *q, uint32_t i)
+{
+    struct nvl_slot *s = &q->slots[i];
+    uint32_t gen = ((uint32_t)s->cid >> q->slot_bits) + 1;
+    uint32_t cid = (i | gen << q->slot_bits) & 0xffffu;
+    if (cid == NVL_CID_NONE || (cid & ((1u << q->slot_bits) - 1)) != i)
+        cid = i; /* wrapped: generation 0 */
+    s->cid = (uint16_t)cid;
+    s->state = NVL_FREE;
+    s->cb = NULL;
+    s->next = UINT32_MAX;
+    if (q->nfree)
+        q->slots[q->free_tail].next = i;
+    else
+        q->free_head = i;
+    q->free_tail = i;
+    q->nfree++;
+}
+
+void nvl_q_prp(struct nvl_queue *q, int slot, struct nvme_sqe *sqe, uint64_t io, size_t len)
+{
+    uint64_t page = q->p.page;
+    sqe->prp1 = io;
+    sqe->prp2 = 0;
+    uint64_t first = page - (io & (page - 1));
+    if (len <= first)
+        return;
+    uint64_t rest = len - first, next = io + first;
+    if (rest <= page) {
+        sqe->prp2 = next;
+        return;
+    }
+    /* A list of the pages after the first; the caller kept len within one list (max_xfer). */
+    struct nvl_slot *s = &q->slots[slot];
+    uint32_t n = 0;
+    for (uint64_t a = next; a < io + len; a += page)
+        s->prp[n++] = a;
+    sqe->prp2 = s->prp_io;
+}
+
+void nvl_q_ring(struct nvl_queue *q)
+{
+    if (!q->unrung)
+        return;
+    /* The entries (and PRP lists) are visible before the device learns of them. */
+    atomic_thread_fence(memory_order_release);
+    q->p.ops->write32(q->p.ctx, q->sq_db, q->sq_tail);
+    q->unrung = 0;
+}
+
+void nvl_q_post(struct nvl_queue *q, int slot, struct nvme_sqe *sqe, nvme_cb_t cb, void *arg,
+                bool defer)
+{
+    struct nvl_slot *s = &q->slots[slot];
+    sqe->cid = s->cid;
+    uint64_t w[8];
+    memcpy(w, sqe, sizeof w);
+    volatile uint64_t *dst = (volatile uint64_t *)(q->sq + q->sq_tail);
+    for (int i = 0; i < 8; i++)
+        dst[i] = w[i];
+    q->sq_tail = (q->sq_tail + 1) % q->p.depth;
+    s->state = NVL_BUSY;
+    s->cb = cb;
+    s->arg = arg;
+    s->t_submit = nvl_now_ns();
+    if (!q->busy)
+        q->next_expire = s->t_submit + q->p.timeout_ns;
+    q->busy++;
+    q->st.submitted++;
+    q->unrung++;
+    if (!defer)
+        nvl_q_ring(q);
+}
+
+/* Fail commands past their timeout: the slot stays taken (LOST) until the device answers,
+ * since the device may still read its PRP list and move its data. */
+static int expire(struct nvl_queue *q, uint64_t now)
+{
+    int n = 0;
+    uint64_t oldest = UINT64_MAX;
+    for (uint32_t i = 0; i < q->nslots && q->busy; i++) {
+        struct nvl_slot *s = &q->slots[i];
+        if (s->state != NVL_BUSY)
+            continue;
+        if (now - s->t_submit < q->p.timeout_ns) {
+            if (s->t_submit < oldest)
+                oldest = s->t_submit;
+            continue;
+        }
+        s->state = NVL_LOST;
+        q->busy--;
+        q->st.timeouts++;
+        q->st.completed++;
+        n++;
+        if (s->cb) {
+            struct nvme_cpl cpl = { .rc = -ETIMEDOUT };
+            s->cb(s->arg, &cpl);
+        }
+    }
+    q->next_expire = oldest == UINT64_MAX ? UINT64_MAX : oldest + q->p.timeout_ns;
+    if (q->busy && oldest == UINT64_MAX) /* callbacks above submitted again */
+        q->next_expire = now + q->p.timeout_ns;
+    return n;
+}
+
+int nvl_q_reap(struct nvl_queue *q, unsigned max)
+{
+    nvl_q_ring(q);
+    int n = 0;
+    uint32_t consumed = 0;
+    volatile uint32_t *cq = (volatile uint32_t *)q->cq;
+    while (!max || (unsigned)n < max) {
+        volatile uint32_t *e = cq + 4u * q->cq_head;
+        /* DW3: CID 15:0, status 31:17, phase 16 — the dword the device writes last. */
+        uint32_t dw3 = __atomic_load_n(&e[3], __ATOMIC_ACQUIRE);
+        if (((dw3 >> 16) & 1u) != q->phase)
+            break;
+        uint32_t dw0 = e[0], dw2 = e[2];
+        if (++q->cq_head == q->p.depth) {
+            q->cq_head = 0;
+            q->phase ^= 1;
+        }
+        consumed++;
+        uint16_t cid = (uint16_t)dw3, sqid = (uint16_t)(dw2 >> 16), sqhd = (uint16_t)dw2;
+        uint32_t i = cid & ((1u << q->slot_bits) - 1);
+        struct nvl_slot *s = i < q->nslots ? &q->slots[i] : NULL;
+        if (sqid != q->p.qid || !s || s->state == NVL_FREE || s->cid != cid) {
+            q->st.stale++; /* a duplicate, or not ours: nothing waits for it */
+            continue;
+        }
+        if (sqhd < q->p.depth)
+            q->sq_head = sqhd;
+        if (s->state == NVL_LOST) {
+            q->st.late++;
+            slot_free(q, i);
+            continue;
+        }
+        struct nvme_cpl cpl;
+        nvl_status((uint16_t)(dw3 >> 16), dw0, &cpl);
+        nvme_cb_t cb = s->cb;
+        void *arg = s->arg;
+        q->busy--;
+        slot_free(q, i); /* before the callback: it may submit again */
+        q->st.completed++;
+        n++;
+        if (cb)
+            cb(arg, &cpl);
+    }
+    if (consumed)
+        q->p.ops->write32(q->p.ctx, q->cq_db, q->cq_head);
+    else
+        q->st.empty_polls++;
+    if (q->busy && q->next_expire != UINT64_MAX && (!max || (unsigned)n < max)) {
+        uint64_t now = nvl_now_ns();
+        if (now >= q->next_expire)
+            n += expire(q, now);
+    }
+    return n;
+}
+
+int nvl_q_wait(struct nvl_queue *q, const bool *done, uint64_t timeout_ns)
+{
+    uint64_t start = nvl_now_ns(), nap = 20000;
+    for (;;) {
+        int n = nvl_q_reap(q, 0);
+        if (done ? *done : n > 0)
+            return n;
+        if (!done && !q->busy)
+            return 0;
+        uint64_t now = nvl_now_ns(), el = now - start;
+        if (el >= timeout_ns)
+            return -ETIMEDOUT;
+        if (el < q->p.spin_ns) {
+            for (int i = 0; i < 16; i++)
+                cpu_relax();
+        } else if (q->p.irq && q->p.ops->irq_wait) {
+            /* Bounded, so a timeout is still seen; returns at once if an interrupt came
+             * since the last one taken. */
+            uint64_t left = (timeout_ns - el) / 1000000u + 1;
+            q->p.ops->irq_wait(q->p.ctx, q->p.irq, &q->irq_seen, left < 10 ? (int)left : 10);
+        } else if (el < q->p.spin_ns + 2000000u) {
+            sched_yield(); /* the device may need this core */
+        } else {
+            /* Long commands: sleep, growing to 1 ms, never past the timeout. */
+            struct timespec ts = { 0, (long)nap };
+            nanosleep(&ts, NULL);
+            if (nap < 1000000)
+                nap *= 2;
+        }
+    }
+}
+
+void nvl_sync_cb(void *arg, const struct nvme_cpl *cpl)
+{
+    struct nvl_sync *w = arg;
+    w->cpl = *cpl;
+    w->done = true;
+}
+
+int nvl_q_get_wait(struct nvl_queue *q)
+{
+    int slot;
+    uint64_t start = nvl_now_ns();
+    while ((slot = nvl_q_get(q)) < 0) {
+        /* Full of asynchronous commands: let some complete. */
+        if (nvl_now_ns() - start > q->p.timeout_ns)
+            return -ETIMEDOUT;
+        int rc = nvl_q_wait(q, NULL, q->p.timeout_ns);
+        if (rc < 0 && rc != -ETIMEDOUT)
+            return rc;
+    }
+    return slot;
+}
+
+int nvl_q_finish(struct nvl_queue *q, int slot, struct nvl_sync *w)
+{
+    /* The command's own timeout ends it (expire); the bound here is a backstop. */
+    int rc = nvl_q_wait(q, &w->done, 2 * q->p.timeout_ns + 1000000000ull);
+    if (rc < 0 && !w->done) {
+        struct nvl_slot *s = &q->slots[slot];
+        if (s->state == NVL_BUSY && s->arg == w) {
+            s->state = NVL_LOST;
+            q->busy--;
+            q->st.timeouts++;
+        }
+        w->cpl = (struct nvme_cpl){ .rc = -ETIMEDOUT };
+    }
+    return w->cpl.rc;
+}
+
+int nvl_q_sync(struct nvl_queue *q, struct nvme_sqe *sqe, uint64_t io, size_t len,
+               struct nvme_cpl *cpl)
+{
+    struct nvl_sync w = { 0 };
+    int slot = nvl_q_get_wait(q);
+    if (slot < 0) {
+        if (cpl)
+            *cpl = (struct nvme_cpl){ .rc = slot };
+        return slot;
+    }
+    if (len)
+        nvl_q_prp(q, slot, sqe, io, len);
+    nvl_q_post(q, slot, sqe, nvl_sync_cb, &w, false);
+    int rc = nvl_q_finish(q, slot, &w);
+    if (cpl)
+        *cpl = w.cpl;
+    return rc;
+}
+
+void nvl_q_cancel_all(struct nvl_queue *q)
+{
+    for (uint32_t i = 0; i < q->nslots; i++) {
+        struct nvl_slot *s = &q->slots[i];
+        if (s->state == NVL_FREE)
+            continue;
+        nvme_cb_t cb = s->state == NVL_BUSY ? s->cb : NULL;
+        void *arg = s->arg;
+        if (s->state == NVL_BUSY) {
+            q->busy--;
+            q->st.completed++;
+        }
+        slot_free(q, i);
+        if (cb) {
+            struct nvme_cpl cpl = { .rc = -ECANCELED };
+            cb(arg, &cpl);
+        }
+    }
+}
+
+int nvl_status_errno(uint16_t st)
+{
+    switch (st) {
+    case NVME_SUCCESS: return 0;
+    case NVME_INVALID_OPCODE: return -EOPNOTSUPP;
+    case NVME_INVALID_FIELD: case NVME_INVALID_PRP_OFFSET: case NVME_CQ_INVALID:
+    case NVME_INVALID_QID: case NVME_INVALID_QSIZE: case NVME_INVALID_VECTOR:
+    case NVME_INVALID_LOG_PAGE: case NVME_FEAT_NOT_SAVEABLE:
+        return -EINVAL;
+    case NVME_CID_CONFLICT: case NVME_CMD_SEQ_ERROR: return -EPROTO;
+    case NVME_ABORT_REQUESTED: case NVME_ABORT_SQ_DELETION: return -ECANCELED;
+    case NVME_INVALID_NAMESPACE: return -ENXIO;
+    case NVME_LBA_RANGE: return -ERANGE;
+    case NVME_AERL_EXCEEDED: case NVME_INVALID_QUEUE_DELETION: return -EBUSY;
+    default: return -EIO; /* transfer, internal, media errors and what this library lacks */
+    }
+}
+
+void nvl_status(uint16_t field, uint32_t dw0, struct nvme_cpl *cpl)
+{
+    cpl->status = (uint16_t)((field >> 1) & 0x7ffu);
+    cpl->dnr = (field & NVME_DNR) != 0;
+    cpl->dw0 = dw0;
+    cpl->rc = nvl_status_errno(cpl->status);
+}

@@ -7,9 +7,14 @@
  *
  * Backends: the library drives the controller through a small ops table. Today's backend is
  * the SmartIO device-driver API (ntblend/smartio.h): nvme_open() borrows the device by name,
- * nvme_open_sio() takes one the caller borrowed. A manager/client split (one process owns the
- * controller, clients on other hosts get queue pairs from it: nvme_open_shared()) will give
- * clients the same nvme_qpair_t calls; see docs/nvme-driver.md.
+ * nvme_open_sio() takes one the caller borrowed.
+ *
+ * Many hosts, one NVMe (smartio-tocs-2021 §6.2): a manager (nvme_manager_start(), or
+ * `ntblend nvme manager DEVICE`) owns the controller and its admin queue; any number of
+ * processes on any hosts then open the device as its clients (nvme_open() finds the manager)
+ * and get I/O queue pairs of their own, created by the manager at the addresses they give.
+ * Clients use the same calls as an owner; their I/O goes straight to the device. See
+ * docs/nvme-driver.md.
  *
  * Conventions: functions return 0 or a negative errno unless stated otherwise; pointer
  * returns are NULL with errno set. After a failure, nvme_errmsg() says in words what went
@@ -47,6 +52,13 @@ struct sio_dev;
  */
 enum nvme_place { NVME_PLACE_LOCAL = 0, NVME_PLACE_DEVICE = 1 };
 
+/* How nvme_open() gets the controller. */
+enum nvme_open_mode {
+    NVME_OPEN_AUTO = 0, /* a client when a manager serves the device, else own it */
+    NVME_OPEN_OWN,      /* borrow it exclusively and bring it up */
+    NVME_OPEN_CLIENT,   /* only as a client of its manager */
+};
+
 /**
  * struct nvme_open_opts - how to bring a controller up; zero fields take the defaults.
  * @timeout_ms: command timeout: a command without a completion after this long fails with
@@ -62,6 +74,7 @@ enum nvme_place { NVME_PLACE_LOCAL = 0, NVME_PLACE_DEVICE = 1 };
  *       queue pairs and data buffers can use it too.
  * @mem_ioaddr: see @mem.
  * @mem_size: see @mem.
+ * @mode: own the controller or be a client of its manager (enum nvme_open_mode).
  */
 struct nvme_open_opts {
     unsigned timeout_ms;
@@ -71,6 +84,7 @@ struct nvme_open_opts {
     volatile void *mem;
     uint64_t mem_ioaddr;
     size_t mem_size;
+    enum nvme_open_mode mode;
 };
 
 /**
@@ -79,13 +93,17 @@ struct nvme_open_opts {
  * @opts: NULL for the defaults.
  * @out: the handle.
  *
- * Resets and enables the controller, sets up the admin queues, identifies the controller
- * and its active namespaces, and asks for as many I/O queues as it grants. The process must
- * run on an emulated host (`ntblend run --host H -- prog`).
+ * Owner: resets and enables the controller, sets up the admin queues, identifies the
+ * controller and its active namespaces, and asks for as many I/O queues as it grants.
+ * Client (a manager serves the device): borrows it shared, maps its doorbells and takes the
+ * controller's and namespaces' identity from the manager; queue pairs, nvme_admin() and
+ * nvme_close() then go through the manager. The process must run on an emulated host
+ * (`ntblend run --host H -- prog`).
  *
  * Return: 0; -ENODEV no such device or not an NVMe; -EACCES not lent out by its host;
- * -EBUSY borrowed by someone else; -EIO controller fatal status; -ETIMEDOUT the controller
- * did not become ready.
+ * -EBUSY borrowed by someone else (NVME_OPEN_OWN while a manager runs); -ENOTCONN
+ * (NVME_OPEN_CLIENT) no manager serves it, or it does not answer; -EIO controller fatal
+ * status; -ETIMEDOUT the controller did not become ready.
  */
 int nvme_open(const char *name, const struct nvme_open_opts *opts, nvme_dev_t **out);
 
@@ -110,6 +128,9 @@ int nvme_close(nvme_dev_t *d);
 
 /* The SmartIO device under a handle opened by nvme_open()/nvme_open_sio(), else NULL. */
 struct sio_dev *nvme_sio_dev(nvme_dev_t *d);
+
+/* Whether the handle is a client of the device's manager (else it owns the controller). */
+bool nvme_is_client(const nvme_dev_t *d);
 
 /**
  * struct nvme_ctrl_info - what Identify Controller and the registers said.
@@ -380,6 +401,86 @@ void nvme_admin_stats(nvme_dev_t *d, struct nvme_qpair_stats *out);
 
 /* This thread's last failure in words, with what to do ("" if none yet). */
 const char *nvme_errmsg(void);
+
+/* ---------------------------------------------------------------- the manager */
+
+typedef struct nvme_manager nvme_manager_t;
+
+/**
+ * struct nvme_manager_opts - how to run a manager; zero fields take the defaults.
+ * @timeout_ms: admin command timeout (default 10000).
+ * @max_clients: clients served at once (default and maximum 1024).
+ * @check_ms: how often it looks for clients that died or were cut off (default 100).
+ */
+struct nvme_manager_opts {
+    unsigned timeout_ms;
+    uint32_t max_clients;
+    unsigned check_ms;
+};
+
+/**
+ * nvme_manager_start() - become the manager of an NVMe: borrow it exclusively, bring it up
+ * (nvme_open()), share it, and serve its clients from a thread of this process until
+ * nvme_manager_stop().
+ * @name: the device ("nvme0").
+ * @opts: NULL for the defaults.
+ * @out: the manager.
+ *
+ * Clients talk to it over the fabric only: requests are interrupts with data
+ * (seg_intr_trigger_data()) to the manager's interrupt, answers are stored into a segment of
+ * the client's. It creates and deletes I/O queue pairs at the addresses clients give, runs
+ * Identify, Get Log Page, Get Features and Set Features for them, and keeps which client owns
+ * which queue identifiers: when a client process dies or its host is cut off, its queues are
+ * deleted on the device and their identifiers reused.
+ *
+ * Return: 0; -EBUSY another process manages or uses the device (nvme_errmsg() names it);
+ * else as nvme_open().
+ */
+int nvme_manager_start(const char *name, const struct nvme_manager_opts *opts,
+                       nvme_manager_t **out);
+
+/**
+ * nvme_manager_stop() - stop serving: delete every client's queue pairs, shut the controller
+ * down and return the device. Clients' next admin requests fail with -ENOTCONN; their I/O
+ * fails (-EIO) once the controller is disabled.
+ * Return: 0, or the first error of the shutdown.
+ */
+int nvme_manager_stop(nvme_manager_t *m);
+
+/**
+ * struct nvme_manager_client - one client, as the manager sees it.
+ * @node: the client's node id.
+ * @pid: its process id on that host.
+ * @qpairs: I/O queue pairs it owns.
+ * @requests: admin requests it made.
+ */
+struct nvme_manager_client {
+    uint32_t node, pid, qpairs;
+    uint64_t requests;
+};
+
+/**
+ * struct nvme_manager_status - what a manager is doing.
+ * @clients: clients connected now.
+ * @qpairs: I/O queue pairs in use now; @max_qpairs: the controller's.
+ * @requests: admin requests served.
+ * @reclaimed_clients: clients found dead or cut off, whose queues were deleted.
+ * @reclaimed_qpairs: queue pairs deleted for them.
+ */
+struct nvme_manager_status {
+    uint32_t clients, qpairs, max_qpairs;
+    uint64_t requests, reclaimed_clients, reclaimed_qpairs;
+};
+
+/**
+ * nvme_manager_status() - counters, and up to @max clients into @clients (may be NULL).
+ * Return: the number of clients connected.
+ */
+int nvme_manager_status(nvme_manager_t *m, struct nvme_manager_status *st,
+                        struct nvme_manager_client *clients, uint32_t max);
+
+/* The manager's own handle on the controller (for Identify and the like, not I/O). */
+nvme_dev_t *nvme_manager_dev(nvme_manager_t *m);
 
 #ifdef __cplusplus
 }

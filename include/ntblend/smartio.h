@@ -44,6 +44,10 @@ struct sio_info {
     bool available;         /* lent out by its host */
     bool exclusive;
     uint32_t borrowers;     /* hosts borrowing it now */
+    bool managed;           /* a borrower set it up and shares it (sio_share), e.g. an NVMe
+                             * manager that hands out queues to the other borrowers */
+    uint32_t manager_node;  /* ... on this node */
+    uint32_t manager_pid;   /* ... in this process */
 };
 
 /** sio_list() - All devices of the fabric; returns how many there are (copies at most max). */
@@ -65,7 +69,8 @@ typedef struct sio_dma sio_dma_t;
  */
 int sio_borrow(uint32_t id, unsigned mode, sio_dev_t **dev);
 /** sio_share() - Exclusive -> shared, after setting the device up (smartio's NVMe driver does
- * this).
+ * this). The device's record then names this process as its manager (struct sio_info), until
+ * it returns the device or exits.
  */
 int sio_share(sio_dev_t *dev);
 int sio_return(sio_dev_t *dev);

@@ -20,6 +20,7 @@ struct lend_req {
     uint32_t fn, mode, target, pages;
     uint64_t addr;
     uint32_t id, boot;
+    uint32_t pid;            /* MBOX_DEV_SHARE: the sharing process (mode 0: it stops managing) */
 };
 
 struct lend_rsp {
@@ -53,6 +54,8 @@ struct hold {
     struct hold *next;
     int32_t client;          /* 0: held for the host (ntblend borrow) */
     uint32_t fn;
+    uint32_t mode;           /* SIO_EXCLUSIVE or SIO_SHARED */
+    bool manager;            /* shared it after setting it up: the device's manager */
 };
 
 /* Target side: IOMMU mappings a peer asked for (MBOX_INBOUND_MAP), so a borrowed device's
@@ -75,6 +78,7 @@ struct bmap {
 
 static struct {
     pthread_mutex_t lock;
+    pthread_mutex_t borrow_lock; /* one borrow or return of this host's at a time */
     struct lend *lends;
     struct lmap *lmaps;
     struct hold *holds;
@@ -82,7 +86,7 @@ static struct {
     struct inbound *inbounds;
     uint32_t next_id;
     pthread_t watcher;
-} lending = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} lending = { .lock = PTHREAD_MUTEX_INITIALIZER, .borrow_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* A PCIe function of the fabric by index. */
 static struct fab_function *func(uint32_t fn) { return fab_func(agent.f, fn); }
@@ -151,10 +155,14 @@ static void lend_drop(uint32_t fn, uint32_t host)
         }
     }
     set_borrower(fn, host, false);
+    if (atomic_load(&func(fn)->lend_manager) == host + 1)
+        atomic_store(&func(fn)->lend_manager, 0);
     if (borrower_count(fn) == 0) {
         bars_inbound(fn, false);
-        /* Taken back: whatever the borrower left in it must not reach the next one. */
-        if (atomic_exchange(&func(fn)->lend_exclusive, 0))
+        /* Taken back: whatever the borrowers left in it (queues pointing into their memory)
+         * must not reach the next one. */
+        bool setup = atomic_exchange(&func(fn)->lend_setup, 0);
+        if (atomic_exchange(&func(fn)->lend_exclusive, 0) || setup)
             fab_fn_reset(agent.f, fn);
     }
 }
@@ -291,8 +299,17 @@ static int lender_call(uint32_t type, uint32_t from, const struct lend_req *r, s
         break;
     case MBOX_DEV_SHARE:
         rc = !lender_of(r->fn) ? -ENODEV : !borrows(r->fn, from) ? -EPERM : 0;
-        if (!rc)
-            atomic_store(&func(r->fn)->lend_exclusive, 0);
+        if (!rc && r->mode) {
+            if (atomic_exchange(&func(r->fn)->lend_exclusive, 0)) {
+                /* The exclusive borrower set it up: it manages it from now on. */
+                atomic_store(&func(r->fn)->lend_setup, 1);
+                atomic_store(&func(r->fn)->lend_manager_pid, r->pid);
+                atomic_store(&func(r->fn)->lend_manager, from + 1);
+            }
+        } else if (!rc && atomic_load(&func(r->fn)->lend_manager) == from + 1 &&
+                   atomic_load(&func(r->fn)->lend_manager_pid) == r->pid) {
+            atomic_store(&func(r->fn)->lend_manager, 0);
+        }
         break;
     case MBOX_DEV_RETURN:
         rc = !lender_of(r->fn) ? -ENODEV : !borrows(r->fn, from) ? -ENOENT : 0;
@@ -468,23 +485,52 @@ int alend_available(int32_t client, uint32_t fn, bool on)
     return 0;
 }
 
+/*
+ * The lender knows hosts, not processes: the first process of this host to borrow a device
+ * borrows it from the lender; more processes of this host may share a device the host
+ * borrows shared (each NVMe client process with its own queues), and the host returns it when
+ * the last of them does.
+ */
 int alend_borrow(int32_t client, uint32_t fn, uint32_t mode, bool persist)
 {
-    struct lend_req r = { .fn = fn, .mode = mode, .boot = atomic_load(&fab_host(agent.f, agent.host)->boot_gen) };
-    struct lend_rsp out;
-    int rc = to_lender(MBOX_DEV_BORROW, &r, &out);
-    if (rc)
-        return rc;
-    struct hold *h = calloc(1, sizeof *h);
-    if (!h) {
-        to_lender(MBOX_DEV_RETURN, &r, &out);
-        return -ENOMEM;
-    }
+    int32_t who = persist ? 0 : client;
+    pthread_mutex_lock(&lending.borrow_lock);
     pthread_mutex_lock(&lending.lock);
-    *h = (struct hold){ .next = lending.holds, .client = persist ? 0 : client, .fn = fn };
-    lending.holds = h;
+    bool mine = false, exclusive = false, any = false;
+    for (struct hold *x = lending.holds; x; x = x->next)
+        if (x->fn == fn) {
+            any = true;
+            mine |= x->client == who;
+            exclusive |= x->mode == SIO_EXCLUSIVE;
+        }
     pthread_mutex_unlock(&lending.lock);
-    return 0;
+    int rc = 0;
+    if (mine)
+        rc = -EALREADY;
+    else if (any && (exclusive || mode == SIO_EXCLUSIVE))
+        rc = -EBUSY; /* another process of this host holds it in a way that excludes us */
+    else if (!any) {
+        struct lend_req r = { .fn = fn, .mode = mode, .boot = atomic_load(&fab_host(agent.f, agent.host)->boot_gen) };
+        struct lend_rsp out;
+        rc = to_lender(MBOX_DEV_BORROW, &r, &out);
+    }
+    struct hold *h = rc ? NULL : calloc(1, sizeof *h);
+    if (!rc && !h) {
+        if (!any) {
+            struct lend_req r = { .fn = fn };
+            struct lend_rsp out;
+            to_lender(MBOX_DEV_RETURN, &r, &out);
+        }
+        rc = -ENOMEM;
+    }
+    if (h) {
+        pthread_mutex_lock(&lending.lock);
+        *h = (struct hold){ .next = lending.holds, .client = who, .fn = fn, .mode = mode };
+        lending.holds = h;
+        pthread_mutex_unlock(&lending.lock);
+    }
+    pthread_mutex_unlock(&lending.borrow_lock);
+    return rc;
 }
 
 static struct hold *find_hold(int32_t client, uint32_t fn, bool any_client)
@@ -498,13 +544,26 @@ static struct hold *find_hold(int32_t client, uint32_t fn, bool any_client)
 int alend_share(int32_t client, uint32_t fn)
 {
     pthread_mutex_lock(&lending.lock);
-    bool held = find_hold(client, fn, true);
+    struct hold *h = find_hold(client, fn, false);
+    if (!h)
+        h = find_hold(client, fn, true);
     pthread_mutex_unlock(&lending.lock);
-    if (!held)
+    if (!h)
         return -ENOENT;
-    struct lend_req r = { .fn = fn };
+    bool was_exclusive = h->mode == SIO_EXCLUSIVE;
+    struct lend_req r = { .fn = fn, .mode = 1, .pid = (uint32_t)h->client };
     struct lend_rsp out;
-    return to_lender(MBOX_DEV_SHARE, &r, &out);
+    int rc = to_lender(MBOX_DEV_SHARE, &r, &out);
+    if (!rc) {
+        pthread_mutex_lock(&lending.lock);
+        for (struct hold *x = lending.holds; x; x = x->next)
+            if (x->fn == fn) {
+                x->mode = SIO_SHARED;
+                x->manager |= x == h && was_exclusive;
+            }
+        pthread_mutex_unlock(&lending.lock);
+    }
+    return rc;
 }
 
 int alend_unmap(int32_t client, uint32_t fn, uint32_t id)
@@ -536,8 +595,11 @@ int alend_unmap(int32_t client, uint32_t fn, uint32_t id)
 
 int alend_return(int32_t client, uint32_t fn)
 {
+    pthread_mutex_lock(&lending.borrow_lock);
     pthread_mutex_lock(&lending.lock);
-    struct hold *h = find_hold(client, fn, client == 0);
+    struct hold *h = find_hold(client, fn, false);
+    if (!h && client == 0)
+        h = find_hold(client, fn, true);
     if (h) {
         for (struct hold **pp = &lending.holds; *pp; pp = &(*pp)->next)
             if (*pp == h) {
@@ -545,23 +607,36 @@ int alend_return(int32_t client, uint32_t fn)
                 break;
             }
     }
+    bool last = h && !find_hold(0, fn, true);
     pthread_mutex_unlock(&lending.lock);
-    if (!h)
+    if (!h) {
+        pthread_mutex_unlock(&lending.borrow_lock);
         return -ENOENT;
+    }
+    int32_t who = h->client;
+    bool manager = h->manager;
     free(h);
-    for (;;) { /* the mappings go with the borrow */
+    for (;;) { /* the mappings go with the borrow: this process's, and all with the last */
         uint32_t id = 0;
         pthread_mutex_lock(&lending.lock);
         for (struct bmap *m = lending.bmaps; m; m = m->next)
-            if (m->fn == fn)
+            if (m->fn == fn && (last || m->client == who))
                 id = m->id;
         pthread_mutex_unlock(&lending.lock);
         if (!id || alend_unmap(0, fn, id))
             break;
     }
-    struct lend_req r = { .fn = fn };
+    int rc = 0;
     struct lend_rsp out;
-    return to_lender(MBOX_DEV_RETURN, &r, &out);
+    if (last) {
+        struct lend_req r = { .fn = fn };
+        rc = to_lender(MBOX_DEV_RETURN, &r, &out);
+    } else if (manager) { /* others of this host still use it: it just has no manager now */
+        struct lend_req r = { .fn = fn, .mode = 0, .pid = (uint32_t)who };
+        to_lender(MBOX_DEV_SHARE, &r, &out);
+    }
+    pthread_mutex_unlock(&lending.borrow_lock);
+    return rc;
 }
 
 int alend_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_t size,

@@ -52,9 +52,14 @@ void cli_print_devices(const struct fab *f)
         const char *lent = !atomic_load(&x->lend_available) ? "no"
                            : atomic_load(&x->lend_exclusive) ? "exclusive"
                                                              : "yes";
-        printf("  %3u  %-14s %-6s %-8s %04x:%04x %06x   %-5s %-9s %s\n", i, x->name, x->type,
+        char mgr[64] = "";
+        uint32_t m = atomic_load(&x->lend_manager);
+        if (m && m - 1 < f->ctl->nhosts)
+            snprintf(mgr, sizeof mgr, " (manager: %s pid %u)", fab_host(f, m - 1)->name,
+                     atomic_load(&x->lend_manager_pid));
+        printf("  %3u  %-14s %-6s %-8s %04x:%04x %06x   %-5s %-9s %s%s\n", i, x->name, x->type,
                fab_host(f, x->host)->name, ven, dev, class_of(x),
-               atomic_load(&x->model_up) ? "up" : "down", lent, n ? names : "-");
+               atomic_load(&x->model_up) ? "up" : "down", lent, n ? names : "-", mgr);
     }
 }
 
@@ -85,6 +90,14 @@ json_object *cli_devices_json(const struct fab *f)
         json_object_object_add(o, "available", json_object_new_boolean(atomic_load(&x->lend_available)));
         json_object_object_add(o, "exclusive", json_object_new_boolean(atomic_load(&x->lend_exclusive)));
         json_object_object_add(o, "borrowers", b);
+        uint32_t m = atomic_load(&x->lend_manager);
+        json_object *mo = NULL;
+        if (m && m - 1 < f->ctl->nhosts) {
+            mo = json_object_new_object();
+            json_object_object_add(mo, "host", json_object_new_string(fab_host(f, m - 1)->name));
+            json_object_object_add(mo, "pid", json_object_new_int((int)atomic_load(&x->lend_manager_pid)));
+        }
+        json_object_object_add(o, "manager", mo);
         json_object_array_add(arr, o);
     }
     return arr;

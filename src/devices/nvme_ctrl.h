@@ -40,6 +40,7 @@ struct nvme_sq {
     uint32_t head, tail;
     uint32_t db; /* last doorbell value acted on */
     uint64_t base;
+    bool stalled; /* an entry could not be fetched: nothing more until it is deleted */
 };
 
 struct nvme_cq {

@@ -223,12 +223,11 @@ bool nvme_post_cqe(struct nvme_ctrl *c, uint16_t cqid, struct nvme_cqe *cqe)
     uint16_t st = cqe->status;
     cqe->status = (uint16_t)((st << 1) | (dnr_for(st & 0x7ff) ? NVME_DNR : 0) | q->phase);
     uint64_t at = q->base + (uint64_t)q->tail * 16;
-    /* Everything but the dword holding the phase tag first: the driver polls that one. */
-    if (c->be.dma_write(c->be.ctx, at, cqe, 12) ||
-        c->be.dma_write(c->be.ctx, at + 12, (const char *)cqe + 12, 4)) {
-        set_fatal(c);
-        return false;
-    }
+    /* Everything but the dword holding the phase tag first: the driver polls that one. These
+     * are posted writes: one that finds no memory (its host gone, its window torn down) is
+     * lost on the way, and the controller, which cannot know, goes on. */
+    if (!c->be.dma_write(c->be.ctx, at, cqe, 12))
+        c->be.dma_write(c->be.ctx, at + 12, (const char *)cqe + 12, 4);
     if (++q->tail == q->size) {
         q->tail = 0;
         q->phase ^= 1;
@@ -277,13 +276,20 @@ bool nvme_take_abort(struct nvme_ctrl *c, uint32_t sqid, uint32_t cid)
 }
 
 /* Fetch and execute the command at the head of SQ q and post its completion. false when the
- * fetch failed (the controller is then fatal). */
+ * fetch failed: the admin SQ's makes the controller fatal; an I/O SQ's stops that SQ only (its
+ * memory is gone: a client host died or its window was torn down), so one host's failure does
+ * not take the device from the others. The error is logged; deleting the SQ clears it. */
 static bool serve_one(struct nvme_ctrl *c, uint32_t q)
 {
     struct nvme_sq *sq = &c->sq[q];
     struct nvme_sqe sqe;
     if (c->be.dma_read(c->be.ctx, sq->base + (uint64_t)sq->head * 64, &sqe, sizeof sqe)) {
-        set_fatal(c);
+        if (q == 0) {
+            set_fatal(c);
+        } else {
+            sq->stalled = true;
+            log_error(c, (uint16_t)q, 0xffff, NVME_DATA_TRANSFER_ERROR, 0);
+        }
         return false;
     }
     sq->head = (sq->head + 1) % sq->size;
@@ -327,7 +333,7 @@ int nvme_process(struct nvme_ctrl *c)
     for (uint32_t q = 0; q <= c->p.queues && !c->fatal; q++) {
         struct nvme_sq *sq = &c->sq[q];
         for (uint32_t k = 0; k < burst && !c->fatal; k++) {
-            if (!sq->used || sq->head == sq->tail || cq_full(&c->cq[sq->cqid]))
+            if (!sq->used || sq->stalled || sq->head == sq->tail || cq_full(&c->cq[sq->cqid]))
                 break;
             if (!serve_one(c, q))
                 break;

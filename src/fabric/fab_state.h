@@ -18,7 +18,7 @@
 #include "topo.h"
 
 #define FAB_MAGIC 0x4e54424cu /* "NTBL" */
-#define FAB_VERSION 2
+#define FAB_VERSION 3
 #define FAB_NAME_MAX 64
 #define FAB_MAX_PROCS 512
 #define FAB_IOMMU_MAPS 4096   /* per host */
@@ -84,6 +84,12 @@ struct fab_function {
     _Atomic uint32_t lend_available;
     _Atomic uint32_t lend_exclusive;      /* the borrower holds it alone */
     _Atomic uint64_t lend_borrowers[4];   /* bit per host index */
+    /* The borrower that set the device up and then shared it (sio_share: an NVMe manager),
+     * host index + 1 (0: none), and its process id there. */
+    _Atomic uint32_t lend_manager;
+    _Atomic uint32_t lend_manager_pid;
+    _Atomic uint32_t lend_setup;          /* shared after an exclusive set-up: reset when the
+                                           * last borrower leaves */
 };
 
 /* Device Lending: a function lent to this host and hot-added into its PCIe tree ("shadow").

@@ -183,6 +183,12 @@ static int emu_func_info(struct rt *rt, uint32_t fn, struct ntb_func_info *o)
     o->exclusive = atomic_load(&x->lend_exclusive);
     for (int k = 0; k < 4; k++)
         o->borrowers += (uint32_t)__builtin_popcountll(atomic_load(&x->lend_borrowers[k]));
+    uint32_t mgr = atomic_load(&x->lend_manager);
+    if (mgr) {
+        o->managed = true;
+        o->manager_host = mgr - 1;
+        o->manager_pid = atomic_load(&x->lend_manager_pid);
+    }
     o->msix_cap = FAB_CFG_MSIX;
     for (int b = 0; b < FAB_BARS && b < NTB_BK_BARS; b++)
         if (x->bar[b].kind != FAB_BAR_NONE) {

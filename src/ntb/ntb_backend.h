@@ -62,6 +62,8 @@ struct ntb_func_info {
     uint32_t vf;            /* 0: a physical function, else its VF number */
     bool available, exclusive;
     uint32_t borrowers;
+    bool managed;           /* a borrower set it up and shares it (sio_share) */
+    uint32_t manager_host, manager_pid;
     uint32_t msix_cap;      /* config-space offset of its MSI-X capability */
     struct {
         uint64_t size;      /* 0: no BAR in this slot */

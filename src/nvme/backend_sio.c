@@ -83,26 +83,62 @@ static const struct nvme_backend_ops sio_ops = {
     .close = sio_close,
 };
 
-/* Borrow by name: the device must exist, be an NVMe and be lent out (or be in this host). */
-static int borrow(const char *name, sio_dev_t **dev)
+int nvl_sio_lookup(const char *name, uint32_t *id, bool *managed, uint32_t *mgr_node,
+                   uint32_t *mgr_pid)
 {
-    int id = sio_find(name);
-    if (id < 0)
-        return nvl_fail(-ENODEV, "no device '%s' in this fabric (see ntblend device list; "
-                                 "run the program with ntblend run --host H)", name);
-    struct sio_info info[256];
-    int n = sio_list(info, 256);
-    for (int i = 0; i < n && i < 256; i++)
-        if (info[i].id == (uint32_t)id && strcmp(info[i].type, "nvme"))
-            return nvl_fail(-ENODEV, "'%s' is a %s device, not an NVMe", name, info[i].type);
-    int rc = sio_borrow((uint32_t)id, SIO_EXCLUSIVE, dev);
+    int n = sio_list(NULL, 0);
+    if (n < 0)
+        return nvl_fail(n, "cannot reach the fabric (%s): run the program on a host, with "
+                           "ntblend run --host H", strerror(-n));
+    struct sio_info *info = n > 0 ? calloc((size_t)n, sizeof *info) : NULL;
+    if (n > 0 && !info)
+        return -ENOMEM;
+    n = n > 0 ? sio_list(info, n) : n;
+    int rc = nvl_fail(-ENODEV, "no device '%s' in this fabric (see ntblend device list; run "
+                               "the program with ntblend run --host H)", name);
+    for (int i = 0; i < n; i++) {
+        if (strcmp(info[i].name, name))
+            continue;
+        if (strcmp(info[i].type, "nvme")) {
+            rc = nvl_fail(-ENODEV, "'%s' is a %s device, not an NVMe", name, info[i].type);
+            break;
+        }
+        *id = info[i].id;
+        *managed = info[i].managed;
+        *mgr_node = info[i].manager_node;
+        *mgr_pid = info[i].manager_pid;
+        rc = 0;
+        break;
+    }
+    free(info);
+    return rc;
+}
+
+/* Borrow by name: the device must exist, be an NVMe and be lent out (or be in this host). */
+static int borrow(const char *name, bool shared, sio_dev_t **dev)
+{
+    uint32_t id, node, pid;
+    bool managed;
+    int rc = nvl_sio_lookup(name, &id, &managed, &node, &pid);
+    if (rc)
+        return rc;
+    rc = sio_borrow(id, shared ? SIO_SHARED : SIO_EXCLUSIVE, dev);
     if (rc == -EACCES)
         return nvl_fail(rc, "%s is not lent out by its host: ntblend device add %s", name, name);
+    if ((rc == -EBUSY || rc == -EALREADY) && managed && !shared)
+        return nvl_fail(-EBUSY, "%s is managed by process %u on node %u: open it as a client "
+                                "of that manager (the default mode), or stop the manager first",
+                        name, pid, node);
+    if (rc == -EBUSY && shared)
+        return nvl_fail(rc, "%s is held exclusively (by a program that owns it, or a manager "
+                            "still starting): try again, or stop that program", name);
     if (rc == -EBUSY || rc == -EALREADY)
         return nvl_fail(rc, "%s is borrowed already (by another host, or this one): close "
                             "the other user first", name);
     if (rc)
         return nvl_fail(rc, "cannot borrow %s: %s", name, strerror(-rc));
+    if (shared)
+        return 0; /* its manager set it up */
     if ((rc = sio_enable(*dev))) {
         sio_return(*dev);
         return nvl_fail(rc, "cannot enable memory space and bus mastering of %s: %s", name,
@@ -111,14 +147,14 @@ static int borrow(const char *name, sio_dev_t **dev)
     return 0;
 }
 
-int nvl_sio_backend(const char *name, struct sio_dev *dev, const struct nvme_backend_ops **ops,
-                    void **ctx)
+int nvl_sio_backend(const char *name, struct sio_dev *dev, bool shared,
+                    const struct nvme_backend_ops **ops, void **ctx)
 {
     struct sio_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
     if (name) {
-        int rc = borrow(name, &c->dev);
+        int rc = borrow(name, shared, &c->dev);
         if (rc) {
             free(c);
             return rc;

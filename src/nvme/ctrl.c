@@ -106,14 +106,28 @@ static void str_field(char *dst, const uint8_t *src, size_t n)
         dst[--n] = 0;
 }
 
-static int identify_all(nvme_dev_t *d)
+/* What the registers say: queue limits, doorbell stride, timeout. Also for clients. */
+int nvl_apply_regs(nvme_dev_t *d, uint64_t cap, uint32_t vs)
 {
-    uint8_t *id = malloc(PAGE), *list = malloc(PAGE);
-    int rc = -ENOMEM;
-    if (!id || !list)
-        goto out;
-    if ((rc = identify(d, NVME_CNS_CTRL, 0, id)))
-        goto out;
+    if (!NVL_CAP_CSS_NVM(cap) || vs < 0x00010000u || NVL_CAP_MPSMIN(cap) > 0)
+        return nvl_fail(-ENODEV, "%s is not an NVMe this library drives (VS %#x, CAP %#llx: "
+                                 "needs the NVM command set and 4 KiB pages)",
+                        d->name, vs, (unsigned long long)cap);
+    d->cap = cap;
+    d->info.version = vs;
+    d->info.max_depth = NVL_CAP_MQES(cap) + 1;
+    d->dstrd = NVL_CAP_DSTRD(cap);
+    d->info.doorbell_stride = 4u << d->dstrd;
+    d->to_ms = NVL_CAP_TO(cap) * 500u;
+    if (d->to_ms < 500)
+        d->to_ms = 500;
+    d->page = PAGE;
+    return 0;
+}
+
+/* What Identify Controller says (4 KiB at id). Also for clients. */
+void nvl_apply_id_ctrl(nvme_dev_t *d, const uint8_t *id)
+{
     struct nvme_ctrl_info *in = &d->info;
     in->vid = (uint16_t)(id[0] | id[1] << 8);
     str_field(in->serial, id + 4, 20);
@@ -129,6 +143,18 @@ static int identify_all(nvme_dev_t *d)
     d->prp_bytes = 64;
     while (d->prp_bytes < pages * 8)
         d->prp_bytes *= 2;
+}
+
+static int identify_all(nvme_dev_t *d)
+{
+    uint8_t *id = malloc(PAGE), *list = malloc(PAGE);
+    int rc = -ENOMEM;
+    if (!id || !list)
+        goto out;
+    if ((rc = identify(d, NVME_CNS_CTRL, 0, id)))
+        goto out;
+    nvl_apply_id_ctrl(d, id);
+    struct nvme_ctrl_info *in = &d->info;
 
     /* Active namespaces: the list (CNS 2), or 1..NN from a controller without it. */
     uint32_t ids[PAGE / 4], n = 0;
@@ -177,22 +203,12 @@ static int set_queues(nvme_dev_t *d)
 /* Reset, admin queues, enable, identify. */
 static int start(nvme_dev_t *d, const struct nvme_open_opts *o)
 {
-    d->cap = rd64(d, NVME_REG_CAP);
-    if (d->cap == UINT64_MAX)
+    uint64_t cap = rd64(d, NVME_REG_CAP);
+    if (cap == UINT64_MAX)
         return nvl_fail(-EIO, "%s does not answer (registers read all ones)", d->name);
-    uint32_t vs = d->ops->read32(d->ctx, NVME_REG_VS);
-    if (!NVL_CAP_CSS_NVM(d->cap) || vs < 0x00010000u || NVL_CAP_MPSMIN(d->cap) > 0)
-        return nvl_fail(-ENODEV, "%s is not an NVMe this library drives (VS %#x, CAP %#llx: "
-                                 "needs the NVM command set and 4 KiB pages)",
-                        d->name, vs, (unsigned long long)d->cap);
-    d->info.version = vs;
-    d->info.max_depth = NVL_CAP_MQES(d->cap) + 1;
-    d->dstrd = NVL_CAP_DSTRD(d->cap);
-    d->info.doorbell_stride = 4u << d->dstrd;
-    d->to_ms = NVL_CAP_TO(d->cap) * 500u;
-    if (d->to_ms < 500)
-        d->to_ms = 500;
-    d->page = PAGE;
+    int rc = nvl_apply_regs(d, cap, d->ops->read32(d->ctx, NVME_REG_VS));
+    if (rc)
+        return rc;
 
     /* Disable first: a controller left enabled has queues we know nothing of. */
     if ((d->ops->read32(d->ctx, NVME_REG_CC) & NVME_CC_EN) ||
@@ -209,7 +225,7 @@ static int start(nvme_dev_t *d, const struct nvme_open_opts *o)
                         d->info.max_depth < 4096 ? d->info.max_depth : 4096);
     size_t sqb = pageup(64ull * depth), cqb = pageup(16ull * depth);
     size_t prpb = pageup((size_t)(depth - 1) * ADMIN_PRP);
-    int rc = nvl_mem_get(d, d->user_mem, NVME_PLACE_LOCAL, sqb + cqb + prpb + PAGE,
+    rc = nvl_mem_get(d, d->user_mem, NVME_PLACE_LOCAL, sqb + cqb + prpb + PAGE,
                          &d->admin_mem, &d->admin_pool);
     if (rc)
         return nvl_fail(rc, "%s: no memory for the admin queues (%s)", d->name,
@@ -276,7 +292,22 @@ static int open_common(const char *name, struct sio_dev *dev, const struct nvme_
     d->timeout_ms = o->timeout_ms ? o->timeout_ms : 10000;
     d->spin_us = o->spin_us ? o->spin_us : 20;
     dev_name(d, name, dev);
-    int rc = nvl_sio_backend(name, dev, &d->ops, &d->ctx);
+    /* Own the controller, or be a client of the manager that does. */
+    bool client = false;
+    uint32_t dev_id = 0, mgr_node = 0, mgr_pid = 0;
+    int rc = 0;
+    if (name) {
+        bool managed = false;
+        rc = nvl_sio_lookup(name, &dev_id, &managed, &mgr_node, &mgr_pid);
+        if (!rc && o->mode == NVME_OPEN_CLIENT && !managed)
+            rc = nvl_fail(-ENOTCONN, "no manager serves %s: start one (ntblend nvme manager "
+                                     "%s), or open it to own it (NVME_OPEN_OWN)", name, name);
+        client = !rc && managed && o->mode != NVME_OPEN_OWN;
+    } else if (o->mode == NVME_OPEN_CLIENT) {
+        rc = nvl_fail(-EINVAL, "nvme_open_sio: a client opens the device by name (nvme_open)");
+    }
+    if (!rc)
+        rc = nvl_sio_backend(name, dev, client, &d->ops, &d->ctx);
     if (rc) {
         pthread_rwlock_destroy(&d->mem_lock);
         pthread_mutex_destroy(&d->lock);
@@ -287,8 +318,12 @@ static int open_common(const char *name, struct sio_dev *dev, const struct nvme_
         rc = -errno;
         goto fail;
     }
-    if ((rc = start(d, o)))
+    if (client) {
+        if ((rc = nvl_client_open(d, dev_id, mgr_node)))
+            goto fail;
+    } else if ((rc = start(d, o))) {
         goto fail;
+    }
     *out = d;
     return 0;
 fail:;
@@ -315,6 +350,8 @@ int nvme_open_sio(struct sio_dev *dev, const struct nvme_open_opts *opts, nvme_d
 
 struct sio_dev *nvme_sio_dev(nvme_dev_t *d) { return d ? nvl_sio_dev(d->ctx) : NULL; }
 
+bool nvme_is_client(const nvme_dev_t *d) { return d && d->client; }
+
 int nvme_close(nvme_dev_t *d)
 {
     if (!d)
@@ -323,6 +360,14 @@ int nvme_close(nvme_dev_t *d)
     while (d->qps) {
         int r = nvme_qpair_delete(d->qps);
         rc = rc ? rc : r;
+    }
+    if (d->client) {
+        /* The controller is the manager's: leave it running for the others. */
+        nvl_client_close(d);
+        while (d->mems)
+            nvl_mem_destroy(d->mems);
+        d->ops->close(d->ctx);
+        goto out;
     }
     if (d->admin_live) {
         /* Normal shutdown, then disable: the device stops all DMA before memory goes. */
@@ -352,6 +397,7 @@ int nvme_close(nvme_dev_t *d)
         nvl_mem_destroy(d->mems);
     if (d->ctx)
         d->ops->close(d->ctx);
+out:
     free(d->ns);
     free(d->qid_used);
     pthread_rwlock_destroy(&d->mem_lock);
@@ -395,7 +441,7 @@ int nvme_admin(nvme_dev_t *d, const struct nvme_cmd *cmd, void *buf, size_t len,
     if (!d || !cmd)
         return -EINVAL;
     uint64_t io = 0;
-    if (len && (!buf || nvl_mem_find(d, buf, len, &io)))
+    if (len && (!buf || (!d->client && nvl_mem_find(d, buf, len, &io))))
         return nvl_fail(-EFAULT, "nvme_admin: the buffer is not in memory of %s "
                                  "(nvme_buf_alloc)", d->name);
     if (len > (size_t)(ADMIN_PRP / 8) * PAGE || (io & 3))
@@ -404,6 +450,8 @@ int nvme_admin(nvme_dev_t *d, const struct nvme_cmd *cmd, void *buf, size_t len,
     struct nvme_sqe s = { .opc = cmd->opc, .nsid = cmd->nsid, .cdw10 = cmd->cdw10,
                           .cdw11 = cmd->cdw11, .cdw12 = cmd->cdw12, .cdw13 = cmd->cdw13,
                           .cdw14 = cmd->cdw14, .cdw15 = cmd->cdw15 };
+    if (d->client)
+        return nvl_client_admin(d, &s, buf, len, cpl);
     return nvl_admin(d, &s, io, len, cpl);
 }
 
@@ -451,11 +499,11 @@ int nvme_qpair_create(nvme_dev_t *d, const struct nvme_qpair_opts *opts, nvme_qp
     qp->dev = d;
     pthread_mutex_lock(&d->lock);
     uint16_t qid = 0;
-    for (uint32_t i = 1; i <= d->info.max_qpairs && !qid; i++)
+    for (uint32_t i = 1; i <= d->info.max_qpairs && !qid && !d->client; i++)
         if (!d->qid_used[i])
             qid = (uint16_t)i;
     int rc;
-    if (!qid) {
+    if (!qid && !d->client) {
         rc = nvl_fail(-EBUSY, "all %u I/O queue pairs of %s are in use: delete one "
                               "(nvme_qpair_delete) first", d->info.max_qpairs, d->name);
         goto fail;
@@ -469,6 +517,14 @@ int nvme_qpair_create(nvme_dev_t *d, const struct nvme_qpair_opts *opts, nvme_qp
                  depth, sqb + prpb, cqb, o->sq_mem || o->cq_mem ? " in the memory given" : "");
         goto fail_mem;
     }
+    if (d->client) {
+        /* The manager picks the identifier and creates both queues at our addresses. */
+        pthread_mutex_unlock(&d->lock); /* not across a request that may take seconds */
+        rc = nvl_client_create(d, qp->sqm.io, qp->cqm.io, depth, o->irq != 0, &qid);
+        pthread_mutex_lock(&d->lock);
+        if (rc)
+            goto fail_mem;
+    }
     struct nvl_queue_params p = {
         .ops = d->ops, .ctx = d->ctx, .qid = qid, .depth = depth, .dstrd = d->dstrd,
         .page = PAGE, .prp_bytes = d->prp_bytes, .irq = o->irq,
@@ -481,10 +537,12 @@ int nvme_qpair_create(nvme_dev_t *d, const struct nvme_qpair_opts *opts, nvme_qp
     if (o->irq && (!d->ops->irq_enable || (rc = d->ops->irq_enable(d->ctx, qid, o->irq)))) {
         rc = nvl_fail(rc ? rc : -EOPNOTSUPP, "%s: cannot route MSI-X vector %u to host "
                       "vector %u", d->name, qid, o->irq);
-        goto fail_mem;
+        goto fail_created;
     }
     if ((rc = nvl_q_init(&qp->q, &p)))
-        goto fail_mem;
+        goto fail_created;
+    if (d->client)
+        goto created;
     struct nvme_sqe s = { .opc = NVME_ADM_CREATE_CQ, .prp1 = qp->cqm.io,
                           .cdw10 = (depth - 1) << 16 | qid,
                           .cdw11 = (o->irq ? (uint32_t)qid << 16 | NVL_CQ_IEN : 0) | NVL_CQ_PC };
@@ -502,6 +560,7 @@ int nvme_qpair_create(nvme_dev_t *d, const struct nvme_qpair_opts *opts, nvme_qp
         goto fail_q;
     }
     d->qid_used[qid] = 1;
+created:
     qp->next = d->qps;
     d->qps = qp;
     pthread_mutex_unlock(&d->lock);
@@ -509,6 +568,13 @@ int nvme_qpair_create(nvme_dev_t *d, const struct nvme_qpair_opts *opts, nvme_qp
     return 0;
 fail_q:
     nvl_q_fini(&qp->q);
+fail_created:
+    if (d->client) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", nvme_errmsg());
+        nvl_client_delete(d, qid);
+        nvl_fail(rc, "%s", msg);
+    }
 fail_mem:
     nvl_mem_release(d, qp->sq_pool, &qp->sqm);
     nvl_mem_release(d, qp->cq_pool, &qp->cqm);
@@ -527,18 +593,26 @@ int nvme_qpair_delete(nvme_qpair_t *qp)
     /* Deleting the SQ aborts what it still holds (completions "aborted: SQ deletion");
      * deliver those, then cancel what never answered, then delete the CQ. */
     nvl_q_reap(&qp->q, 0);
-    int rc = delete_queue(d, NVME_ADM_DELETE_SQ, qid);
-    nvl_q_reap(&qp->q, 0);
-    nvl_q_cancel_all(&qp->q);
-    int r = delete_queue(d, NVME_ADM_DELETE_CQ, qid);
-    rc = rc ? rc : r;
+    int rc;
+    if (d->client) { /* the manager deletes the SQ, then the CQ */
+        rc = nvl_client_delete(d, qid);
+        nvl_q_reap(&qp->q, 0);
+        nvl_q_cancel_all(&qp->q);
+    } else {
+        rc = delete_queue(d, NVME_ADM_DELETE_SQ, qid);
+        nvl_q_reap(&qp->q, 0);
+        nvl_q_cancel_all(&qp->q);
+        int r = delete_queue(d, NVME_ADM_DELETE_CQ, qid);
+        rc = rc ? rc : r;
+    }
     pthread_mutex_lock(&d->lock);
     for (nvme_qpair_t **p = &d->qps; *p; p = &(*p)->next)
         if (*p == qp) {
             *p = qp->next;
             break;
         }
-    d->qid_used[qid] = 0;
+    if (!d->client)
+        d->qid_used[qid] = 0;
     qpair_free(qp);
     pthread_mutex_unlock(&d->lock);
     return rc;

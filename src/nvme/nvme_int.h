@@ -66,9 +66,14 @@ struct nvme_backend_ops {
     void (*close)(void *ctx);
 };
 
-/* SmartIO: borrow by name (own) or use a borrowed device. */
-int nvl_sio_backend(const char *name, struct sio_dev *dev, const struct nvme_backend_ops **ops,
-                    void **ctx);
+/* SmartIO: borrow by name (exclusive: to own it; shared: as a client of its manager) or use
+ * a borrowed device. */
+int nvl_sio_backend(const char *name, struct sio_dev *dev, bool shared,
+                    const struct nvme_backend_ops **ops, void **ctx);
+/* The device's SmartIO id, and whether (and where) a manager serves it. -ENODEV: no such
+ * device, or not an NVMe (the message says which). */
+int nvl_sio_lookup(const char *name, uint32_t *id, bool *managed, uint32_t *mgr_node,
+                   uint32_t *mgr_pid);
 struct sio_dev *nvl_sio_dev(void *ctx);
 
 /* ---- the queue-pair core (qpair.c) ---- */
@@ -208,6 +213,7 @@ struct nvme_dev {
     uint32_t nns;
     uint8_t *qid_used;          /* [max_qpairs + 1] */
     struct nvme_qpair *qps;     /* live queue pairs */
+    struct nvl_client *client;  /* a client of the device's manager (client.c), else NULL */
 };
 
 struct nvme_qpair {
@@ -219,6 +225,19 @@ struct nvme_qpair {
 };
 
 const struct nvl_ns *nvl_ns_find(const nvme_dev_t *d, uint32_t nsid);
+int nvl_apply_regs(nvme_dev_t *d, uint64_t cap, uint32_t vs);
+void nvl_apply_id_ctrl(nvme_dev_t *d, const uint8_t *id);
+
+/* ---- a client of the device's manager (client.c) ---- */
+int nvl_client_open(nvme_dev_t *d, uint32_t dev_id, uint32_t mgr_node);
+/* Ask the manager to create an I/O queue pair at these device-side addresses: *qid. */
+int nvl_client_create(nvme_dev_t *d, uint64_t sq, uint64_t cq, uint32_t depth, bool irq,
+                      uint16_t *qid);
+int nvl_client_delete(nvme_dev_t *d, uint16_t qid);
+/* An admin command run by the manager; its data (up to NVL_MGR_DATA bytes) copied to buf. */
+int nvl_client_admin(nvme_dev_t *d, const struct nvme_sqe *sqe, void *buf, size_t len,
+                     struct nvme_cpl *cpl);
+void nvl_client_close(nvme_dev_t *d);
 /* Admin command under d->lock; data at (io, len). */
 int nvl_admin(nvme_dev_t *d, struct nvme_sqe *sqe, uint64_t io, size_t len,
               struct nvme_cpl *cpl);

@@ -65,6 +65,11 @@ int sio_list(struct sio_info *out, int max)
         o->available = x.available;
         o->exclusive = x.exclusive;
         o->borrowers = x.borrowers;
+        o->managed = x.managed;
+        if (x.managed) {
+            o->manager_node = rt->ops->node_id(rt, x.manager_host);
+            o->manager_pid = x.manager_pid;
+        }
     }
     rt_put(rt);
     return n;

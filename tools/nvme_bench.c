@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ntbtool.h"
@@ -32,9 +33,13 @@ struct opts {
     const char *sq_bar;       /* the SQ in BAR2 of this device instead (a peer, Fig. 34 GPU) */
     bool json, quiet;
     uint64_t warmup;
+    uint64_t lba_first, lba_count; /* the range used (count 0: to the namespace's end) */
+    bool verify;                   /* write the range first, check every block read */
+    double start_at;               /* wall-clock second to start measuring at (0: now) */
 };
 
-enum { O_DEVICE = 256, O_QD, O_SECONDS, O_IOS, O_QUEUES_IN, O_SQ_IN, O_CQ_IN, O_JSON, O_WARMUP };
+enum { O_DEVICE = 256, O_QD, O_SECONDS, O_IOS, O_QUEUES_IN, O_SQ_IN, O_CQ_IN, O_JSON, O_WARMUP,
+       O_LBA, O_VERIFY, O_START_AT };
 
 static void usage(FILE *f)
 {
@@ -53,6 +58,12 @@ static void usage(FILE *f)
         "  --sq-in, --cq-in borrower|lender   the same for one of them\n"
         "  --sq-in bar:DEV      the SQ in BAR2 of device DEV (borrowed too; e.g. accel0 next to\n"
         "                       the NVMe: the device fetches commands peer to peer)\n"
+        "  --lba FIRST:COUNT    use only these blocks of namespace 1 (default: all of it)\n"
+        "  --verify             first write every block of the range with a pattern made of\n"
+        "                       its LBA, then check each block read; mismatches fail the run\n"
+        "  --start-at T         after setting up, wait until wall-clock time T (seconds since\n"
+        "                       the epoch, as date +%%s.%%N prints) to start: runs on many hosts\n"
+        "                       measure the same interval\n"
         "  --json               one JSON object on stdout\n"
         "  -q                   no progress messages\n"
         "example (the SQ near the device, the CQ near the CPU, smartio-tocs-2021 Fig. 34):\n"
@@ -90,7 +101,28 @@ struct req {
     struct run *run;
     uint8_t *buf;
     uint64_t t_sub;
+    uint64_t lba;
 };
+
+/* The pattern of a block: 64-bit words made of its LBA and their index. */
+static uint64_t pattern(uint64_t lba, size_t i) { return (lba + 1) * 0x9e3779b97f4a7c15ull ^ i; }
+static void fill_block(uint8_t *buf, uint64_t lba)
+{
+    for (size_t i = 0; i < 4096 / 8; i++) {
+        uint64_t v = pattern(lba, i);
+        memcpy(buf + i * 8, &v, 8);
+    }
+}
+static bool check_block(const uint8_t *buf, uint64_t lba)
+{
+    for (size_t i = 0; i < 4096 / 8; i++) {
+        uint64_t v;
+        memcpy(&v, buf + i * 8, 8);
+        if (v != pattern(lba, i))
+            return false;
+    }
+    return true;
+}
 
 struct run {
     const struct opts *o;
@@ -101,6 +133,7 @@ struct run {
     uint32_t nidle;
     int failed;        /* a command's error */
     uint16_t fail_status;
+    uint64_t verify_errors, first_bad_lba;
 };
 
 static void on_read(void *arg, const struct nvme_cpl *c)
@@ -113,6 +146,8 @@ static void on_read(void *arg, const struct nvme_cpl *c)
         b->fail_status = c->status;
     }
     b->done++;
+    if (!c->rc && b->o->verify && !check_block(r->buf, r->lba) && !b->verify_errors++)
+        b->first_bad_lba = r->lba;
     if (b->done == b->o->warmup) {
         b->t0 = now;
         if (!b->o->ios)
@@ -121,6 +156,17 @@ static void on_read(void *arg, const struct nvme_cpl *c)
         b->lat[b->measured++] = now - r->t_sub;
     }
     b->idle[b->nidle++] = r;
+}
+
+/* Writes of the range before a --verify run: counted, the first error kept. */
+struct wctx { uint64_t *done; uint32_t *inflight; int *err; };
+static void on_write(void *arg, const struct nvme_cpl *c)
+{
+    struct wctx *w = arg;
+    (*w->done)++;
+    (*w->inflight)--;
+    if (c->rc && !*w->err)
+        *w->err = c->rc;
 }
 
 static int bench(const struct opts *o)
@@ -184,7 +230,10 @@ static int bench(const struct opts *o)
     if (nvme_ns_info(d, 1, &ns) || ns.block_size != 4096)
         FAIL("namespace 1 of %s: %s", o->device,
              ns.block_size != 4096 ? "not 4 KiB blocks" : nvme_errmsg());
-    uint64_t nlba = ns.blocks;
+    if (o->lba_first >= ns.blocks || o->lba_count > ns.blocks - o->lba_first)
+        FAIL("--lba %" PRIu64 ":%" PRIu64 " is past the end of namespace 1 (%" PRIu64
+             " blocks)", o->lba_first, o->lba_count, ns.blocks);
+    uint64_t base = o->lba_first, nlba = o->lba_count ? o->lba_count : ns.blocks - base;
     if (nlba < 2)
         FAIL("namespace 1 has %" PRIu64 " blocks", nlba);
     if ((rc = nvme_qpair_create(d, &qo, &qp)))
@@ -194,7 +243,7 @@ static int bench(const struct opts *o)
         FAIL("out of memory for the device: %s", nvme_errmsg());
 
     /* Check the path once: a block written and read back. */
-    uint64_t clba = (rng() % nlba);
+    uint64_t clba = base + (rng() % nlba);
     for (size_t i = 0; i < 4096; i++)
         bufs[i] = (uint8_t)(i * 7 + getpid());
     if ((rc = nvme_write(qp, 1, clba, 1, bufs)))
@@ -204,6 +253,38 @@ static int bench(const struct opts *o)
     verified = memcmp(chk, bufs, 4096) == 0;
     if (!verified)
         FAIL("a block read back differs from what was written");
+    if (o->verify) { /* the whole range, up to qd writes at a time */
+        uint64_t donew = 0;
+        uint32_t inflight = 0;
+        int werr = 0;
+        struct wctx wc = { &donew, &inflight, &werr };
+        for (uint64_t next = 0; next < nlba && !werr;) {
+            for (uint32_t k = 0; k < o->qd && next < nlba; k++, next++) {
+                uint8_t *wb = bufs + (size_t)k * 4096;
+                fill_block(wb, base + next);
+                if ((rc = nvme_submit(qp, NVME_OP_WRITE, 1, base + next, 1, wb, 0, on_write, &wc)))
+                    FAIL("write: %s", nvme_errmsg());
+                inflight++;
+            }
+            while (inflight)
+                if ((rc = nvme_qpair_wait(qp, 5000)) < 0)
+                    FAIL("writing the range: %s",
+                         rc == -ETIMEDOUT ? "no completion in 5 s" : strerror(-rc));
+        }
+        if (werr)
+            FAIL("writing the range: %s", strerror(-werr));
+    }
+    if (o->start_at > 0) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        double wait = o->start_at - ((double)now.tv_sec + now.tv_nsec / 1e9);
+        if (wait > 600)
+            FAIL("--start-at is %.0f s away (more than 10 minutes): a typo?", wait);
+        if (wait > 0) {
+            struct timespec ts = { (time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9) };
+            nanosleep(&ts, NULL);
+        }
+    }
 
     /* Random 4 KiB reads, qd in flight. */
     b.cap = o->ios ? (size_t)o->ios : (size_t)(o->seconds * 2e6) + 1024;
@@ -236,7 +317,8 @@ static int bench(const struct opts *o)
         while (!stop && b.nidle && submitted < limit) {
             struct req *r = b.idle[--b.nidle];
             r->t_sub = tu_now_ns();
-            rc = nvme_submit(qp, NVME_OP_READ, 1, rng() % nlba, 1, r->buf, NVME_SUBMIT_DEFER,
+            r->lba = base + rng() % nlba;
+            rc = nvme_submit(qp, NVME_OP_READ, 1, r->lba, 1, r->buf, NVME_SUBMIT_DEFER,
                              on_read, r);
             if (rc) {
                 b.idle[b.nidle++] = r;
@@ -267,6 +349,9 @@ static int bench(const struct opts *o)
     if (!t_end)
         t_end = tu_now_ns();
     nvme_qpair_stats(qp, &qst);
+    if (b.verify_errors)
+        FAIL("%" PRIu64 " block(s) read back wrong, the first at LBA %" PRIu64, b.verify_errors,
+             b.first_bad_lba);
     uint64_t measured = b.measured, *lat = b.lat;
     double secs = (double)(t_end - b.t0) / 1e9;
     double iops = secs > 0 ? (double)measured / secs : 0;
@@ -302,12 +387,20 @@ static int bench(const struct opts *o)
         json_object_object_add(j, "lat_max_ns", json_object_new_int64(measured ? (int64_t)lat[measured - 1] : 0));
         json_object_object_add(j, "empty_polls", json_object_new_int64((int64_t)qst.empty_polls));
         json_object_object_add(j, "verified", json_object_new_boolean(verified));
+        json_object_object_add(j, "lba_first", json_object_new_int64((int64_t)base));
+        json_object_object_add(j, "lba_count", json_object_new_int64((int64_t)nlba));
+        json_object_object_add(j, "verify", json_object_new_boolean(o->verify));
+        json_object_object_add(j, "verify_errors", json_object_new_int64((int64_t)b.verify_errors));
+        json_object_object_add(j, "client", json_object_new_boolean(nvme_is_client(d)));
         tu_json_print(j);
     } else {
         printf("%s on %s (%s), 4 KiB random reads, qd %u, SQ in %s, CQ in %s%s\n",
                o->device, inf->host, local ? "local" : "borrowed", o->qd, sqw, cqw,
                model == 1 ? ", latency model on" : "");
         printf("  wrote a 4 KiB block and read it back: identical\n");
+        if (o->verify)
+            printf("  wrote blocks %" PRIu64 "..%" PRIu64 " first; every block read matched\n",
+                   base, base + nlba - 1);
         printf("  %" PRIu64 " reads in %.2f s: %.0f IOPS (%.1f MB/s)\n", (uint64_t)measured, secs,
                iops, iops * 4096 / 1e6);
         printf("  latency ns: min %" PRIu64 "  median %" PRIu64 "  mean %.0f  p99 %" PRIu64
@@ -343,7 +436,9 @@ int main(int argc, char **argv)
         { "seconds", 1, NULL, O_SECONDS }, { "ios", 1, NULL, O_IOS },
         { "queues-in", 1, NULL, O_QUEUES_IN }, { "sq-in", 1, NULL, O_SQ_IN },
         { "cq-in", 1, NULL, O_CQ_IN }, { "json", 0, NULL, O_JSON },
-        { "warmup", 1, NULL, O_WARMUP }, { "help", 0, NULL, 'h' }, { 0 } };
+        { "warmup", 1, NULL, O_WARMUP }, { "lba", 1, NULL, O_LBA },
+        { "verify", 0, NULL, O_VERIFY }, { "start-at", 1, NULL, O_START_AT },
+        { "help", 0, NULL, 'h' }, { 0 } };
     int c;
     while ((c = getopt_long(argc, argv, "qh", lo, NULL)) != -1) {
         int w;
@@ -390,6 +485,23 @@ int main(int argc, char **argv)
                 o.sq_lender = w;
             if (c != O_SQ_IN)
                 o.cq_lender = w;
+            break;
+        case O_LBA: {
+            char *colon = strchr(optarg, ':');
+            if (!colon || (*colon = 0, tu_parse_u64(optarg, &o.lba_first)) ||
+                tu_parse_u64(colon + 1, &o.lba_count) || o.lba_count < 2) {
+                tu_err("--lba takes FIRST:COUNT (COUNT >= 2), e.g. --lba 4096:1024");
+                return 2;
+            }
+            break;
+        }
+        case O_VERIFY: o.verify = true; break;
+        case O_START_AT:
+            o.start_at = strtod(optarg, &end);
+            if (*end || o.start_at <= 0) {
+                tu_err("--start-at takes seconds since the epoch (date +%%s.%%N)");
+                return 2;
+            }
             break;
         case O_JSON: o.json = true; break;
         case 'q': o.quiet = true; break;

@@ -87,5 +87,6 @@ void cli_print_devices(const struct fab *f);
 struct json_object *cli_devices_json(const struct fab *f);
 int cmd_topology(struct cli *c);
 int cmd_lspci(struct cli *c);
+int cmd_nvme(struct cli *c);
 
 #endif

@@ -133,6 +133,28 @@ static const struct command commands[] = {
       "  ntblend lspci -t\n"
       "  ntblend lspci -s nvme0 -vv\n"
       "  ntblend lspci --host a -xxx > a.dump && lspci -F a.dump -vv\n" },
+    { "nvme", cmd_nvme, "nvme manager|stop|status|mount ... [--fabric NAME]",
+      "share one NVMe among many hosts: its manager, its clients, a FUSE mount",
+      "  nvme manager DEVICE --host H [--max-clients N] [--foreground]\n"
+      "                        host H runs the manager of DEVICE: it borrows the controller,\n"
+      "                        resets, enables and identifies it, then shares it. Processes on\n"
+      "                        any host that open DEVICE with libntbnvme become its clients and\n"
+      "                        get I/O queue pairs of their own (docs/nvme-driver.md). Runs in\n"
+      "                        the background (log and state in the fabric's directory) unless\n"
+      "                        --foreground; returns once clients may connect.\n"
+      "  nvme stop DEVICE      stop the manager: its clients' queues are deleted and the\n"
+      "                        controller shut down; clients' next requests fail\n"
+      "  nvme status [--json]  each NVMe: its manager (host, pid), clients, queue pairs in\n"
+      "                        use/total, clients reclaimed after they died or were cut off\n"
+      "  nvme --host H mount DEVICE DIR [OPTIONS]\n"
+      "                        expose each namespace as the file DIR/nsN through FUSE, so\n"
+      "                        unmodified programs (dd, fio --ioengine=psync) use the device;\n"
+      "                        OPTIONS go to ntblend-nvmefs (see ntblend-nvmefs --help)\n"
+      "\nexamples:\n"
+      "  ntblend device add nvme0 && ntblend nvme manager nvme0 --host a\n"
+      "  ntblend run --host b -- nvme_bench --device nvme0 --qd 32\n"
+      "  ntblend nvme status\n"
+      "  ntblend nvme stop nvme0\n" },
     { "agent-ping", cmd_agent_ping, "agent-ping A B [--fabric NAME]",
       "ping host B's agent from host A's agent over the NTB",
       "A's agent sends a message through its NTB window into B's mailbox and rings B's\n"

@@ -119,6 +119,7 @@ struct nvl_queue {
     uint32_t busy;            /* slots waiting for a completion the caller will see */
     uint32_t irq_seen;
     uint64_t next_expire;     /* when to look for timed-out commands */
+    uint64_t next_health;     /* when a waiter next checks the controller (CSTS) */
     struct nvme_qpair_stats st;
 };
 

@@ -252,9 +252,50 @@ int nvl_q_reap(struct nvl_queue *q, unsigned max)
     return n;
 }
 
+/* Fail every command still waiting with rc (its identifier stays reserved: the device may
+ * still answer, and that late completion is dropped). */
+static int fail_busy(struct nvl_queue *q, int rc)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < q->nslots && q->busy; i++) {
+        struct nvl_slot *s = &q->slots[i];
+        if (s->state != NVL_BUSY)
+            continue;
+        s->state = NVL_LOST;
+        q->busy--;
+        q->st.completed++;
+        n++;
+        if (s->cb) {
+            struct nvme_cpl cpl = { .rc = rc };
+            s->cb(s->arg, &cpl);
+        }
+    }
+    return n;
+}
+
+/*
+ * A waiter that has slept a while asks the controller whether it is still there: registers
+ * that read all ones (the path to it is down, its host gone) or a fatal or disabled
+ * controller (its manager shut it down) will never complete what is outstanding, so that
+ * fails now with -EIO instead of at the command timeout. One register read per HEALTH_NS.
+ */
+#define HEALTH_NS 20000000ull
+static int health(struct nvl_queue *q, uint64_t now)
+{
+    if (now < q->next_health)
+        return 0;
+    q->next_health = now + HEALTH_NS;
+    uint32_t csts = q->p.ops->read32(q->p.ctx, NVME_REG_CSTS);
+    if (csts != UINT32_MAX && !(csts & NVME_CSTS_CFS) && (csts & NVME_CSTS_RDY))
+        return 0;
+    int n = fail_busy(q, -EIO);
+    return n ? n : -EIO;
+}
+
 int nvl_q_wait(struct nvl_queue *q, const bool *done, uint64_t timeout_ns)
 {
     uint64_t start = nvl_now_ns(), nap = 20000;
+    q->next_health = start + 2 * HEALTH_NS;
     for (;;) {
         int n = nvl_q_reap(q, 0);
         if (done ? *done : n > 0)
@@ -267,6 +308,8 @@ int nvl_q_wait(struct nvl_queue *q, const bool *done, uint64_t timeout_ns)
         if (el < q->p.spin_ns) {
             for (int i = 0; i < 16; i++)
                 cpu_relax();
+        } else if ((n = health(q, now)) != 0) {
+            return n;
         } else if (q->p.irq && q->p.ops->irq_wait) {
             /* Bounded, so a timeout is still seen; returns at once if an interrupt came
              * since the last one taken. */

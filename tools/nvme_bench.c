@@ -36,10 +36,12 @@ struct opts {
     uint64_t lba_first, lba_count; /* the range used (count 0: to the namespace's end) */
     bool verify;                   /* write the range first, check every block read */
     double start_at;               /* wall-clock second to start measuring at (0: now) */
+    int irq;                       /* host vector the queue pair's interrupts raise (0: poll) */
+    int spin_us;                   /* poll this long before sleeping (0: the library's) */
 };
 
 enum { O_DEVICE = 256, O_QD, O_SECONDS, O_IOS, O_QUEUES_IN, O_SQ_IN, O_CQ_IN, O_JSON, O_WARMUP,
-       O_LBA, O_VERIFY, O_START_AT };
+       O_LBA, O_VERIFY, O_START_AT, O_IRQ, O_SPIN };
 
 static void usage(FILE *f)
 {
@@ -64,6 +66,10 @@ static void usage(FILE *f)
         "  --start-at T         after setting up, wait until wall-clock time T (seconds since\n"
         "                       the epoch, as date +%%s.%%N prints) to start: runs on many hosts\n"
         "                       measure the same interval\n"
+        "  --irq V              completions raise this host's interrupt vector V (1..): after\n"
+        "                       polling for --spin-us, a waiting thread sleeps in it instead of\n"
+        "                       polling on (right when more threads than CPUs wait)\n"
+        "  --spin-us N          poll this long before yielding or sleeping (default 20)\n"
         "  --json               one JSON object on stdout\n"
         "  -q                   no progress messages\n"
         "example (the SQ near the device, the CQ near the CPU, smartio-tocs-2021 Fig. 34):\n"
@@ -196,7 +202,8 @@ static int bench(const struct opts *o)
     uint32_t self;
     seg_local_node_id(&self);
     bool local = inf->node_id == self;
-    int rc = nvme_open(o->device, NULL, &d);
+    struct nvme_open_opts oo = { .spin_us = (unsigned)o->spin_us };
+    int rc = nvme_open(o->device, &oo, &d);
     if (rc)
         FAIL("%s", nvme_errmsg());
 
@@ -206,7 +213,8 @@ static int bench(const struct opts *o)
         entries *= 2;
     struct nvme_qpair_opts qo = { .depth = entries,
                                   .sq_place = o->sq_lender ? NVME_PLACE_DEVICE : NVME_PLACE_LOCAL,
-                                  .cq_place = o->cq_lender ? NVME_PLACE_DEVICE : NVME_PLACE_LOCAL };
+                                  .cq_place = o->cq_lender ? NVME_PLACE_DEVICE : NVME_PLACE_LOCAL,
+                                  .irq = (uint32_t)o->irq };
     if (o->sq_bar) {
         int pid = sio_find(o->sq_bar);
         if (pid < 0)
@@ -438,6 +446,7 @@ int main(int argc, char **argv)
         { "cq-in", 1, NULL, O_CQ_IN }, { "json", 0, NULL, O_JSON },
         { "warmup", 1, NULL, O_WARMUP }, { "lba", 1, NULL, O_LBA },
         { "verify", 0, NULL, O_VERIFY }, { "start-at", 1, NULL, O_START_AT },
+        { "irq", 1, NULL, O_IRQ }, { "spin-us", 1, NULL, O_SPIN },
         { "help", 0, NULL, 'h' }, { 0 } };
     int c;
     while ((c = getopt_long(argc, argv, "qh", lo, NULL)) != -1) {
@@ -496,6 +505,18 @@ int main(int argc, char **argv)
             break;
         }
         case O_VERIFY: o.verify = true; break;
+        case O_IRQ:
+            if (tu_parse_int(optarg, 1, 63, &o.irq)) {
+                tu_err("--irq takes a host interrupt vector, 1..63");
+                return 2;
+            }
+            break;
+        case O_SPIN:
+            if (tu_parse_int(optarg, 1, 1000000, &o.spin_us)) {
+                tu_err("--spin-us takes 1..1000000");
+                return 2;
+            }
+            break;
         case O_START_AT:
             o.start_at = strtod(optarg, &end);
             if (*end || o.start_at <= 0) {

@@ -513,8 +513,9 @@ int nvme_qpair_create(nvme_dev_t *d, const struct nvme_qpair_opts *opts, nvme_qp
     size_t cqb = pageup(16ull * depth);
     if ((rc = nvl_mem_get(d, o->sq_mem, o->sq_place, sqb + prpb, &qp->sqm, &qp->sq_pool)) ||
         (rc = nvl_mem_get(d, o->cq_mem, o->cq_place, cqb, &qp->cqm, &qp->cq_pool))) {
-        nvl_fail(rc, "%s: no memory for a queue pair of depth %u (%zu + %zu bytes)%s", d->name,
-                 depth, sqb + prpb, cqb, o->sq_mem || o->cq_mem ? " in the memory given" : "");
+        nvl_fail(rc, "%s: no memory for a queue pair of depth %u (%zu + %zu bytes)%s: %s",
+                 d->name, depth, sqb + prpb, cqb,
+                 o->sq_mem || o->cq_mem ? " in the memory given" : "", strerror(-rc));
         goto fail_mem;
     }
     if (d->client) {

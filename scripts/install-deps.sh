@@ -12,6 +12,7 @@ packages=(
   "pciutils:lspci, which the tests use to decode ntblend lspci -x dumps"
   "jq:reading --json output in tests and scripts"
   "libcmocka-dev:the unit tests"
+  "libfuse3-dev:ntblend-nvmefs, an NVMe's namespaces as files" "fuse3:fusermount3, to mount and unmount them"
   "graphviz:topology pictures" "gnuplot-nox:benchmark plots"
   "procps:ps and pgrep for the CPU-use measurement"
   "clang:the fuzzers (scripts/fuzz.sh)" "libclang-rt-14-dev:libFuzzer's runtime for clang 14"

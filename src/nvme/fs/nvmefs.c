@@ -634,7 +634,7 @@ int main(int argc, char **argv)
     char *mountopts = NULL;
     fs.sq_place = NVME_PLACE_DEVICE;
     int c;
-    while ((c = getopt_long(argc, argv, "+fdt:o:hV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "fdt:o:hV", longopts, NULL)) != -1) {
         switch (c) {
         case 'f': daemon = false; break;
         case 'd': daemon = true; break;

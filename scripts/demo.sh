@@ -71,9 +71,17 @@ ntblend --fabric demo-dev lspci --host c -s accel0 -v
 ntblend --fabric demo-dev device reclaim accel0
 ntblend --fabric demo-dev device add nvme0
 
-step "Host b borrows a's NVMe and drives it with libntbnvme in its own process: write, read back, verify, measure"
+step "One NVMe, several hosts: a's manager shares nvme0; b and c each drive their own queue pair with libntbnvme"
+ntblend --fabric demo-dev nvme manager nvme0 --host a
+tmp_b=$(mktemp) tmp_c=$(mktemp)
 ntblend --fabric demo-dev run --host b -- nvme_bench --device nvme0 --qd 1 --seconds 1
 ntblend --fabric demo-dev run --host b -- nvme_bench --device nvme0 --qd 32 --seconds 1
+ntblend --fabric demo-dev run --host c -- nvme_bench --device nvme0 --qd 8 --seconds 2 --lba 0:4096 --verify -q > "$tmp_c" &
+ntblend --fabric demo-dev run --host b -- nvme_bench --device nvme0 --qd 8 --seconds 2 --lba 4096:4096 --verify -q > "$tmp_b" &
+sleep 1.5
+ntblend --fabric demo-dev nvme status
+wait
+cat "$tmp_b" "$tmp_c"; rm -f "$tmp_b" "$tmp_c"
 ntblend --fabric demo-dev down
 
 step "OpenSHMEM on a switchless ring of five hosts (demo-ring5.png): oshcc, then oshrun across it"

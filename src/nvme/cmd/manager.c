@@ -130,7 +130,7 @@ int main(int argc, char **argv)
     }
     struct nvme_manager_status last = { 0 };
     while (!stop) {
-        struct timespec ts = { 0, 200 * 1000 * 1000 };
+        struct timespec ts = { 0, 50 * 1000 * 1000 };
         nanosleep(&ts, NULL);
         struct nvme_manager_status st;
         nvme_manager_status(m, &st, NULL, 0);

@@ -68,6 +68,8 @@ struct nvme_ctrl {
     struct nvme_backend be;
     volatile uint8_t *regs; /* BAR0: 16 KiB */
     int *ns_fd;             /* per namespace; -1 = not backed */
+    const uint8_t **ns_map; /* per namespace: its backing file mapped read-only, or NULL
+                             * (reads then go through ns_fd) */
     uint64_t nlba;          /* blocks per namespace */
     /* state */
     bool enabled;           /* CC.EN seen as 1 and the controller became ready */

@@ -54,10 +54,21 @@ static uint16_t rw(struct nvme_ctrl *c, const struct nvme_sqe *sqe, bool write)
     if (st)
         return st;
     int fd = ns_fd(c, sqe->nsid);
+    off_t off = (off_t)(slba << NVME_LBA_SHIFT);
+    const uint8_t *map = c->ns_map ? c->ns_map[sqe->nsid - 1] : NULL;
+    if (!write && map) {
+        /* The medium mapped: one copy, from the page cache straight to the host's buffer.
+         * (Writes go through pwrite, which reports a full disk as a write fault.) */
+        st = nvme_prp_xfer(c, sqe, (void *)(map + off), len, true);
+        if (!st) {
+            c->read_cmds++;
+            c->units_read += nlb * (NVME_LBA_SIZE / 512);
+        }
+        return st;
+    }
     char *buf = malloc(len);
     if (!buf)
         return NVME_INTERNAL_ERROR;
-    off_t off = (off_t)(slba << NVME_LBA_SHIFT);
     if (write) {
         st = nvme_prp_xfer(c, sqe, buf, len, false);
         if (!st) {

@@ -69,8 +69,10 @@ int nvme_ctrl_init(struct nvme_ctrl *c, const struct nvme_params *p,
                    const struct nvme_backend *be, volatile uint8_t *regs)
 {
     int *fds = c->ns_fd;
+    const uint8_t **maps = c->ns_map;
     memset(c, 0, sizeof *c);
     c->ns_fd = fds;
+    c->ns_map = maps;
     c->p = *p;
     if (c->p.queues < 1 || c->p.queues > NVME_MAX_QUEUES || c->p.namespaces < 1 ||
         c->p.ns_size < NVME_LBA_SIZE || c->p.mdts > 16)

@@ -197,9 +197,11 @@ struct ntbfio {
     size_t max_transfer;
     struct io_u **queued; /* submitted, doorbell not rung yet */
     unsigned nqueued;
-    struct io_u **done;   /* completed, in order; the first nreaped were handed to fio */
+    /* Completed, in order; the first nreaped were handed to fio by the last getevents and
+     * stay until the next one. Those and the ones in flight are at most 2 * slots. */
+    struct io_u **done;
     unsigned ndone, nreaped;
-    unsigned slots;       /* entries of queued[] and done[] */
+    unsigned slots;       /* entries of queued[]; iodepth + 1 */
     nvme_mem_t *bufmem;   /* ntb_buf=device: the memory fio's buffers come from */
     bool warned;
 };
@@ -218,8 +220,10 @@ static void ntbfio_done(void *arg, const struct nvme_cpl *cpl)
                 io_ddir_name(io_u->ddir), io_u->xfer_buflen, io_u->offset,
                 strerror(-cpl->rc), cpl->status);
     }
-    if (j->ndone < j->slots)
+    if (j->ndone < 2 * j->slots)
         j->done[j->ndone++] = io_u;
+    else
+        log_err("ntbnvme: more completions than I/O in flight: one is lost\n");
 }
 
 static int ntbfio_poll(struct ntbfio *j)
@@ -321,7 +325,7 @@ static int ntbfio_init(struct thread_data *td)
     td->io_ops_data = j; /* cleanup frees what init got */
     j->slots = td->o.iodepth + 1;
     j->queued = calloc(j->slots, sizeof *j->queued);
-    j->done = calloc(j->slots, sizeof *j->done);
+    j->done = calloc(2 * (size_t)j->slots, sizeof *j->done);
     if (!j->queued || !j->done) {
         td_verror(td, ENOMEM, "ntbnvme init");
         return 1;

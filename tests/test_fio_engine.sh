@@ -75,7 +75,8 @@ bad() {
   grep -qF -- "$want" <<<"$out" || fail "$*: no \"$want\" in: $out"
 }
 bad "no device 'nvme9' in this fabric" --ntb_device=nvme9
-bad "set ntb_device=NAME" 
+bad "set ntb_device=NAME"
 bad "not a multiple of the block size" --ntb_device=nvme0 --bs=512
 bad "no active namespace 7" --ntb_device=nvme0 --ntb_nsid=7
+bad "more than one command of nvme0 moves" --ntb_device=nvme0 --rw=randwrite --bs=1M
 echo "PASS"

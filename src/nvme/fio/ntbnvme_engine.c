@@ -242,11 +242,16 @@ static int ntbfio_wait(struct ntbfio *j, int timeout_ms)
     return rc;
 }
 
-/* Every block size a job may use must be whole blocks of the namespace. */
-static int check_sizes(struct thread_data *td, const struct nvme_ns_info *ns, const char *dev)
+/* Every block size a job may use must be whole blocks of the namespace, and a read or write
+ * must fit in one command. */
+static int check_sizes(struct thread_data *td, const struct nvme_ns_info *ns, size_t max_transfer,
+                       const char *dev)
 {
     const char *what[DDIR_RWDIR_CNT] = { "read", "write", "trim" };
+    const bool used[DDIR_RWDIR_CNT] = { td_read(td), td_write(td), td_trim(td) };
     for (int d = 0; d < DDIR_RWDIR_CNT; d++) {
+        if (!used[d])
+            continue; /* verify reads use the write sizes */
         unsigned long long v[3] = { td->o.min_bs[d], td->o.max_bs[d], td->o.ba[d] };
         for (int i = 0; i < 3; i++)
             if (v[i] % ns->block_size) {
@@ -256,6 +261,12 @@ static int check_sizes(struct thread_data *td, const struct nvme_ns_info *ns, co
                         ns->block_size, ns->block_size);
                 return -EINVAL;
             }
+        if (d != DDIR_TRIM && td->o.max_bs[d] > max_transfer) {
+            log_err("ntbnvme: %s block size %llu is more than one command of %s moves (%zu "
+                    "bytes): keep bs= at or below %zu\n", what[d], td->o.max_bs[d], dev,
+                    max_transfer, max_transfer);
+            return -EINVAL;
+        }
     }
     return 0;
 }
@@ -277,11 +288,12 @@ static int ntbfio_setup(struct thread_data *td)
         return 1;
     }
     struct nvme_ns_info ns;
+    struct nvme_ctrl_info ci;
     int rc = nvme_ns_info(sd->dev, o->nsid, &ns);
     if (rc)
         log_err("ntbnvme: %s\n", nvme_errmsg());
-    else
-        rc = check_sizes(td, &ns, o->device);
+    else if (!(rc = nvme_ctrl_info(sd->dev, &ci)))
+        rc = check_sizes(td, &ns, ci.max_transfer, o->device);
     dev_put(sd);
     if (rc) {
         td_vmsg(td, -rc, rc == -EINVAL ? "block size" : "no such namespace", "ntbnvme setup");
@@ -431,7 +443,7 @@ static enum fio_q_status ntbfio_queue(struct thread_data *td, struct io_u *io_u)
                           "offsets that are multiples of its block size");
         if (io_u->ddir != DDIR_TRIM && io_u->xfer_buflen > j->max_transfer)
             return reject(j, io_u, EINVAL, "more than one command moves: keep bs= at or "
-                          "below the controller's max transfer");
+                          "below the controller's max transfer (ntbnvme checks bs= at setup)");
         if (io_u->xfer_buflen / bs > UINT32_MAX)
             return reject(j, io_u, EINVAL, "too many blocks for one command");
         lba = io_u->offset / bs;

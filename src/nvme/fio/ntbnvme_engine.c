@@ -213,6 +213,8 @@ static void ntbfio_done(void *arg, const struct nvme_cpl *cpl)
 {
     struct io_u *io_u = arg;
     struct ntbfio *j = polling;
+    if (!j)
+        return; /* cancelled at cleanup: fio has freed its io_us by then */
     io_u->error = cpl->rc ? (unsigned)-cpl->rc : 0;
     if (cpl->rc && !j->warned) {
         j->warned = true;
@@ -314,10 +316,10 @@ static void ntbfio_cleanup(struct thread_data *td)
     if (!j)
         return;
     if (j->qp) {
-        polling = j; /* commands still outstanding are cancelled: their callbacks run */
+        /* Commands still outstanding are cancelled; their callbacks leave the io_us alone. */
+        polling = NULL;
         if (nvme_qpair_delete(j->qp))
             log_err("ntbnvme: deleting the queue pair: %s\n", nvme_errmsg());
-        polling = NULL;
     }
     dev_put(j->sd);
     free(j->queued);

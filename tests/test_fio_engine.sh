@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The fio engine (lib/ntbnvme-fio.so) on a borrowed NVMe: the multi-job verify of
 # examples/fio/verify.fio passes (and a trimmed range does not verify: reads reach the device),
-# a short random read reports IOPS and no errors, and bad options fail with a clear message.
+# a short random read reports IOPS and no errors, two fio processes on two hosts verify at once
+# as clients of the NVMe's manager, and bad options fail with a clear message.
 # Skips (77) when the engine was not built or fio is missing.
 set -euo pipefail
 engine="$NTBLEND_BIN/../lib/ntbnvme-fio.so"
@@ -65,6 +66,22 @@ out=$(on_b --output-format=json --name=rr --ioengine=external:"$engine" --ntb_de
   || fail "randread failed: $out"
 jq -e '.jobs[0].error == 0 and .jobs[0].read.iops > 0 and .jobs[0].read.io_bytes > 0' \
   <<<"$out" >/dev/null || fail "randread: $(jq -c '.jobs[0] | {error, iops: .read.iops}' <<<"$out")"
+
+# Two fio processes at once (on b, and on c), each a client of the manager with its own queue
+# pair, each writing and verifying a range of its own with crc32c.
+n nvme manager nvme0 --host a >/dev/null
+for h in b c; do
+  off=$([ $h = b ] && echo 512M || echo 640M)
+  n run --host $h -- fio --output-format=json --name=$h --ioengine=external:"$engine" \
+    --ntb_device=nvme0 --rw=randwrite --bs=4k --size=16M --offset=$off --iodepth=8 \
+    --verify=crc32c --verify_state_save=0 >"$work/$h.json" 2>"$work/$h.err" &
+done
+for p in $(jobs -p); do wait "$p" || fail "a client's verify failed: $(cat "$work"/*.err)"; done
+for h in b c; do
+  j=$(sed -n '/^{/,$p' "$work/$h.json" | jq -c '.jobs[0] | {error, w: .write.io_bytes, r: .read.io_bytes}')
+  [ "$j" = '{"error":0,"w":16777216,"r":16777216}' ] || fail "client on $h: $j"
+done
+n nvme stop nvme0 >/dev/null
 
 # Bad options fail before any I/O, saying what to do.
 bad() {

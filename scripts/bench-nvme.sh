@@ -6,7 +6,13 @@
 # smartio3-latency.ini (latency model on) and compares QD1 command latency with the SQ in the
 # lender's RAM and in accel0's BAR next to the NVMe against the SQ in the borrower's RAM, CQ
 # in the borrower's (Fig. 34: local RAM, remote RAM, remote GPU memory). Prints a
-# summary; shuts the fabrics down (also on failure or Ctrl-C). About a minute.
+# summary; shuts the fabrics down (also on failure or Ctrl-C). About two minutes.
+# In the first fabric it also measures what a user sees through fio: the ntbnvme engine
+# (build/lib/ntbnvme-fio.so) on the borrower against the lender, the same through the NVMe's
+# manager (b a client of it), and — the reference a user would otherwise pick — the same fio
+# job against a network block device on this machine (nbdkit's memory plugin over a Unix
+# socket, fio's nbd engine). The fio parts are skipped, with a note, when fio, the engine or
+# nbdkit is missing.
 # Usage: scripts/bench-nvme.sh [-o FILE] [-b BUILD_BIN_DIR] [-r ROUNDS] [-s SECONDS]
 #   -o FILE     all results as one JSON object (default bench-nvme.json)
 #   -b DIR      where ntblend and nvme_bench are (default $NTBLEND_BIN, else ./build/bin)
@@ -98,6 +104,77 @@ for r in $(seq "$rounds"); do
   run local_qd32 a "$r" --qd 32
   run borrowed_qd32 b "$r" --qd 32
 done
+
+# ---------------------------------------------------------------- fio
+engine="$bin/../lib/ntbnvme-fio.so"
+have_fio=0 have_nbd=0
+if command -v fio >/dev/null && [ -f "$engine" ]; then
+  have_fio=1
+  engine=$(cd "$(dirname "$engine")" && pwd)/ntbnvme-fio.so
+else
+  echo "bench-nvme: no fio or no fio engine ($engine): skipping the fio runs" >&2
+fi
+if [ $have_fio = 1 ] && command -v nbdkit >/dev/null && fio --enghelp 2>/dev/null | grep -qw nbd; then
+  have_nbd=1
+else
+  echo "bench-nvme: no nbdkit or no nbd engine in fio: skipping the network block device reference" >&2
+fi
+# fio's read figures as the flat object agg() reads (clat: submission to completion).
+fio_json() { # HOST QD SQ_IN CQ_IN
+  sed -n '/^{/,$p' | jq -c --arg host "$1" --argjson qd "$2" --arg sq "$3" --arg cq "$4" '
+    .jobs[0] | if .error != 0 then error("fio job error \(.error)") else . end |
+    .read | {iops, lat_min_ns: .clat_ns.min, lat_median_ns: .clat_ns.percentile["50.000000"],
+             lat_p99_ns: .clat_ns.percentile["99.000000"], verified: true, host: $host, qd: $qd,
+             sq_in: $sq, cq_in: $cq}'
+}
+# QD32 as one tunes fio for a million IOPS: no random map, completions in batches.
+fio_qd() { [ "$1" = 1 ] && echo "--iodepth=1" || echo "--iodepth=$1 --iodepth_batch_submit=16 --iodepth_batch_complete_min=8"; }
+fio_ntb() { # NAME HOST ROUND QD
+  "$bin/ntblend" --fabric "$fabric" run --host "$2" -- fio --output-format=json --name="$1" \
+    --ioengine=external:"$engine" --ntb_device=nvme0 --rw=randread --bs=4k --size=1G \
+    --norandommap --randrepeat=0 $(fio_qd "$4") --time_based --runtime="$secs" --ramp_time=0.2 \
+    2>"$tmp/fio.err" | fio_json "$2" "$4" lender "$([ "$2" = a ] && echo lender || echo borrower)" >"$tmp/$1.$3.json" ||
+    { echo "bench-nvme: fio $1 on $2 failed: $(cat "$tmp/fio.err")" >&2; exit 1; }
+}
+nbd_pid=""
+fio_nbd() { # NAME ROUND QD
+  fio --output-format=json --name="$1" --ioengine=nbd --uri="nbd+unix:///?socket=$tmp/nbd.sock" \
+    --rw=randread --bs=4k --size=1G --norandommap --randrepeat=0 $(fio_qd "$3") --time_based \
+    --runtime="$secs" --ramp_time=0.2 2>"$tmp/fio.err" | fio_json nbdkit "$3" - - >"$tmp/$1.$2.json" ||
+    { echo "bench-nvme: fio against nbdkit failed: $(cat "$tmp/fio.err")" >&2; exit 1; }
+}
+if [ $have_nbd = 1 ]; then
+  nbdkit --unix "$tmp/nbd.sock" --foreground memory 1G & nbd_pid=$!
+  trap 'down; [ -z "$nbd_pid" ] || kill "$nbd_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+  for _ in $(seq 100); do [ -S "$tmp/nbd.sock" ] && break; sleep 0.05; done
+  # Written once, so reads return data rather than holes.
+  fio --name=fill --ioengine=nbd --uri="nbd+unix:///?socket=$tmp/nbd.sock" --rw=write --bs=1M \
+    --size=1G --iodepth=4 >/dev/null 2>&1
+fi
+if [ $have_fio = 1 ]; then
+  ref=""
+  [ -z "$nbd_pid" ] || ref=", and the memory plugin of nbdkit over a Unix socket"
+  echo "bench-nvme: fio: the ntbnvme engine on a (local) and b (borrowed)$ref" >&2
+  for r in $(seq "$rounds"); do
+    fio_ntb fio_local_qd1 a "$r" 1
+    fio_ntb fio_borrowed_qd1 b "$r" 1
+    [ $have_nbd = 0 ] || fio_nbd fio_nbd_qd1 "$r" 1
+    fio_ntb fio_local_qd32 a "$r" 32
+    fio_ntb fio_borrowed_qd32 b "$r" 32
+    [ $have_nbd = 0 ] || fio_nbd fio_nbd_qd32 "$r" 32
+  done
+fi
+[ -z "$nbd_pid" ] || { kill "$nbd_pid"; wait "$nbd_pid" 2>/dev/null || true; nbd_pid=""; }
+
+# ---------------------------------------------------------------- through the manager
+"$bin/ntblend" --fabric "$fabric" nvme manager nvme0 --host a >/dev/null
+echo "bench-nvme: the NVMe's manager on a; b a client of it" >&2
+for r in $(seq "$rounds"); do
+  run client_qd1 b "$r" --qd 1
+  run client_qd32 b "$r" --qd 32
+  [ $have_fio = 0 ] || fio_ntb fio_client_qd1 b "$r" 1
+done
+"$bin/ntblend" --fabric "$fabric" nvme stop nvme0 >/dev/null
 down
 boot lat "$topo_lat"
 echo "bench-nvme: fabric $fabric ($(basename "$topo_lat")): SQ in borrower RAM vs lender RAM" >&2
@@ -139,6 +216,39 @@ echo "remote/local QD1 latency: median x$lat_ratio, p99 x$p99_ratio, min x$min_r
 echo "remote/local QD32 IOPS:   x$iops_ratio"
 echo "one device thread sustains: $dev_iops IOPS (best QD32 run; the model serves all queues of a controller with one thread)"
 echo
+echo "== through the NVMe's manager: b is one of its clients (queue pairs created by the manager)"
+hdr ""
+row "client on b, QD1 (nvme_bench)" client_qd1
+row "client on b, QD32 (nvme_bench)" client_qd32
+[ $have_fio = 0 ] || row "client on b, QD1 (fio, ntbnvme engine)" fio_client_qd1
+client_ratio=$(div "$(agg client_qd1 lat_median_ns)" "$(agg borrowed_qd1 lat_median_ns)")
+echo "client/owner QD1 median latency: x$client_ratio (the I/O path is the same; only queue creation differs)"
+fio_part='"fio":null,'
+if [ $have_fio = 1 ]; then
+  fio_ratio=$(div "$(agg fio_borrowed_qd1 lat_median_ns)" "$(agg fio_local_qd1 lat_median_ns)")
+  echo
+  echo "== fio, 4 KiB random reads, one job (its own queue pair), latency model off; clat"
+  hdr ""
+  row "fio ntbnvme, local    (a), QD1" fio_local_qd1
+  row "fio ntbnvme, borrowed (b), QD1" fio_borrowed_qd1
+  row "fio ntbnvme, local    (a), QD32" fio_local_qd32
+  row "fio ntbnvme, borrowed (b), QD32" fio_borrowed_qd32
+  echo "borrowed/local QD1 median: x$fio_ratio"
+  nbd_part=null
+  if [ $have_nbd = 1 ]; then
+    row "fio nbd, nbdkit memory over a Unix socket, QD1" fio_nbd_qd1
+    row "fio nbd, nbdkit memory over a Unix socket, QD32" fio_nbd_qd32
+    nbd_ratio=$(div "$(agg fio_nbd_qd1 lat_median_ns)" "$(agg fio_borrowed_qd1 lat_median_ns)")
+    nbd_iops=$(div "$(agg fio_borrowed_qd32 iops)" "$(agg fio_nbd_qd32 iops)")
+    echo "network block device / borrowed NVMe: QD1 median latency x$nbd_ratio, QD32 IOPS x$nbd_iops in the NVMe's favour"
+    nbd_part=$(printf '{"nbd_qd1":%s,"nbd_qd32":%s,"nbd_borrowed_latency_median_ratio":%s,"borrowed_nbd_iops_ratio":%s}' \
+      "$(jconf fio_nbd_qd1)" "$(jconf fio_nbd_qd32)" "$nbd_ratio" "$nbd_iops")
+  fi
+  fio_part=$(printf '"fio":{"local_qd1":%s,"borrowed_qd1":%s,"local_qd32":%s,"borrowed_qd32":%s,"client_qd1":%s,"borrowed_local_latency_median_ratio":%s,"nbd":%s},' \
+    "$(jconf fio_local_qd1)" "$(jconf fio_borrowed_qd1)" "$(jconf fio_local_qd32)" \
+    "$(jconf fio_borrowed_qd32)" "$(jconf fio_client_qd1)" "$fio_ratio" "$nbd_part")
+fi
+echo
 echo "== QD1 with the latency model on (smartio-tocs-2021 Fig. 34: CQ in the borrower's RAM)"
 hdr ""
 row "borrowed, SQ in borrower RAM (b)" lat_sq_borrower
@@ -164,6 +274,9 @@ echo "remote/local QD32 IOPS with the model on: x$lat_iops_ratio"
   printf '"sq_in_lender_saves_median_ns":%s,"sq_in_lender_saves_min_ns":%s,' "$saved" "$saved_min"
   printf '"sq_in_peer_bar_saves_median_ns":%s,"sq_in_peer_bar_saves_min_ns":%s,"remote_local_iops_ratio":%s},' \
     "$saved_peer" "$saved_peer_min" "$lat_iops_ratio"
+  printf '"manager":{"client_qd1":%s,"client_qd32":%s,"client_owner_latency_median_ratio":%s},' \
+    "$(jconf client_qd1)" "$(jconf client_qd32)" "$client_ratio"
+  printf '%s' "$fio_part"
   printf '"runs":['
   first=1
   for f in "$tmp"/*.json; do

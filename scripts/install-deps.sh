@@ -18,6 +18,7 @@ packages=(
   "clang:the fuzzers (scripts/fuzz.sh)" "libclang-rt-14-dev:libFuzzer's runtime for clang 14"
   "fio:the fio engine and its test (examples/fio)"
   "dpkg-dev:dpkg-source, which unpacks fio's source for the engine's build (scripts/fio-src.sh)"
+  "nbdkit:a network block device as the reference in scripts/bench-nvme.sh (fio's nbd engine)"
 )
 
 # The fio engine is compiled against fio's headers, which Debian does not ship:

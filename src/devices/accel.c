@@ -118,7 +118,7 @@ static void *accel_thread(void *arg)
         case ACCEL_STEP_WAITING:
             /* A peer's DMA into BAR2 or any register write wakes us; CPU stores into BAR2
              * are seen at the next recheck. */
-            fab_futex_wait(&fx->reg_seq, seen, ACCEL_WAIT_RECHECK_US * 1000ll);
+            fab_fn_wait(a->f, a->fn, seen, ACCEL_WAIT_RECHECK_US * 1000ll);
             continue;
         case ACCEL_STEP_IDLE:
             break;
@@ -129,7 +129,7 @@ static void *accel_thread(void *arg)
             cpu_relax();
         if (atomic_load(&fx->reg_seq) == seen && accel_core_head(&a->core) == head &&
             !atomic_load(&a->stop))
-            fab_futex_wait(&fx->reg_seq, seen, -1);
+            fab_fn_wait(a->f, a->fn, seen, -1);
     }
     return NULL;
 }

@@ -109,11 +109,27 @@ int fab_cfg_write(struct fab *f, uint32_t fni, uint32_t off, uint32_t len, uint3
     return 0;
 }
 
+/* The register write is counted first, the sleepers looked at second; a model thread
+ * announces itself first and looks at the count second (fab_fn_wait): one of the two always
+ * sees the other, so no wake-up is lost, and a model that is polling costs the writer no
+ * system call. */
 void fab_fn_notify(struct fab *f, uint32_t fni)
 {
     struct fab_function *fn = fab_func(f, fni);
     atomic_fetch_add(&fn->reg_seq, 1);
-    fab_futex_wake(&fn->reg_seq, INT_MAX);
+    if (atomic_load(&fn->reg_waiters))
+        fab_futex_wake(&fn->reg_seq, INT_MAX);
+}
+
+int fab_fn_wait(struct fab *f, uint32_t fni, uint32_t seen, int64_t timeout_ns)
+{
+    struct fab_function *fn = fab_func(f, fni);
+    atomic_fetch_add(&fn->reg_waiters, 1);
+    int rc = 0;
+    if (atomic_load(&fn->reg_seq) == seen)
+        rc = fab_futex_wait(&fn->reg_seq, seen, timeout_ns);
+    atomic_fetch_sub(&fn->reg_waiters, 1);
+    return rc;
 }
 
 static void fn_reset(struct fab *f, uint32_t fni, bool all_bars)

@@ -29,6 +29,9 @@ int fab_fn_msix(struct fab *f, uint32_t fn, uint32_t vector);
 void fab_fn_reset(struct fab *f, uint32_t fn);
 /* Tell a function's model that a register changed (what a write to a register BAR does). */
 void fab_fn_notify(struct fab *f, uint32_t fn);
+/* A model thread: sleep until a register write of fn changes reg_seq from `seen`, or
+ * timeout_ns (< 0: none) passes. As fab_futex_wait. */
+int fab_fn_wait(struct fab *f, uint32_t fn, uint32_t seen, int64_t timeout_ns);
 /* Power-on state of a host's functions: config space as enumerated, BAR contents zero. */
 void fab_funcs_reset(struct fab *f, uint32_t host);
 

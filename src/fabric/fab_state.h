@@ -18,7 +18,7 @@
 #include "topo.h"
 
 #define FAB_MAGIC 0x4e54424cu /* "NTBL" */
-#define FAB_VERSION 3
+#define FAB_VERSION 4
 #define FAB_NAME_MAX 64
 #define FAB_MAX_PROCS 512
 #define FAB_IOMMU_MAPS 4096   /* per host */
@@ -78,6 +78,7 @@ struct fab_function {
     _Atomic uint32_t cfg_lock;
     uint32_t bar_sizing;       /* BAR slots written all-ones: reads return the size mask */
     _Atomic uint32_t reg_seq;  /* futex: a register write (doorbell) wakes the model */
+    _Atomic uint32_t reg_waiters; /* model threads asleep on reg_seq (fab_fn_wait) */
     _Atomic uint32_t model_up; /* the model is serving this function */
     _Atomic uint32_t reset_gen; /* bumps on a function-level reset: models drop all state */
     /* SmartIO lending state, written only by the lender's agent. */

@@ -300,6 +300,12 @@ static void delay_for(struct fab *f, const struct extent *x, size_t n, uint64_t 
         fab_lat_delay(end - now);
 }
 
+/* When a transfer started, for the latency model; without it, no clock is read. */
+static uint64_t lat_start(const struct fab *f)
+{
+    return f->ctl->latency.enabled ? fab_now_ns() : 0;
+}
+
 /* Where a resolved RAM or BAR extent lives in this process. */
 static void *extent_mem(struct fab *f, const struct fab_target *t, uint64_t skip, uint64_t len)
 {
@@ -331,7 +337,7 @@ int fab_dev_write(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, con
 {
     struct extent buf[INLINE_EXTENTS], *x;
     size_t n;
-    uint64_t t0 = fab_now_ns();
+    uint64_t t0 = lat_start(f);
     int rc = resolve_all(f, host, rid, addr, len, true, buf, &x, &n);
     if (rc)
         return rc;
@@ -346,7 +352,7 @@ int fab_dev_read(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, void
                  uint64_t len)
 {
     int first = 0;
-    uint64_t t0 = fab_now_ns();
+    uint64_t t0 = lat_start(f);
     uint64_t path = 0;
     for (uint64_t off = 0; off < len;) {
         struct fab_target t;
@@ -392,7 +398,7 @@ int fab_dev_copy_queued(struct fab *f, uint32_t host, uint16_t rid, uint64_t dst
 {
     struct extent sbuf[INLINE_EXTENTS], dbuf[INLINE_EXTENTS], *s, *d;
     size_t ns, nd;
-    uint64_t t0 = fab_now_ns();
+    uint64_t t0 = lat_start(f);
     int rc = resolve_all(f, host, rid, src, len, false, sbuf, &s, &ns);
     if (rc)
         return rc;

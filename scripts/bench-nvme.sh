@@ -123,7 +123,7 @@ fi
 fio_json() { # HOST QD SQ_IN CQ_IN
   sed -n '/^{/,$p' | jq -c --arg host "$1" --argjson qd "$2" --arg sq "$3" --arg cq "$4" '
     .jobs[0] | if .error != 0 then error("fio job error \(.error)") else . end |
-    .read | {iops, lat_min_ns: .clat_ns.min, lat_median_ns: .clat_ns.percentile["50.000000"],
+    .read | {iops: (.iops | round), lat_min_ns: .clat_ns.min, lat_median_ns: .clat_ns.percentile["50.000000"],
              lat_p99_ns: .clat_ns.percentile["99.000000"], verified: true, host: $host, qd: $qd,
              sq_in: $sq, cq_in: $cq}'
 }

@@ -227,6 +227,7 @@ void shmem_init(void)
     mine->base = seg_map_local(shm.local, 0, 0, 0, &mine->map);
     if (!mine->base)
         shm_fatal("cannot map the symmetric heap: %s", seg_strerror(-errno));
+    mine->base = shm_heap_place(mine->base);
     memset(mine->base, 0, SHM_CTRL_SIZE);
     atomic_store(&shm_ctrl_of(shm.me)->magic, SHM_MAGIC);
     shm_globals_init();
@@ -285,6 +286,7 @@ void shmem_finalize(void)
         if (p->remote)
             seg_disconnect(p->remote);
     }
+    shm_heap_unplace();
     shm_globals_fini();
     seg_remove(shm.local);
     seg_close(shm.sd);

@@ -169,6 +169,10 @@ int shmemi_relay_main(void);
 /* heap.c */
 void shm_heap_init(void);
 void shm_heap_fini(void);
+/* Map our segment (mapped at base) a second time with the heap on an address aligned for
+ * shmem_align; returns the new base. shm_heap_unplace() unmaps it. */
+void *shm_heap_place(void *base);
+void shm_heap_unplace(void);
 
 /* sync.c */
 void shm_barrier(void);

@@ -29,13 +29,15 @@
 
 #include "shmem_internal.h"
 
+/* The main program's global variables as this module sees them: where they are, whether they
+ * live in our segment now. */
 static struct {
     bool probed;     /* start/size computed (once: every PE must find the same size) */
     bool live;       /* the range is our segment's pages */
     uintptr_t start; /* page aligned */
     size_t size;     /* page multiple; 0: no globals */
     seg_map_t *map;  /* our second mapping of the globals area (kept for the accounting) */
-} G;
+} prog_globals;
 
 struct range {
     uintptr_t page;
@@ -70,15 +72,15 @@ static int probe_main(struct dl_phdr_info *info, size_t size, void *arg)
 
 size_t shm_globals_size(void)
 {
-    if (G.probed)
-        return G.size;
+    if (prog_globals.probed)
+        return prog_globals.size;
     long pg = sysconf(_SC_PAGESIZE);
     struct range r = { .page = pg > 0 ? (uintptr_t)pg : 4096 };
     dl_iterate_phdr(probe_main, &r);
-    G.start = r.lo;
-    G.size = r.hi > r.lo ? r.hi - r.lo : 0;
-    G.probed = true;
-    return G.size;
+    prog_globals.start = r.lo;
+    prog_globals.size = r.hi > r.lo ? r.hi - r.lo : 0;
+    prog_globals.probed = true;
+    return prog_globals.size;
 }
 
 /* Copy the whole range, padding between variables included: the address sanitizer poisons
@@ -96,7 +98,7 @@ __attribute__((no_sanitize("address"), noinline)) static void copy_range(void *d
 void shm_globals_init(void)
 {
     size_t len = shm_globals_size();
-    if (!len || G.live)
+    if (!len || prog_globals.live)
         return;
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     if (shm.globals_off % page || shm.seg_size < shm.globals_off + len)
@@ -105,50 +107,50 @@ void shm_globals_init(void)
     /* Nothing else writes the program's globals now (shmem_init runs in the thread that
      * called it; the runtime's and the transport's threads only touch library memory), so
      * the copy is their current contents. */
-    copy_range((char *)shm.pes[shm.me].base + shm.globals_off, (const void *)G.start, len);
-    void *p = seg_map_local(shm.local, shm.globals_off, len, 0, &G.map);
+    copy_range((char *)shm.pes[shm.me].base + shm.globals_off, (const void *)prog_globals.start, len);
+    void *p = seg_map_local(shm.local, shm.globals_off, len, 0, &prog_globals.map);
     if (!p)
         shm_fatal("cannot map the symmetric globals area of the segment: %s",
                   seg_strerror(-errno));
     if ((uintptr_t)p % page)
         shm_fatal("internal: the symmetric globals area is mapped at %p, not page aligned", p);
     /* A second mapping of the same shared pages, over the program's data and bss. */
-    void *at = mremap(p, 0, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)G.start);
+    void *at = mremap(p, 0, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)prog_globals.start);
     if (at == MAP_FAILED)
         shm_fatal("cannot place the program's global variables (%p, %zu bytes) in the "
-                  "symmetric segment: mremap: %s", (void *)G.start, len, strerror(errno));
-    if (at != (void *)G.start)
-        shm_fatal("internal: the program's globals went to %p, not %p", at, (void *)G.start);
-    G.live = true;
-    shm_debug("globals: %p..%p (%zu bytes) at segment offset %zu", (void *)G.start,
-              (void *)(G.start + len), len, shm.globals_off);
+                  "symmetric segment: mremap: %s", (void *)prog_globals.start, len, strerror(errno));
+    if (at != (void *)prog_globals.start)
+        shm_fatal("internal: the program's globals went to %p, not %p", at, (void *)prog_globals.start);
+    prog_globals.live = true;
+    shm_debug("globals: %p..%p (%zu bytes) at segment offset %zu", (void *)prog_globals.start,
+              (void *)(prog_globals.start + len), len, shm.globals_off);
 }
 
 bool shm_globals_off(const void *addr, size_t *off)
 {
     uintptr_t a = (uintptr_t)addr;
-    if (!G.live || a < G.start || a - G.start >= G.size)
+    if (!prog_globals.live || a < prog_globals.start || a - prog_globals.start >= prog_globals.size)
         return false;
-    *off = shm.globals_off + (a - G.start);
+    *off = shm.globals_off + (a - prog_globals.start);
     return true;
 }
 
 void shm_globals_fini(void)
 {
-    if (!G.live)
+    if (!prog_globals.live)
         return;
-    size_t len = G.size;
+    size_t len = prog_globals.size;
     /* A private copy, moved over the range in one step: the globals keep their values (and
      * their addresses) with no moment at which they read as zero. */
     void *tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (tmp == MAP_FAILED)
         shm_fatal("shmem_finalize: no memory to copy the program's globals out of the "
                   "symmetric segment (%zu bytes): %s", len, strerror(errno));
-    copy_range(tmp, (const void *)G.start, len);
-    if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)G.start) == MAP_FAILED)
+    copy_range(tmp, (const void *)prog_globals.start, len);
+    if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)prog_globals.start) == MAP_FAILED)
         shm_fatal("shmem_finalize: cannot give the program's globals (%p, %zu bytes) private "
-                  "memory again: mremap: %s", (void *)G.start, len, strerror(errno));
-    G.live = false;
-    seg_unmap(G.map);
-    G.map = NULL;
+                  "memory again: mremap: %s", (void *)prog_globals.start, len, strerror(errno));
+    prog_globals.live = false;
+    seg_unmap(prog_globals.map);
+    prog_globals.map = NULL;
 }

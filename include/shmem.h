@@ -88,7 +88,8 @@ extern "C" {
     X(int64_t, int64)                                                                          \
     X(uint32_t, uint32)                                                                        \
     X(uint64_t, uint64)
-/* The 1.3 names (shmem_TYPE_fadd, ...) exist for these only. */
+/* The types OpenSHMEM 1.3 had AMOs for (its names, shmem_TYPE_fadd ..., exist for all the
+ * standard ones below). */
 #define SHMEM_DEPR_AMO_TYPE_TABLE(X) X(int, int) X(long, long) X(long long, longlong)
 /* Standard AMO types (spec Table 6: compare_swap, fetch_inc, inc, fetch_add, add). */
 #define SHMEM_AMO_TYPE_TABLE(X)                                                                \
@@ -223,25 +224,21 @@ SHMEM_AMO_TYPE_TABLE(SHMEM_DECL_AMO)
     void shmem_##N##_atomic_fetch_xor_nbi(T *fetch, T *dest, T value, int pe);
 SHMEM_BITWISE_AMO_TYPE_TABLE(SHMEM_DECL_BIT_AMO)
 #undef SHMEM_DECL_BIT_AMO
-/* deprecated (OpenSHMEM 1.3 names) */
-#define SHMEM_DECL_DEPR_AMO(T, N)                                                              \
+/* deprecated (OpenSHMEM 1.3 names), on every type of the routines that replaced them */
+#define SHMEM_DECL_DEPR_EXT_AMO(T, N)                                                          \
     T shmem_##N##_fetch(const T *source, int pe);                                              \
     void shmem_##N##_set(T *dest, T value, int pe);                                            \
-    T shmem_##N##_swap(T *dest, T value, int pe);                                              \
+    T shmem_##N##_swap(T *dest, T value, int pe);
+SHMEM_EXT_AMO_TYPE_TABLE(SHMEM_DECL_DEPR_EXT_AMO)
+#undef SHMEM_DECL_DEPR_EXT_AMO
+#define SHMEM_DECL_DEPR_AMO(T, N)                                                              \
     T shmem_##N##_cswap(T *dest, T cond, T value, int pe);                                     \
     T shmem_##N##_finc(T *dest, int pe);                                                       \
     void shmem_##N##_inc(T *dest, int pe);                                                     \
     T shmem_##N##_fadd(T *dest, T value, int pe);                                              \
     void shmem_##N##_add(T *dest, T value, int pe);
-SHMEM_DEPR_AMO_TYPE_TABLE(SHMEM_DECL_DEPR_AMO)
+SHMEM_AMO_TYPE_TABLE(SHMEM_DECL_DEPR_AMO)
 #undef SHMEM_DECL_DEPR_AMO
-#define SHMEM_DECL_DEPR_EXT_AMO(T, N)                                                          \
-    T shmem_##N##_fetch(const T *source, int pe);                                              \
-    void shmem_##N##_set(T *dest, T value, int pe);                                            \
-    T shmem_##N##_swap(T *dest, T value, int pe);
-SHMEM_DECL_DEPR_EXT_AMO(float, float)
-SHMEM_DECL_DEPR_EXT_AMO(double, double)
-#undef SHMEM_DECL_DEPR_EXT_AMO
 
 /* ---- ordering and synchronisation ---- */
 void shmem_quiet(void);

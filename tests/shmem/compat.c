@@ -1,7 +1,8 @@
 /* Names older programs and tools use: the deprecated (1.3) C11 generic AMOs shmem_add, fadd,
  * inc, finc, cswap, swap, set, fetch on int, long, long long and their unsigned and
  * fixed-width spellings (and float/double for set/swap/fetch), totals exact under contention;
- * shmem_pcontrol at every level. */
+ * the typed 1.3 names (shmem_uint_add, ...) on the types added since; shmem_pcontrol at every
+ * level. */
 #include <shmem.h>
 #include <stdint.h>
 
@@ -73,6 +74,28 @@ int main(void)
     EXT_AMOS(int);
     EXT_AMOS(long long);
     EXT_AMOS(unsigned long);
+    /* the 1.3 typed names on types 1.3 did not have */
+    static unsigned int ui;
+    static size_t sz;
+    static uint64_t u64;
+    static ptrdiff_t pd;
+    static unsigned long ul;
+    shmem_barrier_all();
+    for (int pe = 0; pe < n; pe++) {
+        shmem_uint_add(&ui, 2, pe);
+        shmem_size_inc(&sz, pe);
+        (void)shmem_ptrdiff_fadd(&pd, -1, pe);
+        (void)shmem_uint64_finc(&u64, pe);
+    }
+    shmem_barrier_all();
+    CHECK(ui == 2u * n && sz == (size_t)n && pd == -n && u64 == (uint64_t)n,
+          "typed 1.3 names: %u %zu %td %llu", ui, sz, pd, (unsigned long long)u64);
+    shmem_barrier_all();
+    CHECK(shmem_uint64_cswap(&u64, (uint64_t)n, 7, (me + 1) % n) == (uint64_t)n,
+          "uint64 cswap");
+    shmem_ulong_set(&ul, 5, me);
+    CHECK(shmem_ulong_swap(&ul, 6, me) == 5 && shmem_ulong_fetch(&ul, me) == 6, "ulong set/swap");
+    shmem_barrier_all();
     shmem_pcontrol(1);
     if (me == 0)
         printf("compat: ok at %d PEs\n", n);

@@ -44,6 +44,17 @@ int ntb_peer_port_idx(const struct ntb_dev *ntb, int port);    /* -EINVAL if not
  * reach directly, adapter by adapter (a ring host lists its left then its right neighbour).
  * Writes at most max of them; returns how many there are, or -ENOENT (no such node). */
 int ntb_fabric_peers(uint32_t node, uint32_t *peers, int max);
+/* The same fabric manager's inventory of host `node`: its RAM in *ram_size and, adapter by
+ * adapter (the order of ntb_fabric_peers), its outbound LUT: entries, bytes per entry, and
+ * how many peers it reaches. Fills at most max adapters; returns how many the host has, or
+ * -ENOENT (no such node). Lets a job size what it maps before it maps anything. */
+struct ntb_fabric_adapter {
+    uint32_t lut_entries;
+    uint64_t lut_size;
+    int npeers;
+};
+int ntb_fabric_host(uint32_t node, uint64_t *ram_size, struct ntb_fabric_adapter *adapters,
+                    int max);
 
 /* ---- link ---- */
 /* Bitmask of peers (by pidx) whose link is up. */

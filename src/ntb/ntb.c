@@ -107,6 +107,28 @@ int ntb_fabric_peers(uint32_t node, uint32_t *peers, int max)
     return n;
 }
 
+int ntb_fabric_host(uint32_t node, uint64_t *ram_size, struct ntb_fabric_adapter *adapters,
+                    int max)
+{
+    struct rt *rt = rt_get();
+    if (!rt)
+        return -errno;
+    int n = -ENOENT;
+    for (uint32_t h = 0; h < rt->f->ctl->nhosts && n < 0; h++) {
+        const struct fab_host *host = fab_host(rt->f, h);
+        if (host->node_id != node)
+            continue;
+        *ram_size = host->ram_size;
+        n = (int)host->nadapters;
+        for (int i = 0; i < n && i < max; i++) {
+            const struct fab_adapter *a = fab_adapter(rt->f, host->adapter_first + (uint32_t)i);
+            adapters[i] = (struct ntb_fabric_adapter){ a->lut_entries, a->lut_size, (int)a->npeers };
+        }
+    }
+    rt_put(rt);
+    return n;
+}
+
 int ntb_peer_port_idx(const struct ntb_dev *ntb, int port)
 {
     for (uint32_t p = 0; p < ntb->a->npeers; p++)

@@ -30,7 +30,10 @@ void shm_fatal(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "shmem: PE %d: ", shm.initialized ? shm.me : -1);
+    if (shm.initialized && shm.me >= 0)
+        fprintf(stderr, "shmem: PE %d: ", shm.me);
+    else
+        fputs("shmem: ", stderr); /* before we know, or a node (oshrelay) */
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -44,7 +47,10 @@ void shm_debug(const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "shmem debug: PE %d: ", shm.me);
+    if (shm.me >= 0)
+        fprintf(stderr, "shmem debug: PE %d: ", shm.me);
+    else
+        fputs("shmem debug: node: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -198,6 +204,8 @@ void shm_job_env(uint32_t *self, bool relay)
     parse_nodes(*self, relay);
     shm.initialized = true; /* for messages from here on */
     shm_xport_init(*self);
+    /* The heap the placement can map (plan.c): the default, or less; or a clear stop. */
+    shm_plan(hs != NULL, relay ? 0 : shm_globals_size());
     shm.rbuf_off = SHM_CTRL_SIZE + shm.heap_size;
     shm.globals_off = shm.rbuf_off + shm.rbuf_size;
     shm.seg_size = shm.globals_off + (relay ? 0 : shm_globals_size()); /* relay: learnt later */

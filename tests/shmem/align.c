@@ -1,5 +1,5 @@
-/* shmem_align: every power of two from 2 to 2^23 (8 MiB, what tests-sos asks of a 64 MiB heap)
- * gives an address aligned to it on every PE, at the same offset everywhere (a put to the
+/* shmem_align: every power of two from 2 to 2^23 (8 MiB, what tests-sos asks of a 64 MiB heap;
+ * a quarter of SHMEM_SYMMETRIC_SIZE if that is less) gives an address aligned to it on every PE, at the same offset everywhere (a put to the
  * right neighbour lands in its block), with malloc'd blocks in between so that the blocks do
  * not start at the heap's beginning. An alignment above the heap's is refused (NULL, on every
  * PE), and the heap is still usable afterwards. */
@@ -14,7 +14,12 @@ int main(void)
     shmem_init();
     int me = shmem_my_pe(), n = shmem_n_pes(), right = (me + 1) % n, left = (me + n - 1) % n;
     char *pad = shmem_malloc(100);
-    for (size_t a = 2; a <= (size_t)1 << 23; a *= 2) {
+    /* Up to 8 MiB, or a quarter of a smaller heap that a placement is given. */
+    size_t most = (size_t)1 << 23, given = 0;
+    const char *hs = getenv("SHMEM_SYMMETRIC_SIZE");
+    if (hs && sscanf(hs, "%zuM", &given) == 1 && (given << 20) / 4 < most)
+        most = (given << 20) / 4;
+    for (size_t a = 2; a <= most; a *= 2) {
         long *p = shmem_align(a, 1000 * sizeof(long));
         CHECK(p, "shmem_align(%zu) returned NULL", a);
         CHECK((uintptr_t)p % a == 0, "shmem_align(%zu) returned %p", a, (void *)p);

@@ -1,6 +1,8 @@
-// C++: shmem.h compiles as C++ (built with oshc++, warnings as errors) and the C++ forms work:
+// C++: shmem.h and pshmem.h compile as C++ (built with oshc++, warnings as errors) and the C++
+// forms work:
 // shmem_sync(team) as an overload next to the active-set shmem_sync, typed RMA and AMOs, a
 // team split and a typed reduction, test_any.
+#include <pshmem.h>
 #include <shmem.h>
 
 #include <cstdio>
@@ -45,6 +47,7 @@ int main()
             CHECK(dst[i] == ne * (ne - 1) + ne * i, "sum_reduce value");
     }
     shmem_team_destroy(even);
+    pshmem_barrier_all(); // the profiling name of shmem_barrier_all
     size_t a = shmem_long_test_any(v, 1, NULL, SHMEM_CMP_GE, 0);
     CHECK(a == 0, "test_any");
     shmem_barrier_all();

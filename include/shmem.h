@@ -88,7 +88,8 @@ extern "C" {
     X(int64_t, int64)                                                                          \
     X(uint32_t, uint32)                                                                        \
     X(uint64_t, uint64)
-/* The 1.3 names (shmem_TYPE_fadd, ...) exist for these only. */
+/* The types OpenSHMEM 1.3 had AMOs for (its names, shmem_TYPE_fadd ..., exist for all the
+ * standard ones below). */
 #define SHMEM_DEPR_AMO_TYPE_TABLE(X) X(int, int) X(long, long) X(long long, longlong)
 /* Standard AMO types (spec Table 6: compare_swap, fetch_inc, inc, fetch_add, add). */
 #define SHMEM_AMO_TYPE_TABLE(X)                                                                \
@@ -223,25 +224,21 @@ SHMEM_AMO_TYPE_TABLE(SHMEM_DECL_AMO)
     void shmem_##N##_atomic_fetch_xor_nbi(T *fetch, T *dest, T value, int pe);
 SHMEM_BITWISE_AMO_TYPE_TABLE(SHMEM_DECL_BIT_AMO)
 #undef SHMEM_DECL_BIT_AMO
-/* deprecated (OpenSHMEM 1.3 names) */
-#define SHMEM_DECL_DEPR_AMO(T, N)                                                              \
+/* deprecated (OpenSHMEM 1.3 names), on every type of the routines that replaced them */
+#define SHMEM_DECL_DEPR_EXT_AMO(T, N)                                                          \
     T shmem_##N##_fetch(const T *source, int pe);                                              \
     void shmem_##N##_set(T *dest, T value, int pe);                                            \
-    T shmem_##N##_swap(T *dest, T value, int pe);                                              \
+    T shmem_##N##_swap(T *dest, T value, int pe);
+SHMEM_EXT_AMO_TYPE_TABLE(SHMEM_DECL_DEPR_EXT_AMO)
+#undef SHMEM_DECL_DEPR_EXT_AMO
+#define SHMEM_DECL_DEPR_AMO(T, N)                                                              \
     T shmem_##N##_cswap(T *dest, T cond, T value, int pe);                                     \
     T shmem_##N##_finc(T *dest, int pe);                                                       \
     void shmem_##N##_inc(T *dest, int pe);                                                     \
     T shmem_##N##_fadd(T *dest, T value, int pe);                                              \
     void shmem_##N##_add(T *dest, T value, int pe);
-SHMEM_DEPR_AMO_TYPE_TABLE(SHMEM_DECL_DEPR_AMO)
+SHMEM_AMO_TYPE_TABLE(SHMEM_DECL_DEPR_AMO)
 #undef SHMEM_DECL_DEPR_AMO
-#define SHMEM_DECL_DEPR_EXT_AMO(T, N)                                                          \
-    T shmem_##N##_fetch(const T *source, int pe);                                              \
-    void shmem_##N##_set(T *dest, T value, int pe);                                            \
-    T shmem_##N##_swap(T *dest, T value, int pe);
-SHMEM_DECL_DEPR_EXT_AMO(float, float)
-SHMEM_DECL_DEPR_EXT_AMO(double, double)
-#undef SHMEM_DECL_DEPR_EXT_AMO
 
 /* ---- ordering and synchronisation ---- */
 void shmem_quiet(void);
@@ -402,6 +399,10 @@ SHMEM_REDUCE_COMPLEX_TYPE_TABLE(SHMEM_DECL_REDUCE_COMPLEX)
 #define _SHMEM_REDUCE_MIN_WRKDATA_SIZE SHMEM_REDUCE_MIN_WRKDATA_SIZE
 
 void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync);
+/* The active-set sync. Its name is shared with 1.5's shmem_sync(team), the generic spelling of
+ * shmem_team_sync: C programs get a macro that picks by the number of arguments (below), C++
+ * programs an overload. */
+void shmem_sync(int PE_start, int logPE_stride, int PE_size, long *pSync);
 #define SHMEM_DECL_ASET_COLL(B)                                                                \
     void shmem_broadcast##B(void *dest, const void *source, size_t nelems, int PE_root,        \
                             int PE_start, int logPE_stride, int PE_size, long *pSync);         \
@@ -559,6 +560,18 @@ void shmem_set_cache_line_inv(void *dest);
 void shmem_udcflush(void);
 void shmem_udcflush_line(void *dest);
 
+/* ---- profiling (1.5 §9.15) ---- */
+/* level 0 disables profiling, 1 enables it, 2 enables it with per-region data, others are
+ * the tool's. No profiling library is built in, so this records nothing. */
+void shmem_pcontrol(const int level, ...);
+
+/* ---- shmem_sync: the team form (1.5) and the deprecated active-set form ---- */
+#ifndef __cplusplus
+#define SHMEM_SYNC_SEL_(_1, _2, _3, _4, X, ...) X
+#define shmem_sync(...)                                                                       \
+    SHMEM_SYNC_SEL_(__VA_ARGS__, (shmem_sync), ~, ~, shmem_team_sync, ~)(__VA_ARGS__)
+#endif
+
 /* ---- C11 generic interfaces ---- */
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
 /* One entry per distinct C type (int8_t ... are typedefs of these, size_t of unsigned long).
@@ -635,6 +648,15 @@ void shmem_udcflush_line(void *dest);
 #define shmem_atomic_fetch_xor(...) SHMEM_G_CTX(4, SHMEM_G_BIT_, atomic_fetch_xor, __VA_ARGS__)
 #define shmem_atomic_xor(...) SHMEM_G_CTX(4, SHMEM_G_BIT_, atomic_xor, __VA_ARGS__)
 #define shmem_atomic_fetch_xor_nbi(...) SHMEM_G_CTX(5, SHMEM_G_BIT_, atomic_fetch_xor_nbi, __VA_ARGS__)
+/* the deprecated (1.3) generic AMOs: the 1.4 ones under their old names */
+#define shmem_fetch(dest, pe) shmem_atomic_fetch(dest, pe)
+#define shmem_set(dest, value, pe) shmem_atomic_set(dest, value, pe)
+#define shmem_swap(dest, value, pe) shmem_atomic_swap(dest, value, pe)
+#define shmem_cswap(dest, cond, value, pe) shmem_atomic_compare_swap(dest, cond, value, pe)
+#define shmem_finc(dest, pe) shmem_atomic_fetch_inc(dest, pe)
+#define shmem_inc(dest, pe) shmem_atomic_inc(dest, pe)
+#define shmem_fadd(dest, value, pe) shmem_atomic_fetch_add(dest, value, pe)
+#define shmem_add(dest, value, pe) shmem_atomic_add(dest, value, pe)
 /* point-to-point synchronisation (no context forms) */
 #define shmem_wait_until(ivar, cmp, cmp_value)                                                \
     _Generic(*(ivar), SHMEM_G_P2P(wait_until))(ivar, cmp, cmp_value)
@@ -716,5 +738,7 @@ void shmem_udcflush_line(void *dest);
 
 #ifdef __cplusplus
 }
+/* shmem_sync(team), next to the deprecated shmem_sync(PE_start, logPE_stride, PE_size, pSync) */
+inline int shmem_sync(shmem_team_t team) { return shmem_team_sync(team); }
 #endif
 #endif

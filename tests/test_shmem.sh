@@ -9,7 +9,7 @@
 set -euo pipefail
 fabric="t-shmem-$$"
 . "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/shmem/common.sh"
-build "${progs[@]}" fail
+build "${progs[@]}" fail bigheap
 
 # Usage and errors before any fabric exists.
 "$bin/oshrun" --help | grep -q -- "-np N" || fail "oshrun --help"
@@ -52,6 +52,39 @@ st2=$?
 set -e
 [[ $st == 3 ]] || fail "PE 1 exiting 3 during a barrier gave oshrun status $st"
 [[ $st2 == 4 ]] || fail "shmem_global_exit(4) gave oshrun status $st2"
+
+# The default heap where 64 MiB per PE cannot be mapped (2 PEs per host: 4 windows on each
+# adapter) or held (4 PEs in one host's RAM): the largest that fits, with room for two 16 MiB
+# blocks; and at 2 per host on all four hosts, a smaller one that still starts.
+timeout 120 "$bin/oshrun" --fabric "$fabric" -np 4 --ppn 2 "$work/bigheap" >"$work/out" 2>&1 ||
+    fail "bigheap, 2 PEs per host: $(cat "$work/out")"
+timeout 120 "$bin/oshrun" --fabric "$fabric" -np 4 --ppn 4 "$work/bigheap" >"$work/out" 2>&1 ||
+    fail "bigheap, 4 PEs on one host: $(cat "$work/out")"
+timeout 120 "$bin/oshrun" --fabric "$fabric" -np 8 --ppn 2 "$work/bigheap" 4 >"$work/out" 2>&1 ||
+    fail "bigheap, 8 PEs at 2 per host: $(cat "$work/out")"
+
+# Bad settings and placements that cannot be mapped: one clear message from oshrun, and no
+# PE started (a PE would print its hello).
+refuse() {
+    local want=$1
+    shift
+    if env "$@" "$bin/oshrun" --fabric "$fabric" "${oshrun_args[@]}" "$work/hello" >"$work/out" 2>&1; then
+        fail "oshrun ran with $*: $(cat "$work/out")"
+    fi
+    grep -q "$want" "$work/out" || fail "no '$want' for $*: $(cat "$work/out")"
+    grep -q "nothing started" "$work/out" || fail "no 'nothing started' for $*: $(cat "$work/out")"
+    ! grep -q "hello from" "$work/out" || fail "a PE started with $*"
+    [[ $(grep -c "^shmem:" "$work/out") == 1 ]] || fail "not one message for $*: $(cat "$work/out")"
+}
+oshrun_args=(-np 2)
+refuse "is not a size" SHMEM_SYMMETRIC_SIZE=abc
+refuse "SHMEM_RING_CHUNK" SHMEM_RING_CHUNK=1
+refuse "SHMEM_RING_THREADS" SHMEM_RING_THREADS=99
+refuse "SHMEM_ATOMICS" SHMEM_ATOMICS=maybe
+oshrun_args=(-np 4 --ppn 2)
+refuse "does not fit this placement" SHMEM_SYMMETRIC_SIZE=200M
+oshrun_args=(-np 40 --ppn 10)
+refuse "cannot hold 40 PEs"
 
 # A small heap, given as a fraction: exhaustion is a message, not a crash.
 SHMEM_SYMMETRIC_SIZE=3.1M "$bin/oshrun" --fabric "$fabric" -np 2 "$work/malloc" 2>"$work/err" ||

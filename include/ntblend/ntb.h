@@ -64,6 +64,19 @@ int ntb_node_name(uint32_t node, char *name, size_t len);
  * access pays modelled PCIe and NTB delays), 0 when off, -EOPNOTSUPP on hardware.
  */
 int ntb_fabric_latency_model(void);
+/** ntb_fabric_host() - The same fabric manager's inventory of host `node`: its RAM in
+ * *ram_size and, adapter by adapter (the order of ntb_fabric_peers), its outbound LUT:
+ * entries, bytes per entry, and how many peers it reaches. Fills at most max adapters; returns
+ * how many the host has, or -ENOENT (no such node). Lets a job size what it maps before it
+ * maps anything.
+ */
+struct ntb_fabric_adapter {
+    uint32_t lut_entries;
+    uint64_t lut_size;
+    int npeers;
+};
+int ntb_fabric_host(uint32_t node, uint64_t *ram_size, struct ntb_fabric_adapter *adapters,
+                    int max);
 
 /* ---- link ---- */
 /** ntb_link_is_up() - Bitmask of peers (by pidx) whose link is up. */

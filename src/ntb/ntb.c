@@ -131,6 +131,30 @@ int ntb_node_name(uint32_t node, char *name, size_t len)
     return rc;
 }
 
+int ntb_fabric_host(uint32_t node, uint64_t *ram_size, struct ntb_fabric_adapter *adapters,
+                    int max)
+{
+    struct rt *rt = rt_get();
+    if (!rt)
+        return -errno;
+    int h = rt->ops->host_by_node(rt, node);
+    int n = h < 0 ? -ENOENT : 0;
+    if (h >= 0) {
+        *ram_size = rt->ops->ram_size ? rt->ops->ram_size(rt, (uint32_t)h) : 0;
+        struct ntb_adapter_info a;
+        for (int ai; (ai = rt->ops->adapter(rt, (uint32_t)h, n)) >= 0; n++) {
+            if (!rt->ops->adapter_info || rt->ops->adapter_info(rt, (uint32_t)ai, &a)) {
+                n = -EOPNOTSUPP;
+                break;
+            }
+            if (n < max)
+                adapters[n] = (struct ntb_fabric_adapter){ a.mw_count, a.mw_size, (int)a.npeers };
+        }
+    }
+    rt_put(rt);
+    return n;
+}
+
 int ntb_fabric_latency_model(void)
 {
     struct rt *rt = rt_get();

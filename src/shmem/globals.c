@@ -30,6 +30,8 @@
 
 #include "shmem_internal.h"
 
+/* The main program's global variables as this module sees them: where they are, whether they
+ * live in our segment now. */
 static struct {
     bool probed;     /* start/size computed (once: every PE must find the same size) */
     bool live;       /* the range is our segment's pages */

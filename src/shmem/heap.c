@@ -7,9 +7,13 @@
  * Collective semantics (1.5 §9.3): malloc/calloc/align barrier before returning, free before
  * releasing, realloc both; a size of 0 returns NULL without a barrier.
  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "shmem.h"
 #include "shmem_internal.h"
@@ -23,6 +27,52 @@ struct block {
 
 static struct block *blocks;
 static size_t nblocks, cap;
+
+/* shmem_align must align the address, and the offset must be the same on every PE, so every
+ * PE's heap starts at an address aligned to the same power of two: heap_align, the largest one
+ * not above the heap (capped at 1 GiB). Offset alignment up to it is then address alignment.
+ * The segment as the runtime maps it is wherever the host's RAM file puts it, so this PE uses
+ * a second mapping of the same shared pages (mremap with old size 0, as for the globals) at a
+ * suitable address: placed, placed_len. */
+#define MAX_HEAP_ALIGN ((size_t)1 << 30)
+static size_t heap_align = MIN_ALIGN;
+static void *placed;
+static size_t placed_len;
+
+void *shm_heap_place(void *base)
+{
+    size_t a = MIN_ALIGN;
+    while (a < MAX_HEAP_ALIGN && a * 2 <= shm.heap_size)
+        a *= 2;
+    size_t len = shm.seg_size, span = len + a;
+    /* Reserve address space for the segment plus the alignment slack, map the segment into it
+     * with the heap (SHM_CTRL_SIZE in) on an a-aligned address, give back the rest. */
+    char *r = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (r == MAP_FAILED)
+        shm_fatal("no address space for the symmetric heap (%zu bytes): %s", span, strerror(errno));
+    uintptr_t heap = ((uintptr_t)r + SHM_CTRL_SIZE + a - 1) & ~(uintptr_t)(a - 1);
+    char *at = (char *)(heap - SHM_CTRL_SIZE);
+    void *p = mremap(base, 0, len, MREMAP_MAYMOVE | MREMAP_FIXED, at);
+    if (p == MAP_FAILED)
+        shm_fatal("cannot place the symmetric heap at an aligned address: mremap: %s",
+                  strerror(errno));
+    if (at > r)
+        munmap(r, (size_t)(at - r));
+    if (r + span > at + len)
+        munmap(at + len, (size_t)(r + span - (at + len)));
+    placed = at;
+    placed_len = len;
+    heap_align = a;
+    return at;
+}
+
+void shm_heap_unplace(void)
+{
+    if (placed)
+        munmap(placed, placed_len);
+    placed = NULL;
+    heap_align = MIN_ALIGN;
+}
 
 static void insert_at(size_t i, struct block b)
 {
@@ -141,6 +191,10 @@ static void *do_align(const char *who, size_t alignment, size_t size)
     if (alignment & (alignment - 1))
         fprintf(stderr, "shmem: PE %d: %s: alignment %zu is not a power of two\n", shm.me, who,
                 alignment);
+    else if (alignment > heap_align)
+        fprintf(stderr, "shmem: PE %d: %s: alignment %zu is more than the symmetric heap's "
+                "(%zu, the largest power of two not above SHMEM_SYMMETRIC_SIZE); give a larger "
+                "SHMEM_SYMMETRIC_SIZE\n", shm.me, who, alignment, heap_align);
     else {
         size_t off = alloc_block(alignment, size);
         if (off == SIZE_MAX)

@@ -30,7 +30,10 @@ void shm_fatal(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "shmem: PE %d: ", shm.initialized ? shm.me : -1);
+    if (shm.initialized && shm.me >= 0)
+        fprintf(stderr, "shmem: PE %d: ", shm.me);
+    else
+        fputs("shmem: ", stderr); /* before we know, or a node (oshrelay) */
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -44,7 +47,10 @@ void shm_debug(const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "shmem debug: PE %d: ", shm.me);
+    if (shm.me >= 0)
+        fprintf(stderr, "shmem debug: PE %d: ", shm.me);
+    else
+        fputs("shmem debug: node: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -198,6 +204,8 @@ void shm_job_env(uint32_t *self, bool relay)
     parse_nodes(*self, relay);
     shm.initialized = true; /* for messages from here on */
     shm_xport_init(*self);
+    /* The heap the placement can map (plan.c): the default, or less; or a clear stop. */
+    shm_plan(hs != NULL, relay ? 0 : shm_globals_size());
     shm.rbuf_off = SHM_CTRL_SIZE + shm.heap_size;
     shm.globals_off = shm.rbuf_off + shm.rbuf_size;
     shm.seg_size = shm.globals_off + (relay ? 0 : shm_globals_size()); /* relay: learnt later */
@@ -227,6 +235,7 @@ void shmem_init(void)
     mine->base = seg_map_local(shm.local, 0, 0, 0, &mine->map);
     if (!mine->base)
         shm_fatal("cannot map the symmetric heap: %s", seg_strerror(-errno));
+    mine->base = shm_heap_place(mine->base);
     memset(mine->base, 0, SHM_CTRL_SIZE);
     atomic_store(&shm_ctrl_of(shm.me)->magic, SHM_MAGIC);
     shm_globals_init();
@@ -285,6 +294,7 @@ void shmem_finalize(void)
         if (p->remote)
             seg_disconnect(p->remote);
     }
+    shm_heap_unplace();
     shm_globals_fini();
     seg_remove(shm.local);
     seg_close(shm.sd);

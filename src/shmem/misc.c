@@ -1,5 +1,5 @@
 /*
- * shmem_team_ptr and the deprecated cache-management routines.
+ * shmem_team_ptr, shmem_pcontrol and the deprecated cache-management routines.
  */
 #include "shmem.h"
 #include "shmem_internal.h"
@@ -22,3 +22,7 @@ void shmem_clear_cache_line_inv(void *dest) { (void)dest; }
 void shmem_set_cache_line_inv(void *dest) { (void)dest; }
 void shmem_udcflush(void) {}
 void shmem_udcflush_line(void *dest) { (void)dest; }
+
+/* 1.5 §9.15: for profiling tools that wrap the library. There is no built-in profiler, so
+ * every level is accepted and nothing is recorded. */
+void shmem_pcontrol(const int level, ...) { (void)level; }

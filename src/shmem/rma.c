@@ -295,10 +295,15 @@ SHMEM_AMO_TYPE_TABLE(DEF_AMO)
     DEF_BIT_OP(T, N, xor, SHM_AMO_XOR)
 SHMEM_BITWISE_AMO_TYPE_TABLE(DEF_BIT_AMO)
 
-#define DEF_DEPR_AMO(T, N)                                                                     \
+/* The 1.3 names, on every type of the 1.4 routines they became (as other implementations
+ * provide them): fetch/set/swap on the extended AMO types, the rest on the standard ones. */
+#define DEF_DEPR_EXT_AMO(T, N)                                                                 \
     T shmem_##N##_fetch(const T *source, int pe) { return shmem_##N##_atomic_fetch(source, pe); } \
     void shmem_##N##_set(T *dest, T value, int pe) { shmem_##N##_atomic_set(dest, value, pe); } \
-    T shmem_##N##_swap(T *dest, T value, int pe) { return shmem_##N##_atomic_swap(dest, value, pe); } \
+    T shmem_##N##_swap(T *dest, T value, int pe) { return shmem_##N##_atomic_swap(dest, value, pe); }
+SHMEM_EXT_AMO_TYPE_TABLE(DEF_DEPR_EXT_AMO)
+
+#define DEF_DEPR_AMO(T, N)                                                                     \
     T shmem_##N##_cswap(T *dest, T cond, T value, int pe)                                      \
     {                                                                                          \
         return shmem_##N##_atomic_compare_swap(dest, cond, value, pe);                         \
@@ -307,11 +312,4 @@ SHMEM_BITWISE_AMO_TYPE_TABLE(DEF_BIT_AMO)
     void shmem_##N##_inc(T *dest, int pe) { shmem_##N##_atomic_inc(dest, pe); }                \
     T shmem_##N##_fadd(T *dest, T value, int pe) { return shmem_##N##_atomic_fetch_add(dest, value, pe); } \
     void shmem_##N##_add(T *dest, T value, int pe) { shmem_##N##_atomic_add(dest, value, pe); }
-SHMEM_DEPR_AMO_TYPE_TABLE(DEF_DEPR_AMO)
-
-#define DEF_DEPR_EXT_AMO(T, N)                                                                 \
-    T shmem_##N##_fetch(const T *source, int pe) { return shmem_##N##_atomic_fetch(source, pe); } \
-    void shmem_##N##_set(T *dest, T value, int pe) { shmem_##N##_atomic_set(dest, value, pe); } \
-    T shmem_##N##_swap(T *dest, T value, int pe) { return shmem_##N##_atomic_swap(dest, value, pe); }
-DEF_DEPR_EXT_AMO(float, float)
-DEF_DEPR_EXT_AMO(double, double)
+SHMEM_AMO_TYPE_TABLE(DEF_DEPR_AMO)

@@ -168,9 +168,21 @@ int shm_connect(seg_desc_t *sd, seg_remote_t **r, uint32_t node, uint32_t id, in
 /* The node service of a host (relay.c): run by oshrelay on every host of the job. */
 int shmemi_relay_main(void);
 
+/* plan.c: after shm_xport_init, the heap the placement can map: shm.heap_size becomes the
+ * largest that fits, up to the default, unless heap_given (SHMEM_SYMMETRIC_SIZE), which is
+ * checked instead; stops with a message when nothing fits. globals: the program's (0 when
+ * not known, as in a node). */
+void shm_plan(bool heap_given, size_t globals);
+/* oshrelay --check: the job's environment and placement, checked as the PEs will. */
+int shmemi_check_main(void);
+
 /* heap.c */
 void shm_heap_init(void);
 void shm_heap_fini(void);
+/* Map our segment (mapped at base) a second time with the heap on an address aligned for
+ * shmem_align; returns the new base. shm_heap_unplace() unmaps it. */
+void *shm_heap_place(void *base);
+void shm_heap_unplace(void);
 
 /* sync.c */
 void shm_barrier(void);

@@ -136,6 +136,12 @@ static void check_cmp(int cmp)
         shm_fatal("wait_until/test: %d is not a SHMEM_CMP_* operator", cmp);
 }
 
+/* Where the next _any scan starts: just after the element the previous one returned, so that
+ * calling test_any / wait_until_any in a loop visits every satisfied element in turn instead
+ * of returning the lowest one forever (1.5 leaves the choice open; a program that marks each
+ * result done in a local array relies on seeing the others). Per thread. */
+static _Thread_local size_t any_next;
+
 /* The _all/_any/_some forms share one scan: ref is cmp_values[i] (vector) or *cmp_value. */
 #define DEF_P2P(T, N)                                                                          \
     int shmem_##N##_test(T *ivar, int cmp, T cmp_value)                                        \
@@ -153,13 +159,15 @@ static void check_cmp(int cmp)
     }                                                                                          \
     void shmem_##N##_wait(T *ivar, T value) { shmem_##N##_wait_until(ivar, SHMEM_CMP_NE, value); } \
     /* How many of the elements not excluded by status satisfy the comparison (their indices  \
-     * to idx if given; stop at the first if first); *active: how many are not excluded. */   \
+     * to idx if given); first: stop at the first, scanning from any_next round to it;        \
+     * *active: how many are not excluded. */                                                  \
     static size_t scan_##N(T *ivars, size_t nelems, const int *status, int cmp,               \
                            const T *refs, int vec, size_t *idx, int first, size_t *active)     \
     {                                                                                          \
         check_cmp(cmp);                                                                        \
-        size_t hits = 0, act = 0;                                                              \
-        for (size_t i = 0; i < nelems; i++) {                                                  \
+        size_t hits = 0, act = 0, from = first && nelems ? any_next % nelems : 0;              \
+        for (size_t k = 0; k < nelems; k++) {                                                  \
+            size_t i = from + k < nelems ? from + k : from + k - nelems;                       \
             if (status && status[i])                                                           \
                 continue;                                                                      \
             act++;                                                                             \
@@ -169,8 +177,10 @@ static void check_cmp(int cmp)
                 if (idx)                                                                       \
                     idx[hits] = i;                                                             \
                 hits++;                                                                        \
-                if (first)                                                                     \
+                if (first) {                                                                   \
+                    any_next = i + 1;                                                          \
                     break;                                                                     \
+                }                                                                              \
             }                                                                                  \
         }                                                                                      \
         *active = act;                                                                         \

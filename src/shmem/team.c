@@ -232,8 +232,13 @@ int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride, in
                              const shmem_team_config_t *config, long config_mask,
                              shmem_team_t *new_team_out)
 {
-    const struct shm_team *p = check_team("shmem_team_split_strided", parent_team);
+    shm_require_init("shmem_team_split_strided");
     *new_team_out = SHMEM_TEAM_INVALID;
+    /* 1.5: an invalid parent creates no team (this PE was left out of an earlier split and
+     * takes no part in the collective); not an error that stops the program. */
+    if (parent_team == SHMEM_TEAM_INVALID)
+        return -1;
+    const struct shm_team *p = parent_team;
     int ok = size >= 1 && start >= 0 && start < p->n &&
              start + (long long)(size - 1) * stride >= 0 &&
              start + (long long)(size - 1) * stride < p->n && (stride != 0 || size == 1);
@@ -248,8 +253,11 @@ int shmem_team_split_2d(shmem_team_t parent_team, int xrange,
                         shmem_team_t *xaxis_team, const shmem_team_config_t *yaxis_config,
                         long yaxis_mask, shmem_team_t *yaxis_team)
 {
-    const struct shm_team *p = check_team("shmem_team_split_2d", parent_team);
+    shm_require_init("shmem_team_split_2d");
     *xaxis_team = *yaxis_team = SHMEM_TEAM_INVALID;
+    if (parent_team == SHMEM_TEAM_INVALID) /* as in split_strided */
+        return -1;
+    const struct shm_team *p = parent_team;
     if (xrange <= 0) {
         shm_team_sync(p);
         return -1;
@@ -285,5 +293,15 @@ void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync)
     (void)pSync;
     struct shm_team t;
     shm_aset(&t, "shmem_barrier", PE_start, logPE_stride, PE_size);
+    shm_team_sync(&t);
+}
+
+/* Deprecated 1.4 active-set sync: the barrier above (which also quiets, more than required).
+ * In parentheses: shmem.h makes shmem_sync a macro that picks this form or shmem_team_sync. */
+void(shmem_sync)(int PE_start, int logPE_stride, int PE_size, long *pSync)
+{
+    (void)pSync;
+    struct shm_team t;
+    shm_aset(&t, "shmem_sync", PE_start, logPE_stride, PE_size);
     shm_team_sync(&t);
 }

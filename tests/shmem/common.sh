@@ -8,13 +8,18 @@ trap 'n down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 progs=(hello putget malloc atomics barrier wait teams coll rma_ext amo_ext signal p2p lock ctx
-    api15 globals quiet_fwd progress ring_order)
+    api15 globals quiet_fwd progress ring_order align compat cxx profile)
 
-# build PROG...: each tests/shmem/PROG.c with oshcc into $work.
+# build PROG...: each tests/shmem/PROG.c with oshcc (PROG.cpp with oshc++) into $work.
 build() {
     for p in "$@"; do
-        "$bin/oshcc" -std=gnu11 -Wall -Wextra -Werror -o "$work/$p" "$src/tests/shmem/$p.c" ||
-            fail "oshcc could not build $p.c"
+        if [[ -f "$src/tests/shmem/$p.cpp" ]]; then
+            "$bin/oshc++" -std=c++11 -Wall -Wextra -Werror -o "$work/$p" "$src/tests/shmem/$p.cpp" ||
+                fail "oshc++ could not build $p.cpp"
+        else
+            "$bin/oshcc" -std=gnu11 -Wall -Wextra -Werror -o "$work/$p" "$src/tests/shmem/$p.c" ||
+                fail "oshcc could not build $p.c"
+        fi
     done
 }
 

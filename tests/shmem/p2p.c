@@ -1,5 +1,6 @@
 /* Point-to-point: wait_until/test on every 1.5 type, and the _all/_any/_some (+vector) forms
- * of wait_until and test, with status masks; the left neighbour sets our flags. */
+ * of wait_until and test, with status masks; repeated _any calls visit every satisfied
+ * element; the left neighbour sets our flags. */
 #include <shmem.h>
 
 #include "check.h"
@@ -43,8 +44,18 @@ static int me, n, right, left;
         shmem_##NAME##_wait_until_all(v, K, status, SHMEM_CMP_GT, (T)0);                       \
         shmem_##NAME##_wait_until_all_vector(v, K, NULL, SHMEM_CMP_EQ, refs);                  \
         CHECK(shmem_##NAME##_test_all_vector(v, K, NULL, SHMEM_CMP_GE, refs), #NAME " tav");   \
-        CHECK(shmem_##NAME##_wait_until_any_vector(v, K, NULL, SHMEM_CMP_EQ, refs) == 0,       \
-              #NAME " wait_until_any_vector");                                                 \
+        /* every element satisfies: _any returns each of them in turn, not the lowest one      \
+         * every time (a loop over test_any with no status array must see them all) */         \
+        int seen[K] = { 0 }, nseen = 0;                                                        \
+        for (int i = 0; i < 2 * K; i++) {                                                      \
+            size_t a = i % 2 ? shmem_##NAME##_wait_until_any_vector(v, K, NULL, SHMEM_CMP_EQ,  \
+                                                                    refs)                      \
+                             : shmem_##NAME##_test_any(v, K, NULL, SHMEM_CMP_GT, (T)0);        \
+            CHECK(a < K && v[a] == refs[a], #NAME " _any returned %zu", a);                    \
+            nseen += !seen[a];                                                                 \
+            seen[a] = 1;                                                                       \
+        }                                                                                      \
+        CHECK(nseen == K, #NAME " _any returned %d of %d satisfied elements", nseen, K);       \
         CHECK(shmem_##NAME##_test_any_vector(v, K, NULL, SHMEM_CMP_NE, refs) == SIZE_MAX,      \
               #NAME " test_any_vector");                                                       \
         refs[2] = (T)3;                                                                        \

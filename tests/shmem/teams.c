@@ -1,6 +1,7 @@
 /* Teams: WORLD, SHARED (argv[1]: the expected number of PEs per host, if given), split_strided
- * and split_2d membership and numbering, translate_pe both ways, get_config, invalid splits,
- * team_sync on disjoint and overlapping teams with puts before it, destroy. */
+ * and split_2d membership and numbering, translate_pe both ways, get_config, invalid splits
+ * and splits of SHMEM_TEAM_INVALID, team_sync on disjoint and overlapping teams with puts
+ * before it, destroy; the active-set barrier and both shmem_sync forms. */
 #include <shmem.h>
 #include <string.h>
 
@@ -129,6 +130,23 @@ int main(int argc, char **argv)
     CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, n, 1, 1, NULL, 0, &bad) != 0, "bad start");
     CHECK(bad == SHMEM_TEAM_INVALID, "bad start gave a team");
 
+    /* Splits of SHMEM_TEAM_INVALID (a PE left out of an earlier split): non-zero, the new
+     * teams SHMEM_TEAM_INVALID, and the PE carries on. Here the even PEs split the odd team
+     * while the odd PEs really split it (into its first PE). */
+    shmem_team_t xi = SHMEM_TEAM_WORLD, yi = SHMEM_TEAM_WORLD, first = SHMEM_TEAM_WORLD;
+    CHECK(shmem_team_split_2d(SHMEM_TEAM_INVALID, 2, NULL, 0, &xi, NULL, 0, &yi) != 0, "2d of INVALID");
+    CHECK(xi == SHMEM_TEAM_INVALID && yi == SHMEM_TEAM_INVALID, "2d of INVALID gave a team");
+    CHECK(shmem_team_split_strided(SHMEM_TEAM_INVALID, 0, 1, 1, NULL, 0, &bad) != 0, "split of INVALID");
+    CHECK(bad == SHMEM_TEAM_INVALID, "split of INVALID gave a team");
+    if (no > 0) {
+        rc = shmem_team_split_strided(odd, 0, 1, 1, NULL, 0, &first);
+        CHECK(me % 2 ? rc == 0 : rc != 0, "split of odd: %d", rc);
+        members[0] = 1;
+        check_team(first, members, 1, "first odd");
+        shmem_team_destroy(first);
+    }
+    shmem_barrier_all();
+
     /* 2-D: xrange 2 (rows of 2), then xrange 3 (a short last row when n is not a multiple). */
     for (int xr = 2; xr <= 3; xr++) {
         shmem_team_t xt, yt;
@@ -167,6 +185,22 @@ int main(int argc, char **argv)
             shmem_barrier(0, 1, ne, ps);
         shmem_barrier(0, 0, n, ps);
     }
+    /* shmem_sync: the team form (1.5) and the active-set form under the same name, with puts
+     * that the team form's barrier makes visible. */
+    for (long r = 1; r <= 20; r++) {
+        if (me % 2 == 0)
+            shmem_sync(0, 1, ne, ps);
+        shmem_long_p(&slots[me], r, (me + 1) % n);
+        shmem_quiet();
+        CHECK(shmem_sync(SHMEM_TEAM_WORLD) == 0, "shmem_sync(team)");
+        CHECK(slots[(me + n - 1) % n] == r, "shmem_sync(team) round %ld: %ld", r,
+              slots[(me + n - 1) % n]);
+        shmem_sync(0, 0, n, ps);
+        if (even != SHMEM_TEAM_INVALID)
+            shmem_sync(even);
+    }
+    for (int i = 0; i < SHMEM_BARRIER_SYNC_SIZE; i++)
+        CHECK(ps[i] == SHMEM_SYNC_VALUE, "pSync[%d] changed", i);
     shmem_barrier_all();
 
     shmem_team_destroy(solo);

@@ -175,6 +175,14 @@ int alend_available(int32_t client, uint32_t fn, bool on);
  */
 int alend_borrow(int32_t client, uint32_t fn, uint32_t mode, bool persist);
 int alend_share(int32_t client, uint32_t fn);
+/**
+ * alend_unbind() - drop every driver process's binding of fn (AGENT_BORROW_BIND) and the
+ * mappings it made: the function is being hot-removed from this host's tree.
+ * @fn: the function.
+ *
+ * Context: any agent thread.
+ */
+void alend_unbind(uint32_t fn);
 int alend_return(int32_t client, uint32_t fn);
 /**
  * alend_map() - map [@addr, @addr+@size) of host @target for @fn's DMA

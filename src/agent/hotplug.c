@@ -24,6 +24,13 @@ static struct {
 
 static struct fab_host *self(void) { return fab_host(agent.f, agent.host); }
 
+/* Drivers of this host watch one word for hot-add and hot-remove (the driver model). */
+static void tree_changed(void)
+{
+    atomic_fetch_add(&self()->tree_gen, 1);
+    fab_futex_wake(&self()->tree_gen, 1 << 30);
+}
+
 static int shadow_of(uint32_t fn)
 {
     for (int i = 0; i < FAB_SHADOWS; i++)
@@ -91,6 +98,7 @@ int ahot_add(uint32_t fn)
     atomic_store(&s->state, FAB_SHADOW_PRESENT);
     atomic_fetch_add(&s->gen, 1);
     fab_futex_wake(&s->gen, 1 << 30);
+    tree_changed();
     fprintf(stderr, "ntblend-agent[%s]: hot-added %s (lent by %s) at %02x:%02x.%x\n",
             self()->name, x->name, fab_host(f, x->host)->name, s->bdf >> 8, (s->bdf >> 3) & 0x1f,
             s->bdf & 7);
@@ -107,6 +115,10 @@ static void remove_slot(int slot, bool return_it)
     atomic_store(&s->state, FAB_SHADOW_REMOVING);
     atomic_fetch_add(&s->gen, 1);
     fab_futex_wake(&s->gen, 1 << 30);
+    tree_changed();
+    /* The driver bound to it loses it now (surprise removal): its mappings go with the
+     * host's, and the device is returned however far its remove() has come. */
+    alend_unbind(s->fn);
     unmap_bars(slot);
     if (return_it)
         alend_return(0, s->fn);
@@ -117,6 +129,7 @@ static void remove_slot(int slot, bool return_it)
     atomic_store(&s->state, FAB_SHADOW_FREE);
     atomic_fetch_add(&s->gen, 1);
     fab_futex_wake(&s->gen, 1 << 30);
+    tree_changed();
 }
 
 int ahot_remove(uint32_t fn)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "agent_proto.h"
 #include "ntblend/smartio.h"
 
 struct lend_req {
@@ -54,7 +55,7 @@ struct hold {
     struct hold *next;
     int32_t client;          /* 0: held for the host (ntblend borrow) */
     uint32_t fn;
-    uint32_t mode;           /* SIO_EXCLUSIVE or SIO_SHARED */
+    uint32_t mode;           /* SIO_EXCLUSIVE, SIO_SHARED or AGENT_BORROW_BIND */
     bool manager;            /* shared it after setting it up: the device's manager */
 };
 
@@ -194,15 +195,16 @@ static int lend_borrow(uint32_t fn, uint32_t host, uint32_t boot, uint32_t mode)
 {
     if (!lender_of(fn))
         return -ENODEV;
-    if (mode != SIO_EXCLUSIVE && mode != SIO_SHARED)
+    bool bind = mode == AGENT_BORROW_BIND && host == agent.host;
+    if (mode != SIO_EXCLUSIVE && mode != SIO_SHARED && !bind)
         return -EINVAL;
     struct fab_function *x = func(fn);
-    if (!atomic_load(&x->lend_available))
-        return -EACCES; /* the lender has not made it available */
+    if (!bind && !atomic_load(&x->lend_available))
+        return -EACCES; /* the lender has not made it available (its own drivers need not) */
     for (struct lend *l = lending.lends; l; l = l->next)
         if (l->fn == fn && l->host == host)
             return -EALREADY;
-    if (atomic_load(&x->lend_exclusive) || (mode == SIO_EXCLUSIVE && borrower_count(fn)))
+    if (atomic_load(&x->lend_exclusive) || (mode != SIO_SHARED && borrower_count(fn)))
         return -EBUSY;
     struct lend *l = calloc(1, sizeof *l);
     if (!l)
@@ -212,7 +214,7 @@ static int lend_borrow(uint32_t fn, uint32_t host, uint32_t boot, uint32_t mode)
     if (borrower_count(fn) == 0)
         bars_inbound(fn, true);
     set_borrower(fn, host, true);
-    atomic_store(&x->lend_exclusive, mode == SIO_EXCLUSIVE);
+    atomic_store(&x->lend_exclusive, mode != SIO_SHARED);
     return 0;
 }
 
@@ -485,6 +487,46 @@ int alend_available(int32_t client, uint32_t fn, bool on)
     return 0;
 }
 
+/* A driver process binds a function its host holds for its PCIe tree (hot-added, or held with
+ * `ntblend device borrow`): it drives it under the host's borrow, alone. */
+static int bind_shadow(int32_t who, uint32_t fn)
+{
+    pthread_mutex_lock(&lending.borrow_lock);
+    pthread_mutex_lock(&lending.lock);
+    bool host = false, bound = false;
+    for (struct hold *x = lending.holds; x; x = x->next)
+        if (x->fn == fn) {
+            host |= x->client == 0;
+            bound |= x->mode == AGENT_BORROW_BIND;
+        }
+    int rc = !host ? -ENOENT : bound ? -EBUSY : 0;
+    struct hold *h = rc ? NULL : calloc(1, sizeof *h);
+    if (!rc && !h)
+        rc = -ENOMEM;
+    if (h) {
+        *h = (struct hold){ .next = lending.holds, .client = who, .fn = fn,
+                            .mode = AGENT_BORROW_BIND };
+        lending.holds = h;
+    }
+    pthread_mutex_unlock(&lending.lock);
+    pthread_mutex_unlock(&lending.borrow_lock);
+    return rc;
+}
+
+void alend_unbind(uint32_t fn)
+{
+    for (;;) {
+        int32_t who = -1;
+        pthread_mutex_lock(&lending.lock);
+        for (struct hold *x = lending.holds; x; x = x->next)
+            if (x->fn == fn && x->mode == AGENT_BORROW_BIND)
+                who = x->client;
+        pthread_mutex_unlock(&lending.lock);
+        if (who < 0 || alend_return(who, fn))
+            return;
+    }
+}
+
 /*
  * The lender knows hosts, not processes: the first process of this host to borrow a device
  * borrows it from the lender; more processes of this host may share a device the host
@@ -494,6 +536,13 @@ int alend_available(int32_t client, uint32_t fn, bool on)
 int alend_borrow(int32_t client, uint32_t fn, uint32_t mode, bool persist)
 {
     int32_t who = persist ? 0 : client;
+    if (mode == AGENT_BORROW_BIND) {
+        if (fn >= agent.f->ctl->nfuncs)
+            return -ENODEV;
+        if (func(fn)->host != agent.host)
+            return bind_shadow(who, fn);
+        /* Our own function: the driver holds it alone, lent out or not. */
+    }
     pthread_mutex_lock(&lending.borrow_lock);
     pthread_mutex_lock(&lending.lock);
     bool mine = false, exclusive = false, any = false;
@@ -501,13 +550,13 @@ int alend_borrow(int32_t client, uint32_t fn, uint32_t mode, bool persist)
         if (x->fn == fn) {
             any = true;
             mine |= x->client == who;
-            exclusive |= x->mode == SIO_EXCLUSIVE;
+            exclusive |= x->mode != SIO_SHARED;
         }
     pthread_mutex_unlock(&lending.lock);
     int rc = 0;
     if (mine)
         rc = -EALREADY;
-    else if (any && (exclusive || mode == SIO_EXCLUSIVE))
+    else if (any && (exclusive || mode != SIO_SHARED))
         rc = -EBUSY; /* another process of this host holds it in a way that excludes us */
     else if (!any) {
         struct lend_req r = { .fn = fn, .mode = mode, .boot = atomic_load(&fab_host(agent.f, agent.host)->boot_gen) };

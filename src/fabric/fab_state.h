@@ -18,7 +18,7 @@
 #include "topo.h"
 
 #define FAB_MAGIC 0x4e54424cu /* "NTBL" */
-#define FAB_VERSION 4
+#define FAB_VERSION 5
 #define FAB_NAME_MAX 64
 #define FAB_MAX_PROCS 512
 #define FAB_IOMMU_MAPS 4096   /* per host */
@@ -118,6 +118,7 @@ struct fab_host {
     _Atomic uint32_t state;    /* enum fab_host_state */
     _Atomic uint32_t boot_gen; /* bumps on every start: stale users see a reboot */
     _Atomic uint32_t agent_wake;   /* futex: agent mailbox doorbells on any adapter */
+    _Atomic uint32_t tree_gen;     /* futex: bumps on every hot-add and hot-remove */
     _Atomic uint64_t msi_pending[FAB_MSI_VECTORS / 64];
     _Atomic uint32_t msi_seq[FAB_MSI_VECTORS];   /* futex per vector */
     /* IOMMU: mappings (rid, iova, phys, size, perms) in a flat table; faults in a ring. */

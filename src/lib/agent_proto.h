@@ -10,6 +10,9 @@
 #include <stdint.h>
 
 #define AGENT_PROTO_VERSION 1
+/* AGENT_DEV_BORROW mode of a driver binding a function of its host's PCIe tree (the driver
+ * model): its own function exclusively, or one the host holds (hot-added) under that hold. */
+#define AGENT_BORROW_BIND 3u
 
 enum agent_op {
     AGENT_HELLO = 1,  /* a = protocol version -> a = host index, b = boot_gen */
@@ -35,8 +38,9 @@ enum agent_op {
                            * of the interrupt page at the owner, b = owner host index */
     /* SmartIO device lending (src/smartio). a = function index (fabric-wide device id). */
     AGENT_DEV_AVAILABLE,  /* on the lender: b = 1 lend it out / 0 withdraw it */
-    AGENT_DEV_BORROW,     /* b = SIO_EXCLUSIVE or SIO_SHARED, c = 1: held by the host until
-                           * returned (the CLI), 0: returned when this client hangs up */
+    AGENT_DEV_BORROW,     /* b = SIO_EXCLUSIVE, SIO_SHARED or AGENT_BORROW_BIND, c = 1: held
+                           * by the host until returned (the CLI), 0: returned when this
+                           * client hangs up */
     AGENT_DEV_SHARE,      /* exclusive -> shared */
     AGENT_DEV_RETURN,
     AGENT_DEV_MAP,        /* b = target host index, c = bus address there, flags = pages ->

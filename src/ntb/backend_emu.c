@@ -26,6 +26,11 @@ static int emu_host_name(struct rt *rt, uint32_t host, char *buf, size_t len)
 
 static int emu_latency_model(struct rt *rt) { return rt->f->ctl->latency.enabled ? 1 : 0; }
 
+static uint64_t emu_ram_size(struct rt *rt, uint32_t host)
+{
+    return host < rt->f->ctl->nhosts ? fab_host(rt->f, host)->ram_size : 0;
+}
+
 static int emu_host_by_node(struct rt *rt, uint32_t node_id)
 {
     for (uint32_t h = 0; h < rt->f->ctl->nhosts; h++)
@@ -190,12 +195,42 @@ static int emu_func_info(struct rt *rt, uint32_t fn, struct ntb_func_info *o)
         o->manager_pid = atomic_load(&x->lend_manager_pid);
     }
     o->msix_cap = FAB_CFG_MSIX;
+    o->bdf = x->rid;
     for (int b = 0; b < FAB_BARS && b < NTB_BK_BARS; b++)
         if (x->bar[b].kind != FAB_BAR_NONE) {
             o->bar[b].size = x->bar[b].size;
             o->bar[b].addr = x->bar[b].addr;
         }
     return 0;
+}
+
+static int emu_tree(struct rt *rt, uint32_t host, struct ntb_shadow_info *out, int max)
+{
+    if (host >= rt->f->ctl->nhosts)
+        return -ENOENT;
+    int n = 0;
+    for (int i = 0; i < FAB_SHADOWS; i++) {
+        const struct fab_shadow *s = &fab_host(rt->f, host)->shadows[i];
+        uint32_t st = atomic_load(&s->state);
+        if (st == FAB_SHADOW_FREE)
+            continue;
+        if (n < max) {
+            struct ntb_shadow_info *o = &out[n];
+            memset(o, 0, sizeof *o);
+            o->fn = s->fn;
+            o->bdf = s->bdf;
+            o->present = st == FAB_SHADOW_PRESENT;
+            for (int b = 0; b < FAB_BARS && b < NTB_BK_BARS; b++)
+                o->bar_addr[b] = s->bar_addr[b];
+        }
+        n++;
+    }
+    return n;
+}
+
+static _Atomic uint32_t *emu_tree_word(struct rt *rt, uint32_t host)
+{
+    return host < rt->f->ctl->nhosts ? &fab_host(rt->f, host)->tree_gen : NULL;
 }
 
 static int emu_func_by_name(struct rt *rt, const char *name)
@@ -238,6 +273,7 @@ const struct ntb_backend_ops ntb_backend_emu = {
     .host_by_node = emu_host_by_node,
     .host_name = emu_host_name,
     .latency_model = emu_latency_model,
+    .ram_size = emu_ram_size,
     .boot_gen = emu_boot_gen,
     .adapter = emu_adapter,
     .adapter_toward = emu_adapter_toward,
@@ -259,6 +295,8 @@ const struct ntb_backend_ops ntb_backend_emu = {
     .cfg_write = emu_cfg_write,
     .bar_mem = emu_bar_mem,
     .fn_notify = emu_fn_notify,
+    .tree = emu_tree,
+    .tree_word = emu_tree_word,
     .adapter_info = emu_adapter_info,
     .mw_set = emu_mw_set,
     .mw_clear = emu_mw_clear,

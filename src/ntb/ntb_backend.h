@@ -40,6 +40,14 @@ struct ntb_adapter_info {
     uint32_t spads, dma_channels;
 };
 
+/* A function lent to a host and hot-added into its PCIe tree (Device Lending). */
+struct ntb_shadow_info {
+    uint32_t fn;            /* the lent function */
+    uint16_t bdf;           /* its place in the borrower's tree */
+    bool present;           /* false while it is being hot-removed */
+    uint64_t bar_addr[NTB_BK_BARS]; /* its BARs in the borrower's address map, 0: none */
+};
+
 /* A range of a peer host's address space made reachable through an adapter. */
 struct ntb_window {
     uint32_t adapter;       /* ours */
@@ -65,6 +73,7 @@ struct ntb_func_info {
     bool managed;           /* a borrower set it up and shares it (sio_share) */
     uint32_t manager_host, manager_pid;
     uint32_t msix_cap;      /* config-space offset of its MSI-X capability */
+    uint16_t bdf;           /* its place in its own host's PCIe tree (bus << 8 | dev << 3 | fn) */
     struct {
         uint64_t size;      /* 0: no BAR in this slot */
         uint64_t addr;      /* in the lender's physical address space */
@@ -95,9 +104,11 @@ struct ntb_backend_ops {
     /* host_name: the host's name (what a cluster manager calls it), copied into buf; may be
      * NULL (ntb_node_name then answers -EOPNOTSUPP). latency_model: 1 when the fabric adds
      * modelled delays to every access (an emulation's feature), 0 when not; NULL on
-     * hardware. */
+     * hardware. ram_size: bytes of RAM the host has (what a cluster manager's inventory
+     * says); may be NULL (ntb_fabric_host then reports 0). */
     int (*host_name)(struct rt *rt, uint32_t host, char *buf, size_t len);
     int (*latency_model)(struct rt *rt);
+    uint64_t (*ram_size)(struct rt *rt, uint32_t host);
 
     /* ---- adapters, paths, link state ----
      * adapter: adapter number `index` (0-based) of `host` as an adapter id, -ENODEV if
@@ -154,6 +165,11 @@ struct ntb_backend_ops {
     int (*cfg_write)(struct rt *rt, uint32_t fn, uint32_t off, uint32_t len, uint32_t val);
     volatile void *(*bar_mem)(struct rt *rt, uint32_t fn, int bar);
     void (*fn_notify)(struct rt *rt, uint32_t fn);
+    /* tree: the functions lent to `host` and hot-added into its PCIe tree, at most max into
+     * out; returns how many there are. tree_word: a word that changes on every hot-add and
+     * hot-remove in host's tree (wait on it with wait()). Both may be NULL (no lending). */
+    int (*tree)(struct rt *rt, uint32_t host, struct ntb_shadow_info *out, int max);
+    _Atomic uint32_t *(*tree_word)(struct rt *rt, uint32_t host);
 
     /* ---- the NTB device (include/ntblend/ntb.h), on one adapter ----
      * adapter_info: what it is; -ENODEV no such adapter.

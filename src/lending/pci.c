@@ -1,0 +1,657 @@
+/*
+ * The driver model (include/ntblend/pci.h) over this host's PCIe tree: its own functions and
+ * the functions lent to it (shadows, hot-added by the agent). Binding a function is a borrow
+ * of it through the agent (AGENT_BORROW_BIND: its own function exclusively, a shadow under
+ * the host's hot-add borrow), and everything a driver does then goes through the SmartIO
+ * device-driver layer, which resolves where things are: configuration accesses, BAR windows,
+ * memory mapped for the device, MSI-X pointed at this host's interrupt region. What the
+ * papers' lending driver intercepts is intercepted here: a shadow's legacy INTx stays masked
+ * (Interrupt Disable forced on, Interrupt Pin read as none), and its MSI-X table entries are
+ * written with the address that reaches this host through the lender's NTB. Nothing here is
+ * visible to the driver: the same calls work the same way on both kinds of function.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_proto.h"
+#include "ntb_backend.h"
+#include "ntblend/pci.h"
+#include "ntblend/smartio.h"
+#include "runtime.h"
+
+#define MAX_DEVS 64
+#define MAX_MAPS 64
+#define TREE_WAIT_NS 200000000ll
+#define IRQ_WAIT_MS 100
+
+struct coherent {
+    struct coherent *next;
+    void *cpu;
+    sio_mem_t *mem;
+};
+
+struct irq {
+    struct pci_dev *dev;
+    unsigned vector;
+    uint32_t host_vector;
+    irq_handler_t handler;
+    void *arg;
+    pthread_t thread;
+    atomic_bool stop, running;
+};
+
+struct pci_dev {
+    uint32_t fn;
+    bool shadow;          /* lent to this host (the driver never asks; the layer does) */
+    char name[16];
+    uint16_t vendor, device;
+    uint32_t class_code;
+    uint64_t bar_start[NTB_BK_BARS], bar_len[NTB_BK_BARS];
+    uint32_t msix_cap;
+    sio_dev_t *sio;
+    void *drvdata;
+    atomic_bool present;
+    pthread_mutex_t lock; /* coherent memory and vectors */
+    struct coherent *coh;
+    struct irq *irqs;
+    unsigned nirqs;
+};
+
+struct iomap {
+    volatile char *base;
+    size_t len;
+    sio_bar_t *bar;
+    struct pci_dev *dev;
+};
+
+static struct {
+    pthread_mutex_t lock;  /* the driver and its devices */
+    struct rt *rt;
+    struct pci_driver *drv;
+    struct pci_dev *devs[MAX_DEVS];
+    pthread_t watcher;
+    atomic_bool stop;
+    pthread_cond_t changed;
+    pthread_rwlock_t maps_lock;
+    struct iomap maps[MAX_MAPS];
+} bus = { .lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER,
+          .maps_lock = PTHREAD_RWLOCK_INITIALIZER };
+
+/* ---------------------------------------------------------------- the tree */
+
+/* A function of this host's tree, as the driver will see it. */
+struct found {
+    uint32_t fn;
+    bool shadow, present;
+    uint16_t bdf;
+    uint64_t bar_start[NTB_BK_BARS];
+    struct ntb_func_info info;
+};
+
+static int scan(struct rt *rt, struct found *out, int max)
+{
+    int n = 0;
+    struct ntb_func_info x;
+    for (uint32_t fn = 0; rt->ops->func_info(rt, fn, &x) == 0; fn++) {
+        if (x.host != rt->host || n >= max)
+            continue;
+        out[n] = (struct found){ .fn = fn, .present = true, .bdf = x.bdf, .info = x };
+        for (int b = 0; b < NTB_BK_BARS; b++)
+            out[n].bar_start[b] = x.bar[b].addr;
+        n++;
+    }
+    if (!rt->ops->tree)
+        return n;
+    struct ntb_shadow_info sh[32];
+    int ns = rt->ops->tree(rt, rt->host, sh, 32);
+    for (int i = 0; i < ns && i < 32 && n < max; i++) {
+        if (rt->ops->func_info(rt, sh[i].fn, &x))
+            continue;
+        out[n] = (struct found){ .fn = sh[i].fn, .shadow = true, .present = sh[i].present,
+                                 .bdf = sh[i].bdf, .info = x };
+        memcpy(out[n].bar_start, sh[i].bar_addr, sizeof out[n].bar_start);
+        n++;
+    }
+    return n;
+}
+
+static const struct pci_device_id *match(const struct pci_driver *drv,
+                                         const struct ntb_func_info *x)
+{
+    for (const struct pci_device_id *id = drv->id_table; id && id->vendor; id++)
+        if ((id->vendor == PCI_ANY_ID || id->vendor == x->vendor) &&
+            (id->device == PCI_ANY_ID || id->device == x->device) &&
+            ((x->class_code ^ id->class_code) & id->class_mask) == 0)
+            return id;
+    return NULL;
+}
+
+static struct pci_dev **slot_of(uint32_t fn)
+{
+    for (int i = 0; i < MAX_DEVS; i++)
+        if (bus.devs[i] && bus.devs[i]->fn == fn)
+            return &bus.devs[i];
+    return NULL;
+}
+
+static void release(struct pci_dev *d);
+
+/* Bind and probe one function (bus.lock held). */
+static int attach(const struct found *f, const struct pci_device_id *id)
+{
+    struct pci_dev **slot = NULL;
+    for (int i = 0; i < MAX_DEVS && !slot; i++)
+        if (!bus.devs[i])
+            slot = &bus.devs[i];
+    if (!slot)
+        return -ENOSPC;
+    struct pci_dev *d = calloc(1, sizeof *d);
+    if (!d)
+        return -ENOMEM;
+    d->fn = f->fn;
+    d->shadow = f->shadow;
+    snprintf(d->name, sizeof d->name, "0000:%02x:%02x.%x", f->bdf >> 8, (f->bdf >> 3) & 0x1f,
+             f->bdf & 7);
+    d->vendor = f->info.vendor;
+    d->device = f->info.device;
+    d->class_code = f->info.class_code;
+    d->msix_cap = f->info.msix_cap;
+    for (int b = 0; b < NTB_BK_BARS; b++) {
+        d->bar_start[b] = f->info.bar[b].size ? f->bar_start[b] : 0;
+        d->bar_len[b] = f->info.bar[b].size;
+    }
+    pthread_mutex_init(&d->lock, NULL);
+    atomic_store(&d->present, true);
+    int rc = sio_borrow(f->fn, AGENT_BORROW_BIND, &d->sio);
+    if (rc) {
+        fprintf(stderr, "%s: %s (%s): cannot bind it: %s\n", bus.drv->name, d->name,
+                f->info.name, rc == -EBUSY ? "another driver, or another host, has it"
+                                           : strerror(-rc));
+        pthread_mutex_destroy(&d->lock);
+        free(d);
+        return rc;
+    }
+    *slot = d;
+    rc = bus.drv->probe ? bus.drv->probe(d, id) : 0;
+    if (rc) {
+        fprintf(stderr, "%s: probe of %s failed: %s\n", bus.drv->name, d->name, strerror(rc < 0 ? -rc : rc));
+        *slot = NULL;
+        release(d);
+        return rc;
+    }
+    pthread_cond_broadcast(&bus.changed);
+    return 0;
+}
+
+/* Undo what the layer set up for d and free it (after remove() or a failed probe). */
+static void release(struct pci_dev *d)
+{
+    pthread_rwlock_wrlock(&bus.maps_lock);
+    for (int i = 0; i < MAX_MAPS; i++)
+        if (bus.maps[i].dev == d) {
+            sio_unmap_bar(bus.maps[i].bar);
+            bus.maps[i] = (struct iomap){ 0 };
+        }
+    pthread_rwlock_unlock(&bus.maps_lock);
+    pci_free_irq_vectors(d);
+    while (d->coh) {
+        struct coherent *c = d->coh;
+        d->coh = c->next;
+        sio_free(c->mem);
+        free(c);
+    }
+    sio_return(d->sio); /* after a hot-remove the agent has dropped the binding already */
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+}
+
+static void detach(struct pci_dev **slot, bool gone)
+{
+    struct pci_dev *d = *slot;
+    if (gone)
+        atomic_store(&d->present, false);
+    if (bus.drv->remove)
+        bus.drv->remove(d);
+    *slot = NULL;
+    release(d);
+    pthread_cond_broadcast(&bus.changed);
+}
+
+/* Bring the bound set in line with the tree (bus.lock held); returns how many were bound. */
+static int sync_tree(void)
+{
+    struct found f[MAX_DEVS];
+    int n = scan(bus.rt, f, MAX_DEVS), bound = 0;
+    /* Gone, or going: remove first. */
+    for (int i = 0; i < MAX_DEVS; i++) {
+        struct pci_dev *d = bus.devs[i];
+        if (!d || !d->shadow)
+            continue;
+        bool there = false;
+        for (int k = 0; k < n; k++)
+            there |= f[k].fn == d->fn && f[k].present;
+        if (!there)
+            detach(&bus.devs[i], true);
+    }
+    for (int k = 0; k < n; k++) {
+        if (!f[k].present || slot_of(f[k].fn))
+            continue;
+        const struct pci_device_id *id = match(bus.drv, &f[k].info);
+        if (id && attach(&f[k], id) == 0)
+            bound++;
+    }
+    return bound;
+}
+
+static void *watch(void *arg)
+{
+    (void)arg;
+    _Atomic uint32_t *word = bus.rt->ops->tree_word ? bus.rt->ops->tree_word(bus.rt, bus.rt->host) : NULL;
+    while (!atomic_load(&bus.stop)) {
+        uint32_t seen = word ? atomic_load(word) : 0;
+        pthread_mutex_lock(&bus.lock);
+        if (!atomic_load(&bus.stop))
+            sync_tree();
+        pthread_mutex_unlock(&bus.lock);
+        if (word)
+            bus.rt->ops->wait(word, seen, TREE_WAIT_NS);
+        else
+            bus.rt->ops->wait(&(_Atomic uint32_t){ 0 }, 0, TREE_WAIT_NS);
+    }
+    return NULL;
+}
+
+int pci_register_driver(struct pci_driver *drv)
+{
+    if (!drv || !drv->name || !drv->id_table)
+        return -EINVAL;
+    pthread_mutex_lock(&bus.lock);
+    if (bus.drv) {
+        pthread_mutex_unlock(&bus.lock);
+        return -EBUSY;
+    }
+    bus.rt = rt_get();
+    if (!bus.rt) {
+        int e = -errno;
+        pthread_mutex_unlock(&bus.lock);
+        return e;
+    }
+    bus.drv = drv;
+    atomic_store(&bus.stop, false);
+    int n = sync_tree();
+    int rc = pthread_create(&bus.watcher, NULL, watch, NULL);
+    pthread_mutex_unlock(&bus.lock);
+    if (rc) {
+        pci_unregister_driver(drv);
+        return -rc;
+    }
+    return n;
+}
+
+void pci_unregister_driver(struct pci_driver *drv)
+{
+    pthread_mutex_lock(&bus.lock);
+    if (!drv || bus.drv != drv) {
+        pthread_mutex_unlock(&bus.lock);
+        return;
+    }
+    atomic_store(&bus.stop, true);
+    pthread_mutex_unlock(&bus.lock);
+    _Atomic uint32_t *word = bus.rt->ops->tree_word ? bus.rt->ops->tree_word(bus.rt, bus.rt->host) : NULL;
+    if (word)
+        bus.rt->ops->wake(word, 1 << 30); /* a spurious wake: the watcher sees stop */
+    pthread_join(bus.watcher, NULL);
+    pthread_mutex_lock(&bus.lock);
+    for (int i = 0; i < MAX_DEVS; i++)
+        if (bus.devs[i])
+            detach(&bus.devs[i], false);
+    bus.drv = NULL;
+    rt_put(bus.rt);
+    bus.rt = NULL;
+    pthread_mutex_unlock(&bus.lock);
+}
+
+int pci_wait_removed(struct pci_driver *drv, int timeout_ms)
+{
+    struct timespec end;
+    clock_gettime(CLOCK_REALTIME, &end);
+    if (timeout_ms >= 0) {
+        end.tv_sec += timeout_ms / 1000;
+        end.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (end.tv_nsec >= 1000000000L) {
+            end.tv_sec++;
+            end.tv_nsec -= 1000000000L;
+        }
+    }
+    int rc = 0;
+    pthread_mutex_lock(&bus.lock);
+    for (;;) {
+        bool any = false;
+        for (int i = 0; i < MAX_DEVS; i++)
+            any |= bus.devs[i] != NULL;
+        if (!any || bus.drv != drv)
+            break;
+        if (timeout_ms < 0)
+            pthread_cond_wait(&bus.changed, &bus.lock);
+        else if (pthread_cond_timedwait(&bus.changed, &bus.lock, &end) == ETIMEDOUT) {
+            rc = -ETIMEDOUT;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&bus.lock);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- identity */
+
+const char *pci_name(const struct pci_dev *d) { return d->name; }
+uint16_t pci_vendor(const struct pci_dev *d) { return d->vendor; }
+uint16_t pci_device(const struct pci_dev *d) { return d->device; }
+uint32_t pci_class(const struct pci_dev *d) { return d->class_code; }
+void pci_set_drvdata(struct pci_dev *d, void *data) { d->drvdata = data; }
+void *pci_get_drvdata(const struct pci_dev *d) { return d->drvdata; }
+bool pci_device_is_present(const struct pci_dev *d) { return atomic_load(&d->present); }
+
+/* ---------------------------------------------------------------- configuration space */
+
+static int cfg_check(const struct pci_dev *d, int where, int len)
+{
+    if (!d || where < 0 || where + len > 4096 || (where & (len - 1)))
+        return -EINVAL;
+    return atomic_load(&d->present) ? 0 : -ENODEV;
+}
+
+static uint32_t cfg_read(struct pci_dev *d, int where, int len)
+{
+    uint32_t v = sio_cfg_read(d->sio, (uint32_t)where, (uint32_t)len);
+    /* A lent function's legacy interrupt cannot cross the NTB: it has none. */
+    if (d->shadow && where <= PCI_INTERRUPT_PIN && where + len > PCI_INTERRUPT_PIN)
+        v &= ~(0xffu << (8 * (PCI_INTERRUPT_PIN - where)));
+    return v;
+}
+
+static int cfg_write(struct pci_dev *d, int where, int len, uint32_t v)
+{
+    if (d->shadow && where <= PCI_COMMAND + 1 && where + len > PCI_COMMAND + 1)
+        v |= PCI_COMMAND_INTX_DISABLE >> (8 * (where - PCI_COMMAND)); /* INTx stays masked */
+    return sio_cfg_write(d->sio, (uint32_t)where, (uint32_t)len, v);
+}
+
+int pci_read_config_byte(struct pci_dev *d, int where, uint8_t *val)
+{
+    int rc = cfg_check(d, where, 1);
+    *val = rc ? 0xff : (uint8_t)cfg_read(d, where, 1);
+    return rc;
+}
+
+int pci_read_config_word(struct pci_dev *d, int where, uint16_t *val)
+{
+    int rc = cfg_check(d, where, 2);
+    *val = rc ? 0xffff : (uint16_t)cfg_read(d, where, 2);
+    return rc;
+}
+
+int pci_read_config_dword(struct pci_dev *d, int where, uint32_t *val)
+{
+    int rc = cfg_check(d, where, 4);
+    *val = rc ? UINT32_MAX : cfg_read(d, where, 4);
+    return rc;
+}
+
+int pci_write_config_byte(struct pci_dev *d, int where, uint8_t val)
+{
+    int rc = cfg_check(d, where, 1);
+    return rc ? rc : cfg_write(d, where, 1, val);
+}
+
+int pci_write_config_word(struct pci_dev *d, int where, uint16_t val)
+{
+    int rc = cfg_check(d, where, 2);
+    return rc ? rc : cfg_write(d, where, 2, val);
+}
+
+int pci_write_config_dword(struct pci_dev *d, int where, uint32_t val)
+{
+    int rc = cfg_check(d, where, 4);
+    return rc ? rc : cfg_write(d, where, 4, val);
+}
+
+static int command(struct pci_dev *d, uint16_t set, uint16_t clear)
+{
+    uint16_t cmd;
+    int rc = pci_read_config_word(d, PCI_COMMAND, &cmd);
+    return rc ? rc : pci_write_config_word(d, PCI_COMMAND, (uint16_t)((cmd | set) & ~clear));
+}
+
+int pci_enable_device(struct pci_dev *d) { return command(d, PCI_COMMAND_MEMORY, 0); }
+void pci_disable_device(struct pci_dev *d) { command(d, 0, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER); }
+void pci_set_master(struct pci_dev *d) { command(d, PCI_COMMAND_MASTER, 0); }
+
+/* ---------------------------------------------------------------- BARs */
+
+uint64_t pci_resource_start(const struct pci_dev *d, int bar)
+{
+    return bar >= 0 && bar < NTB_BK_BARS ? d->bar_start[bar] : 0;
+}
+
+uint64_t pci_resource_len(const struct pci_dev *d, int bar)
+{
+    return bar >= 0 && bar < NTB_BK_BARS ? d->bar_len[bar] : 0;
+}
+
+void *pci_iomap(struct pci_dev *d, int bar, size_t maxlen)
+{
+    if (!d || bar < 0 || bar >= NTB_BK_BARS || !d->bar_len[bar]) {
+        errno = EINVAL;
+        return NULL;
+    }
+    size_t size = 0;
+    sio_bar_t *b;
+    volatile void *p = sio_map_bar(d->sio, bar, &size, &b);
+    if (!p)
+        return NULL;
+    pthread_rwlock_wrlock(&bus.maps_lock);
+    int i = 0;
+    while (i < MAX_MAPS && bus.maps[i].base)
+        i++;
+    if (i == MAX_MAPS) {
+        pthread_rwlock_unlock(&bus.maps_lock);
+        sio_unmap_bar(b);
+        errno = ENOSPC;
+        return NULL;
+    }
+    bus.maps[i] = (struct iomap){ .base = p, .len = maxlen && maxlen < size ? maxlen : size,
+                                  .bar = b, .dev = d };
+    pthread_rwlock_unlock(&bus.maps_lock);
+    return (void *)p;
+}
+
+void pci_iounmap(struct pci_dev *d, void *addr)
+{
+    pthread_rwlock_wrlock(&bus.maps_lock);
+    for (int i = 0; i < MAX_MAPS; i++)
+        if (bus.maps[i].dev == d && bus.maps[i].base == addr) {
+            sio_unmap_bar(bus.maps[i].bar);
+            bus.maps[i] = (struct iomap){ 0 };
+        }
+    pthread_rwlock_unlock(&bus.maps_lock);
+}
+
+uint32_t ioread32(const void *addr) { return *(const volatile uint32_t *)addr; }
+uint64_t ioread64(const void *addr) { return *(const volatile uint64_t *)addr; }
+
+/* A store into a mapped BAR is a posted write the device sees (its model is told). */
+static bool mmio_write(void *addr, uint64_t val, int len)
+{
+    bool done = false;
+    pthread_rwlock_rdlock(&bus.maps_lock);
+    for (int i = 0; i < MAX_MAPS && !done; i++) {
+        const struct iomap *m = &bus.maps[i];
+        if (m->base && (volatile char *)addr >= m->base &&
+            (volatile char *)addr + len <= m->base + m->len) {
+            size_t off = (size_t)((volatile char *)addr - m->base);
+            if (len == 4)
+                sio_write32(m->bar, off, (uint32_t)val);
+            else
+                sio_write64(m->bar, off, val);
+            done = true;
+        }
+    }
+    pthread_rwlock_unlock(&bus.maps_lock);
+    return done;
+}
+
+void iowrite32(uint32_t val, void *addr)
+{
+    if (!mmio_write(addr, val, 4))
+        *(volatile uint32_t *)addr = val;
+}
+
+void iowrite64(uint64_t val, void *addr)
+{
+    if (!mmio_write(addr, val, 8))
+        *(volatile uint64_t *)addr = val;
+}
+
+/* ---------------------------------------------------------------- DMA */
+
+void *dma_alloc_coherent(struct pci_dev *d, size_t size, dma_addr_t *handle)
+{
+    if (!d || !size || !handle) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct coherent *c = calloc(1, sizeof *c);
+    if (!c) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    volatile void *cpu;
+    uint64_t io;
+    /* Here, in this host's RAM: the CPU reads it; the device reaches it by DMA (through the
+     * lender's NTB for a lent function, with this host's IOMMU told). */
+    int rc = sio_alloc(d->sio, size, SIO_HINT_HOST_READ | SIO_HINT_DEVICE_WRITE, &cpu, &io,
+                       &c->mem);
+    if (rc) {
+        free(c);
+        errno = -rc;
+        return NULL;
+    }
+    c->cpu = (void *)cpu;
+    memset(c->cpu, 0, size);
+    pthread_mutex_lock(&d->lock);
+    c->next = d->coh;
+    d->coh = c;
+    pthread_mutex_unlock(&d->lock);
+    *handle = io;
+    return c->cpu;
+}
+
+void dma_free_coherent(struct pci_dev *d, size_t size, void *cpu, dma_addr_t handle)
+{
+    (void)size;
+    (void)handle;
+    pthread_mutex_lock(&d->lock);
+    for (struct coherent **pp = &d->coh; *pp; pp = &(*pp)->next)
+        if ((*pp)->cpu == cpu) {
+            struct coherent *c = *pp;
+            *pp = c->next;
+            sio_free(c->mem);
+            free(c);
+            break;
+        }
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* ---------------------------------------------------------------- MSI-X */
+
+int pci_alloc_irq_vectors(struct pci_dev *d, unsigned min, unsigned max)
+{
+    if (!d || !min || min > max)
+        return -EINVAL;
+    if (!d->msix_cap)
+        return -ENOTSUP;
+    uint16_t ctrl;
+    int rc = pci_read_config_word(d, (int)d->msix_cap + 2, &ctrl);
+    if (rc)
+        return rc;
+    unsigned size = (ctrl & 0x7ffu) + 1, n = max < size ? max : size;
+    if (n < min)
+        return -ENOSPC;
+    pthread_mutex_lock(&d->lock);
+    if (d->irqs) {
+        pthread_mutex_unlock(&d->lock);
+        return -EBUSY;
+    }
+    d->irqs = calloc(n, sizeof *d->irqs);
+    if (!d->irqs) {
+        pthread_mutex_unlock(&d->lock);
+        return -ENOMEM;
+    }
+    d->nirqs = n;
+    pthread_mutex_unlock(&d->lock);
+    rc = pci_write_config_word(d, (int)d->msix_cap + 2, (uint16_t)(ctrl | 0x8000u)); /* enable */
+    return rc ? rc : (int)n;
+}
+
+void pci_free_irq_vectors(struct pci_dev *d)
+{
+    for (unsigned v = 0; d->irqs && v < d->nirqs; v++)
+        free_irq(d, v);
+    pthread_mutex_lock(&d->lock);
+    free(d->irqs);
+    d->irqs = NULL;
+    d->nirqs = 0;
+    pthread_mutex_unlock(&d->lock);
+}
+
+static void *irq_thread(void *arg)
+{
+    struct irq *q = arg;
+    uint32_t seen = 0;
+    sio_wait_vector(q->host_vector, &seen, 0); /* from now on */
+    while (!atomic_load(&q->stop))
+        if (sio_wait_vector(q->host_vector, &seen, IRQ_WAIT_MS) == 0 && !atomic_load(&q->stop))
+            q->handler((int)q->vector, q->arg);
+    return NULL;
+}
+
+int request_irq(struct pci_dev *d, unsigned vector, irq_handler_t handler, void *arg)
+{
+    if (!d || !handler)
+        return -EINVAL;
+    if (!d->irqs || vector >= d->nirqs)
+        return -EINVAL; /* pci_alloc_irq_vectors first */
+    struct irq *q = &d->irqs[vector];
+    if (atomic_load(&q->running))
+        return -EBUSY;
+    /* This host's vector for it: spread by place in the tree, so drivers of different
+     * functions rarely share one (a shared one only wakes a handler spuriously). */
+    uint32_t hv = 1 + (((uint32_t)d->fn * 37u + vector) % 255u);
+    int rc = sio_enable_vector(d->sio, vector, hv);
+    if (rc)
+        return rc;
+    *q = (struct irq){ .dev = d, .vector = vector, .host_vector = hv, .handler = handler,
+                       .arg = arg };
+    if ((rc = pthread_create(&q->thread, NULL, irq_thread, q)))
+        return -rc;
+    atomic_store(&q->running, true);
+    return 0;
+}
+
+void free_irq(struct pci_dev *d, unsigned vector)
+{
+    if (!d || !d->irqs || vector >= d->nirqs)
+        return;
+    struct irq *q = &d->irqs[vector];
+    if (!atomic_load(&q->running))
+        return;
+    atomic_store(&q->stop, true);
+    pthread_join(q->thread, NULL);
+    atomic_store(&q->running, false);
+}

@@ -65,10 +65,21 @@ ntblend --fabric demo-dev up examples/topologies/smartio3.ini
 ntblend --fabric demo-dev device list
 
 step "Device Lending: a lends its accelerator to c, which finds it in its own PCIe tree"
+ntblend --fabric demo-dev lspci --host a -s accel0
+ntblend --fabric demo-dev run --host a -- accel_drv --size 1M --iters 4
 ntblend --fabric demo-dev device lend accel0 --to c
 ntblend --fabric demo-dev lspci --host c -t
 ntblend --fabric demo-dev lspci --host c -s accel0 -v
+
+step "The same driver binary on c drives c's own accelerator and the lent one; reclaiming it reaches the driver"
+tmp_d=$(mktemp)
+ntblend --fabric demo-dev run --host c -- accel_drv --size 1M --iters 4 --stay > "$tmp_d" &
+drv=$!
+for _ in $(seq 100); do grep -q "^bound" "$tmp_d" && break; sleep 0.1; done
 ntblend --fabric demo-dev device reclaim accel0
+for _ in $(seq 100); do grep -q "hot-unplugged" "$tmp_d" && break; sleep 0.1; done
+kill "$drv"; wait "$drv" 2>/dev/null || true
+cat "$tmp_d"; rm -f "$tmp_d"
 ntblend --fabric demo-dev device add nvme0
 
 step "One NVMe, several hosts: a's manager shares nvme0; b and c each drive their own queue pair with libntbnvme"

@@ -208,7 +208,7 @@ int main(int argc, char **argv)
     if (!strcmp(act, "hold")) {
         if (open_dev(&c))
             return 1;
-        printf("ready qid %u\n", nvme_qpair_id(c.qp));
+        printf("ready qid %u pid %d\n", nvme_qpair_id(c.qp), (int)getpid());
         fflush(stdout);
         for (;;)
             pause();

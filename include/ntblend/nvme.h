@@ -411,11 +411,13 @@ typedef struct nvme_manager nvme_manager_t;
  * @timeout_ms: admin command timeout (default 10000).
  * @max_clients: clients served at once (default and maximum 1024).
  * @check_ms: how often it looks for clients that died or were cut off (default 100).
+ * @log: say on stderr when a client connects, leaves, or is reclaimed (and why).
  */
 struct nvme_manager_opts {
     unsigned timeout_ms;
     uint32_t max_clients;
     unsigned check_ms;
+    bool log;
 };
 
 /**

@@ -49,6 +49,7 @@ struct nvme_manager {
     uint16_t *owner;         /* [max_qpairs + 1]: slot owning each qid, 0 free */
     void *buf;               /* data of the clients' admin commands, in the device's memory */
     unsigned check_ms;
+    bool log;
     struct nvme_manager_status st;
     struct nvl_mgr_hello *hello;
 };
@@ -73,10 +74,13 @@ static int delete_qpair(struct nvme_manager *m, uint16_t qid)
 }
 
 /* Delete what slot owns and forget it. */
-static void drop_client(struct nvme_manager *m, uint32_t slot, bool reclaimed)
+static void drop_client(struct nvme_manager *m, uint32_t slot, bool reclaimed, const char *why)
 {
     struct mclient *c = &m->clients[slot];
     uint32_t n = 0;
+    if (m->log)
+        fprintf(stderr, "nvme manager: client pid %u on node %u (slot %u) %s\n", c->pid, c->node,
+                slot, why);
     for (uint32_t q = 1; q <= m->d->info.max_qpairs; q++)
         if (m->owner[q] == slot) {
             delete_qpair(m, (uint16_t)q);
@@ -156,6 +160,9 @@ static void hello(struct nvme_manager *m, const struct nvl_mgr_req *q)
             c->pid == q->u.hello.pid && c->seg_id == q->u.hello.seg) {
             if (c->last_seq == q->seq)
                 answer(c, q->seq, 0, s, 0, m->hello, sizeof *m->hello, NULL);
+            if (m->log)
+                fprintf(stderr, "nvme manager: client pid %u on node %u (slot %u) said hello "
+                                "again\n", c->pid, c->node, s);
             return;
         }
     }
@@ -191,6 +198,9 @@ static void hello(struct nvme_manager *m, const struct nvl_mgr_req *q)
     m->clients[slot] = c;
     m->st.clients++;
     pthread_mutex_unlock(&m->lock);
+    if (m->log)
+        fprintf(stderr, "nvme manager: client pid %u on node %u (slot %u) connected\n", c.pid,
+                c.node, slot);
     answer(&m->clients[slot], q->seq, 0, slot, 0, m->hello, sizeof *m->hello, NULL);
 }
 
@@ -251,6 +261,9 @@ static void create(struct nvme_manager *m, uint32_t slot, const struct nvl_mgr_r
     m->st.qpairs++;
     c->qpairs++;
     pthread_mutex_unlock(&m->lock);
+    if (m->log)
+        fprintf(stderr, "nvme manager: client pid %u on node %u (slot %u): queue pair %u "
+                        "(depth %u)\n", c->pid, c->node, slot, qid, depth);
     answer(c, q->seq, 0, qid, 0, NULL, 0, NULL);
 }
 
@@ -346,7 +359,7 @@ static void serve(struct nvme_manager *m, const struct nvl_mgr_req *q)
     switch (q->op) {
     case NVL_MGR_BYE:
         answer(c, q->seq, 0, 0, 0, NULL, 0, NULL);
-        drop_client(m, slot, false);
+        drop_client(m, slot, false, "left");
         break;
     case NVL_MGR_CREATE:
         create(m, slot, q);
@@ -371,7 +384,10 @@ static void check_clients(struct nvme_manager *m)
             continue;
         int st = seg_remote_state(c->seg);
         if (st == SEG_EVENT_REMOVED || st == SEG_EVENT_LOST)
-            drop_client(m, s, true);
+            drop_client(m, s, true, st == SEG_EVENT_REMOVED ? "is gone (its process ended): "
+                                                              "its queues are deleted"
+                                                            : "is cut off (no path to its "
+                                                              "host): its queues are deleted");
     }
 }
 
@@ -451,6 +467,7 @@ int nvme_manager_start(const char *name, const struct nvme_manager_opts *opts,
     pthread_mutex_init(&m->lock, NULL);
     m->max_clients = o->max_clients ? o->max_clients : MAX_CLIENTS;
     m->check_ms = o->check_ms ? o->check_ms : 100;
+    m->log = o->log;
     uint32_t node, pid;
     bool managed = false;
     int rc = nvl_sio_lookup(name, &m->dev_id, &managed, &node, &pid);
@@ -505,7 +522,7 @@ int nvme_manager_stop(nvme_manager_t *m)
     pthread_join(m->thread, NULL);
     for (uint32_t s = 1; s <= m->max_clients; s++)
         if (m->clients[s].used)
-            drop_client(m, s, false);
+            drop_client(m, s, false, "disconnected: the manager stops");
     /* Clients that ask now find the interrupt gone. */
     seg_intr_remove(m->intr);
     m->intr = NULL;

@@ -73,7 +73,7 @@ int main(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { 0 },
     };
-    struct nvme_manager_opts mo = { 0 };
+    struct nvme_manager_opts mo = { .log = true };
     const char *status = NULL;
     int ready_fd = -1, ch;
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {

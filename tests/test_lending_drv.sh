@@ -18,11 +18,11 @@ n up "$NTBLEND_SRC/examples/topologies/smartio3.ini" >/dev/null
 
 # The same binary on a local accelerator, then on the same accelerator lent to c.
 out=$(n run --host a -- accel_drv --size 256k --iters 4 --dump "$work/a") || fail "local: $out"
-grep -q "^0000:03:00.0 10de:1bb1: 4 x 262144 bytes .* 8 interrupts, data verified" <<<"$out" \
+grep -Eq "^0000:03:00.0 10de:1bb1: 4 x 262144 bytes .* [1-9][0-9]* interrupts, data verified" <<<"$out" \
   || fail "local run: $out"
 n device lend accel0 --to c >/dev/null
 out=$(n run --host c -- accel_drv --size 256k --iters 4 --dump "$work/c") || fail "lent: $out"
-grep -q "^0000:80:00.0 10de:1bb1: 4 x 262144 bytes .* 8 interrupts, data verified" <<<"$out" \
+grep -Eq "^0000:80:00.0 10de:1bb1: 4 x 262144 bytes .* [1-9][0-9]* interrupts, data verified" <<<"$out" \
   || fail "lent run: $out"
 grep -q "^0000:04:00.0 10de:1bb1: .* data verified" <<<"$out" || fail "c's own accelerator: $out"
 cmp "$work/a.03:00.0.bin" "$work/c.80:00.0.bin" || fail "local and lent runs read back different data"

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "sio_lender.h"
 #include "ntblend/nvme.h"
 #include "ntblend/smartio.h"
 
@@ -29,20 +30,6 @@ static char FAB[64];
 #define NVME_CSTS_RDY 0x1u
 #define NVME_CSTS_CFS 0x2u
 
-/* On a lender: lend out the devices of its host, then wait for the parent. */
-static void lender(void *arg)
-{
-    (void)arg;
-    struct sio_info info[8];
-    int n = sio_list(info, 8);
-    CHECK(n >= 2);
-    uint32_t node;
-    CHECK_EQ(seg_local_node_id(&node), 0);
-    for (int i = 0; i < n && i < 8; i++)
-        if (info[i].node_id == node)
-            CHECK_EQ(sio_set_available(info[i].id, true), 0);
-    h_put(1);
-}
 
 static void lend(const char *host)
 {

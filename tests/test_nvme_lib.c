@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "sio_lender.h"
 #include "ntblend/nvme.h"
 #include "ntblend/smartio.h"
 
@@ -20,19 +21,6 @@ static char FAB[64];
 #define BS 4096u
 #define NSZE ((1ull << 30) / BS) /* smartio3.ini: 1 GiB namespace, 4 KiB blocks */
 
-static void lender(void *arg)
-{
-    (void)arg;
-    struct sio_info info[8];
-    int n = sio_list(info, 8);
-    CHECK(n >= 2);
-    uint32_t node;
-    CHECK_EQ(seg_local_node_id(&node), 0);
-    for (int i = 0; i < n && i < 8; i++)
-        if (info[i].node_id == node)
-            CHECK_EQ(sio_set_available(info[i].id, true), 0);
-    h_put(1);
-}
 
 static int setup(void **state)
 {

@@ -168,6 +168,23 @@ static void rmw_unlock(uint64_t first, uint64_t last)
         pthread_mutex_unlock(&fs.rmw[b]);
 }
 
+/* The next piece of a request at byte pos with want bytes left: the blocks it touches (at
+ * most one bounce buffer's worth), how far into the first one it starts, and how many of the
+ * request's bytes it covers. */
+static void chunk(uint32_t bs, uint64_t pos, size_t want, uint64_t *lba, uint64_t *nblk,
+                  size_t *skip, size_t *take)
+{
+    uint64_t max_blocks = fs.bounce_size / bs;
+    *lba = pos / bs;
+    *skip = (size_t)(pos % bs);
+    *nblk = (*skip + want + bs - 1) / bs;
+    if (*nblk > max_blocks)
+        *nblk = max_blocks;
+    *take = (size_t)*nblk * bs - *skip;
+    if (*take > want)
+        *take = want;
+}
+
 static int ns_read(const struct nvme_ns_info *ns, char *out, size_t size, uint64_t off)
 {
     if (off >= ns->capacity)
@@ -178,17 +195,12 @@ static int ns_read(const struct nvme_ns_info *ns, char *out, size_t size, uint64
     struct slot *s = slot_ready(&err);
     if (!s)
         return err;
-    uint32_t bs = ns->block_size, max_blocks = (uint32_t)(fs.bounce_size / bs);
+    uint32_t bs = ns->block_size;
     size_t done = 0;
     while (done < size) {
-        uint64_t pos = off + done, lba = pos / bs;
-        size_t skip = (size_t)(pos % bs), want = size - done;
-        uint64_t nblk = (skip + want + bs - 1) / bs;
-        if (nblk > max_blocks)
-            nblk = max_blocks;
-        size_t take = (size_t)nblk * bs - skip;
-        if (take > want)
-            take = want;
+        uint64_t lba, nblk;
+        size_t skip, take;
+        chunk(bs, off + done, size - done, &lba, &nblk, &skip, &take);
         int rc = nvme_read(s->qp, ns->nsid, lba, (uint32_t)nblk, s->bounce);
         if (rc) {
             err = io_errno(rc, "reading", ns->nsid, lba);
@@ -212,18 +224,13 @@ static int ns_write(const struct nvme_ns_info *ns, const char *in, size_t size, 
     struct slot *s = slot_ready(&err);
     if (!s)
         return err;
-    uint32_t bs = ns->block_size, max_blocks = (uint32_t)(fs.bounce_size / bs);
+    uint32_t bs = ns->block_size;
     char *b = s->bounce;
     size_t done = 0;
     while (done < size) {
-        uint64_t pos = off + done, lba = pos / bs;
-        size_t skip = (size_t)(pos % bs), want = size - done;
-        uint64_t nblk = (skip + want + bs - 1) / bs;
-        if (nblk > max_blocks)
-            nblk = max_blocks;
-        size_t take = (size_t)nblk * bs - skip;
-        if (take > want)
-            take = want;
+        uint64_t lba, nblk;
+        size_t skip, take;
+        chunk(bs, off + done, size - done, &lba, &nblk, &skip, &take);
         uint64_t last = lba + nblk - 1;
         bool head = skip != 0, tail = (skip + take) % bs != 0;
         int rc = 0;

@@ -144,6 +144,22 @@ typedef uint64_t dma_addr_t;
  */
 void *dma_alloc_coherent(struct pci_dev *dev, size_t size, dma_addr_t *handle);
 void dma_free_coherent(struct pci_dev *dev, size_t size, void *cpu, dma_addr_t handle);
+/**
+ * dma_map_resource() - let the device reach [phys, phys + size) of another function's BAR
+ * (peer to peer: phys as pci_resource_start() of a function this driver has bound gives it).
+ * The path is the shortest there is: inside a lender when both functions are there, through
+ * one NTB when one of them is this host's, across the fabric between two lenders.
+ * Return: the address to give the device, or DMA_MAPPING_ERROR (errno: EINVAL not a BAR of a
+ * function this driver has bound; ENOSPC no window left).
+ */
+#define DMA_MAPPING_ERROR (~(dma_addr_t)0)
+dma_addr_t dma_map_resource(struct pci_dev *dev, uint64_t phys, size_t size);
+void dma_unmap_resource(struct pci_dev *dev, dma_addr_t addr, size_t size);
+static inline int dma_mapping_error(struct pci_dev *dev, dma_addr_t addr)
+{
+    (void)dev;
+    return addr == DMA_MAPPING_ERROR;
+}
 
 /* ---- interrupts (MSI-X) ---- */
 /**

@@ -28,9 +28,13 @@ static struct {
     size_t size;
     int iters;
     const char *dump;
-    bool stay;
+    bool stay, p2p;
     int probed, failed;
 } opt = { .size = 1u << 20, .iters = 8 };
+
+#define MAX_ACCELS 16
+static struct accel *accels[MAX_ACCELS]; /* bound ones, for the peer-to-peer copies */
+static pthread_mutex_t accels_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct accel {
     struct pci_dev *dev;
@@ -164,6 +168,43 @@ static int run(struct accel *a)
     return rc;
 }
 
+/* Peer to peer: a's engine copies from its own memory straight into b's memory BAR, through
+ * whatever path joins them; b's memory is then read through b's BAR and compared. */
+static int p2p(struct accel *a, struct accel *b)
+{
+    size_t n = opt.size;
+    uint8_t *want = malloc(n);
+    if (!want)
+        return -ENOMEM;
+    pattern(want, n, 0x5a ^ (uint32_t)(uintptr_t)b);
+    memcpy(a->buf, want, n);
+    int rc = copy(a, a->buf_io, 0, (uint32_t)n, ACCEL_DESC_SRC_BUS); /* the data into a */
+    for (size_t i = 0; !rc && i < n; i += 4096)
+        *(volatile uint8_t *)(b->mem + i) = 0; /* b's memory cleared first */
+    dma_addr_t dst = rc ? DMA_MAPPING_ERROR
+                        : dma_map_resource(a->dev, pci_resource_start(b->dev, ACCEL_BAR_MEM), n);
+    if (!rc && dma_mapping_error(a->dev, dst))
+        rc = -errno;
+    uint64_t t = 0;
+    for (int it = 0; !rc && it < opt.iters; it++) {
+        uint64_t t0 = now_ns();
+        rc = copy(a, 0, dst, (uint32_t)n, ACCEL_DESC_DST_BUS);
+        t += now_ns() - t0;
+    }
+    if (!dma_mapping_error(a->dev, dst))
+        dma_unmap_resource(a->dev, dst, n);
+    if (!rc && memcmp((const void *)b->mem, want, n))
+        rc = -EILSEQ;
+    if (!rc)
+        printf("p2p %s -> %s: %d x %zu bytes %.0f MB/s, data verified\n", pci_name(a->dev),
+               pci_name(b->dev), opt.iters, n, (double)n * opt.iters / ((double)t / 1e9) / 1e6);
+    else
+        fprintf(stderr, "accel_drv: p2p %s -> %s: %s\n", pci_name(a->dev), pci_name(b->dev),
+                strerror(-rc));
+    free(want);
+    return rc;
+}
+
 static int probe(struct pci_dev *dev, const struct pci_device_id *id)
 {
     (void)id;
@@ -203,6 +244,13 @@ static int probe(struct pci_dev *dev, const struct pci_device_id *id)
         iowrite32(0, (void *)(a->regs + ACCEL_REG_VECTOR));
         iowrite32(ACCEL_CTRL_ENABLE, (void *)(a->regs + ACCEL_REG_CONTROL));
         pci_set_drvdata(dev, a);
+        pthread_mutex_lock(&accels_lock);
+        for (int i = 0; i < MAX_ACCELS; i++)
+            if (!accels[i]) {
+                accels[i] = a;
+                break;
+            }
+        pthread_mutex_unlock(&accels_lock);
         opt.probed++;
         rc = run(a);
         if (rc)
@@ -221,6 +269,11 @@ static int probe(struct pci_dev *dev, const struct pci_device_id *id)
 static void remove_dev(struct pci_dev *dev)
 {
     struct accel *a = pci_get_drvdata(dev);
+    pthread_mutex_lock(&accels_lock);
+    for (int i = 0; i < MAX_ACCELS; i++)
+        if (accels[i] == a)
+            accels[i] = NULL;
+    pthread_mutex_unlock(&accels_lock);
     printf("%s: removed%s\n", pci_name(dev), pci_device_is_present(dev) ? "" : " (hot-unplugged)");
     fflush(stdout);
     free_irq(dev, 0);
@@ -251,6 +304,8 @@ static void usage(FILE *f)
                "  --size BYTES   bytes per copy (default 1M; k/M suffixes)\n"
                "  --iters N      copies each way (default 8)\n"
                "  --dump PREFIX  write the data read back to PREFIX.BUS:DEV.FN.bin\n"
+               "  --p2p          then copy between every pair of them peer to peer (one's engine\n"
+               "                 writing into the other's memory BAR) and verify\n"
                "  --stay         stay bound until every device is hot-removed\n"
                "Exit status: 0 all checks passed, 1 a check failed or nothing was found.\n");
 }
@@ -259,6 +314,7 @@ int main(int argc, char **argv)
 {
     static const struct option lo[] = { { "size", 1, NULL, 's' }, { "iters", 1, NULL, 'i' },
                                         { "dump", 1, NULL, 'd' }, { "stay", 0, NULL, 'S' },
+                                        { "p2p", 0, NULL, 'p' },
                                         { "help", 0, NULL, 'h' }, { 0 } };
     int c;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -284,6 +340,7 @@ int main(int argc, char **argv)
             break;
         case 'd': opt.dump = optarg; break;
         case 'S': opt.stay = true; break;
+        case 'p': opt.p2p = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -296,6 +353,14 @@ int main(int argc, char **argv)
     }
     if (!n)
         fprintf(stderr, "accel_drv: no accelerator in this host's PCIe tree (ntblend lspci)\n");
+    if (opt.p2p) {
+        pthread_mutex_lock(&accels_lock);
+        for (int i = 0; i < MAX_ACCELS; i++)
+            for (int k = 0; k < MAX_ACCELS; k++)
+                if (i != k && accels[i] && accels[k] && p2p(accels[i], accels[k]))
+                    opt.failed++;
+        pthread_mutex_unlock(&accels_lock);
+    }
     if (opt.stay && n) {
         printf("bound %d; waiting until hot-removed\n", n);
         fflush(stdout);

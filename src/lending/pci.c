@@ -35,12 +35,19 @@ struct coherent {
     sio_mem_t *mem;
 };
 
+struct peer_map {
+    struct peer_map *next;
+    dma_addr_t addr;     /* what the driver got */
+    sio_dma_t *map;
+};
+
 struct irq {
     struct pci_dev *dev;
     unsigned vector;
     uint32_t host_vector;
     irq_handler_t handler;
     void *arg;
+    uint32_t seen;        /* the vector's count when the handler was installed */
     pthread_t thread;
     atomic_bool stop, running;
 };
@@ -58,6 +65,7 @@ struct pci_dev {
     atomic_bool present;
     pthread_mutex_t lock; /* coherent memory and vectors */
     struct coherent *coh;
+    struct peer_map *peers;
     struct irq *irqs;
     unsigned nirqs;
 };
@@ -65,12 +73,14 @@ struct pci_dev {
 struct iomap {
     volatile char *base;
     size_t len;
-    sio_bar_t *bar;
+    sio_bar_t *bar;       /* a local function's BAR (SmartIO), or NULL: */
+    void *win;            /* ... a lent one's, through the window its hot-add set up */
+    uint32_t adapter, peer;
     struct pci_dev *dev;
 };
 
 static struct {
-    pthread_mutex_t lock;  /* the driver and its devices */
+    pthread_mutex_t lock;  /* the driver and its devices; recursive: probe() may map a peer */
     struct rt *rt;
     struct pci_driver *drv;
     struct pci_dev *devs[MAX_DEVS];
@@ -79,7 +89,7 @@ static struct {
     pthread_cond_t changed;
     pthread_rwlock_t maps_lock;
     struct iomap maps[MAX_MAPS];
-} bus = { .lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER,
+} bus = { .lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP, .changed = PTHREAD_COND_INITIALIZER,
           .maps_lock = PTHREAD_RWLOCK_INITIALIZER };
 
 /* ---------------------------------------------------------------- the tree */
@@ -188,17 +198,30 @@ static int attach(const struct found *f, const struct pci_device_id *id)
     return 0;
 }
 
+static void unmap_slot(struct iomap *m)
+{
+    if (m->bar)
+        sio_unmap_bar(m->bar);
+    else if (m->win)
+        bus.rt->ops->window_cpu_unmap(bus.rt, m->win);
+    *m = (struct iomap){ 0 };
+}
+
 /* Undo what the layer set up for d and free it (after remove() or a failed probe). */
 static void release(struct pci_dev *d)
 {
     pthread_rwlock_wrlock(&bus.maps_lock);
     for (int i = 0; i < MAX_MAPS; i++)
-        if (bus.maps[i].dev == d) {
-            sio_unmap_bar(bus.maps[i].bar);
-            bus.maps[i] = (struct iomap){ 0 };
-        }
+        if (bus.maps[i].dev == d)
+            unmap_slot(&bus.maps[i]);
     pthread_rwlock_unlock(&bus.maps_lock);
     pci_free_irq_vectors(d);
+    while (d->peers) {
+        struct peer_map *p = d->peers;
+        d->peers = p->next;
+        sio_unmap(p->map);
+        free(p);
+    }
     while (d->coh) {
         struct coherent *c = d->coh;
         d->coh = c->next;
@@ -444,41 +467,78 @@ uint64_t pci_resource_len(const struct pci_dev *d, int bar)
     return bar >= 0 && bar < NTB_BK_BARS ? d->bar_len[bar] : 0;
 }
 
+/* A lent function's BAR: the window of this host's adapter its hot-add mapped it through
+ * (pci_resource_start), into this process. No second window: LUT entries are scarce. */
+static int map_shadow_bar(struct pci_dev *d, int bar, struct iomap *m)
+{
+    struct rt *rt = bus.rt;
+    struct ntb_func_info x;
+    uint32_t peer;
+    int rc = rt->ops->func_info(rt, d->fn, &x);
+    int ai = rc ? rc : rt->ops->adapter_toward(rt, rt->host, x.host, &peer);
+    struct ntb_adapter_info a;
+    if (ai < 0 || rt->ops->adapter_info(rt, (uint32_t)ai, &a) || !a.mw_size ||
+        d->bar_start[bar] < a.mw_base)
+        return ai < 0 ? ai : -EFAULT;
+    uint64_t rel = d->bar_start[bar] - a.mw_base;
+    struct ntb_window w = { .adapter = (uint32_t)ai, .peer_host = x.host,
+                            .peer_addr = x.bar[bar].addr, .len = d->bar_len[bar],
+                            .bus = d->bar_start[bar], .first = (uint32_t)(rel / a.mw_size),
+                            .offset = rel % a.mw_size };
+    w.count = (uint32_t)((w.offset + w.len + a.mw_size - 1) / a.mw_size);
+    void *base;
+    void *p = rt->ops->window_cpu_map(rt, &w, false, &base);
+    if (!p)
+        return -errno;
+    *m = (struct iomap){ .base = p, .len = d->bar_len[bar], .win = base, .adapter = (uint32_t)ai,
+                         .peer = peer, .dev = d };
+    return 0;
+}
+
 void *pci_iomap(struct pci_dev *d, int bar, size_t maxlen)
 {
     if (!d || bar < 0 || bar >= NTB_BK_BARS || !d->bar_len[bar]) {
         errno = EINVAL;
         return NULL;
     }
-    size_t size = 0;
-    sio_bar_t *b;
-    volatile void *p = sio_map_bar(d->sio, bar, &size, &b);
-    if (!p)
-        return NULL;
+    struct iomap m;
+    if (d->shadow) {
+        int rc = map_shadow_bar(d, bar, &m);
+        if (rc) {
+            errno = -rc;
+            return NULL;
+        }
+    } else {
+        size_t size = 0;
+        sio_bar_t *b;
+        volatile void *p = sio_map_bar(d->sio, bar, &size, &b);
+        if (!p)
+            return NULL;
+        m = (struct iomap){ .base = p, .len = size, .bar = b, .dev = d };
+    }
+    if (maxlen && maxlen < m.len)
+        m.len = maxlen;
     pthread_rwlock_wrlock(&bus.maps_lock);
     int i = 0;
     while (i < MAX_MAPS && bus.maps[i].base)
         i++;
     if (i == MAX_MAPS) {
+        unmap_slot(&m);
         pthread_rwlock_unlock(&bus.maps_lock);
-        sio_unmap_bar(b);
         errno = ENOSPC;
         return NULL;
     }
-    bus.maps[i] = (struct iomap){ .base = p, .len = maxlen && maxlen < size ? maxlen : size,
-                                  .bar = b, .dev = d };
+    bus.maps[i] = m;
     pthread_rwlock_unlock(&bus.maps_lock);
-    return (void *)p;
+    return (void *)m.base;
 }
 
 void pci_iounmap(struct pci_dev *d, void *addr)
 {
     pthread_rwlock_wrlock(&bus.maps_lock);
     for (int i = 0; i < MAX_MAPS; i++)
-        if (bus.maps[i].dev == d && bus.maps[i].base == addr) {
-            sio_unmap_bar(bus.maps[i].bar);
-            bus.maps[i] = (struct iomap){ 0 };
-        }
+        if (bus.maps[i].dev == d && bus.maps[i].base == addr)
+            unmap_slot(&bus.maps[i]);
     pthread_rwlock_unlock(&bus.maps_lock);
 }
 
@@ -495,10 +555,20 @@ static bool mmio_write(void *addr, uint64_t val, int len)
         if (m->base && (volatile char *)addr >= m->base &&
             (volatile char *)addr + len <= m->base + m->len) {
             size_t off = (size_t)((volatile char *)addr - m->base);
-            if (len == 4)
-                sio_write32(m->bar, off, (uint32_t)val);
-            else
-                sio_write64(m->bar, off, val);
+            if (m->bar) {
+                if (len == 4)
+                    sio_write32(m->bar, off, (uint32_t)val);
+                else
+                    sio_write64(m->bar, off, val);
+            } else {
+                if (len == 4)
+                    *(volatile uint32_t *)addr = (uint32_t)val;
+                else
+                    *(volatile uint64_t *)addr = val;
+                /* A posted write across a downed link never arrives. */
+                if (bus.rt->ops->path_up(bus.rt, m->adapter, m->peer))
+                    bus.rt->ops->fn_notify(bus.rt, m->dev->fn);
+            }
             done = true;
         }
     }
@@ -568,6 +638,57 @@ void dma_free_coherent(struct pci_dev *d, size_t size, void *cpu, dma_addr_t han
     pthread_mutex_unlock(&d->lock);
 }
 
+dma_addr_t dma_map_resource(struct pci_dev *d, uint64_t phys, size_t size)
+{
+    /* Whose BAR is it? Only functions this driver has bound are known here. */
+    struct pci_dev *peer = NULL;
+    int bar = -1;
+    pthread_mutex_lock(&bus.lock);
+    for (int i = 0; i < MAX_DEVS && !peer; i++) {
+        struct pci_dev *x = bus.devs[i];
+        for (int b = 0; x && b < NTB_BK_BARS && !peer; b++)
+            if (x->bar_len[b] && phys >= x->bar_start[b] &&
+                phys - x->bar_start[b] + size <= x->bar_len[b]) {
+                peer = x;
+                bar = b;
+            }
+    }
+    pthread_mutex_unlock(&bus.lock);
+    struct peer_map *p = peer && size ? calloc(1, sizeof *p) : NULL;
+    if (!p) {
+        errno = peer && size ? ENOMEM : EINVAL;
+        return DMA_MAPPING_ERROR;
+    }
+    uint64_t io;
+    int rc = sio_map_peer_bar(d->sio, peer->sio, bar, &io, &p->map);
+    if (rc) {
+        free(p);
+        errno = -rc;
+        return DMA_MAPPING_ERROR;
+    }
+    p->addr = io + (phys - peer->bar_start[bar]);
+    pthread_mutex_lock(&d->lock);
+    p->next = d->peers;
+    d->peers = p;
+    pthread_mutex_unlock(&d->lock);
+    return p->addr;
+}
+
+void dma_unmap_resource(struct pci_dev *d, dma_addr_t addr, size_t size)
+{
+    (void)size;
+    pthread_mutex_lock(&d->lock);
+    for (struct peer_map **pp = &d->peers; *pp; pp = &(*pp)->next)
+        if ((*pp)->addr == addr) {
+            struct peer_map *p = *pp;
+            *pp = p->next;
+            sio_unmap(p->map);
+            free(p);
+            break;
+        }
+    pthread_mutex_unlock(&d->lock);
+}
+
 /* ---------------------------------------------------------------- MSI-X */
 
 int pci_alloc_irq_vectors(struct pci_dev *d, unsigned min, unsigned max)
@@ -613,8 +734,7 @@ void pci_free_irq_vectors(struct pci_dev *d)
 static void *irq_thread(void *arg)
 {
     struct irq *q = arg;
-    uint32_t seen = 0;
-    sio_wait_vector(q->host_vector, &seen, 0); /* from now on */
+    uint32_t seen = q->seen;
     while (!atomic_load(&q->stop))
         if (sio_wait_vector(q->host_vector, &seen, IRQ_WAIT_MS) == 0 && !atomic_load(&q->stop))
             q->handler((int)q->vector, q->arg);
@@ -633,11 +753,12 @@ int request_irq(struct pci_dev *d, unsigned vector, irq_handler_t handler, void 
     /* This host's vector for it: spread by place in the tree, so drivers of different
      * functions rarely share one (a shared one only wakes a handler spuriously). */
     uint32_t hv = 1 + (((uint32_t)d->fn * 37u + vector) % 255u);
+    *q = (struct irq){ .dev = d, .vector = vector, .host_vector = hv, .handler = handler,
+                       .arg = arg };
+    sio_wait_vector(hv, &q->seen, 0); /* every interrupt from now on reaches the handler */
     int rc = sio_enable_vector(d->sio, vector, hv);
     if (rc)
         return rc;
-    *q = (struct irq){ .dev = d, .vector = vector, .host_vector = hv, .handler = handler,
-                       .arg = arg };
     if ((rc = pthread_create(&q->thread, NULL, irq_thread, q)))
         return -rc;
     atomic_store(&q->running, true);

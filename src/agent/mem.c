@@ -128,3 +128,20 @@ void amem_usage(uint64_t *procs, uint64_t *tagged)
         *(agent.blocks[i].owner > 0 ? procs : tagged) += agent.blocks[i].size;
     pthread_mutex_unlock(&agent.alloc_lock);
 }
+
+bool amem_check(void)
+{
+    uint64_t ram = fab_host(agent.f, agent.host)->ram_size, end = FAB_MBOX_SIZE, sum = 0;
+    bool ok = true;
+    pthread_mutex_lock(&agent.alloc_lock);
+    for (size_t i = 0; i < agent.nblocks && ok; i++) {
+        const struct alloc_block *b = &agent.blocks[i];
+        ok = b->size && !((b->phys | b->size) & 4095) && b->phys >= end && b->phys < ram &&
+             b->size <= ram - b->phys;
+        end = b->phys + b->size;
+        sum += b->size;
+    }
+    ok = ok && sum == agent.allocated && agent.nblocks <= agent.cap;
+    pthread_mutex_unlock(&agent.alloc_lock);
+    return ok;
+}

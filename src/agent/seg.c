@@ -469,44 +469,54 @@ void aseg_client_gone(int32_t client)
 
 /* Reachability changed somewhere: tell our connections whose path went down or came back, and
  * forget connections from hosts that rebooted (their windows were reset with them). */
-static void *link_watcher(void *arg)
+void aseg_sweep(void)
 {
     struct fab *f = agent.f;
+    pthread_mutex_lock(&segments.lock);
+    for (struct conn_out *c = segments.out; c; c = c->next) {
+        if (c->owner_host == agent.host)
+            continue;
+        bool up = fab_path_up(f, c->adapter, c->peer_adapter, NULL);
+        if (up == c->lost) {
+            c->lost = !up;
+            seg_post_event(c->event_phys, up ? SEG_EVENT_RESTORED : SEG_EVENT_LOST);
+        }
+    }
+    for (struct conn_in *c = segments.in, *next; c; c = next) {
+        next = c->next;
+        struct fab_host *h = fab_host(f, c->from_host);
+        if (c->from_host != agent.host &&
+            (atomic_load(&h->state) == FAB_HOST_DOWN || atomic_load(&h->boot_gen) != c->from_boot))
+            drop_connection(c->from_host, c->conn_id);
+    }
+    pthread_mutex_unlock(&segments.lock);
+}
+
+static void *link_watcher(void *arg)
+{
     if (!seg_self()->nadapters)
         return NULL;
-    _Atomic uint32_t *seq = &fab_adapter(f, seg_self()->adapter_first)->link_seq;
+    _Atomic uint32_t *seq = &fab_adapter(agent.f, seg_self()->adapter_first)->link_seq;
     while (!atomic_load(&agent.stop)) {
         uint32_t now = atomic_load(seq);
-        pthread_mutex_lock(&segments.lock);
-        for (struct conn_out *c = segments.out; c; c = c->next) {
-            if (c->owner_host == agent.host)
-                continue;
-            bool up = fab_path_up(f, c->adapter, c->peer_adapter, NULL);
-            if (up == c->lost) {
-                c->lost = !up;
-                seg_post_event(c->event_phys, up ? SEG_EVENT_RESTORED : SEG_EVENT_LOST);
-            }
-        }
-        for (struct conn_in *c = segments.in, *next; c; c = next) {
-            next = c->next;
-            struct fab_host *h = fab_host(f, c->from_host);
-            if (c->from_host != agent.host &&
-                (atomic_load(&h->state) == FAB_HOST_DOWN || atomic_load(&h->boot_gen) != c->from_boot))
-                drop_connection(c->from_host, c->conn_id);
-        }
-        pthread_mutex_unlock(&segments.lock);
+        aseg_sweep();
         fab_futex_wait(seq, now, -1);
     }
     return NULL;
 }
 
-int aseg_start(void)
+void aseg_register(void)
 {
     mbox_register(MBOX_SEG_CONNECT, h_seg_connect);
     mbox_register(MBOX_SEG_DISCONNECT, h_seg_disconnect);
     mbox_register(MBOX_SEG_NOTIFY, h_seg_notify);
     aintr_register();
     aplace_register();
+}
+
+int aseg_start(void)
+{
+    aseg_register();
     return -pthread_create(&segments.watcher, NULL, link_watcher, NULL);
 }
 

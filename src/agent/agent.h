@@ -92,6 +92,11 @@ void amem_free_owner(int32_t owner);
  * Return: 0, -ENOENT, -EPERM (not @from's), -EINVAL (not a whole block).
  */
 int amem_retag(uint64_t phys, uint64_t size, int32_t from, int32_t to, uint64_t *len);
+/**
+ * amem_owned() - does [@phys, @phys+@len) lie inside one block of @owner's?
+ * @block, @block_len: where that block starts and its size (either may be NULL)
+ */
+bool amem_owned(uint64_t phys, uint64_t len, int32_t owner, uint64_t *block, uint64_t *block_len);
 /** amem_usage() - bytes held by processes (pid owners) and by tags (segments, interrupts). */
 void amem_usage(uint64_t *procs, uint64_t *tagged);
 /** amem_check() - the allocator's own invariants hold: blocks sorted and apart, whole pages,
@@ -174,6 +179,9 @@ int aseg_remove(int32_t client, uint32_t id);
 int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
                  uint64_t event_phys, uint64_t *bus, uint64_t *size, uint64_t *conn);
 int aseg_disconnect(int32_t client, uint32_t owner, uint32_t conn_id);
+/** aseg_events_in() - does a connection of @client post its events into [@phys, @phys+@len)?
+ * Such memory must not be freed or handed to a segment until it is disconnected. */
+bool aseg_events_in(int32_t client, uint64_t phys, uint64_t len);
 /** aplace_alloc_at() - have host @host's agent create a segment of @size for @client, in
  * its memory, available on its adapter facing us. 0 with its id, or -errno. */
 int aplace_alloc_at(int32_t client, uint32_t host, uint64_t size, uint64_t *id);

@@ -48,9 +48,15 @@ bool agent_serve(int fd, int32_t pid, const struct agent_req *req, struct agent_
     case AGENT_ALLOC:
         rsp.rc = amem_alloc(req->a, req->b, pid, &rsp.a);
         break;
-    case AGENT_FREE:
-        rsp.rc = amem_free(req->a, pid);
+    case AGENT_FREE: {
+        /* Not while a connection posts its events there: they would land in whatever the
+         * memory becomes next. */
+        uint64_t at = 0, len = 0;
+        bool busy = amem_owned(req->a, 1, pid, &at, &len) && at == req->a &&
+                    aseg_events_in(pid, at, len);
+        rsp.rc = busy ? -EBUSY : amem_free(req->a, pid);
         break;
+    }
     case AGENT_PING:
         rsp.a = (uint64_t)getpid();
         rsp.b = atomic_load(&h->boot_gen);

@@ -120,6 +120,25 @@ int amem_retag(uint64_t phys, uint64_t size, int32_t from, int32_t to,
     return rc;
 }
 
+bool amem_owned(uint64_t phys, uint64_t len, int32_t owner, uint64_t *block, uint64_t *block_len)
+{
+    bool ok = false;
+    pthread_mutex_lock(&agent.alloc_lock);
+    for (size_t i = 0; i < agent.nblocks; i++) {
+        const struct alloc_block *b = &agent.blocks[i];
+        if (phys < b->phys || phys - b->phys >= b->size)
+            continue;
+        ok = b->owner == owner && len <= b->size - (phys - b->phys);
+        if (ok && block)
+            *block = b->phys;
+        if (ok && block_len)
+            *block_len = b->size;
+        break;
+    }
+    pthread_mutex_unlock(&agent.alloc_lock);
+    return ok;
+}
+
 void amem_usage(uint64_t *procs, uint64_t *tagged)
 {
     *procs = *tagged = 0;

@@ -137,6 +137,24 @@ static void notify_connections(struct aseg *s, uint32_t ev)
     }
 }
 
+/* Does a connection of client post its events into [phys, phys+len)? Lock held. */
+static bool events_in(int32_t client, uint64_t phys, uint64_t len)
+{
+    for (struct conn_out *c = segments.out; c; c = c->next)
+        if (c->client == client && c->event_phys < phys + len &&
+            c->event_phys + sizeof(struct seg_event_word) > phys)
+            return true;
+    return false;
+}
+
+bool aseg_events_in(int32_t client, uint64_t phys, uint64_t len)
+{
+    pthread_mutex_lock(&segments.lock);
+    bool in = events_in(client, phys, len);
+    pthread_mutex_unlock(&segments.lock);
+    return in;
+}
+
 /* ---------------------------------------------------------------- owner side */
 
 int aseg_create(int32_t client, uint32_t id, uint64_t size, uint64_t attach, uint64_t *out_id,
@@ -155,6 +173,10 @@ int aseg_create(int32_t client, uint32_t id, uint64_t size, uint64_t attach, uin
     }
     uint64_t g = seg_granule(), p;
     uint64_t len = (size + g - 1) & ~(g - 1);
+    if (attach && events_in(client, attach, len)) {
+        rc = -EBUSY; /* a connection's event word is in it: disconnect first */
+        goto out;
+    }
     if (attach) {
         /* The process hands one of its own allocations over to the segment. */
         rc = amem_retag(attach, size, client, SEG_OWNER, &len);
@@ -357,7 +379,9 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
     int owner = seg_host_of_node(node);
     if (owner < 0)
         return -EHOSTUNREACH;
-    if (!fab_ram(f, agent.host, event_phys, sizeof(struct seg_event_word)))
+    /* The agent writes the connection's events there: only into memory of the client's own,
+     * never into the mailboxes, another process's memory or a segment. */
+    if (!amem_owned(event_phys, sizeof(struct seg_event_word), client, NULL, NULL))
         return -EINVAL;
     struct seg_rsp r;
     int rc;

@@ -221,6 +221,24 @@ static void test_what_an_application_may_not_do(void **state)
      * that process's: a connection it closed does not take the others' holdings along). */
     assert_true(call(fd, AGENT_FREE, 0, 0, 0, 0, NULL) < 0);
     assert_int_equal(call(fd, AGENT_FREE, 0, theirs, 0, 0, NULL), -EPERM);
+    /* Have its connection's events posted into memory it does not own (the agent writes
+     * there): the mailboxes, another process's block. Nor free its event word while the
+     * connection lasts (the memory would go to someone else, the events still to it). */
+    uint32_t node = fab_host(fixture, hb)->node_id;
+    assert_int_equal(call(fd, AGENT_SEG_CREATE, 0, 78, 4096, 0, &rsp), 0);
+    assert_int_equal(call(fd, AGENT_SEG_PREPARE, 0, 78, 0, 0, NULL), 0);
+    assert_int_equal(call(fd, AGENT_SEG_AVAILABLE, 0, 78, 0, 1, NULL), 0);
+    assert_int_equal(call(fd, AGENT_SEG_CONNECT, 0, node, 78, 0, NULL), -EINVAL);
+    assert_int_equal(call(fd, AGENT_SEG_CONNECT, 0, node, 78, 8192, NULL), -EINVAL);
+    assert_int_equal(call(fd, AGENT_SEG_CONNECT, 0, node, 78, theirs, NULL), -EINVAL);
+    assert_int_equal(call(fd, AGENT_ALLOC, 0, 4096, 4096, 0, &rsp), 0);
+    uint64_t ev = rsp.a;
+    assert_int_equal(call(fd, AGENT_SEG_CONNECT, 0, node, 78, ev + 64, &rsp), 0);
+    uint64_t conn = rsp.c;
+    assert_int_equal(call(fd, AGENT_FREE, 0, ev, 0, 0, NULL), -EBUSY);
+    assert_int_equal(call(fd, AGENT_SEG_DISCONNECT, 0, conn >> 32, (uint32_t)conn, 0, NULL), 0);
+    assert_int_equal(call(fd, AGENT_FREE, 0, ev, 0, 0, NULL), 0);
+    assert_int_equal(call(fd, AGENT_SEG_REMOVE, 0, 78, 0, 0, NULL), 0);
     close(fd);
     h_to(&p, 1);
     h_from(&p);

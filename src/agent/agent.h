@@ -20,6 +20,7 @@ struct agent {
     const char *fabric;
     _Atomic int stop;
     _Atomic uint64_t mbox_handled, dma_done;
+    size_t nclients; /* control connections open (main thread only) */
     pthread_mutex_t alloc_lock;
     struct alloc_block *blocks; /* sorted by phys */
     size_t nblocks, cap;
@@ -38,6 +39,32 @@ extern struct agent agent;
  * guarded by the module's own lock, so these functions may be called from any of those
  * threads unless a comment says otherwise; *_start and *_stop only from the main thread.
  */
+
+/* ---- control requests (ctl.c) ---- */
+
+struct agent_req;
+struct agent_rsp;
+/**
+ * agent_serve() - serve one request of process @pid that arrived on connection @fd
+ * Return: true with the reply in *@rsp; false when the reply goes out on @fd later, from a
+ * thread of its own (a peer ping).
+ */
+bool agent_serve(int fd, int32_t pid, const struct agent_req *req, struct agent_rsp *rsp);
+/** agent_client_gone() - the last connection of process @pid closed: what it held goes back. */
+void agent_client_gone(int32_t pid);
+
+/*
+ * Without threads (the fuzz harnesses drive an agent from one thread): *_register installs a
+ * module's mailbox handlers, mbox_init sets the mailboxes up, mbox_poll handles what is in
+ * them once, and the *_sweep functions do one pass of the watchers (what goes when a host
+ * died or rebooted, or a path changed). The *_start functions are these plus the threads.
+ */
+int mbox_init(void);
+void mbox_poll(void);
+void aseg_register(void);
+void aseg_sweep(void);
+int alend_register(void);
+void alend_sweep(void);
 
 /* ---- memory (mem.c) ---- */
 
@@ -65,8 +92,16 @@ void amem_free_owner(int32_t owner);
  * Return: 0, -ENOENT, -EPERM (not @from's), -EINVAL (not a whole block).
  */
 int amem_retag(uint64_t phys, uint64_t size, int32_t from, int32_t to, uint64_t *len);
+/**
+ * amem_owned() - does [@phys, @phys+@len) lie inside one block of @owner's?
+ * @block, @block_len: where that block starts and its size (either may be NULL)
+ */
+bool amem_owned(uint64_t phys, uint64_t len, int32_t owner, uint64_t *block, uint64_t *block_len);
 /** amem_usage() - bytes held by processes (pid owners) and by tags (segments, interrupts). */
 void amem_usage(uint64_t *procs, uint64_t *tagged);
+/** amem_check() - the allocator's own invariants hold: blocks sorted and apart, whole pages,
+ * inside RAM above the mailboxes, their total what it counts (for the fuzz harnesses). */
+bool amem_check(void);
 
 /* ---- mailboxes over the NTB (mbox.c) ---- */
 
@@ -144,6 +179,9 @@ int aseg_remove(int32_t client, uint32_t id);
 int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
                  uint64_t event_phys, uint64_t *bus, uint64_t *size, uint64_t *conn);
 int aseg_disconnect(int32_t client, uint32_t owner, uint32_t conn_id);
+/** aseg_events_in() - does a connection of @client post its events into [@phys, @phys+@len)?
+ * Such memory must not be freed or handed to a segment until it is disconnected. */
+bool aseg_events_in(int32_t client, uint64_t phys, uint64_t len);
 /** aplace_alloc_at() - have host @host's agent create a segment of @size for @client, in
  * its memory, available on its adapter facing us. 0 with its id, or -errno. */
 int aplace_alloc_at(int32_t client, uint32_t host, uint64_t size, uint64_t *id);

@@ -779,69 +779,77 @@ static bool host_gone(const struct fab *f, uint32_t host, uint32_t boot)
     return atomic_load(&h->state) == FAB_HOST_DOWN || atomic_load(&h->boot_gen) != boot;
 }
 
+/* What the lease sweep last saw of each host: its boot generation and whether it was down. */
+static uint32_t *lease_boot;
+static bool *lease_dead;
+
 /* A host died or rebooted: its borrows end (smartio: the lender resets and reclaims the
- * device), the IOMMU mappings it asked us for go, and so do the segments we created for it.
- * Woken by reachability changes of our first port, and every second in any case (a host
- * behind another port, a reboot quicker than a link event). */
+ * device), the IOMMU mappings it asked us for go, and so do the segments we created for it. */
+void alend_sweep(void)
+{
+    struct fab *f = agent.f;
+    uint32_t nhosts = f->ctl->nhosts;
+    pthread_mutex_lock(&lending.lock);
+    for (struct lend *l = lending.lends, *next; l; l = next) {
+        next = l->next;
+        if (l->host != agent.host && host_gone(f, l->host, l->boot))
+            lend_drop(l->fn, l->host);
+    }
+    for (struct inbound **pp = &lending.inbounds; *pp;) {
+        if (host_gone(f, (*pp)->host, (*pp)->boot)) {
+            (*pp)->count = 1;
+            inbound_put(pp); /* unlinks it */
+        } else {
+            pp = &(*pp)->next;
+        }
+    }
+    pthread_mutex_unlock(&lending.lock);
+    /* Memory placed here for a gone host goes too (outside the lock: it notifies). */
+    for (uint32_t h = 0; h < nhosts; h++) {
+        if (h == agent.host)
+            continue;
+        const struct fab_host *hs = fab_host(f, h);
+        uint32_t gen = atomic_load(&hs->boot_gen);
+        bool down = atomic_load(&hs->state) == FAB_HOST_DOWN;
+        if ((down && !lease_dead[h]) || (!down && !lease_dead[h] && gen != lease_boot[h])) {
+            aplace_host_gone(h); /* once per life */
+            ahot_host_gone(h);
+        }
+        lease_dead[h] = down;
+        if (!down)
+            lease_boot[h] = gen;
+    }
+}
+
+/* Runs the sweep when reachability of our first port changes, and every second in any case
+ * (a host behind another port, a reboot quicker than a link event). */
 static void *lease_watcher(void *arg)
 {
     (void)arg;
-    struct fab *f = agent.f;
-    const struct fab_host *self = fab_host(f, agent.host);
-    uint32_t nhosts = f->ctl->nhosts;
-    uint32_t *boot = calloc(nhosts, sizeof *boot);
-    bool *dead = calloc(nhosts, sizeof *dead);
-    if (!self->nadapters || !boot || !dead) {
-        free(boot);
-        free(dead);
+    const struct fab_host *self = fab_host(agent.f, agent.host);
+    if (!self->nadapters)
         return NULL;
-    }
-    for (uint32_t h = 0; h < nhosts; h++) {
-        boot[h] = atomic_load(&fab_host(f, h)->boot_gen);
-        dead[h] = atomic_load(&fab_host(f, h)->state) == FAB_HOST_DOWN;
-    }
-    _Atomic uint32_t *seq = &fab_adapter(f, self->adapter_first)->link_seq;
+    _Atomic uint32_t *seq = &fab_adapter(agent.f, self->adapter_first)->link_seq;
     while (!atomic_load(&agent.stop)) {
         uint32_t now = atomic_load(seq);
-        pthread_mutex_lock(&lending.lock);
-        for (struct lend *l = lending.lends, *next; l; l = next) {
-            next = l->next;
-            if (l->host != agent.host && host_gone(f, l->host, l->boot))
-                lend_drop(l->fn, l->host);
-        }
-        for (struct inbound **pp = &lending.inbounds; *pp;) {
-            if (host_gone(f, (*pp)->host, (*pp)->boot)) {
-                (*pp)->count = 1;
-                inbound_put(pp); /* unlinks it */
-            } else {
-                pp = &(*pp)->next;
-            }
-        }
-        pthread_mutex_unlock(&lending.lock);
-        /* Memory placed here for a gone host goes too (outside the lock: it notifies). */
-        for (uint32_t h = 0; h < nhosts; h++) {
-            if (h == agent.host)
-                continue;
-            const struct fab_host *hs = fab_host(f, h);
-            uint32_t gen = atomic_load(&hs->boot_gen);
-            bool down = atomic_load(&hs->state) == FAB_HOST_DOWN;
-            if ((down && !dead[h]) || (!down && !dead[h] && gen != boot[h])) {
-                aplace_host_gone(h); /* once per life */
-                ahot_host_gone(h);
-            }
-            dead[h] = down;
-            if (!down)
-                boot[h] = gen;
-        }
+        alend_sweep();
         fab_futex_wait(seq, now, 1000000000ll);
     }
-    free(boot);
-    free(dead);
     return NULL;
 }
 
-int alend_start(void)
+int alend_register(void)
 {
+    struct fab *f = agent.f;
+    uint32_t nhosts = f->ctl->nhosts;
+    lease_boot = calloc(nhosts, sizeof *lease_boot);
+    lease_dead = calloc(nhosts, sizeof *lease_dead);
+    if (!lease_boot || !lease_dead)
+        return -ENOMEM;
+    for (uint32_t h = 0; h < nhosts; h++) {
+        lease_boot[h] = atomic_load(&fab_host(f, h)->boot_gen);
+        lease_dead[h] = atomic_load(&fab_host(f, h)->state) == FAB_HOST_DOWN;
+    }
     mbox_register(MBOX_DEV_BORROW, h_borrow);
     mbox_register(MBOX_DEV_SHARE, h_share);
     mbox_register(MBOX_DEV_RETURN, h_return);
@@ -849,7 +857,13 @@ int alend_start(void)
     mbox_register(MBOX_DEV_UNMAP, h_unmap);
     mbox_register(MBOX_INBOUND_MAP, h_inbound_map);
     mbox_register(MBOX_INBOUND_UNMAP, h_inbound_unmap);
-    return -pthread_create(&lending.watcher, NULL, lease_watcher, NULL);
+    return 0;
+}
+
+int alend_start(void)
+{
+    int rc = alend_register();
+    return rc ? rc : -pthread_create(&lending.watcher, NULL, lease_watcher, NULL);
 }
 
 void alend_stop(void)

@@ -1,8 +1,8 @@
 /*
  * ntblend-agent: the process that is one emulated host. Serves the host's control socket
  * (allocation of DMA-able memory, pings, peer pings over the NTB), runs the mailbox and DMA
- * engine threads, and releases whatever a client held when it hangs up. It sleeps in poll()
- * and futex waits when nothing happens. Started by `ntblend up` / `ntblend host start`.
+ * engine threads, and releases whatever a client held when it hangs up (ctl.c serves the
+ * requests themselves). It sleeps in poll() and futex waits when nothing happens. Started by `ntblend up` / `ntblend host start`.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,8 +29,6 @@ struct client {
     int32_t pid;
 };
 
-struct agent agent = { .alloc_lock = PTHREAD_MUTEX_INITIALIZER };
-static size_t nclients;
 
 static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logmsg(const char *fmt, ...)
@@ -61,150 +59,11 @@ static int listen_socket(void)
     return fd;
 }
 
-struct peer_ping_job {
-    int fd;
-    uint32_t peer;
-};
-
-/* A peer ping may wait up to a second for a dead link: answer it from its own thread so the
- * control socket keeps serving everyone else. */
-static void *peer_ping_thread(void *arg)
-{
-    struct peer_ping_job *j = arg;
-    struct agent_rsp rsp = { 0 };
-    uint64_t rtt = 0;
-    rsp.rc = mbox_ping(j->peer, &rtt);
-    rsp.a = rtt;
-    send(j->fd, &rsp, sizeof rsp, MSG_NOSIGNAL);
-    close(j->fd);
-    free(j);
-    return NULL;
-}
-
-static void serve(struct client *c, const struct agent_req *req)
-{
-    struct agent_rsp rsp = { 0 };
-    struct fab_host *h = fab_host(agent.f, agent.host);
-    switch (req->op) {
-    case AGENT_HELLO:
-        rsp.rc = req->a == AGENT_PROTO_VERSION ? 0 : -EPROTO;
-        rsp.a = agent.host;
-        rsp.b = atomic_load(&h->boot_gen);
-        break;
-    case AGENT_ALLOC:
-        rsp.rc = amem_alloc(req->a, req->b, c->pid, &rsp.a);
-        break;
-    case AGENT_FREE:
-        rsp.rc = amem_free(req->a, c->pid);
-        break;
-    case AGENT_PING:
-        rsp.a = (uint64_t)getpid();
-        rsp.b = atomic_load(&h->boot_gen);
-        pthread_mutex_lock(&agent.alloc_lock);
-        rsp.c = agent.allocated;
-        pthread_mutex_unlock(&agent.alloc_lock);
-        break;
-    case AGENT_PEER_PING: {
-        struct peer_ping_job *j = malloc(sizeof *j);
-        pthread_t t;
-        if (j && (j->fd = dup(c->fd)) >= 0) {
-            j->peer = (uint32_t)req->a;
-            if (pthread_create(&t, NULL, peer_ping_thread, j) == 0) {
-                pthread_detach(t);
-                return;
-            }
-            close(j->fd);
-        }
-        free(j);
-        rsp.rc = -ENOMEM;
-        break;
-    }
-    case AGENT_DEV_HOTADD:
-        rsp.rc = ahot_add((uint32_t)req->a);
-        break;
-    case AGENT_DEV_HOTREMOVE:
-        rsp.rc = ahot_remove((uint32_t)req->a);
-        break;
-    case AGENT_MEMORY: {
-        uint64_t procs, tagged, pool = aintr_pool_bytes();
-        amem_usage(&procs, &tagged);
-        rsp.a = procs;
-        rsp.b = tagged - pool;
-        rsp.c = pool;
-        break;
-    }
-    case AGENT_STATS:
-        rsp.a = nclients;
-        rsp.b = atomic_load(&agent.mbox_handled);
-        rsp.c = atomic_load(&agent.dma_done);
-        break;
-    case AGENT_SEG_CREATE:
-        rsp.rc = aseg_create(c->pid, (uint32_t)req->a, req->b, req->c, &rsp.a, &rsp.b, &rsp.c);
-        break;
-    case AGENT_SEG_PREPARE:
-        rsp.rc = aseg_prepare(c->pid, (uint32_t)req->a, (uint32_t)req->b);
-        break;
-    case AGENT_SEG_AVAILABLE:
-        rsp.rc = aseg_available(c->pid, (uint32_t)req->a, (uint32_t)req->b, req->c != 0);
-        break;
-    case AGENT_SEG_REMOVE:
-        rsp.rc = aseg_remove(c->pid, (uint32_t)req->a);
-        break;
-    case AGENT_SEG_CONNECT:
-        rsp.rc = aseg_connect(c->pid, req->flags, (uint32_t)req->a, (uint32_t)req->b, req->c,
-                              &rsp.a, &rsp.b, &rsp.c);
-        break;
-    case AGENT_SEG_DISCONNECT:
-        rsp.rc = aseg_disconnect(c->pid, (uint32_t)req->a, (uint32_t)req->b);
-        break;
-    case AGENT_INTR_CREATE:
-        rsp.rc = aintr_create(c->pid, (uint32_t)req->a, &rsp.a, &rsp.b);
-        break;
-    case AGENT_INTR_REMOVE:
-        rsp.rc = aintr_remove(c->pid, (uint32_t)req->a);
-        break;
-    case AGENT_DEV_AVAILABLE:
-        rsp.rc = alend_available(c->pid, (uint32_t)req->a, req->b != 0);
-        break;
-    case AGENT_DEV_BORROW:
-        rsp.rc = alend_borrow(c->pid, (uint32_t)req->a, (uint32_t)req->b, req->c != 0);
-        break;
-    case AGENT_DEV_SHARE:
-        rsp.rc = alend_share(c->pid, (uint32_t)req->a);
-        break;
-    case AGENT_DEV_RETURN:
-        rsp.rc = alend_return(req->c ? 0 : c->pid, (uint32_t)req->a);
-        break;
-    case AGENT_DEV_MAP:
-        rsp.rc = alend_map(c->pid, (uint32_t)req->a, (uint32_t)req->b, req->c,
-                         (uint64_t)req->flags * 4096, &rsp.a, &rsp.b);
-        break;
-    case AGENT_DEV_UNMAP:
-        rsp.rc = alend_unmap(c->pid, (uint32_t)req->a, (uint32_t)req->b);
-        break;
-    case AGENT_SEG_ALLOC_AT:
-        rsp.rc = aplace_alloc_at(c->pid, (uint32_t)req->a, req->b, &rsp.a);
-        break;
-    case AGENT_SEG_FREE_AT:
-        rsp.rc = aplace_free_at(c->pid, (uint32_t)req->a, (uint32_t)req->b);
-        break;
-    case AGENT_INTR_CONNECT:
-        rsp.rc = aintr_connect(req->flags, (uint32_t)req->a, (uint32_t)req->b, &rsp.a, &rsp.b);
-        break;
-    default:
-        rsp.rc = -EOPNOTSUPP;
-    }
-    send(c->fd, &rsp, sizeof rsp, MSG_NOSIGNAL);
-}
-
-/* A client hung up (or died): everything it held goes back. */
+/* A client hung up (or died): everything its process held goes back. */
 static void release_client(struct client *c)
 {
     close(c->fd);
-    alend_client_gone(c->pid);
-    aseg_client_gone(c->pid); /* before its memory goes: segments outlive it if connected */
-    amem_free_owner(c->pid);
-    fab_reap_owner(agent.f, c->pid);
+    agent_client_gone(c->pid);
 }
 
 static int usage(FILE *to, int rc)
@@ -272,7 +131,7 @@ int main(int argc, char **argv)
         pfd[1] = (struct pollfd){ .fd = lfd, .events = POLLIN };
         for (size_t i = 0; i < ncl; i++)
             pfd[i + 2] = (struct pollfd){ .fd = cl[i].fd, .events = POLLIN };
-        nclients = ncl;
+        agent.nclients = ncl;
         if (poll(pfd, ncl + 2, -1) < 0) {
             if (errno == EINTR)
                 continue;
@@ -287,7 +146,9 @@ int main(int argc, char **argv)
             struct agent_req req;
             ssize_t n = recv(cl[i].fd, &req, sizeof req, MSG_DONTWAIT);
             if (n == (ssize_t)sizeof req) {
-                serve(&cl[i], &req);
+                struct agent_rsp rsp;
+                if (agent_serve(cl[i].fd, cl[i].pid, &req, &rsp))
+                    send(cl[i].fd, &rsp, sizeof rsp, MSG_NOSIGNAL);
                 continue;
             }
             if (n < 0 && (errno == EAGAIN || errno == EINTR))

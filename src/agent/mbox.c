@@ -152,35 +152,41 @@ static void handle_request(uint32_t sender, struct mbox_peer *p, struct mbox_slo
              (uint32_t)sizeof *reply + rsp_len);
 }
 
-static void *mbox_thread(void *arg)
+void mbox_poll(void)
 {
     struct fab *f = agent.f;
     struct fab_host *h = fab_host(f, agent.host);
     uint32_t n = f->ctl->nhosts;
+    /* Acknowledge the doorbell bit on every port before scanning, so a ring that arrives
+     * during the scan is not lost. */
+    for (uint32_t i = 0; i < h->nadapters; i++) {
+        struct fab_adapter *a = fab_adapter(f, h->adapter_first + i);
+        atomic_fetch_and(&a->db, ~fab_agent_bit(a));
+    }
+    bool got_rsp = false;
+    for (uint32_t s = 0; s < n; s++) {
+        if (s == agent.host)
+            continue;
+        struct mbox_slot *slot = local_slot(s);
+        struct mbox_peer *p = &mailbox.peers[s];
+        if (atomic_load_explicit(&slot->req.seq, memory_order_acquire) != p->req_seen)
+            handle_request(s, p, slot);
+        if (atomic_load_explicit(&slot->rsp.seq, memory_order_acquire) != p->rsp_seen)
+            got_rsp = true;
+    }
+    if (got_rsp) {
+        pthread_mutex_lock(&mailbox.lock);
+        pthread_cond_broadcast(&mailbox.cond);
+        pthread_mutex_unlock(&mailbox.lock);
+    }
+}
+
+static void *mbox_thread(void *arg)
+{
+    struct fab_host *h = fab_host(agent.f, agent.host);
     while (!atomic_load(&agent.stop)) {
         uint32_t wake = atomic_load(&h->agent_wake);
-        /* Acknowledge the doorbell bit on every port before scanning, so a ring that arrives
-         * during the scan is not lost. */
-        for (uint32_t i = 0; i < h->nadapters; i++) {
-            struct fab_adapter *a = fab_adapter(f, h->adapter_first + i);
-            atomic_fetch_and(&a->db, ~fab_agent_bit(a));
-        }
-        bool got_rsp = false;
-        for (uint32_t s = 0; s < n; s++) {
-            if (s == agent.host)
-                continue;
-            struct mbox_slot *slot = local_slot(s);
-            struct mbox_peer *p = &mailbox.peers[s];
-            if (atomic_load_explicit(&slot->req.seq, memory_order_acquire) != p->req_seen)
-                handle_request(s, p, slot);
-            if (atomic_load_explicit(&slot->rsp.seq, memory_order_acquire) != p->rsp_seen)
-                got_rsp = true;
-        }
-        if (got_rsp) {
-            pthread_mutex_lock(&mailbox.lock);
-            pthread_cond_broadcast(&mailbox.cond);
-            pthread_mutex_unlock(&mailbox.lock);
-        }
+        mbox_poll();
         fab_futex_wait(&h->agent_wake, wake, -1);
     }
     return NULL;
@@ -246,7 +252,7 @@ int mbox_ping(uint32_t peer, uint64_t *rtt_ns)
     return rc;
 }
 
-int mbox_start(void)
+int mbox_init(void)
 {
     struct fab *f = agent.f;
     mbox_register(MBOX_PING, ping_handler);
@@ -283,7 +289,13 @@ int mbox_start(void)
             if (rc && rc != -EEXIST)
                 return rc;
         }
-    return -pthread_create(&mailbox.thread, NULL, mbox_thread, NULL);
+    return 0;
+}
+
+int mbox_start(void)
+{
+    int rc = mbox_init();
+    return rc ? rc : -pthread_create(&mailbox.thread, NULL, mbox_thread, NULL);
 }
 
 void mbox_stop(void)

@@ -120,6 +120,25 @@ int amem_retag(uint64_t phys, uint64_t size, int32_t from, int32_t to,
     return rc;
 }
 
+bool amem_owned(uint64_t phys, uint64_t len, int32_t owner, uint64_t *block, uint64_t *block_len)
+{
+    bool ok = false;
+    pthread_mutex_lock(&agent.alloc_lock);
+    for (size_t i = 0; i < agent.nblocks; i++) {
+        const struct alloc_block *b = &agent.blocks[i];
+        if (phys < b->phys || phys - b->phys >= b->size)
+            continue;
+        ok = b->owner == owner && len <= b->size - (phys - b->phys);
+        if (ok && block)
+            *block = b->phys;
+        if (ok && block_len)
+            *block_len = b->size;
+        break;
+    }
+    pthread_mutex_unlock(&agent.alloc_lock);
+    return ok;
+}
+
 void amem_usage(uint64_t *procs, uint64_t *tagged)
 {
     *procs = *tagged = 0;
@@ -127,4 +146,21 @@ void amem_usage(uint64_t *procs, uint64_t *tagged)
     for (size_t i = 0; i < agent.nblocks; i++)
         *(agent.blocks[i].owner > 0 ? procs : tagged) += agent.blocks[i].size;
     pthread_mutex_unlock(&agent.alloc_lock);
+}
+
+bool amem_check(void)
+{
+    uint64_t ram = fab_host(agent.f, agent.host)->ram_size, end = FAB_MBOX_SIZE, sum = 0;
+    bool ok = true;
+    pthread_mutex_lock(&agent.alloc_lock);
+    for (size_t i = 0; i < agent.nblocks && ok; i++) {
+        const struct alloc_block *b = &agent.blocks[i];
+        ok = b->size && !((b->phys | b->size) & 4095) && b->phys >= end && b->phys < ram &&
+             b->size <= ram - b->phys;
+        end = b->phys + b->size;
+        sum += b->size;
+    }
+    ok = ok && sum == agent.allocated && agent.nblocks <= agent.cap;
+    pthread_mutex_unlock(&agent.alloc_lock);
+    return ok;
 }

@@ -137,6 +137,24 @@ static void notify_connections(struct aseg *s, uint32_t ev)
     }
 }
 
+/* Does a connection of client post its events into [phys, phys+len)? Lock held. */
+static bool events_in(int32_t client, uint64_t phys, uint64_t len)
+{
+    for (struct conn_out *c = segments.out; c; c = c->next)
+        if (c->client == client && c->event_phys < phys + len &&
+            c->event_phys + sizeof(struct seg_event_word) > phys)
+            return true;
+    return false;
+}
+
+bool aseg_events_in(int32_t client, uint64_t phys, uint64_t len)
+{
+    pthread_mutex_lock(&segments.lock);
+    bool in = events_in(client, phys, len);
+    pthread_mutex_unlock(&segments.lock);
+    return in;
+}
+
 /* ---------------------------------------------------------------- owner side */
 
 int aseg_create(int32_t client, uint32_t id, uint64_t size, uint64_t attach, uint64_t *out_id,
@@ -155,6 +173,10 @@ int aseg_create(int32_t client, uint32_t id, uint64_t size, uint64_t attach, uin
     }
     uint64_t g = seg_granule(), p;
     uint64_t len = (size + g - 1) & ~(g - 1);
+    if (attach && events_in(client, attach, len)) {
+        rc = -EBUSY; /* a connection's event word is in it: disconnect first */
+        goto out;
+    }
     if (attach) {
         /* The process hands one of its own allocations over to the segment. */
         rc = amem_retag(attach, size, client, SEG_OWNER, &len);
@@ -357,7 +379,9 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
     int owner = seg_host_of_node(node);
     if (owner < 0)
         return -EHOSTUNREACH;
-    if (!fab_ram(f, agent.host, event_phys, sizeof(struct seg_event_word)))
+    /* The agent writes the connection's events there: only into memory of the client's own,
+     * never into the mailboxes, another process's memory or a segment. */
+    if (!amem_owned(event_phys, sizeof(struct seg_event_word), client, NULL, NULL))
         return -EINVAL;
     struct seg_rsp r;
     int rc;
@@ -469,44 +493,54 @@ void aseg_client_gone(int32_t client)
 
 /* Reachability changed somewhere: tell our connections whose path went down or came back, and
  * forget connections from hosts that rebooted (their windows were reset with them). */
-static void *link_watcher(void *arg)
+void aseg_sweep(void)
 {
     struct fab *f = agent.f;
+    pthread_mutex_lock(&segments.lock);
+    for (struct conn_out *c = segments.out; c; c = c->next) {
+        if (c->owner_host == agent.host)
+            continue;
+        bool up = fab_path_up(f, c->adapter, c->peer_adapter, NULL);
+        if (up == c->lost) {
+            c->lost = !up;
+            seg_post_event(c->event_phys, up ? SEG_EVENT_RESTORED : SEG_EVENT_LOST);
+        }
+    }
+    for (struct conn_in *c = segments.in, *next; c; c = next) {
+        next = c->next;
+        struct fab_host *h = fab_host(f, c->from_host);
+        if (c->from_host != agent.host &&
+            (atomic_load(&h->state) == FAB_HOST_DOWN || atomic_load(&h->boot_gen) != c->from_boot))
+            drop_connection(c->from_host, c->conn_id);
+    }
+    pthread_mutex_unlock(&segments.lock);
+}
+
+static void *link_watcher(void *arg)
+{
     if (!seg_self()->nadapters)
         return NULL;
-    _Atomic uint32_t *seq = &fab_adapter(f, seg_self()->adapter_first)->link_seq;
+    _Atomic uint32_t *seq = &fab_adapter(agent.f, seg_self()->adapter_first)->link_seq;
     while (!atomic_load(&agent.stop)) {
         uint32_t now = atomic_load(seq);
-        pthread_mutex_lock(&segments.lock);
-        for (struct conn_out *c = segments.out; c; c = c->next) {
-            if (c->owner_host == agent.host)
-                continue;
-            bool up = fab_path_up(f, c->adapter, c->peer_adapter, NULL);
-            if (up == c->lost) {
-                c->lost = !up;
-                seg_post_event(c->event_phys, up ? SEG_EVENT_RESTORED : SEG_EVENT_LOST);
-            }
-        }
-        for (struct conn_in *c = segments.in, *next; c; c = next) {
-            next = c->next;
-            struct fab_host *h = fab_host(f, c->from_host);
-            if (c->from_host != agent.host &&
-                (atomic_load(&h->state) == FAB_HOST_DOWN || atomic_load(&h->boot_gen) != c->from_boot))
-                drop_connection(c->from_host, c->conn_id);
-        }
-        pthread_mutex_unlock(&segments.lock);
+        aseg_sweep();
         fab_futex_wait(seq, now, -1);
     }
     return NULL;
 }
 
-int aseg_start(void)
+void aseg_register(void)
 {
     mbox_register(MBOX_SEG_CONNECT, h_seg_connect);
     mbox_register(MBOX_SEG_DISCONNECT, h_seg_disconnect);
     mbox_register(MBOX_SEG_NOTIFY, h_seg_notify);
     aintr_register();
     aplace_register();
+}
+
+int aseg_start(void)
+{
+    aseg_register();
     return -pthread_create(&segments.watcher, NULL, link_watcher, NULL);
 }
 

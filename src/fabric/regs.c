@@ -348,7 +348,7 @@ void fab_reap_owner(struct fab *f, int32_t pid)
         struct fab_host *hh = fab_host(f, h);
         struct fab_iommu_map *m = fab_iommu_table(f, h);
         fab_lock(&hh->iommu_lock);
-        for (uint32_t i = 0; i < FAB_IOMMU_MAPS; i++)
+        for (uint32_t i = 0; i < hh->iommu_nmaps; i++) /* the high-water mark: none above */
             if (m[i].used && m[i].owner_pid == pid) {
                 m[i].used = 0;
                 changed = true;

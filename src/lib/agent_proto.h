@@ -17,7 +17,7 @@
 enum agent_op {
     AGENT_HELLO = 1,  /* a = protocol version -> a = host index, b = boot_gen */
     AGENT_ALLOC,      /* a = size, b = alignment (power of two >= 4096) -> a = phys */
-    AGENT_FREE,       /* a = phys */
+    AGENT_FREE,       /* a = phys (-EBUSY while a connection's event word is in it) */
     AGENT_PING,       /* -> a = agent pid, b = boot_gen, c = bytes allocated by all clients */
     AGENT_PEER_PING,  /* a = peer host index -> a = round trip ns over the NTB mailbox */
     AGENT_STATS,      /* -> a = clients, b = mailbox messages handled, c = DMA descriptors done */
@@ -29,7 +29,8 @@ enum agent_op {
     AGENT_SEG_AVAILABLE,  /* a = id, b = adapter index, c = 1 available / 0 unavailable */
     AGENT_SEG_REMOVE,     /* a = id */
     AGENT_SEG_CONNECT,    /* flags = adapter index, a = owner node id, b = id, c = phys of the
-                           * client's event word -> a = bus address at the owner, b = size,
+                           * client's event word, in memory it allocated (-EINVAL otherwise)
+                           * -> a = bus address at the owner, b = size,
                            * c = owner host index << 32 | connection id */
     AGENT_SEG_DISCONNECT, /* a = owner host index, b = connection id */
     AGENT_INTR_CREATE,    /* a = id (0: pick) -> a = id, b = phys of its interrupt page */

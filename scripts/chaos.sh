@@ -15,13 +15,23 @@
 #   --bin DIR        ntblend's build/bin (default: build/bin of this tree)
 #
 # Workloads: on every host a segment owner, and on its neighbour a writer of numbered,
-# checksummed records in sequence-checked batches (tools/chaos_seg.c).
+# checksummed records in sequence-checked batches (tools/chaos_seg.c). Where the topology has
+# an NVMe (the switched one): its manager on the NVMe's host and, on every other host, a
+# client writing and reading back blocks of its own range (tools/chaos_nvme.c); the NVMe keeps
+# its namespace in a file under the logs (backing=).
 # Faults: link flaps (50-300 ms), link cuts (2-4 s), host kill and restart, agent kill
-# (the host is then restarted), workload process kill (restarted).
+# (the host is then restarted), workload process kill (restarted); with an NVMe also an NVMe
+# client killed (restarted) and its manager killed (restarted).
 # Invariants: every acknowledged record is in the owner's segment, intact, and nothing is
-# there that was never written (checked live by the owner every 10 ms, and at the end); every writer recovers once the fabric is whole; every process
-# ends within 10 s of being asked; every adapter's LUT and requester-ID use and every host's
-# IOMMU mappings are back to what they were before the workloads started.
+# there that was never written (checked live by the owner every 10 ms, and at the end); every
+# acknowledged (written and flushed) NVMe block holds what was acknowledged or a later attempted
+# write, read through the device and in the namespace file, and a failure was always an error,
+# never wrong data; every writer and client recovers once the fabric is whole; every process
+# ends within 10 s of being asked; the manager has reclaimed every queue pair; every adapter's
+# LUT and requester-ID use and every host's IOMMU mappings are back to what they were before
+# the workloads started.
+# Then, in a quiet window, an OpenSHMEM job (tools/shmem/chaos_shmem.c, built with oshcc) runs
+# on every host of the fabric with oshrun: it must finish within 60 s with correct results.
 # Exit status: 0 every invariant held, 1 one failed, 2 usage error.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -54,7 +64,7 @@ done
 case $kinds in switched) kinds=(switched) ;; ring) kinds=(ring) ;; both) kinds=(switched ring) ;;
   *) die "--fabric is switched, ring or both" ;; esac
 command -v jq >/dev/null || die "jq is missing (scripts/install-deps.sh installs it)"
-for t in ntblend chaos_seg; do [ -x "$bin/$t" ] || die "$bin/$t is missing: build first (scripts/build.sh)"; done
+for t in ntblend chaos_seg chaos_nvme oshcc oshrun; do [ -x "$bin/$t" ] || die "$bin/$t is missing: build first (scripts/build.sh)"; done
 export PATH="$bin:$PATH"
 keep=1
 [ -n "$logs" ] || { logs=$(mktemp -d /tmp/ntblend-chaos.XXXXXX); keep=0; }
@@ -66,6 +76,11 @@ failed=0
 record() { results+=("$1|$2|$3|$4"); [ "$3" = pass ] || failed=1; }
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
+# The OpenSHMEM job, built as any OpenSHMEM program is.
+shmem_prog="$logs/chaos_shmem"
+oshcc -O2 -o "$shmem_prog" "$src/tools/shmem/chaos_shmem.c" >"$logs/oshcc.log" 2>&1 ||
+  die "oshcc could not build tools/shmem/chaos_shmem.c: $(tail -3 "$logs/oshcc.log")"
+
 # ---------------------------------------------------------------- one fabric
 run_fabric() {
   local kind=$1 topo fab="chaos-$$-$1"
@@ -76,7 +91,10 @@ run_fabric() {
   local dir="$logs/$kind"
   mkdir -p "$dir"
   n() { ntblend --fabric "$fab" "$@"; }
-  n up "$src/$topo" >"$dir/up.log" 2>&1 || { record "$kind" boot fail "ntblend up failed: $(tail -1 "$dir/up.log")"; return; }
+  # A copy of the topology whose NVMe keeps its namespace in a file we can inspect afterwards.
+  rm -rf "$dir/nvme"
+  sed "s|^type = nvme$|type = nvme\nbacking = $dir/nvme|" "$src/$topo" >"$dir/topology.ini"
+  n up "$dir/topology.ini" >"$dir/up.log" 2>&1 || { record "$kind" boot fail "ntblend up failed: $(tail -1 "$dir/up.log")"; return; }
   trap 'n down >/dev/null 2>&1' EXIT
 
   local st hosts=() nodes=() links=()
@@ -84,11 +102,40 @@ run_fabric() {
   mapfile -t hosts < <(jq -r '.hosts[].name' <<<"$st")
   mapfile -t nodes < <(jq -r '.hosts[].node_id' <<<"$st")
   mapfile -t links < <(jq -r '.links[] | "\(.a) \(.b)"' <<<"$st")
-  local nh=${#hosts[@]}
+  local nh=${#hosts[@]} i h
   tables() { # app LUT entries and requester IDs per adapter, IOMMU mappings per host
     n status --json | jq -c '[[.adapters[] | [.name, .lut.used - .lut_agent, .requester_ids.used]], [.hosts[] | [.name, .iommu_maps]]]'
   }
+  # The NVMe, if there is one: lent out by its host, managed there; a client on every other host.
+  local nvdev="" nvhost="" nvhosts=()
+  read -r nvdev nvhost < <(n nvme status --json | jq -r '.[0] // empty | "\(.device) \(.lender)"')
+  if [ -n "$nvdev" ]; then
+    n device add "$nvdev" >>"$dir/faults.log" 2>&1 || { record "$kind" boot fail "ntblend device add $nvdev failed"; nvdev=""; }
+  fi
   local baseline; baseline=$(tables)
+  start_manager() { # (re)start the NVMe's manager; the device may still be busy for a moment
+    local k
+    for k in $(seq 100); do
+      n nvme manager "$nvdev" --host "$nvhost" >>"$dir/manager.out" 2>&1 && return 0
+      # After a crash of the lender the device must be lent out again.
+      n device add "$nvdev" >>"$dir/manager.out" 2>&1
+      sleep 0.1
+    done
+    record "$kind" "manager restarts" fail "the manager of $nvdev did not start again within 10 s: $(tail -1 "$dir/manager.out")"
+    return 1
+  }
+  local -a npid
+  start_nvme_client() { # client $1 on host nvhosts[$1], blocks 4096*$1 .. +1023
+    (exec ntblend --fabric "$fab" run --host "${nvhosts[$1]}" -- chaos_nvme client --dev "$nvdev" \
+       --state "$dir/nvme$1.state" --first $((4096 * $1)) --count 1024) >>"$dir/nvme$1.log" 2>&1 &
+    npid[$1]=$!
+  }
+  if [ -n "$nvdev" ]; then
+    for h in "${hosts[@]}"; do [ "$h" = "$nvhost" ] || nvhosts+=("$h"); done
+    start_manager
+    for ((i = 0; i < ${#nvhosts[@]}; i++)); do rm -f "$dir/nvme$i.state"; start_nvme_client "$i"; done
+  fi
+  local nn=${#nvhosts[@]}
 
   # Workloads: owner i on host i, its writer on host i+1 (neighbours, also on a ring).
   local -a opid wpid
@@ -104,7 +151,6 @@ run_fabric() {
        --id $((100 + $1)) --state "$dir/writer$1.state" --pause-us 300) >>"$dir/writer$1.log" 2>&1 &
     wpid[$1]=$!
   }
-  local i
   for ((i = 0; i < nh; i++)); do rm -f "$dir/owner$i.dump" "$dir/writer$i.state"; start_owner "$i"; done
   sleep 0.3
   for ((i = 0; i < nh; i++)); do start_writer "$i"; done
@@ -112,24 +158,43 @@ run_fabric() {
   # The schedule, drawn from the seed before anything runs (so it can be printed and replayed).
   RANDOM=$(( seed + ${#kind} ))
   local t=1000 end=$(( duration * 1000 )) ev=()
+  # Shares in percent: flap, cut, host kill, agent kill, writer kill, NVMe client kill, manager kill.
+  local shares=(35 20 20 10 15 0 0)
+  [ -n "$nvdev" ] && shares=(30 15 17 8 10 10 10)
+  local b1=${shares[0]} b2=$(( shares[0] + shares[1] )) b3=$(( 100 - shares[3] - shares[4] - shares[5] - shares[6] ))
+  local b4=$(( b3 + shares[3] )) b5=$(( b3 + shares[3] + shares[4] )) b6=$(( 100 - shares[6] ))
   while [ "$t" -lt "$end" ]; do
     local r=$(( RANDOM % 100 )) k tgt d
-    if [ $r -lt 35 ]; then k=flap; tgt=${links[$(( RANDOM % ${#links[@]} ))]}; d=$(( 50 + RANDOM % 250 ))
-    elif [ $r -lt 55 ]; then k=cut; tgt=${links[$(( RANDOM % ${#links[@]} ))]}; d=$(( 2000 + RANDOM % 2000 ))
-    elif [ $r -lt 75 ]; then k=hostkill; tgt=${hosts[$(( RANDOM % nh ))]}; d=$(( 1000 + RANDOM % 1000 ))
-    elif [ $r -lt 85 ]; then k=agentkill; tgt=${hosts[$(( RANDOM % nh ))]}; d=500
-    else k=clientkill; tgt=$(( RANDOM % nh )); d=300; fi
+    if [ $r -lt $b1 ]; then k=flap; tgt=${links[$(( RANDOM % ${#links[@]} ))]}; d=$(( 50 + RANDOM % 250 ))
+    elif [ $r -lt $b2 ]; then k=cut; tgt=${links[$(( RANDOM % ${#links[@]} ))]}; d=$(( 2000 + RANDOM % 2000 ))
+    elif [ $r -lt $b3 ]; then k=hostkill; tgt=${hosts[$(( RANDOM % nh ))]}; d=$(( 1000 + RANDOM % 1000 ))
+    elif [ $r -lt $b4 ]; then k=agentkill; tgt=${hosts[$(( RANDOM % nh ))]}; d=500
+    elif [ $r -lt $b5 ]; then k=clientkill; tgt=$(( RANDOM % nh )); d=300
+    elif [ $r -lt $b6 ]; then k=nvmekill; tgt=$(( RANDOM % nn )); d=300
+    else k=mgrkill; tgt=$nvhost; d=500; fi
     ev+=("$t $k $tgt $d")
     schedule+=("$kind $t $k $tgt $d")
     t=$(( t + d + 700 + RANDOM % 1500 ))
   done
 
+  reap() { # pid what host: a process of a crashed host must end (at the latest when it next
+    # uses the fabric); never wait for one forever
+    local k
+    for k in $(seq 100); do kill -0 "$1" 2>/dev/null || { wait "$1" 2>/dev/null; return 0; }; sleep 0.1; done
+    kill -9 "$1" 2>/dev/null; wait "$1" 2>/dev/null
+    record "$kind" "ends with its host" fail "$2 (pid $1) still ran 10 s after host $3 crashed"
+  }
   restart_on() { # restart the workloads that lived on host $1
     local h=$1 j
     for ((j = 0; j < nh; j++)); do
-      [ "${hosts[$j]}" = "$h" ] && { wait "${opid[$j]}" 2>/dev/null; start_owner "$j"; }
-      [ "${hosts[$(( (j + 1) % nh ))]}" = "$h" ] && { wait "${wpid[$j]}" 2>/dev/null; start_writer "$j"; }
+      [ "${hosts[$j]}" = "$h" ] && { reap "${opid[$j]}" "owner $j" "$h"; start_owner "$j"; }
+      [ "${hosts[$(( (j + 1) % nh ))]}" = "$h" ] && { reap "${wpid[$j]}" "writer $j" "$h"; start_writer "$j"; }
     done
+    for ((j = 0; j < nn; j++)); do
+      [ "${nvhosts[$j]}" = "$h" ] && { reap "${npid[$j]}" "NVMe client $j" "$h"; start_nvme_client "$j"; }
+    done
+    # The lender crashed: its device was reset and its manager died with it.
+    [ -n "$nvdev" ] && [ "$h" = "$nvhost" ] && start_manager
   }
   local t0; t0=$(now_ms)
   local -A count=()
@@ -163,6 +228,19 @@ run_fabric() {
         echo "writer $a killed" >>"$dir/faults.log"
         sleep 0.3
         start_writer "$a" ;;
+      nvmekill) # a = NVMe client index
+        kill -9 "${npid[$a]}" 2>/dev/null
+        wait "${npid[$a]}" 2>/dev/null
+        echo "NVMe client $a (host ${nvhosts[$a]}) killed" >>"$dir/faults.log"
+        sleep 0.3
+        start_nvme_client "$a" ;;
+      mgrkill) # a = the manager's host
+        local pid; pid=$(n nvme status --json | jq -r '.[0].manager.pid // 0')
+        [ "$pid" -gt 0 ] 2>/dev/null && kill -9 "$pid" 2>/dev/null
+        echo "manager of $nvdev (pid $pid) killed" >>"$dir/faults.log"
+        sleep 0.5
+        # Its clients notice (their next request fails) and close; then it can start again.
+        start_manager ;;
     esac
   done
 
@@ -183,6 +261,21 @@ run_fabric() {
     [ $ok = 1 ] || { recovered=0; record "$kind" "writer $i recovers" fail "no progress into owner ${hosts[$i]}'s segment 15 s after the last fault"; }
   done
   [ $recovered = 1 ] && record "$kind" "writers recover" pass "all $nh writers made progress after the last fault"
+  nv_batches() { sed -n 's/^chaos_nvme .* batches \([0-9]*\).*/\1/p' "$dir/nvme$1.state" 2>/dev/null | head -1; }
+  if [ -n "$nvdev" ]; then
+    recovered=1
+    for ((i = 0; i < nn; i++)); do
+      local ok=0 first="" s
+      for _ in $(seq 150); do
+        s=$(nv_batches "$i")
+        [ -z "$first" ] && first=${s:-0}
+        [ "${s:-0}" -gt "$first" ] && { ok=1; break; }
+        sleep 0.1
+      done
+      [ $ok = 1 ] || { recovered=0; record "$kind" "nvme client $i recovers" fail "no block acknowledged on ${nvhosts[$i]} 15 s after the last fault: $(tail -2 "$dir/nvme$i.log" | tr '\n' ' ')"; }
+    done
+    [ $recovered = 1 ] && record "$kind" "nvme clients recover" pass "all $nn NVMe clients acknowledged writes after the last fault"
+  fi
 
   # Everything ends when asked.
   stop_pid() { # pid what
@@ -193,9 +286,10 @@ run_fabric() {
     return 1
   }
   local hung=0
+  for ((i = 0; i < nn; i++)); do stop_pid "${npid[$i]}" "NVMe client $i" || hung=1; done
   for ((i = 0; i < nh; i++)); do stop_pid "${wpid[$i]}" "writer $i" || hung=1; done
   for ((i = 0; i < nh; i++)); do stop_pid "${opid[$i]}" "owner $i" || hung=1; done
-  [ $hung = 0 ] && record "$kind" "ends when asked" pass "$((2 * nh)) workload processes ended within 10 s"
+  [ $hung = 0 ] && record "$kind" "ends when asked" pass "$((2 * nh + nn)) workload processes ended within 10 s"
 
   # No acknowledged record lost, nothing corrupt.
   for ((i = 0; i < nh; i++)); do
@@ -214,6 +308,60 @@ run_fabric() {
     fi
   done
 
+  # The NVMe: no client left, every queue pair reclaimed; what the clients saw; the data
+  # through the device and, once the manager has shut the controller down, in the file.
+  if [ -n "$nvdev" ]; then
+    local ms=""
+    for _ in $(seq 100); do
+      ms=$(n nvme status --json | jq -c '.[0].manager.state // empty | {clients, qpairs, reclaimed_clients, reclaimed_qpairs}')
+      [ -n "$ms" ] && [ "$(jq '.clients + .qpairs' <<<"$ms")" = 0 ] && break
+      sleep 0.1
+    done
+    if [ -n "$ms" ] && [ "$(jq '.clients + .qpairs' <<<"$ms")" = 0 ]; then
+      record "$kind" "nvme queues reclaimed" pass "0 clients, 0 queue pairs in use; this manager reclaimed $(jq .reclaimed_clients <<<"$ms") clients, $(jq .reclaimed_qpairs <<<"$ms") queue pairs"
+    else
+      record "$kind" "nvme queues reclaimed" fail "10 s after the clients ended: ${ms:-no manager}"
+    fi
+    local wrong errs
+    wrong=$(grep -hE 'WRONG:|LOST:' "$dir"/nvme*.log | head -3 | tr '\n' ' ')
+    errs=$(grep -h '^client: .* failed: ' "$dir"/nvme*.log | sed 's/^client: \([a-z ]*\) failed: \([^(]*[^( ]\).*/\1: \2/' | sort | uniq -c | awk '{ c = $1; $1 = ""; printf "%s%s x%d", s, $0, c; s = "," }')
+    if [ -z "$wrong" ]; then
+      record "$kind" "nvme live checks" pass "every read (before each write, after each acknowledged one) held what the account allows; errors seen:${errs:- none}"
+    else
+      record "$kind" "nvme live checks" fail "$wrong"
+    fi
+    local dout=() 
+    for ((i = 0; i < nn; i++)); do
+      dout[$i]=$(n run --host "${nvhosts[$i]}" -- chaos_nvme verify --state "$dir/nvme$i.state" --dev "$nvdev" 2>&1)
+      dout[$i]="$? ${dout[$i]}"
+    done
+    n nvme stop "$nvdev" >>"$dir/manager.out" 2>&1 || record "$kind" "manager stops" fail "$(tail -1 "$dir/manager.out")"
+    local img="$dir/nvme/$nvdev-ns1.img"
+    for ((i = 0; i < nn; i++)); do
+      local fout rc
+      fout=$(chaos_nvme verify --state "$dir/nvme$i.state" --file "$img" 2>&1); rc=$?
+      if [ $rc = 0 ] && [ "${dout[$i]%% *}" = 0 ]; then
+        record "$kind" "nvme data ${nvhosts[$i]}" pass "$(tail -1 <<<"$fout") (also read through the device)"
+      else
+        record "$kind" "nvme data ${nvhosts[$i]}" fail "through the device: $(tr '\n' ' ' <<<"${dout[$i]#* }"); in the file: $(tr '\n' ' ' <<<"$fout")"
+      fi
+    done
+  fi
+
+  # OpenSHMEM in the quiet window: one PE per host, a bounded time, results it checks itself.
+  # (During faults a job cannot be expected to hold: the library detects no link or host going
+  # down, docs/openshmem.md, so a dropped store would be a wrong result by design.)
+  local sout src_rc
+  sout=$(SHMEM_SYMMETRIC_SIZE=8M timeout 60 oshrun -np "$nh" --fabric "$fab" "$shmem_prog" 50 2>&1); src_rc=$?
+  printf '%s\n' "$sout" >"$dir/shmem.log"
+  if [ $src_rc = 0 ] && grep -q '^ok: ' <<<"$sout"; then
+    record "$kind" "shmem job" pass "$(grep '^ok: ' <<<"$sout")"
+  elif [ $src_rc = 124 ]; then
+    record "$kind" "shmem job" fail "did not finish within 60 s: $(tail -2 <<<"$sout" | tr '\n' ' ')"
+  else
+    record "$kind" "shmem job" fail "exit $src_rc$(grep -q WRONG <<<"$sout" && echo ', WRONG RESULTS'): $(tail -3 <<<"$sout" | tr '\n' ' ')"
+  fi
+
   # No leak: the tables as before the workloads started.
   local after=""
   for _ in $(seq 50); do after=$(tables); [ "$after" = "$baseline" ] && break; sleep 0.1; done
@@ -221,7 +369,7 @@ run_fabric() {
   else record "$kind" "tables at baseline" fail "before $baseline, after $after"; fi
 
   local summary=""
-  for k in flap cut hostkill agentkill clientkill; do summary+="$k=${count[$k]:-0} "; done
+  for k in flap cut hostkill agentkill clientkill nvmekill mgrkill; do summary+="$k=${count[$k]:-0} "; done
   record "$kind" "faults injected" pass "$summary"
   n status >"$dir/status.txt" 2>&1
   cp "$(jq -r .dir <<<"$st")"/host*.log "$dir/" 2>/dev/null # the agents' logs

@@ -141,6 +141,22 @@ expect 0 ntblend --fabric "$F" agent-ping b a
 expect 1 ntblend --fabric "$F" host start b
 has err 'host b is up'
 
+step "host kill: a process of b's earlier life stops when it next uses the fabric"
+# The shell holds no handle when b crashes (so nothing ends it then); what it runs afterwards
+# belongs to the life that ended and must not work in b's next one.
+rm -f "$tmp/ready" "$tmp/go"
+ntblend --fabric "$F" run --host b -- sh -c "touch '$tmp/ready'; while [ ! -e '$tmp/go' ]; do sleep 0.05; done; exec ntb_tool port" >"$tmp/out" 2>"$tmp/err" &
+p=$!
+for _ in $(seq 200); do [ -e "$tmp/ready" ] && break; sleep 0.05; done
+ntblend --fabric "$F" host kill b >/dev/null
+ntblend --fabric "$F" host start b >/dev/null
+touch "$tmp/go"
+rc=0; wait $p || rc=$?
+[ $rc = 137 ] || fail "a process of b's earlier life ran on after b rebooted (exit $rc)"
+has err 'host b went down since process [0-9]+ started on it; the process stops with it'
+expect 0 ntblend --fabric "$F" run --host b -- ntb_tool port
+has out '^8$'
+
 step "run: environment and exit status"
 expect 0 ntblend --fabric "$F" run --host a -- sh -c 'echo $NTBLEND_HOST'
 [ "$(cat "$tmp/out")" = a ] || fail "run printed '$(cat "$tmp/out")', expected 'a'"

@@ -6,7 +6,7 @@
 # over, without leaking a queue, LUT entry or requester ID; a client whose link goes down
 # mid-I/O gets -EIO within a bounded time and can reopen once the link is back; the
 # manager's death leaves I/O working and admin requests failing with a clear error; and data
-# written and flushed survives `ntblend down` / `up`.
+# written and flushed survives a crash of the lender and `ntblend down` / `up`.
 set -euo pipefail
 fabric="t-nvsh-$$"
 n() { ntblend --fabric "$fabric" "$@"; }
@@ -109,6 +109,15 @@ err=$(n nvme stop nvme0 2>&1) && fail "stopped a manager that is gone"
 grep -q "nvme0 has no manager running" <<<"$err" || fail "stop without manager: $err"
 out=$(n nvme manager nvme0 --host a) || fail "restarting the manager: $out"
 out=$(on c nvme_client nvme0 verify 3000 64 77) || fail "verify after the restart: $out"
+
+# ---- the lender crashes: the dead manager's record goes with it, so once the device is lent
+# out again a new manager starts; what was flushed is in the backing file
+n host kill a >/dev/null
+n host start a >/dev/null
+n device list | grep -q "manager:" && fail "the manager's record outlived its lender's crash: $(n device list)"
+n device add nvme0 >/dev/null
+out=$(n nvme manager nvme0 --host a) || fail "no manager after the lender rebooted: $out"
+out=$(on c nvme_client nvme0 verify 3000 64 77) || fail "flushed data lost with the lender's crash: $out"
 
 n nvme stop nvme0 >/dev/null
 n down >/dev/null

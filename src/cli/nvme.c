@@ -88,10 +88,11 @@ static int manager(const char *fabric, const char *host, const char *dev, bool f
         return CLI_FAIL;
     int fn = nvme_func(f, dev), h = fn < 0 ? -1 : cli_host(f, host);
     char hname[TOPO_NAME_MAX] = "";
-    uint32_t st = 0, mgr = 0, mpid = 0;
+    uint32_t st = 0, mgr = 0, mpid = 0, boot = 0;
     if (h >= 0) {
         snprintf(hname, sizeof hname, "%s", fab_host(f, (uint32_t)h)->name);
         st = atomic_load(&fab_host(f, (uint32_t)h)->state);
+        boot = atomic_load(&fab_host(f, (uint32_t)h)->boot_gen);
         mgr = atomic_load(&fab_func(f, (uint32_t)fn)->lend_manager);
         mpid = atomic_load(&fab_func(f, (uint32_t)fn)->lend_manager_pid);
         if (mgr && mgr - 1 < f->ctl->nhosts)
@@ -111,7 +112,11 @@ static int manager(const char *fabric, const char *host, const char *dev, bool f
         return CLI_FAIL;
     }
     paths(fabric, dev, log, status, sizeof log);
-    if (setenv("NTBLEND_FABRIC", fabric, 1) < 0 || setenv("NTBLEND_HOST", hname, 1) < 0) {
+    char life[16];
+    snprintf(life, sizeof life, "%u", boot);
+    /* As `ntblend run`: the manager belongs to this life of the host. */
+    if (setenv("NTBLEND_FABRIC", fabric, 1) < 0 || setenv("NTBLEND_HOST", hname, 1) < 0 ||
+        setenv("NTBLEND_HOST_BOOT", life, 1) < 0) {
         cli_err("cannot set the environment: %s", strerror(errno));
         return CLI_FAIL;
     }
@@ -306,13 +311,16 @@ static int mount_fs(const char *fabric, const char *host, int argc, char **argv)
     if (cli_attach(fabric, &f) < 0)
         return CLI_FAIL;
     int h = cli_host(f, host);
-    char hname[TOPO_NAME_MAX] = "";
-    if (h >= 0)
+    char hname[TOPO_NAME_MAX] = "", life[16] = "";
+    if (h >= 0) {
         snprintf(hname, sizeof hname, "%s", fab_host(f, (uint32_t)h)->name);
+        snprintf(life, sizeof life, "%u", atomic_load(&fab_host(f, (uint32_t)h)->boot_gen));
+    }
     fab_detach(f);
     if (h < 0)
         return CLI_FAIL;
-    if (setenv("NTBLEND_FABRIC", fabric, 1) < 0 || setenv("NTBLEND_HOST", hname, 1) < 0) {
+    if (setenv("NTBLEND_FABRIC", fabric, 1) < 0 || setenv("NTBLEND_HOST", hname, 1) < 0 ||
+        setenv("NTBLEND_HOST_BOOT", life, 1) < 0) {
         cli_err("cannot set the environment: %s", strerror(errno));
         return CLI_FAIL;
     }

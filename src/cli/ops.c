@@ -38,16 +38,19 @@ int cmd_run(struct cli *c)
         return CLI_FAIL;
     }
     struct fab_host *host = fab_host(f, (uint32_t)h);
-    uint32_t st = atomic_load(&host->state);
-    char name[TOPO_NAME_MAX];
+    uint32_t st = atomic_load(&host->state), boot = atomic_load(&host->boot_gen);
+    char name[TOPO_NAME_MAX], life[16];
     snprintf(name, sizeof name, "%s", host->name);
+    snprintf(life, sizeof life, "%u", boot);
     fab_detach(f);
     if (st != FAB_HOST_UP) {
         cli_err("host %s is %s; boot it with: ntblend host start %s --fabric %s", name,
                 cli_state_name(st), name, o.fabric);
         return CLI_FAIL;
     }
-    if (setenv("NTBLEND_FABRIC", o.fabric, 1) < 0 || setenv("NTBLEND_HOST", name, 1) < 0) {
+    /* NTBLEND_HOST_BOOT: the host's life the program belongs to (it dies with it). */
+    if (setenv("NTBLEND_FABRIC", o.fabric, 1) < 0 || setenv("NTBLEND_HOST", name, 1) < 0 ||
+        setenv("NTBLEND_HOST_BOOT", life, 1) < 0) {
         cli_err("cannot set the environment: %s", strerror(errno));
         return CLI_FAIL;
     }

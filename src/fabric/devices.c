@@ -168,6 +168,11 @@ void fab_funcs_reset(struct fab *f, uint32_t host)
         atomic_store(&fn->lend_exclusive, 0);
         for (int k = 0; k < 4; k++)
             atomic_store(&fn->lend_borrowers[k], 0);
+        /* A manager that shared the device died with its lender's lending state: a new one
+         * must be able to take the device once it is lent out again. */
+        atomic_store(&fn->lend_manager, 0);
+        atomic_store(&fn->lend_manager_pid, 0);
+        atomic_store(&fn->lend_setup, 0);
         fn_reset(f, fni, true);
     }
 }

@@ -255,6 +255,31 @@ int rt_fabric_agent_call(struct rt *rt, const struct agent_req *req, struct agen
     return rc;
 }
 
+/* A process belongs to one life of its host: the one `ntblend run` started it in
+ * (NTBLEND_HOST_BOOT), else the one it first attached in. When that host has gone down since,
+ * the process went down with it — also when it held no handle at that moment, so that no
+ * watcher was there to end it — and must not carry on in the host's next life. Called with
+ * rt_lock held (rt_get). */
+static void check_life(struct rt *rt, const char *host)
+{
+    static bool known;
+    static uint32_t life;
+    const char *env = getenv("NTBLEND_HOST_BOOT");
+    char *end = NULL;
+    unsigned long boot = env && *env ? strtoul(env, &end, 10) : 0;
+    if (env && *env && !*end && !known) {
+        life = (uint32_t)boot;
+        known = true;
+    }
+    if (known && life != rt->boot_gen) {
+        fprintf(stderr, "ntblend: host %s went down since process %d started on it; the "
+                        "process stops with it\n", host, getpid());
+        kill(getpid(), SIGKILL);
+    }
+    life = rt->boot_gen;
+    known = true;
+}
+
 int rt_fabric_start(struct rt *rt)
 {
     const char *name = fab_name_resolve(NULL);
@@ -297,6 +322,7 @@ int rt_fabric_start(struct rt *rt)
     if (rc)
         goto fail_fd;
     rt->boot_gen = (uint32_t)rsp.b;
+    check_life(rt, host);
     rc = fab_proc_register(rt->f, rt->host);
     if (rc < 0) {
         fprintf(stderr, "ntblend: too many processes attached to fabric '%s'\n", name);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ntblend/accel_regs.h"
 #include "ntblend/pci.h"
@@ -222,6 +223,10 @@ static int probe(struct pci_dev *dev, const struct pci_device_id *id)
         if (!a->regs || !a->mem)
             rc = -errno;
     }
+    /* Just reset (by its previous user's return), a function reads zeros until it is ready:
+     * give it a second, as after a Function Level Reset. */
+    for (int i = 0; !rc && i < 1000 && ioread32((const void *)(a->regs + ACCEL_REG_ID)) == 0; i++)
+        usleep(1000);
     if (!rc && ioread32((const void *)(a->regs + ACCEL_REG_ID)) != ACCEL_ID)
         rc = -ENODEV;
     if (!rc && !(a->buf = dma_alloc_coherent(dev, opt.size, &a->buf_io)))

@@ -203,7 +203,14 @@ static int set_queues(nvme_dev_t *d)
 /* Reset, admin queues, enable, identify. */
 static int start(nvme_dev_t *d, const struct nvme_open_opts *o)
 {
+    /* A function just reset (returned by its previous user) reads zeros until it is ready
+     * again; a real one answers configuration reads with Retry Status meanwhile. Give it a
+     * second, as drivers do after a Function Level Reset. */
     uint64_t cap = rd64(d, NVME_REG_CAP);
+    for (int i = 0; cap == 0 && i < 1000; i++) {
+        usleep(1000);
+        cap = rd64(d, NVME_REG_CAP);
+    }
     if (cap == UINT64_MAX)
         return nvl_fail(-EIO, "%s does not answer (registers read all ones)", d->name);
     int rc = nvl_apply_regs(d, cap, d->ops->read32(d->ctx, NVME_REG_VS));

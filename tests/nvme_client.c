@@ -13,6 +13,9 @@
  *                                             took; reopen (every 200 ms, up to 60 s) and
  *                                             check I/O works again
  *   nvme_client DEV bad                       every checked bad request must fail cleanly
+ *   nvme_client DEV stale FILE                take a queue pair, print "ready", wait until
+ *                                             FILE exists, delete the queue pair and print
+ *                                             how that went ("delete: ERRNO: MESSAGE")
  *
  * Exit status: 0 success; 1 a failure (message on stderr); 3 (io) the I/O went on but the
  * manager was gone when the queue pair was deleted.
@@ -246,6 +249,20 @@ int main(int argc, char **argv)
             }
         printf("reopened: I/O works again\n");
         return close_dev(&c);
+    }
+    if (!strcmp(act, "stale")) {
+        if (argc < 4 || open_dev(&c))
+            return 1;
+        printf("ready\n");
+        fflush(stdout);
+        while (access(argv[3], F_OK))
+            usleep(20000);
+        int rc = nvme_qpair_delete(c.qp);
+        c.qp = NULL;
+        printf("delete: %s: %s\n", rc ? strerror(-rc) : "ok", rc ? nvme_errmsg() : "");
+        fflush(stdout);
+        close_dev(&c);
+        return 0;
     }
     if (!strcmp(act, "bad")) {
         if (open_dev(&c))

@@ -4,7 +4,8 @@
 # manager's own) do verified I/O at the same time; bad input is refused with clear messages;
 # a client killed with SIGKILL has its queues deleted and their identifiers reused, 100 times
 # over, without leaking a queue, LUT entry or requester ID; a client whose link goes down
-# mid-I/O gets -EIO within a bounded time and can reopen once the link is back; the
+# mid-I/O gets -EIO within a bounded time and can reopen once the link is back; one cut off
+# until the manager reclaimed it is told so (-ENOTCONN) when it next asks; the
 # manager's death leaves I/O working and admin requests failing with a clear error; and data
 # written and flushed survives a crash of the lender and `ntblend down` / `up`.
 set -euo pipefail
@@ -89,6 +90,19 @@ grep -q "failed after [0-9]* ms with Input/output error" "$work/out.out" \
 n link up c sw0 >/dev/null
 wait "$po" || fail "reopen after the link came back: $(cat "$work/out.out")"
 grep -q "reopened: I/O works again" "$work/out.out" || fail "outage: $(cat "$work/out.out")"
+
+# ---- a client cut off long enough to be reclaimed is told so once it is back (at once, not
+# after its requests time out while it still holds the device)
+bg c "$work/st.out" nvme_client nvme0 stale "$work/st.go"; ps=$!
+wait_for 'grep -q ready "$work/st.out"' "stale client never got ready"
+rec=$(state reclaimed_clients)
+n link down c sw0 >/dev/null
+wait_for '[ "$(state reclaimed_clients)" -gt "$rec" ]' "the manager never reclaimed the cut-off client"
+n link up c sw0 >/dev/null
+touch "$work/st.go"
+wait "$ps" || fail "stale client: $(cat "$work/st.out")"
+grep -q "delete: Transport endpoint is not connected: .*no longer serves this client" "$work/st.out" \
+  || fail "a reclaimed client was not told: $(cat "$work/st.out")"
 
 # ---- durability: written and flushed, then the fabric goes down and comes back
 out=$(on b nvme_client nvme0 write 3000 64 77) || fail "write: $out"

@@ -31,7 +31,7 @@ struct nvl_client {
     volatile struct nvl_mgr_rsp *rsp;
     seg_intr_t *intr;
     seg_rintr_t *mgr;
-    uint32_t intr_id, mgr_node, dev_id;
+    uint32_t intr_id, mgr_node, dev_id, node;
     uint16_t slot;
     uint32_t token, seq;
     bool gone;              /* the manager removed its interrupt */
@@ -59,6 +59,9 @@ static int call(nvme_dev_t *d, struct nvl_mgr_req *q)
     q->slot = c->slot;
     q->token = c->token;
     q->seq = ++c->seq;
+    q->from_node = c->node;
+    q->from_seg = seg_local_id(c->seg);
+    q->from_intr = c->intr_id;
     for (uint32_t attempt = 0; attempt < ATTEMPTS; attempt++) {
         int rc = seg_intr_trigger_data(c->mgr, q, sizeof *q);
         if (rc == -ENOENT) {
@@ -72,6 +75,8 @@ static int call(nvme_dev_t *d, struct nvl_mgr_req *q)
             if (__atomic_load_n(&c->rsp->seq, __ATOMIC_ACQUIRE) == q->seq) {
                 int r = c->rsp->rc;
                 if (r) {
+                    if (r == -ENOTCONN && q->op != NVL_MGR_HELLO)
+                        c->gone = true; /* dropped: nothing more to ask it */
                     char msg[NVL_MGR_MSG];
                     memcpy(msg, (const void *)c->rsp->msg, sizeof msg);
                     msg[sizeof msg - 1] = 0;
@@ -160,6 +165,7 @@ int nvl_client_open(nvme_dev_t *d, uint32_t dev_id, uint32_t mgr_node)
 
     uint32_t node = 0;
     seg_local_node_id(&node);
+    c->node = node;
     struct nvl_mgr_req q = { .op = NVL_MGR_HELLO,
                              .u.hello = { .node = node, .pid = (uint32_t)getpid(),
                                           .seg = seg_local_id(c->seg), .intr = c->intr_id } };

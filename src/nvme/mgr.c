@@ -332,6 +332,25 @@ static void admin_cmd(struct nvme_manager *m, uint32_t slot, const struct nvl_mg
            strerror(-rc));
 }
 
+/* A request from a client this manager no longer knows (it was cut off and reclaimed, or
+ * the manager restarted): answer -ENOTCONN at the address the request gives, so it reopens
+ * at once instead of timing out while it holds the device. */
+static void refuse_stale(struct nvme_manager *m, const struct nvl_mgr_req *q)
+{
+    if (!q->from_node && !q->from_seg)
+        return;
+    struct mclient t = { .node = q->from_node, .seg_id = q->from_seg, .intr_id = q->from_intr };
+    if (!connect_client(m, &t))
+        answer(&t, q->seq, -ENOTCONN, 0, 0, NULL, 0, "the manager no longer serves this "
+               "client (it was cut off, and its queues were deleted): open the device again");
+    if (t.intr)
+        seg_intr_disconnect(t.intr);
+    if (t.map)
+        seg_unmap(t.map);
+    if (t.seg)
+        seg_disconnect(t.seg);
+}
+
 static void serve(struct nvme_manager *m, const struct nvl_mgr_req *q)
 {
     if (q->magic != NVL_MGR_MAGIC)
@@ -342,8 +361,10 @@ static void serve(struct nvme_manager *m, const struct nvl_mgr_req *q)
     }
     uint32_t slot = q->slot;
     if (!slot || slot > m->max_clients || !m->clients[slot].used ||
-        m->clients[slot].token != q->token)
-        return; /* not a client (any more): it times out and reopens */
+        m->clients[slot].token != q->token) {
+        refuse_stale(m, q); /* not a client (any more) */
+        return;
+    }
     struct mclient *c = &m->clients[slot];
     if (q->seq == c->last_seq) {
         if (c->answered) /* the answer's trigger was lost: ring again */

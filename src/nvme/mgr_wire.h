@@ -35,6 +35,9 @@ struct nvl_mgr_req {
     uint32_t magic;
     uint16_t op, slot;
     uint32_t seq, token;
+    /* Where the client takes answers (as in HELLO), so that a manager that has dropped it
+     * (cut off, reclaimed) can still tell it so instead of leaving it to time out. */
+    uint32_t from_node, from_seg, from_intr;
     union {
         struct {
             uint32_t node, pid, seg, intr;

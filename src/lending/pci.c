@@ -271,6 +271,8 @@ static int sync_tree(void)
     return bound;
 }
 
+static _Atomic uint32_t no_tree; /* stands in for a tree word when the backend has none */
+
 static void *watch(void *arg)
 {
     (void)arg;
@@ -284,7 +286,7 @@ static void *watch(void *arg)
         if (word)
             bus.rt->ops->wait(word, seen, TREE_WAIT_NS);
         else
-            bus.rt->ops->wait(&(_Atomic uint32_t){ 0 }, 0, TREE_WAIT_NS);
+            bus.rt->ops->wait(&no_tree, 0, TREE_WAIT_NS); /* no lending: look again later */
     }
     return NULL;
 }

@@ -288,4 +288,15 @@ static inline uint32_t env_u32(const uint8_t *p)
     return v;
 }
 
+/* Write a seed input (len bytes at buf) as DIR/NAME; stops the harness when it cannot. */
+static inline void env_seed_write(const char *dir, const char *name, const uint8_t *buf,
+                                  size_t len)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *fp = fopen(path, "wb");
+    if (!fp || fwrite(buf, 1, len, fp) != len || fclose(fp))
+        ENV_FAIL("cannot write %s", path);
+}
+
 #endif

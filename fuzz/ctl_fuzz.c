@@ -85,11 +85,7 @@ static void rq(uint8_t who, uint32_t op, uint32_t flags, uint64_t a, uint64_t b,
 
 static void seed_out(const char *dir, const char *name)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *fp = fopen(path, "wb");
-    if (!fp || fwrite(seed, 1, seed_len, fp) != seed_len || fclose(fp))
-        ENV_FAIL("cannot write %s", path);
+    env_seed_write(dir, name, seed, seed_len);
     seed_len = 0;
 }
 

@@ -88,11 +88,7 @@ static void rec(uint32_t peer, uint32_t type, const void *payload, uint16_t len)
 
 static void seed_out(const char *dir, const char *name)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *fp = fopen(path, "wb");
-    if (!fp || fwrite(seed, 1, seed_len, fp) != seed_len || fclose(fp))
-        ENV_FAIL("cannot write %s", path);
+    env_seed_write(dir, name, seed, seed_len);
     seed_len = 0;
 }
 

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "sio_lender.h"
+#include "nvme_tests.h"
 #include "ntblend/nvme.h"
 #include "ntblend/smartio.h"
 
@@ -59,15 +59,6 @@ static int teardown(void **state)
 }
 
 /* ---------------------------------------------------------------- the driver's work */
-
-static uint8_t pattern(uint32_t tag, uint64_t lba, size_t i)
-{
-    uint64_t x = (lba + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)tag << 40 ^ i / 8;
-    x ^= x >> 29;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 32;
-    return (uint8_t)(x >> (8 * (i % 8)));
-}
 
 static bool printable(const volatile uint8_t *p, size_t n, bool need_text)
 {

@@ -1,0 +1,35 @@
+/*
+ * nvme_tests.h: what the NVMe tests share. lender(): the child process on a device's host
+ * that lends out every device of its host and tells the parent (h_put(1)); pattern(): byte i
+ * of the data written at lba, different for every tag. Needs harness.h first.
+ */
+#ifndef NTBLEND_TESTS_NVME_TESTS_H
+#define NTBLEND_TESTS_NVME_TESTS_H
+
+#include "ntblend/seg.h"
+#include "ntblend/smartio.h"
+
+static void lender(void *arg)
+{
+    (void)arg;
+    struct sio_info info[8];
+    int n = sio_list(info, 8);
+    CHECK(n >= 2);
+    uint32_t node;
+    CHECK_EQ(seg_local_node_id(&node), 0);
+    for (int i = 0; i < n && i < 8; i++)
+        if (info[i].node_id == node)
+            CHECK_EQ(sio_set_available(info[i].id, true), 0);
+    h_put(1);
+}
+
+static uint8_t pattern(uint32_t tag, uint64_t lba, size_t i)
+{
+    uint64_t x = (lba + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)tag << 40 ^ i / 8;
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 32;
+    return (uint8_t)(x >> (8 * (i % 8)));
+}
+
+#endif

@@ -11,6 +11,9 @@
  *                       no LUT entry left, then dma_map_single is ENOSPC; after one is freed it
  *                       maps
  *   dma_check --each    one dma_map_single per function, in tree order: "mapped" or the error
+ *   dma_check --rid     two lent functions whose lender has one requester-ID entry left:
+ *                       the second cannot map while the first has a mapping, and can once the
+ *                       first has unmapped; then the first cannot
  *   dma_check --hold    map a buffer on each function, say "holding PID", wait to be killed
  */
 #define _GNU_SOURCE
@@ -27,7 +30,8 @@
 #define PAGE 4096u
 #define MAX_COH 64
 
-static enum { CHECK, EXHAUST, EACH, HOLD } mode;
+static enum { CHECK, EXHAUST, EACH, HOLD, RID } mode;
+static struct pci_dev *lent[2]; /* RID: the first two lent functions */
 static int failed;
 static bool exhausted, isolation = true;
 
@@ -241,6 +245,10 @@ static int probe(struct pci_dev *dev, const struct pci_device_id *id)
             exhaust(dev);
         }
         break;
+    case RID:
+        if (strncmp(pci_name(dev), "0000:8", 6) == 0 && !lent[1])
+            lent[lent[0] ? 1 : 0] = dev;
+        break;
     case EACH:
     case HOLD:
         buf = dma_host_alloc(PAGE);
@@ -272,16 +280,39 @@ int main(int argc, char **argv)
         mode = EACH;
     else if (argc > 1 && !strcmp(argv[1], "--hold"))
         mode = HOLD;
+    else if (argc > 1 && !strcmp(argv[1], "--rid"))
+        mode = RID;
     else if (argc > 1 && !strcmp(argv[1], "--no-iommu"))
         isolation = false;
     else if (argc > 1) {
-        fprintf(stderr, "usage: dma_check [--no-iommu | --exhaust | --each | --hold]\n");
+        fprintf(stderr, "usage: dma_check [--no-iommu | --exhaust | --each | --rid | --hold]\n");
         return 2;
     }
     int n = pci_register_driver(&driver);
     if (n <= 0) {
         fprintf(stderr, "dma_check: nothing bound (%d)\n", n);
         return 1;
+    }
+    if (mode == RID) {
+        if (!lent[0] || !lent[1]) {
+            fprintf(stderr, "dma_check: --rid needs two lent functions\n");
+            return 1;
+        }
+        void *buf = dma_host_alloc(PAGE);
+        const char *a = pci_name(lent[0]), *b = pci_name(lent[1]);
+        dma_addr_t x = dma_map_single(lent[0], buf, PAGE, DMA_BIDIRECTIONAL);
+        printf("%s: %s\n", a, dma_mapping_error(lent[0], x) ? strerror(errno) : "mapped");
+        dma_addr_t y = dma_map_single(lent[1], buf, PAGE, DMA_BIDIRECTIONAL);
+        printf("%s while %s has a mapping: %s\n", b, a,
+               dma_mapping_error(lent[1], y) ? errno == ENOSPC ? "ENOSPC" : strerror(errno) : "mapped");
+        dma_unmap_single(lent[0], x, PAGE, DMA_BIDIRECTIONAL);
+        y = dma_map_single(lent[1], buf, PAGE, DMA_BIDIRECTIONAL);
+        printf("%s once %s unmapped: %s\n", b, a,
+               dma_mapping_error(lent[1], y) ? strerror(errno) : "mapped");
+        x = dma_map_single(lent[0], buf, PAGE, DMA_BIDIRECTIONAL);
+        printf("%s while %s has a mapping: %s\n", a, b,
+               dma_mapping_error(lent[0], x) ? errno == ENOSPC ? "ENOSPC" : strerror(errno) : "mapped");
+        fflush(stdout);
     }
     if (mode == HOLD) {
         printf("holding %d\n", (int)getpid());

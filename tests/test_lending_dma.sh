@@ -6,7 +6,7 @@
 # byte; the borrower's two lent functions share one DMA aperture (one window on the lender);
 # with the borrower's IOMMU off the lender maps each buffer; running the lender's adapter out
 # of LUT entries or requester-ID entries makes dma_map_single fail with ENOSPC (and a freed
-# window makes it work again); a driver killed with mappings leaves no IOMMU, LUT or
+# window, or another function's unmapping, makes it work again); a driver killed with mappings leaves no IOMMU, LUT or
 # requester-ID entry behind.
 set -euo pipefail
 fabric="t-lendma-$$"
@@ -72,15 +72,26 @@ grep -qx "0000:80:00.0: scatter-gather data verified" <<<"$out" || fail "b: $out
 [ "$(lut_a)" = "$lut0" ] || fail "a.ntb0 kept $(lut_a) LUT entries after b's run, had $lut0"
 n down >/dev/null
 
-# Out of requester-ID entries on the lender's adapter (one left): the first lent function
-# maps, the second is ENOSPC; once the first is unbound the second maps.
+# Out of requester-ID entries on the lender's adapter (one left): while one lent function has
+# a mapping the other's dma_map_single is ENOSPC; once it has unmapped, the other maps.
 n up "$NTBLEND_SRC/tests/topologies/lend-dma-rid.ini" >/dev/null
 n device lend accel0 --to c >/dev/null
 n device lend accel2 --to c >/dev/null
-out=$(n run --host c -- dma_check --each) || fail "each: $out"
-grep -qx "0000:80:00.0: mapped" <<<"$out" || fail "rid, first: $out"
-grep -qx "0000:81:00.0: ENOSPC" <<<"$out" || fail "rid, second: $out"
-n device reclaim accel0 >/dev/null
-out=$(n run --host c -- dma_check --each) || fail "each, after: $out"
-grep -qx "0000:81:00.0: mapped" <<<"$out" || fail "rid, after the first went: $out"
+rid0=$(rid_a)
+out=$(n run --host c -- dma_check --rid) || fail "rid: $out"
+for want in "0000:80:00.0: mapped" "0000:81:00.0 while 0000:80:00.0 has a mapping: ENOSPC" \
+            "0000:81:00.0 once 0000:80:00.0 unmapped: mapped" \
+            "0000:80:00.0 while 0000:81:00.0 has a mapping: ENOSPC"; do
+  grep -qx "$want" <<<"$out" || fail "rid: no '$want': $out"
+done
+[ "$(rid_a)" = "$rid0" ] || fail "a.ntb0 kept $(rid_a) requester IDs, had $rid0"
+# Another process's function is not taken from it: one holding a mapping keeps the entry.
+n run --host c -- dma_check --hold >"$work/hold2" 2>&1 &
+hold=$!
+wait_for 'grep -q "^holding" "$work/hold2"' "dma_check --hold: $(cat "$work/hold2")"
+grep -qx "0000:80:00.0: mapped" "$work/hold2" || fail "hold on the rid fabric: $(cat "$work/hold2")"
+grep -qx "0000:81:00.0: ENOSPC" "$work/hold2" || fail "hold on the rid fabric: $(cat "$work/hold2")"
+kill -9 "$(sed -n 's/^holding //p' "$work/hold2")"
+wait "$hold" 2>/dev/null || true
+wait_for '[ "$(rid_a)" = "$rid0" ]' "a.ntb0 kept $(rid_a) requester IDs after the kill, had $rid0"
 echo "test_lending_dma: ok"

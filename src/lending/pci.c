@@ -87,6 +87,7 @@ struct pci_dev {
     struct peer_map *streams; /* DMA_BY_LENDER: each streaming mapping the lender made */
     enum dma_mode dma;        /* how streaming mappings are made, decided on the first */
     struct dom *dom;          /* DMA_IOMMU */
+    atomic_uint streaming;    /* its streaming mappings now */
     struct irq *irqs;
     unsigned nirqs;
 };
@@ -901,6 +902,56 @@ static void dom_free(struct dom *m)
     free(m);
 }
 
+/* d leaves its domain (its mappings gone): its hold on the lender's aperture goes, and the
+ * domain with its last function. */
+static void dom_leave(struct pci_dev *d)
+{
+    struct dom *m = d->dom;
+    if (m->lender != UINT32_MAX) {
+        struct agent_req req = { .op = AGENT_DEV_APERTURE, .a = d->fn, .b = 0 };
+        struct agent_rsp r;
+        rt_request(bus.rt, &req, &r);
+    }
+    pthread_mutex_lock(&bus.doms_lock);
+    bool last = --m->refs == 0;
+    for (struct dom **pp = &bus.doms; *pp && last; pp = &(*pp)->next)
+        if (*pp == m) {
+            *pp = m->next;
+            break;
+        }
+    pthread_mutex_unlock(&bus.doms_lock);
+    if (last)
+        dom_free(m);
+    d->dom = NULL;
+    d->dma = DMA_UNSET;
+}
+
+/* The lender has no requester-ID (or LUT) entry left for d: let go of the aperture holds of
+ * this process's other functions of that lender that have nothing mapped now (they take them
+ * again on their next mapping). Returns how many went. */
+static int reclaim_idle(struct pci_dev *d)
+{
+    struct ntb_func_info x;
+    if (bus.rt->ops->func_info(bus.rt, d->fn, &x))
+        return 0;
+    uint32_t lender = x.host;
+    int n = 0;
+    pthread_mutex_lock(&bus.lock);
+    for (int i = 0; i < MAX_DEVS; i++) {
+        struct pci_dev *o = bus.devs[i];
+        if (!o || o == d)
+            continue;
+        pthread_mutex_lock(&o->lock);
+        if (o->dma == DMA_IOMMU && o->dom->lender == lender && !atomic_load(&o->streaming)) {
+            dom_leave(o);
+            n++;
+        }
+        pthread_mutex_unlock(&o->lock);
+    }
+    pthread_mutex_unlock(&bus.lock);
+    return n;
+}
+
 /* Decide, on the first streaming mapping of d, how it maps: into an IOMMU domain (its own,
  * or for a lent function the lender's aperture into ours, taken once), by physical address
  * (a local function, IOMMU off), or by the lender per mapping (a lent function, IOMMU off). */
@@ -984,24 +1035,11 @@ static void dma_release(struct pci_dev *d)
     for (uint32_t i = 0; i < m->pages; i++)
         if (m->runs[i].dev == d && m->runs[i].pages)
             dom_unmap(m, i);
-    if (m->lender != UINT32_MAX) {
-        struct agent_req req = { .op = AGENT_DEV_APERTURE, .a = d->fn, .b = 0 };
-        struct agent_rsp r;
-        rt_request(bus.rt, &req, &r);
-    }
-    pthread_mutex_lock(&bus.doms_lock);
-    bool last = --m->refs == 0;
-    for (struct dom **pp = &bus.doms; *pp && last; pp = &(*pp)->next)
-        if (*pp == m) {
-            *pp = m->next;
-            break;
-        }
-    pthread_mutex_unlock(&bus.doms_lock);
-    if (last)
-        dom_free(m);
-    d->dom = NULL;
-    d->dma = DMA_UNSET;
+    dom_leave(d);
 }
+
+static dma_addr_t map_one(struct pci_dev *d, uint64_t phys, size_t size,
+                          enum dma_data_direction dir);
 
 static dma_addr_t map_error(int rc)
 {
@@ -1014,11 +1052,30 @@ dma_addr_t dma_map_single(struct pci_dev *d, void *cpu, size_t size, enum dma_da
     uint64_t phys;
     if (!d || !size || (unsigned)dir > DMA_FROM_DEVICE || host_phys(cpu, size, &phys))
         return map_error(-EINVAL);
+    /* A mapping in flight counts as one from here: its function's domain stays. */
     pthread_mutex_lock(&d->lock);
     int rc = dma_setup(d);
+    if (!rc)
+        atomic_fetch_add(&d->streaming, 1);
     pthread_mutex_unlock(&d->lock);
+    if (rc == -ENOSPC && d->shadow && reclaim_idle(d)) {
+        pthread_mutex_lock(&d->lock);
+        if (!(rc = dma_setup(d)))
+            atomic_fetch_add(&d->streaming, 1);
+        pthread_mutex_unlock(&d->lock);
+    }
     if (rc)
         return map_error(rc == -EOPNOTSUPP ? -ENOSPC : rc);
+    dma_addr_t io = map_one(d, phys, size, dir);
+    if (io == DMA_MAPPING_ERROR || d->dma != DMA_IOMMU)
+        atomic_fetch_sub(&d->streaming, 1); /* counted are the domain's mappings */
+    return io;
+}
+
+static dma_addr_t map_one(struct pci_dev *d, uint64_t phys, size_t size,
+                          enum dma_data_direction dir)
+{
+    int rc;
     uint64_t first = phys & ~4095ull, off = phys - first;
     uint64_t n = (off + size + 4095) / 4096;
     if (d->dma == DMA_PHYS)
@@ -1098,9 +1155,10 @@ void dma_unmap_single(struct pci_dev *d, dma_addr_t addr, size_t size, enum dma_
         mine = m->runs[at].dev == d && m->runs[at].pages;
         pthread_mutex_unlock(&m->lock);
     }
-    if (mine)
+    if (mine) {
         dom_unmap(m, (uint32_t)at);
-    else
+        atomic_fetch_sub(&d->streaming, 1);
+    } else
         fprintf(stderr, "%s: dma_unmap_single of %#llx, which is not mapped\n", d->name,
                 (unsigned long long)addr);
 }

@@ -6,8 +6,10 @@
  * --host H`), and a driver cannot tell it from a local one: the same calls, the same results.
  * Behind them the lending layer does what the papers' driver does: it forwards configuration
  * accesses to the lender (masking legacy INTx), maps BARs through the borrower's NTB windows,
- * gives DMA memory the address the device reaches it by through the lender's NTB, and points
- * MSI-X at this host's interrupt region across the NTB. docs/lending.md has a complete driver.
+ * gives DMA memory the address the device reaches it by through the lender's NTB (streaming
+ * mappings through one window of the lender's, set up once, into this host's IOMMU), and
+ * points MSI-X at this host's interrupt region across the NTB. docs/lending.md has a complete
+ * driver.
  *
  * A driver is a process on a host (`ntblend run --host H -- DRIVER`): pci_register_driver()
  * binds it to every matching function of that host's tree and calls probe(); functions

@@ -66,7 +66,9 @@ static void on_irq(int vector, void *arg)
     pthread_mutex_unlock(&a->lock);
 }
 
-/* One copy by the device's engine; waits for its interrupt (then reads COMPLETED). */
+/* One copy by the device's engine: done when COMPLETED reads it and its interrupt has reached
+ * the handler (the device raises it after publishing COMPLETED), as a driver that sleeps until
+ * the interrupt sees it; a copy whose interrupt never comes is an error. */
 static int copy(struct accel *a, uint64_t src, uint64_t dst, uint32_t len, uint32_t flags)
 {
     struct accel_desc d = { .src = src, .dst = dst, .len = len,
@@ -76,12 +78,21 @@ static int copy(struct accel *a, uint64_t src, uint64_t dst, uint32_t len, uint3
     const uint32_t *s = (const uint32_t *)&d;
     for (int i = 0; i < 8; i++)
         w[i] = s[i];
-    uint32_t target = ++a->head;
+    uint32_t target = ++a->head, irqs = atomic_load(&a->irqs);
     iowrite32(a->head, (void *)(a->regs + ACCEL_REG_HEAD));
     uint64_t end = now_ns() + 10000000000ull;
     pthread_mutex_lock(&a->lock);
-    while (ioread32((const void *)(a->regs + ACCEL_REG_COMPLETED)) != target) {
-        if (now_ns() > end || !pci_device_is_present(a->dev)) {
+    for (;;) {
+        bool done = ioread32((const void *)(a->regs + ACCEL_REG_COMPLETED)) == target;
+        if (done && atomic_load(&a->irqs) != irqs)
+            break;
+        if (done && (now_ns() > end || !pci_device_is_present(a->dev))) {
+            pthread_mutex_unlock(&a->lock);
+            fprintf(stderr, "accel_drv: %s: copy %u completed, but its interrupt never came\n",
+                    pci_name(a->dev), target);
+            return -ETIME;
+        }
+        if (!done && (now_ns() > end || !pci_device_is_present(a->dev))) {
             pthread_mutex_unlock(&a->lock);
             fprintf(stderr, "accel_drv: %s: copy %u not completed: status %#x, completed %u, "
                     "errors %u, last error %u\n", pci_name(a->dev), target,

@@ -87,7 +87,8 @@ n down >/dev/null
 n up "$NTBLEND_SRC/examples/topologies/smartio-p2p.ini" >/dev/null
 p2p() { # HOST WHAT
   out=$(n run --host "$1" -- accel_drv --p2p --size 256k --iters 2) || fail "p2p, $2: $out"
-  [ "$(grep -c '^p2p .* data verified$' <<<"$out")" = 2 ] || fail "p2p, $2: $out"
+  [ "$(grep -Ec '^p2p .* [0-9]+ MB/s, median [0-9.]+ us per copy, [0-9.]+ us per queued copy, data verified$' <<<"$out")" = 2 ] \
+    || fail "p2p, $2: $out"
 }
 n device lend accel0 --to b >/dev/null
 n device lend accel1 --to b >/dev/null

@@ -44,7 +44,7 @@ size=4M
 secs=3
 mapn=20000
 usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; }
-[ "${1:-}" = --help ] && { usage; exit 0; }
+for a in "$@"; do [ "$a" = --help ] && { usage; exit 0; }; done
 while getopts "o:p:b:r:s:t:n:qh" opt; do
   case $opt in
     o) out=$OPTARG ;;

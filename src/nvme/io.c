@@ -28,6 +28,8 @@ static int prep(nvme_qpair_t *qp, enum nvme_op op, uint32_t nsid, uint64_t lba,
     nvme_dev_t *d = qp->dev;
     if ((unsigned)op > NVME_OP_DEALLOCATE)
         return nvl_fail(-EINVAL, "unknown operation %d", (int)op);
+    if (d->ops->gone && d->ops->gone(d->ctx))
+        return nvl_fail(-ENODEV, "%s was removed (hot-unplugged): close it", d->name);
     const struct nvl_ns *ns = nvl_ns_find(d, nsid);
     if (!ns)
         return nvl_fail(-ENXIO, "%s: %s on namespace %u, which %s does not have (active: %u; "
@@ -183,6 +185,8 @@ int nvme_qpair_cmd(nvme_qpair_t *qp, const struct nvme_cmd *cmd, void *buf, size
         return -EINVAL;
     nvme_dev_t *d = qp->dev;
     uint64_t io = 0;
+    if (d->ops->gone && d->ops->gone(d->ctx))
+        return nvl_fail(-ENODEV, "%s was removed (hot-unplugged): close it", d->name);
     if (len && (!buf || nvl_mem_find(d, buf, len, &io)))
         return nvl_fail(-EFAULT, "nvme_qpair_cmd: the buffer is not in memory of %s "
                                  "(nvme_buf_alloc)", d->name);

@@ -55,6 +55,7 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t closed;
     bool on;
+    pid_t pid;                       /* the process that registered (not a fork's child) */
     int rc;                          /* pci_register_driver's error, if it failed */
     struct pci_dev *fns[MAX_FNS];
     struct pci_ctx *open[MAX_FNS];   /* the handle's backend on fns[i], or NULL */
@@ -76,10 +77,16 @@ static void futex_wait(_Atomic uint32_t *w, uint32_t seen, int timeout_ms)
 
 /* ---------------------------------------------------------------- the ops */
 
+/* Removed: the library's driver saw it go, or the caller's driver is in its remove(). */
+static bool dead(struct pci_ctx *c)
+{
+    return atomic_load(&c->gone) || !pci_device_is_present(c->dev);
+}
+
 static uint32_t pci_rd32(void *ctx, uint32_t off)
 {
     struct pci_ctx *c = ctx;
-    if (atomic_load(&c->gone))
+    if (dead(c))
         return UINT32_MAX; /* what a removed function's registers read */
     return ioread32((const void *)(c->bar + off));
 }
@@ -87,7 +94,7 @@ static uint32_t pci_rd32(void *ctx, uint32_t off)
 static void pci_wr32(void *ctx, uint32_t off, uint32_t val)
 {
     struct pci_ctx *c = ctx;
-    if (!atomic_load(&c->gone))
+    if (!dead(c))
         iowrite32(val, (void *)(c->bar + off));
 }
 
@@ -170,7 +177,7 @@ static int pci_irq_wait(void *ctx, uint32_t host_vector, uint32_t *seen, int tim
     }
     if (now == *seen && timeout_ms > 0) {
         /* A removed function raises nothing: sleep a little, the caller's checks end it. */
-        futex_wait(w, now, atomic_load(&c->gone) && timeout_ms > 1 ? 1 : timeout_ms);
+        futex_wait(w, now, dead(c) && timeout_ms > 1 ? 1 : timeout_ms);
         now = atomic_load(w);
     }
     if (now == *seen)
@@ -179,7 +186,7 @@ static int pci_irq_wait(void *ctx, uint32_t host_vector, uint32_t *seen, int tim
     return 0;
 }
 
-static bool pci_gone(void *ctx) { return atomic_load(&((struct pci_ctx *)ctx)->gone); }
+static bool pci_gone(void *ctx) { return dead(ctx); }
 
 static void pci_close(void *ctx)
 {
@@ -286,8 +293,16 @@ static int lib_register(void)
 {
     pthread_mutex_lock(&lib.lock);
     bool on = lib.on;
-    lib.on = true;
+    pid_t by = lib.pid;
+    if (!on) {
+        lib.on = true;
+        lib.pid = getpid();
+    }
     pthread_mutex_unlock(&lib.lock);
+    if (on && by != getpid())
+        return nvl_fail(-EBUSY, "the NVMe functions of this host are bound by process %d, of "
+                                "which this one is a fork: open them in that process (with "
+                                "fio: thread=1)", (int)by);
     if (on)
         return lib.rc;
     int rc = pci_register_driver(&lib_driver); /* probes run now: lib.lock not held */

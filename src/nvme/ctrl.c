@@ -61,6 +61,8 @@ static int admin_locked(nvme_dev_t *d, struct nvme_sqe *sqe, uint64_t io, size_t
 {
     if (!d->admin_live)
         return nvl_fail(-ENODEV, "%s: the admin queue is gone", d->name);
+    if (d->ops->gone && d->ops->gone(d->ctx))
+        return nvl_fail(-ENODEV, "%s was removed (hot-unplugged)", d->name);
     struct nvme_cpl c = { 0 };
     int rc = nvl_q_sync(&d->admin, sqe, io, len, &c);
     if (cpl)
@@ -424,8 +426,11 @@ int nvme_close(nvme_dev_t *d)
         uint32_t cc = d->ops->read32(d->ctx, NVME_REG_CC);
         d->ops->write32(d->ctx, NVME_REG_CC, cc | NVL_CC_SHN_NORMAL);
         uint64_t end = nvl_now_ns() + (uint64_t)d->to_ms * 1000000ull;
-        while ((d->ops->read32(d->ctx, NVME_REG_CSTS) & NVME_CSTS_SHST_MASK) !=
+        uint32_t csts;
+        while (((csts = d->ops->read32(d->ctx, NVME_REG_CSTS)) & NVME_CSTS_SHST_MASK) !=
                NVME_CSTS_SHST_COMPLETE) {
+            if (csts == UINT32_MAX) /* removed, or unreachable: nothing to wait for */
+                break;
             if (nvl_now_ns() > end) {
                 rc = rc ? rc : nvl_fail(-ETIMEDOUT, "%s: shutdown did not complete", d->name);
                 break;

@@ -421,7 +421,9 @@ int nvme_close(nvme_dev_t *d)
         d->ops->close(d->ctx);
         goto out;
     }
-    if (d->admin_live) {
+    /* A removed controller is gone with its DMA: nothing to shut down. */
+    bool removed = d->ops && d->ops->gone && d->ops->gone(d->ctx);
+    if (d->admin_live && !removed) {
         /* Normal shutdown, then disable: the device stops all DMA before memory goes. */
         uint32_t cc = d->ops->read32(d->ctx, NVME_REG_CC);
         d->ops->write32(d->ctx, NVME_REG_CC, cc | NVL_CC_SHN_NORMAL);
@@ -438,7 +440,7 @@ int nvme_close(nvme_dev_t *d)
             usleep(100);
         }
     }
-    if (d->ctx) {
+    if (d->ctx && !removed) {
         d->ops->write32(d->ctx, NVME_REG_CC, 0);
         int r = ready_wait(d, false);
         rc = rc ? rc : r;

@@ -2,7 +2,8 @@
 # Device Lending with an NVMe: the same driver binary (nvme_drv: the driver model and
 # libntbnvme's queue-pair core, nothing else) drives host a's NVMe as a local function and,
 # lent to c, as a function of c's tree — what it reads back is byte for byte the same, both
-# ways; fio (the ntbnvme engine, ntb_device=pci:) verifies on the lent NVMe; the FUSE export
+# ways; fio (the ntbnvme engine, ntb_device=pci:) verifies on the lent NVMe, also with a
+# streaming DMA mapping around every I/O (ntb_map=per-io); the FUSE export
 # of it takes dd and gives the bytes back; a reclaim during I/O reaches the driver's remove(),
 # fails the I/O without a hang and the driver exits cleanly; a borrower that crashes loses
 # the NVMe to its lender, which resets it, drives it, and lends it again.
@@ -58,6 +59,19 @@ if [ -f "$NTBLEND_BIN/../lib/ntbnvme-fio.so" ] && command -v fio >/dev/null; the
     || fail "fio verify on the lent NVMe: $out"
   grep -q "err= 0" <<<"$out" || fail "fio: $out"
   grep -q "READ: .*io=64.0MiB" <<<"$out" || fail "fio read back less than it wrote: $out"
+  # The same with a streaming DMA mapping around every I/O (ntb_map=per-io), on the lent and
+  # on the local NVMe; and the option refused where it cannot work.
+  sed 's/^\[verify\]$/ntb_map=per-io\nnumjobs=2\nsize=4M\n[verify]/' \
+    "$NTBLEND_SRC/examples/fio/lent-verify.fio" >"$work/map.fio"
+  out=$(NTBLEND_FIO_ENGINE="$NTBLEND_BIN/../lib/ntbnvme-fio.so" NTB_PCI=80:00.0 \
+        n run --host c -- fio "$work/map.fio" 2>&1) || fail "fio per-io on the lent NVMe: $out"
+  grep -q "err= 0" <<<"$out" || fail "fio per-io: $out"
+  grep -q "READ: .*io=8192KiB" <<<"$out" || fail "fio per-io read back less than it wrote: $out"
+  sed 's/^ntb_map=per-io$/ntb_map=per-io\nntb_buf=device/' "$work/map.fio" >"$work/map-bad.fio"
+  set +e; out=$(NTBLEND_FIO_ENGINE="$NTBLEND_BIN/../lib/ntbnvme-fio.so" NTB_PCI=80:00.0 \
+        n run --host c -- fio "$work/map-bad.fio" 2>&1); rc=$?; set -e
+  [ $rc -ne 0 ] || fail "ntb_map=per-io with ntb_buf=device ran: $out"
+  grep -q "ntb_map=per-io takes its buffers from host RAM" <<<"$out" || fail "per-io refusal: $out"
 else
   echo "note: no fio engine in this build: fio on the lent NVMe not checked"
 fi

@@ -365,6 +365,17 @@ int nvme_submit(nvme_qpair_t *qp, enum nvme_op op, uint32_t nsid, uint64_t lba,
                 uint32_t nblocks, void *buf, unsigned flags, nvme_cb_t cb, void *arg);
 
 /**
+ * nvme_submit_dma() - nvme_submit() with the data at a device address the caller mapped
+ * itself (a read or write: @ioaddr, contiguous for nblocks * block_size bytes as the device
+ * sees them, 4-byte aligned) — e.g. dma_map_single() of the buffer's PCI function
+ * (nvme_pci_dev()), mapped before and unmapped after each I/O, as Linux's streaming DMA API
+ * does for O_DIRECT. Other operations ignore @ioaddr. Checks and return as nvme_submit()
+ * (no -EFAULT: the library cannot check the address).
+ */
+int nvme_submit_dma(nvme_qpair_t *qp, enum nvme_op op, uint32_t nsid, uint64_t lba,
+                    uint32_t nblocks, uint64_t ioaddr, unsigned flags, nvme_cb_t cb, void *arg);
+
+/**
  * nvme_qpair_poll() - take what has completed, without waiting, running the callbacks; rings
  * deferred submissions first and fails commands past their timeout (-ETIMEDOUT).
  * @qp: the queue pair.

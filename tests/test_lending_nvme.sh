@@ -52,6 +52,14 @@ set +e; out=$(n run --host a -- nvme_drv 2>&1); rc=$?; set -e
 [ $rc -eq 3 ] || fail "the lender's driver bound a lent function (exit $rc): $out"
 grep -q "0000:02:00.0 (nvme0): cannot bind it" <<<"$out" || fail "lender bind: $out"
 
+# A function that is not there is refused with a message that names those that are.
+if command -v ntblend-nvmefs >/dev/null; then
+  set +e; out=$(n run --host c -- ntblend-nvmefs pci:99:00.0 "$work" 2>&1); rc=$?; set -e
+  [ $rc -eq 1 ] || fail "nvmefs on a missing function: exit $rc: $out"
+  grep -q "no NVMe function 0000:99:00.0 in this host's PCIe tree .*bound: 0000:80:00.0" <<<"$out" \
+    || fail "missing function: $out"
+fi
+
 # fio through the engine on the lent NVMe (pci:80:00.0), verified.
 if [ -f "$NTBLEND_BIN/../lib/ntbnvme-fio.so" ] && command -v fio >/dev/null; then
   out=$(NTBLEND_FIO_ENGINE="$NTBLEND_BIN/../lib/ntbnvme-fio.so" NTB_PCI=80:00.0 \

@@ -50,6 +50,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
 static struct fn fns[MAX_FNS];
 static int nfns;
+static bool looping; /* --loop runs: its I/O meets a removal and closes the handle itself */
 static volatile sig_atomic_t stop;
 
 static void on_signal(int sig)
@@ -80,7 +81,8 @@ static int probe(struct pci_dev *dev, const struct pci_device_id *id)
 }
 
 /* The function goes: wait until the I/O on it has given up (it fails at once on a removed
- * function), then close the handle, as a block driver tears its disk down. */
+ * function; under --loop the I/O thread reports that and closes the handle), then close
+ * what is left, as a block driver tears its disk down. */
 static void remove_fn(struct pci_dev *dev)
 {
     pthread_mutex_lock(&lock);
@@ -93,7 +95,7 @@ static void remove_fn(struct pci_dev *dev)
             printf("%s: removed (hot-unplugged)\n", pci_name(dev));
             fflush(stdout);
         }
-        while (f->busy)
+        while (f->busy || (looping && f->nd))
             pthread_cond_wait(&changed, &lock);
         nvme_qpair_delete(f->qp);
         nvme_close(f->nd);
@@ -116,6 +118,15 @@ static struct pci_driver driver = {
     .probe = probe,
     .remove = remove_fn,
 };
+
+/* Functions probed so far (probe() may add one from the watcher thread). */
+static int fn_count(void)
+{
+    pthread_mutex_lock(&lock);
+    int n = nfns;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
 
 /* Take a function for I/O (NULL: it was removed). */
 static struct fn *take(int i)
@@ -272,9 +283,12 @@ static int loop(void)
     uint8_t *want = malloc(65536);
     if (!want)
         return -ENOMEM;
+    pthread_mutex_lock(&lock);
+    looping = true;
+    pthread_mutex_unlock(&lock);
     while (!stop && live && (!end || now_ns() < end)) {
         live = 0;
-        for (int i = 0; i < nfns; i++) {
+        for (int i = 0, n = fn_count(); i < n; i++) {
             struct fn *f = take(i);
             if (!f)
                 continue;
@@ -323,6 +337,10 @@ static int loop(void)
         }
         step++;
     }
+    pthread_mutex_lock(&lock);
+    looping = false; /* a remove() from now on closes the handle itself */
+    pthread_cond_broadcast(&changed);
+    pthread_mutex_unlock(&lock);
     free(want);
     printf("loop: %" PRIu64 " I/Os done, %d function(s) failed while present\n", ios, failed);
     return failed ? -EIO : 0;
@@ -455,7 +473,7 @@ int main(int argc, char **argv)
         return 3;
     }
     int failed = 0;
-    for (int i = 0; i < nfns; i++) {
+    for (int i = 0, nf = fn_count(); i < nf; i++) {
         struct fn *f = take(i);
         if (!f)
             continue;

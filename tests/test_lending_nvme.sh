@@ -19,6 +19,13 @@ wait_for() { for _ in $(seq "${3:-200}"); do eval "$1" && return 0; sleep 0.05; 
 # The checksum line without the function's name, which differs between the hosts' trees.
 sum() { sed -n 's/^0000:[0-9a-f:.]*: \(namespace .*fnv1a64 .*\)$/\1/p' <<<"$1"; }
 
+# Bad options are refused before anything is bound; --help says how to use it.
+nvme_drv --help | grep -q "^usage: ntblend run --host H -- nvme_drv" || fail "nvme_drv --help"
+for bad in "--range 5" "--range 0:0" "--nsid 0" "--no-check" "--seconds 0" "extra"; do
+  set +e; out=$(nvme_drv $bad 2>&1); rc=$?; set -e
+  [ $rc -eq 2 ] || fail "nvme_drv $bad: exit $rc: $out"
+done
+
 n up "$NTBLEND_SRC/examples/topologies/smartio3.ini" >/dev/null
 
 # Local: a's own NVMe. The pattern written and read back, the data dumped.

@@ -6,7 +6,8 @@
 # streaming DMA mapping around every I/O (ntb_map=per-io); the FUSE export
 # of it takes dd and gives the bytes back; a reclaim during I/O reaches the driver's remove(),
 # fails the I/O without a hang and the driver exits cleanly; a borrower that crashes loses
-# the NVMe to its lender, which resets it, drives it, and lends it again.
+# the NVMe to its lender, which resets it, drives it, and lends it again; a driver started
+# before the NVMe is lent to its host serves it when it is hot-added.
 set -euo pipefail
 fabric="t-lendnvme-$$"
 n() { ntblend --fabric "$fabric" "$@"; }
@@ -146,4 +147,17 @@ n device lend nvme0 --to b >/dev/null
 out=$(n run --host b -- nvme_drv --range 30000:300 --seed 7 --no-write) || fail "lent to b: $out"
 grep -q "^0000:80:00.0: .*data verified$" <<<"$out" || fail "lent to b: $out"
 n host start c >/dev/null
+
+# Hot-add: a driver that started with no NVMe serves the one lent to its host later.
+n device reclaim nvme0 >/dev/null
+ntblend --fabric "$fabric" run --host c -- nvme_drv --range 0:16 --stay >"$work/hot" 2>&1 &
+hot=$!
+wait_for 'grep -q "^bound 0 NVMe function(s): waiting for one$" "$work/hot"' "no wait: $(cat "$work/hot")"
+n device lend nvme0 --to c >/dev/null
+wait_for 'grep -q "^0000:80:00.0: .*data verified$" "$work/hot"' "the hot-added NVMe was not served: $(cat "$work/hot")"
+n device reclaim nvme0 >/dev/null
+wait_for '! kill -0 $hot 2>/dev/null' "the driver still runs after the reclaim: $(cat "$work/hot")" 400
+rc=0; wait $hot || rc=$?
+[ $rc -eq 0 ] || fail "exit $rc after the hot-added NVMe went: $(cat "$work/hot")"
+grep -q "^all functions removed$" "$work/hot" || fail "hot-add: $(cat "$work/hot")"
 echo "ok"

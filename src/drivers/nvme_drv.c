@@ -346,6 +346,21 @@ static int loop(void)
     return failed ? -EIO : 0;
 }
 
+/* Bring up (and check) the functions probed since the last call; how many failed. */
+static int serve(int *done)
+{
+    int failed = 0;
+    for (int nf = fn_count(); *done < nf; (*done)++) {
+        struct fn *f = take(*done);
+        if (!f)
+            continue;
+        if (bring_up(f) || (!opt.loop && check(f)))
+            failed++;
+        put(f);
+    }
+    return failed;
+}
+
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -365,7 +380,9 @@ static void usage(FILE *out)
         "  --dump PREFIX         write the data read back to PREFIX.BB:DD.F.bin\n"
         "  --poll                poll for completions instead of MSI-X interrupts\n"
         "  --stay                after the check, stay until every function is removed\n"
-        "                        (prints 'BDF: removed (hot-unplugged)'); exits 0 then\n"
+        "                        (prints 'BDF: removed (hot-unplugged)'); exits 0 then.\n"
+        "                        Functions hot-added meanwhile are brought up and checked\n"
+        "                        (with none at the start, it waits for one)\n"
         "  --loop                instead of the check: write and verify 64 KiB pieces over the\n"
         "                        range until the functions are removed (or --seconds N); exits\n"
         "                        0 when I/O failed only on functions that were removed\n"
@@ -373,7 +390,7 @@ static void usage(FILE *out)
         "  -h, --help            this text\n"
         "\n"
         "Exit status: 0 all went well; 1 a function failed (bring-up, I/O, data); 2 bad\n"
-        "options; 3 no NVMe function could be bound.\n"
+        "options; 3 no NVMe function could be bound (without --stay).\n"
         "\n"
         "  ntblend run --host a -- nvme_drv --range 0:256 --dump /tmp/a\n"
         "  ntblend device lend nvme0 --to c\n"
@@ -467,27 +484,27 @@ int main(int argc, char **argv)
                         "host: ntblend run --host H -- nvme_drv)\n", strerror(-n));
         return 3;
     }
-    printf("bound %d NVMe function(s)\n", n);
-    if (!n) {
+    printf("bound %d NVMe function(s)%s\n", n, !n && opt.stay ? ": waiting for one" : "");
+    if (!n && !opt.stay) {
         pci_unregister_driver(&driver);
         return 3;
     }
-    int failed = 0;
-    for (int i = 0, nf = fn_count(); i < nf; i++) {
-        struct fn *f = take(i);
-        if (!f)
-            continue;
-        if (bring_up(f) || (!opt.loop && check(f)))
-            failed++;
-        put(f);
-    }
+    int failed = 0, done = 0;
+    failed += serve(&done);
     if (opt.loop && loop())
         failed++;
     if (opt.stay && !opt.loop) {
-        while (!stop && pci_wait_removed(&driver, 200) == -ETIMEDOUT)
-            ;
-        if (!stop)
-            printf("all functions removed\n");
+        /* Functions hot-added meanwhile (lent to this host) are probed by the watcher: serve
+         * them as they come. */
+        while (!stop) {
+            if (!done) { /* none yet: one may be lent to this host */
+                usleep(100000);
+            } else if (pci_wait_removed(&driver, 200) == 0) {
+                printf("all functions removed\n");
+                break;
+            }
+            failed += serve(&done);
+        }
     }
     pci_unregister_driver(&driver); /* remove() closes what is still open */
     return failed ? 1 : 0;

@@ -284,6 +284,7 @@ void shmem_finalize(void)
     if (!shm.initialized || shm.finalized)
         return;
     shm_barrier(); /* nobody touches a heap after this */
+    atomic_store(&shm_ctrl_of(shm.me)->finished, 1); /* our heap's removal is no loss */
     shm_heap_fini();
     shm_team_fini();
     shm_xport_fini();

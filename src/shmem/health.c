@@ -10,6 +10,9 @@
  * A PE that passed shmem_finalize's barrier removes its heap too: it sets `finished` in its
  * control page first, which stays readable while we are connected.
  *
+ * A PE that stops on a loss exits with SHM_EXIT_LOST, so that oshrun reports the PE that was
+ * lost (killed, or exited otherwise) rather than one that noticed.
+ *
  * PEs reached only through the ring's nodes have no connection here: their loss ends the job
  * through oshrun, which watches every PE's process and ends the others.
  */
@@ -17,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <ntblend/ntb.h>
 
@@ -39,7 +43,7 @@ enum { LOST_PROCESS = 1, LOST_PATH = 2 };
 
 /* Stop: say which PE is lost and why, and leave the same in our control page, so that a PE
  * that sees us go names the PE that was lost first rather than us. */
-static void lost(int pe, unsigned why, int seen_via)
+static _Noreturn void lost(int pe, unsigned why, int seen_via)
 {
     char host[64], via[96] = "";
     host_name(pe, host, sizeof host);
@@ -48,11 +52,15 @@ static void lost(int pe, unsigned why, int seen_via)
     struct shm_ctrl *c = shm_ctrl_of(shm.me);
     atomic_store(&c->lost_why, why);
     atomic_store(&c->lost, (uint32_t)pe + 1);
+    fflush(NULL);
     if (why == LOST_PATH)
-        shm_fatal("PE %d on host %s was lost%s: the path to host %s is down (the host went "
-                  "down, or a link on the way); ending", pe, host, via, host);
-    shm_fatal("PE %d on host %s was lost%s: its process ended before shmem_finalize (it exited "
-              "or was killed); ending", pe, host, via);
+        fprintf(stderr, "shmem: PE %d: PE %d on host %s was lost%s: the path to host %s is down "
+                "(the host went down, or a link on the way); ending\n", shm.me, pe, host, via,
+                host);
+    else
+        fprintf(stderr, "shmem: PE %d: PE %d on host %s was lost%s: its process ended before "
+                "shmem_finalize (it exited or was killed); ending\n", shm.me, pe, host, via);
+    _exit(SHM_EXIT_LOST);
 }
 
 void shm_check_peers(void)

@@ -195,6 +195,7 @@ void shm_check_exit(void);
 /* health.c: is every PE mapped here still there? Reads each connection's state word (no
  * syscall), at most every SHM_HEALTH_MS; a lost PE is fatal, with the PE, its host and why. */
 #define SHM_HEALTH_MS 20
+#define SHM_EXIT_LOST 75 /* a PE's exit status when it stopped on a lost PE (oshrun knows it) */
 void shm_check_peers(void);
 
 /* util */

@@ -8,7 +8,8 @@
  * the owner's host crashes). Loads only, no syscall, and not on the operations' own paths.
  *
  * A PE that passed shmem_finalize's barrier removes its heap too: it sets `finished` in its
- * control page first, which stays readable while we are connected.
+ * control page first, which stays readable while we are connected; so does a PE that exits
+ * with status 0 without shmem_finalize (init.c).
  *
  * A PE that stops on a loss exits with SHM_EXIT_LOST, so that oshrun reports the PE that was
  * lost (killed, or exited otherwise) rather than one that noticed.
@@ -65,7 +66,7 @@ static _Noreturn void lost(int pe, unsigned why, int seen_via)
 
 void shm_check_peers(void)
 {
-    static uint64_t next;
+    static _Atomic uint64_t next; /* any thread of the PE may wait */
     if (!shm.initialized || shm.finalized || !shm.pes)
         return;
     uint64_t now = mono_ms();

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # OpenSHMEM failures (docs/openshmem.md, "Failures"): a job that checks its data (steady.c)
 # has a fault injected while it runs: its PE process killed (SIGKILL), its host crashed
-# (ntblend host kill), a link down on the switched fabric. Each time oshrun exits non-zero
+# (ntblend host kill), a link down on the switched fabric and on a switchless ring. Each time oshrun exits non-zero
 # with a message naming the lost PE and the cause (the link, for a link), the PEs that were
 # waiting name the lost PE too, no process of the job is left, and the LUT and requester-ID
 # entries are back to what they were before the job. oshrun is given 30 s as a hang guard
@@ -21,10 +21,11 @@ grep -q "steady: 2 rounds ok" "$work/out" || fail "steady: $(cat "$work/out")"
 base=$(tables)
 
 now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
-# start: the job in the background (4 PEs, one per host), until PE 0 has done a round.
+# start: the job in the background ($np PEs, one per host), until PE 0 has done a round.
+np=4
 start() {
     rm -f "$work"/pe*.pid "$work/running"
-    timeout 30 "$bin/oshrun" --fabric "$fabric" -np 4 "$work/steady" "$work" 1000000 \
+    timeout 30 "$bin/oshrun" --fabric "$fabric" -np $np "$work/steady" "$work" 1000000 \
         >"$work/out" 2>&1 &
     job=$!
     for _ in $(seq 600); do [[ -f "$work/running" ]] && return 0; sleep 0.05; done
@@ -116,4 +117,23 @@ settled "bad values"
 # After all that, the fabric still runs a job.
 "$bin/oshrun" --fabric "$fabric" -np 4 "$work/steady" "$work" 2 >"$work/out" 2>&1 ||
     fail "steady after the faults: $(cat "$work/out")"
+n down >/dev/null
+
+# ---- a switchless ring: a link pulled ends the job the same way (it is not re-routed yet),
+# the relays included.
+n up "$src/examples/topologies/ring5.ini" >/dev/null
+np=5
+"$bin/oshrun" --fabric "$fabric" -np 5 "$work/steady" "$work" 2 >"$work/out" 2>&1 ||
+    fail "steady on the ring: $(cat "$work/out")"
+base=$(tables)
+start
+fault=$(now_ms)
+n link down c d >/dev/null
+finish "ring link down"
+grep -q "^oshrun: .*link down: 2 c.right --- d.left; ending the job" "$work/out" ||
+    fail "ring link down: oshrun does not name the link: $(cat "$work/out")"
+grep -q "PE [23] on host [cd] was lost: the path to host [cd] is down" "$work/out" ||
+    fail "ring link down: no PE names the PE behind the link: $(cat "$work/out")"
+n link up c d >/dev/null
+settled "ring link down"
 echo "test_shmem_fail: ok"

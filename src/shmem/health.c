@@ -64,6 +64,24 @@ static _Noreturn void lost(int pe, unsigned why, int seen_via)
     _exit(SHM_EXIT_LOST);
 }
 
+void shm_path_lost(int host)
+{
+    char name[64];
+    if (ntb_node_name(shm.hosts[host].node, name, sizeof name))
+        snprintf(name, sizeof name, "node %u", shm.hosts[host].node);
+    int pe = shm.hosts[host].first_pe;
+    if (shm.me >= 0 && pe >= 0)
+        lost(pe, LOST_PATH, -1);
+    fflush(NULL);
+    if (shm.me >= 0)
+        fprintf(stderr, "shmem: PE %d: the path to the node of host %s is down; ending\n",
+                shm.me, name);
+    else
+        fprintf(stderr, "shmem: relay on host %s: the path to the node of host %s is down; "
+                "ending\n", getenv("NTBLEND_HOST") ? getenv("NTBLEND_HOST") : "?", name);
+    _exit(SHM_EXIT_LOST);
+}
+
 void shm_check_peers(void)
 {
     static _Atomic uint64_t next; /* any thread of the PE may wait */

@@ -197,6 +197,9 @@ void shm_check_exit(void);
 #define SHM_HEALTH_MS 20
 #define SHM_EXIT_LOST 75 /* a PE's exit status when it stopped on a lost PE (oshrun knows it) */
 void shm_check_peers(void);
+/* A transfer to host index `host` found its link down (-ENOLINK): stop the same way (naming
+ * the first PE of that host, if it has one). */
+_Noreturn void shm_path_lost(int host);
 
 /* util */
 int shm_parse_size(const char *s, size_t *out);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The demo: installs what is missing, builds, boots a two-host fabric, shows it, measures an
-# NTB window and the doorbell round trip between the hosts, lends an accelerator into another
-# host's PCIe tree, has a host drive a borrowed NVMe, runs an OpenSHMEM program across a
-# five-host switchless ring, and shuts it all down.
+# NTB window and the doorbell round trip between the hosts, lends an accelerator and an NVMe
+# into another host's PCIe tree (the same driver binary before and after), has hosts share an
+# NVMe through its manager, runs an OpenSHMEM program across a five-host switchless ring,
+# and shuts it all down.
 # Usage: scripts/demo.sh [--keep]   (--keep leaves the fabric up for you to explore)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +12,7 @@ keep=0
 case "${1:-}" in
   "") ;;
   --keep) keep=1 ;;
-  -h|--help) sed -n '2,4p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "demo.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
 esac
 
@@ -79,6 +80,21 @@ for _ in $(seq 100); do grep -q "^bound" "$tmp_d" && break; sleep 0.1; done
 ntblend --fabric demo-dev device reclaim accel0
 for _ in $(seq 100); do grep -q "hot-unplugged" "$tmp_d" && break; sleep 0.1; done
 kill "$drv"; wait "$drv" 2>/dev/null || true
+cat "$tmp_d"; rm -f "$tmp_d"
+
+step "Device Lending with an NVMe: the NVMe driver nvme_drv on a's own NVMe, then a lends it to c"
+ntblend --fabric demo-dev run --host a -- nvme_drv --range 0:256
+ntblend --fabric demo-dev device lend nvme0 --to c
+ntblend --fabric demo-dev lspci --host a -s nvme0
+ntblend --fabric demo-dev lspci --host c -s nvme0
+
+step "The same nvme_drv binary on c reads back what it wrote on a; reclaiming the NVMe reaches the driver"
+tmp_d=$(mktemp)
+ntblend --fabric demo-dev run --host c -- nvme_drv --range 0:256 --no-write --stay > "$tmp_d" &
+drv=$!
+for _ in $(seq 100); do grep -q "data verified\|DIFFERS" "$tmp_d" && break; sleep 0.1; done
+ntblend --fabric demo-dev device reclaim nvme0
+wait "$drv" # it ends by itself once its NVMe is gone
 cat "$tmp_d"; rm -f "$tmp_d"
 ntblend --fabric demo-dev device add nvme0
 

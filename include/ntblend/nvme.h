@@ -5,9 +5,12 @@
  * BAR — so the device fetches commands and posts completions over the NTB with no software
  * in between. Reads and writes move data by DMA straight into buffers of the application.
  *
- * Backends: the library drives the controller through a small ops table. Today's backend is
- * the SmartIO device-driver API (ntblend/smartio.h): nvme_open() borrows the device by name,
- * nvme_open_sio() takes one the caller borrowed.
+ * Backends: the library drives the controller through a small ops table. Two backends, one
+ * queue-pair core: the SmartIO device-driver API (ntblend/smartio.h) — nvme_open() borrows
+ * the device by name, nvme_open_sio() takes one the caller borrowed — and the driver model
+ * (ntblend/pci.h), for an NVMe function of this host's PCIe tree, the host's own or one lent
+ * to it (Device Lending): nvme_open("pci:0000:80:00.0"), or nvme_open_pci() from a driver's
+ * probe().
  *
  * Many hosts, one NVMe (smartio-tocs-2021 §6.2): a manager (nvme_manager_start(), or
  * `ntblend nvme manager DEVICE`) owns the controller and its admin queue; any number of
@@ -40,6 +43,12 @@ typedef struct nvme_dev nvme_dev_t;     /* one controller */
 typedef struct nvme_qpair nvme_qpair_t; /* one I/O submission queue and its completion queue */
 typedef struct nvme_mem nvme_mem_t;     /* memory the device can reach by DMA */
 struct sio_dev;
+struct pci_dev;
+
+/* Called (from the driver model's thread) when a function opened by nvme_open("pci:...") is
+ * hot-removed: I/O on @d fails from then on; close it (nvme_close) — the function's memory is
+ * released only after that. */
+typedef void (*nvme_remove_cb_t)(nvme_dev_t *d, void *arg);
 
 /**
  * enum nvme_place - where memory the library allocates is placed.
@@ -75,6 +84,9 @@ enum nvme_open_mode {
  * @mem_ioaddr: see @mem.
  * @mem_size: see @mem.
  * @mode: own the controller or be a client of its manager (enum nvme_open_mode).
+ * @on_remove: "pci:" devices: called when the function is hot-removed (may be NULL; the
+ *             program can also ask nvme_removed()).
+ * @remove_arg: passed to @on_remove.
  */
 struct nvme_open_opts {
     unsigned timeout_ms;
@@ -85,11 +97,19 @@ struct nvme_open_opts {
     uint64_t mem_ioaddr;
     size_t mem_size;
     enum nvme_open_mode mode;
+    nvme_remove_cb_t on_remove;
+    void *remove_arg;
 };
 
 /**
- * nvme_open() - borrow an NVMe by name (exclusively, through SmartIO) and bring it up.
- * @name: the device's fabric-wide name ("nvme0"; `ntblend device list`).
+ * nvme_open() - borrow an NVMe by name (exclusively, through SmartIO) and bring it up; or
+ * drive an NVMe function of this host's PCIe tree through the driver model.
+ * @name: the device's fabric-wide name ("nvme0"; `ntblend device list`); or "pci:BDF"
+ *        ("pci:0000:80:00.0", "pci:80:00.0") for that function of this host's tree (its own,
+ *        or one lent to it: `ntblend lspci --host H`), "pci:" for the first NVMe function.
+ *        For "pci:" the library registers a driver that binds every NVMe function (class
+ *        01:08:02) of the tree, for this process, until it exits; the process must not
+ *        register a driver of its own (use nvme_open_pci() there).
  * @opts: NULL for the defaults.
  * @out: the handle.
  *
@@ -103,9 +123,33 @@ struct nvme_open_opts {
  * Return: 0; -ENODEV no such device or not an NVMe; -EACCES not lent out by its host;
  * -EBUSY borrowed by someone else (NVME_OPEN_OWN while a manager runs); -ENOTCONN
  * (NVME_OPEN_CLIENT) no manager serves it, or it does not answer; -EIO controller fatal
- * status; -ETIMEDOUT the controller did not become ready.
+ * status; -ETIMEDOUT the controller did not become ready. "pci:": -ENODEV no such NVMe
+ * function bound; -EBUSY open already in this process, or the process has a driver of its own.
  */
 int nvme_open(const char *name, const struct nvme_open_opts *opts, nvme_dev_t **out);
+
+/**
+ * nvme_open_pci() - bring up the NVMe function @dev that the caller's driver bound (from its
+ * probe(), or later). The driver's remove() must close the handle (nvme_close) before it
+ * returns; I/O on a function being hot-removed fails (-ENODEV before submission, -EIO for
+ * what was outstanding), so threads doing I/O see it promptly.
+ * Return: as nvme_open().
+ */
+int nvme_open_pci(struct pci_dev *dev, const struct nvme_open_opts *opts, nvme_dev_t **out);
+
+/* The PCI function under a handle opened through the driver model, else NULL. */
+struct pci_dev *nvme_pci_dev(nvme_dev_t *d);
+
+/**
+ * nvme_pci_list() - the NVMe functions of this host's tree that this process binds (the
+ * library's driver registers on the first call, as for nvme_open("pci:")).
+ * @names: up to @max names ("0000:80:00.0") go here; may be NULL.
+ * Return: how many are bound (may be more than @max), or -errno.
+ */
+int nvme_pci_list(char (*names)[16], int max);
+
+/* Whether the device under @d was hot-removed (driver model); its I/O fails from then on. */
+bool nvme_removed(const nvme_dev_t *d);
 
 /**
  * nvme_open_sio() - bring up an NVMe the caller has borrowed (and enabled) through SmartIO.
@@ -319,6 +363,17 @@ enum nvme_op {
  */
 int nvme_submit(nvme_qpair_t *qp, enum nvme_op op, uint32_t nsid, uint64_t lba,
                 uint32_t nblocks, void *buf, unsigned flags, nvme_cb_t cb, void *arg);
+
+/**
+ * nvme_submit_dma() - nvme_submit() with the data at a device address the caller mapped
+ * itself (a read or write: @ioaddr, contiguous for nblocks * block_size bytes as the device
+ * sees them, 4-byte aligned) — e.g. dma_map_single() of the buffer's PCI function
+ * (nvme_pci_dev()), mapped before and unmapped after each I/O, as Linux's streaming DMA API
+ * does for O_DIRECT. Other operations ignore @ioaddr. Checks and return as nvme_submit()
+ * (no -EFAULT: the library cannot check the address).
+ */
+int nvme_submit_dma(nvme_qpair_t *qp, enum nvme_op op, uint32_t nsid, uint64_t lba,
+                    uint32_t nblocks, uint64_t ioaddr, unsigned flags, nvme_cb_t cb, void *arg);
 
 /**
  * nvme_qpair_poll() - take what has completed, without waiting, running the callbacks; rings

@@ -149,12 +149,15 @@ static const struct command commands[] = {
       "  nvme --host H mount DEVICE DIR [OPTIONS]\n"
       "                        expose each namespace as the file DIR/nsN through FUSE, so\n"
       "                        unmodified programs (dd, fio --ioengine=psync) use the device;\n"
-      "                        OPTIONS go to ntblend-nvmefs (see ntblend-nvmefs --help)\n"
+      "                        OPTIONS go to ntblend-nvmefs (see ntblend-nvmefs --help);\n"
+      "                        DEVICE may be pci:BB:DD.F, an NVMe function of H's PCIe tree\n"
+      "                        (its own, or one lent to it: ntblend lspci --host H)\n"
       "\nexamples:\n"
       "  ntblend device add nvme0 && ntblend nvme manager nvme0 --host a\n"
       "  ntblend run --host b -- nvme_bench --device nvme0 --qd 32\n"
       "  ntblend nvme status\n"
-      "  ntblend nvme stop nvme0\n" },
+      "  ntblend nvme stop nvme0\n"
+      "  ntblend device lend nvme0 --to c && ntblend nvme --host c mount pci:80:00.0 /tmp/n\n" },
     { "agent-ping", cmd_agent_ping, "agent-ping A B [--fabric NAME]",
       "ping host B's agent from host A's agent over the NTB",
       "A's agent sends a message through its NTB window into B's mailbox and rings B's\n"

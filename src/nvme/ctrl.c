@@ -61,6 +61,8 @@ static int admin_locked(nvme_dev_t *d, struct nvme_sqe *sqe, uint64_t io, size_t
 {
     if (!d->admin_live)
         return nvl_fail(-ENODEV, "%s: the admin queue is gone", d->name);
+    if (d->ops->gone && d->ops->gone(d->ctx))
+        return nvl_fail(-ENODEV, "%s was removed (hot-unplugged)", d->name);
     struct nvme_cpl c = { 0 };
     int rc = nvl_q_sync(&d->admin, sqe, io, len, &c);
     if (cpl)
@@ -283,14 +285,27 @@ static void dev_name(nvme_dev_t *d, const char *name, struct sio_dev *dev)
             snprintf(d->name, sizeof d->name, "%s", info[i].name);
 }
 
-static int open_common(const char *name, struct sio_dev *dev, const struct nvme_open_opts *opts,
+/* Which backend: a SmartIO name or device, or a driver-model function (bdf or pdev). */
+struct open_how {
+    const char *name;
+    struct sio_dev *dev;
+    const char *bdf;
+    struct pci_dev *pdev;
+};
+
+static int open_common(const struct open_how *how, const struct nvme_open_opts *opts,
                        nvme_dev_t **out)
 {
     static const struct nvme_open_opts defaults;
     const struct nvme_open_opts *o = opts ? opts : &defaults;
-    if (!out || (!name && !dev))
-        return nvl_fail(-EINVAL, "nvme_open: needs a device and somewhere to put the handle");
+    const char *name = how->name;
+    bool pci = how->bdf || how->pdev;
+    if (!out)
+        return nvl_fail(-EINVAL, "nvme_open: needs somewhere to put the handle");
     *out = NULL;
+    if (pci && o->mode == NVME_OPEN_CLIENT)
+        return nvl_fail(-EINVAL, "a PCI function is driven by its own process: no manager "
+                                 "serves it (NVME_OPEN_CLIENT is for SmartIO names)");
     nvme_dev_t *d = calloc(1, sizeof *d);
     if (!d)
         return -ENOMEM;
@@ -298,23 +313,31 @@ static int open_common(const char *name, struct sio_dev *dev, const struct nvme_
     pthread_rwlock_init(&d->mem_lock, NULL);
     d->timeout_ms = o->timeout_ms ? o->timeout_ms : 10000;
     d->spin_us = o->spin_us ? o->spin_us : 20;
-    dev_name(d, name, dev);
     /* Own the controller, or be a client of the manager that does. */
     bool client = false;
     uint32_t dev_id = 0, mgr_node = 0, mgr_pid = 0;
     int rc = 0;
-    if (name) {
-        bool managed = false;
-        rc = nvl_sio_lookup(name, &dev_id, &managed, &mgr_node, &mgr_pid);
-        if (!rc && o->mode == NVME_OPEN_CLIENT && !managed)
-            rc = nvl_fail(-ENOTCONN, "no manager serves %s: start one (ntblend nvme manager "
-                                     "%s), or open it to own it (NVME_OPEN_OWN)", name, name);
-        client = !rc && managed && o->mode != NVME_OPEN_OWN;
-    } else if (o->mode == NVME_OPEN_CLIENT) {
-        rc = nvl_fail(-EINVAL, "nvme_open_sio: a client opens the device by name (nvme_open)");
+    if (pci) {
+        rc = nvl_pci_backend(how->bdf, how->pdev, &d->ops, &d->ctx, d->name, sizeof d->name);
+        if (!rc && how->bdf)
+            nvl_pci_opened(d->ctx, d, o->on_remove, o->remove_arg);
+    } else {
+        dev_name(d, name, how->dev);
+        if (name) {
+            bool managed = false;
+            rc = nvl_sio_lookup(name, &dev_id, &managed, &mgr_node, &mgr_pid);
+            if (!rc && o->mode == NVME_OPEN_CLIENT && !managed)
+                rc = nvl_fail(-ENOTCONN, "no manager serves %s: start one (ntblend nvme "
+                                         "manager %s), or open it to own it (NVME_OPEN_OWN)",
+                              name, name);
+            client = !rc && managed && o->mode != NVME_OPEN_OWN;
+        } else if (o->mode == NVME_OPEN_CLIENT) {
+            rc = nvl_fail(-EINVAL, "nvme_open_sio: a client opens the device by name "
+                                   "(nvme_open)");
+        }
+        if (!rc)
+            rc = nvl_sio_backend(name, how->dev, client, &d->ops, &d->ctx);
     }
-    if (!rc)
-        rc = nvl_sio_backend(name, dev, client, &d->ops, &d->ctx);
     if (rc) {
         pthread_rwlock_destroy(&d->mem_lock);
         pthread_mutex_destroy(&d->lock);
@@ -344,18 +367,40 @@ fail:;
 int nvme_open(const char *name, const struct nvme_open_opts *opts, nvme_dev_t **out)
 {
     if (!name)
-        return nvl_fail(-EINVAL, "nvme_open: no device name (e.g. nvme0)");
-    return open_common(name, NULL, opts, out);
+        return nvl_fail(-EINVAL, "nvme_open: no device name (e.g. nvme0, or pci:80:00.0)");
+    if (!strncmp(name, "pci:", 4))
+        return open_common(&(struct open_how){ .bdf = name + 4 }, opts, out);
+    return open_common(&(struct open_how){ .name = name }, opts, out);
 }
 
 int nvme_open_sio(struct sio_dev *dev, const struct nvme_open_opts *opts, nvme_dev_t **out)
 {
     if (!dev)
         return nvl_fail(-EINVAL, "nvme_open_sio: no device (sio_borrow one first)");
-    return open_common(NULL, dev, opts, out);
+    return open_common(&(struct open_how){ .dev = dev }, opts, out);
 }
 
-struct sio_dev *nvme_sio_dev(nvme_dev_t *d) { return d ? nvl_sio_dev(d->ctx) : NULL; }
+int nvme_open_pci(struct pci_dev *dev, const struct nvme_open_opts *opts, nvme_dev_t **out)
+{
+    if (!dev)
+        return nvl_fail(-EINVAL, "nvme_open_pci: no function (from a driver's probe())");
+    return open_common(&(struct open_how){ .pdev = dev }, opts, out);
+}
+
+struct pci_dev *nvme_pci_dev(nvme_dev_t *d)
+{
+    return d && d->ops && !strcmp(d->ops->name, "pci") ? nvl_pci_dev(d->ctx) : NULL;
+}
+
+bool nvme_removed(const nvme_dev_t *d)
+{
+    return d && d->ops && d->ops->gone && d->ops->gone(d->ctx);
+}
+
+struct sio_dev *nvme_sio_dev(nvme_dev_t *d)
+{
+    return d && d->ops && !strcmp(d->ops->name, "smartio") ? nvl_sio_dev(d->ctx) : NULL;
+}
 
 bool nvme_is_client(const nvme_dev_t *d) { return d && d->client; }
 
@@ -376,13 +421,18 @@ int nvme_close(nvme_dev_t *d)
         d->ops->close(d->ctx);
         goto out;
     }
-    if (d->admin_live) {
+    /* A removed controller is gone with its DMA: nothing to shut down. */
+    bool removed = d->ops && d->ops->gone && d->ops->gone(d->ctx);
+    if (d->admin_live && !removed) {
         /* Normal shutdown, then disable: the device stops all DMA before memory goes. */
         uint32_t cc = d->ops->read32(d->ctx, NVME_REG_CC);
         d->ops->write32(d->ctx, NVME_REG_CC, cc | NVL_CC_SHN_NORMAL);
         uint64_t end = nvl_now_ns() + (uint64_t)d->to_ms * 1000000ull;
-        while ((d->ops->read32(d->ctx, NVME_REG_CSTS) & NVME_CSTS_SHST_MASK) !=
+        uint32_t csts;
+        while (((csts = d->ops->read32(d->ctx, NVME_REG_CSTS)) & NVME_CSTS_SHST_MASK) !=
                NVME_CSTS_SHST_COMPLETE) {
+            if (csts == UINT32_MAX) /* removed, or unreachable: nothing to wait for */
+                break;
             if (nvl_now_ns() > end) {
                 rc = rc ? rc : nvl_fail(-ETIMEDOUT, "%s: shutdown did not complete", d->name);
                 break;
@@ -390,7 +440,7 @@ int nvme_close(nvme_dev_t *d)
             usleep(100);
         }
     }
-    if (d->ctx) {
+    if (d->ctx && !removed) {
         d->ops->write32(d->ctx, NVME_REG_CC, 0);
         int r = ready_wait(d, false);
         rc = rc ? rc : r;

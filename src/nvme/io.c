@@ -22,12 +22,16 @@ struct prep {
     uint32_t nblocks;
 };
 
+/* Data in buf (found in the device's memories), or at the device address *io. */
 static int prep(nvme_qpair_t *qp, enum nvme_op op, uint32_t nsid, uint64_t lba,
-                uint32_t nblocks, const void *buf, unsigned flags, struct prep *p)
+                uint32_t nblocks, const void *buf, const uint64_t *io, unsigned flags,
+                struct prep *p)
 {
     nvme_dev_t *d = qp->dev;
     if ((unsigned)op > NVME_OP_DEALLOCATE)
         return nvl_fail(-EINVAL, "unknown operation %d", (int)op);
+    if (d->ops->gone && d->ops->gone(d->ctx))
+        return nvl_fail(-ENODEV, "%s was removed (hot-unplugged): close it", d->name);
     const struct nvl_ns *ns = nvl_ns_find(d, nsid);
     if (!ns)
         return nvl_fail(-ENXIO, "%s: %s on namespace %u, which %s does not have (active: %u; "
@@ -56,12 +60,17 @@ static int prep(nvme_qpair_t *qp, enum nvme_op op, uint32_t nsid, uint64_t lba,
             return nvl_fail(-EINVAL, "%s: %s of %u blocks (%zu bytes) is more than one command "
                             "moves (%zu bytes): split it", d->name, op_name[op], nblocks, len,
                             d->info.max_transfer);
-        if (!buf)
+        if (io) {
+            if (*io & 3)
+                return nvl_fail(-EINVAL, "%s: %s at device address %#" PRIx64 ": not 4-byte "
+                                "aligned", d->name, op_name[op], *io);
+            p->io = *io;
+        } else if (!buf) {
             return nvl_fail(-EINVAL, "%s: %s without a buffer", d->name, op_name[op]);
-        if ((uintptr_t)buf & 3)
+        } else if ((uintptr_t)buf & 3) {
             return nvl_fail(-EINVAL, "%s: %s buffer %p is not 4-byte aligned (nvme_buf_alloc "
                             "gives page-aligned ones)", d->name, op_name[op], buf);
-        if (nvl_mem_find(d, buf, len, &p->io))
+        } else if (nvl_mem_find(d, buf, len, &p->io))
             return nvl_fail(-EFAULT, "%s: %s buffer %p (%zu bytes) is not in memory the device "
                             "reaches: take it from nvme_buf_alloc (or nvme_mem_wrap)", d->name,
                             op_name[op], buf, len);
@@ -108,13 +117,14 @@ static void issue(nvme_qpair_t *qp, struct prep *p, int slot, unsigned flags, nv
     nvl_q_post(q, slot, &p->sqe, cb, arg, flags & NVME_SUBMIT_DEFER);
 }
 
-int nvme_submit(nvme_qpair_t *qp, enum nvme_op op, uint32_t nsid, uint64_t lba,
-                uint32_t nblocks, void *buf, unsigned flags, nvme_cb_t cb, void *arg)
+static int submit(nvme_qpair_t *qp, enum nvme_op op, uint32_t nsid, uint64_t lba,
+                  uint32_t nblocks, const void *buf, const uint64_t *io, unsigned flags,
+                  nvme_cb_t cb, void *arg)
 {
     if (!qp)
         return -EINVAL;
     struct prep p;
-    int rc = prep(qp, op, nsid, lba, nblocks, buf, flags, &p);
+    int rc = prep(qp, op, nsid, lba, nblocks, buf, io, flags, &p);
     if (rc)
         return rc;
     int slot = nvl_q_get(&qp->q);
@@ -125,13 +135,25 @@ int nvme_submit(nvme_qpair_t *qp, enum nvme_op op, uint32_t nsid, uint64_t lba,
     return 0;
 }
 
+int nvme_submit(nvme_qpair_t *qp, enum nvme_op op, uint32_t nsid, uint64_t lba,
+                uint32_t nblocks, void *buf, unsigned flags, nvme_cb_t cb, void *arg)
+{
+    return submit(qp, op, nsid, lba, nblocks, buf, NULL, flags, cb, arg);
+}
+
+int nvme_submit_dma(nvme_qpair_t *qp, enum nvme_op op, uint32_t nsid, uint64_t lba,
+                    uint32_t nblocks, uint64_t ioaddr, unsigned flags, nvme_cb_t cb, void *arg)
+{
+    return submit(qp, op, nsid, lba, nblocks, NULL, &ioaddr, flags, cb, arg);
+}
+
 static int sync_io(nvme_qpair_t *qp, enum nvme_op op, uint32_t nsid, uint64_t lba,
                    uint32_t nblocks, const void *buf)
 {
     if (!qp)
         return -EINVAL;
     struct prep p;
-    int rc = prep(qp, op, nsid, lba, nblocks, buf, 0, &p);
+    int rc = prep(qp, op, nsid, lba, nblocks, buf, NULL, 0, &p);
     if (rc)
         return rc;
     int slot = nvl_q_get_wait(&qp->q);
@@ -183,6 +205,8 @@ int nvme_qpair_cmd(nvme_qpair_t *qp, const struct nvme_cmd *cmd, void *buf, size
         return -EINVAL;
     nvme_dev_t *d = qp->dev;
     uint64_t io = 0;
+    if (d->ops->gone && d->ops->gone(d->ctx))
+        return nvl_fail(-ENODEV, "%s was removed (hot-unplugged): close it", d->name);
     if (len && (!buf || nvl_mem_find(d, buf, len, &io)))
         return nvl_fail(-EFAULT, "nvme_qpair_cmd: the buffer is not in memory of %s "
                                  "(nvme_buf_alloc)", d->name);

@@ -482,6 +482,10 @@ int nvme_manager_start(const char *name, const struct nvme_manager_opts *opts,
     *out = NULL;
     if (o->max_clients > MAX_CLIENTS)
         return nvl_fail(-EINVAL, "max_clients %u: at most %u", o->max_clients, MAX_CLIENTS);
+    if (!strncmp(name, "pci:", 4))
+        return nvl_fail(-EINVAL, "%s: a manager shares a SmartIO device (by its name, e.g. "
+                                 "nvme0); a PCI function of a host's tree is driven by one "
+                                 "process", name);
     struct nvme_manager *m = calloc(1, sizeof *m);
     if (!m)
         return -ENOMEM;

@@ -50,7 +50,8 @@ struct nvl_dma {
 /*
  * What the library needs from whatever gives it the device: register access (doorbells
  * included: write32 must reach the device as a posted write, after the stores before it),
- * memory the device reaches, and interrupts. SmartIO is backend_sio.c.
+ * memory the device reaches, and interrupts. SmartIO is backend_sio.c, the driver model
+ * (include/ntblend/pci.h) backend_pci.c.
  */
 struct nvme_backend_ops {
     const char *name;
@@ -63,6 +64,8 @@ struct nvme_backend_ops {
     /* Sleep until host vector's count differs from *seen (stores it) or timeout_ms:
      * 0 or -ETIMEDOUT. seen 0 with timeout 0 takes the current count. */
     int (*irq_wait)(void *ctx, uint32_t host_vector, uint32_t *seen, int timeout_ms);
+    /* Whether the device was hot-removed (submissions then fail with -ENODEV); may be NULL. */
+    bool (*gone)(void *ctx);
     void (*close)(void *ctx);
 };
 
@@ -75,6 +78,15 @@ int nvl_sio_backend(const char *name, struct sio_dev *dev, bool shared,
 int nvl_sio_lookup(const char *name, uint32_t *id, bool *managed, uint32_t *mgr_node,
                    uint32_t *mgr_pid);
 struct sio_dev *nvl_sio_dev(void *ctx);
+
+/* The driver model: a function the caller's driver bound (dev), or through the library's own
+ * driver the NVMe function bdf ("0000:80:00.0", "80:00.0"; "": the first) of this host's
+ * tree. name gets the function's name. */
+int nvl_pci_backend(const char *bdf, struct pci_dev *dev, const struct nvme_backend_ops **ops,
+                    void **ctx, char *name, size_t name_len);
+/* The handle opened on ctx, and whom to tell when the library's driver sees it removed. */
+void nvl_pci_opened(void *ctx, nvme_dev_t *d, nvme_remove_cb_t cb, void *arg);
+struct pci_dev *nvl_pci_dev(void *ctx);
 
 /* ---- the queue-pair core (qpair.c) ---- */
 

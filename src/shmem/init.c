@@ -211,6 +211,16 @@ void shm_job_env(uint32_t *self, bool relay)
     shm.seg_size = shm.globals_off + (relay ? 0 : shm_globals_size()); /* relay: learnt later */
 }
 
+/* A PE that leaves with status 0 without shmem_finalize (after its last barrier, say) is no
+ * loss to the others still finishing theirs (health.c): it says so as it exits. */
+static void exit_hook(int status, void *arg)
+{
+    (void)arg;
+    if (status == 0 && shm.initialized && !shm.finalized && shm.me >= 0 && shm.pes &&
+        shm.pes[shm.me].base)
+        atomic_store(&shm_ctrl_of(shm.me)->finished, 1);
+}
+
 void shmem_init(void)
 {
     if (shm.initialized)
@@ -274,6 +284,7 @@ void shmem_init(void)
     shm_xport_connect();
     shm_heap_init();
     shm_team_init();
+    on_exit(exit_hook, NULL);
     shm_barrier();
     shm_debug("initialized: %d PEs, heap %zu bytes%s", shm.npes, shm.heap_size,
               shm.routed ? ", routed around the ring" : "");
@@ -284,6 +295,7 @@ void shmem_finalize(void)
     if (!shm.initialized || shm.finalized)
         return;
     shm_barrier(); /* nobody touches a heap after this */
+    atomic_store(&shm_ctrl_of(shm.me)->finished, 1); /* our heap's removal is no loss */
     shm_heap_fini();
     shm_team_fini();
     shm_xport_fini();

@@ -227,9 +227,11 @@ static bool complete_first(struct rthread *t, bool wait)
     int rc = seg_dma_wait_first(t->pdq->q, wait ? -1 : 0);
     if (rc == -ETIMEDOUT)
         return false;
+    struct xp_pend *e = xp_fifo_first(&t->fifo);
+    if (rc == -ENOLINK) /* the link to the next hop (or to the PE's host) went down */
+        shm_path_lost(e->fwd ? e->fwd->link->host : shm.pes[e->m.dst_pe].host);
     if (rc)
         shm_fatal("relay: DMA of a forwarded put failed: %s", seg_strerror(rc));
-    struct xp_pend *e = xp_fifo_first(&t->fifo);
     if (e->fwd)
         xp_publish(e->fwd, e->idx, &e->m);
     else

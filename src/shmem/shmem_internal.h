@@ -27,6 +27,9 @@ struct shm_ctrl {
     _Atomic uint32_t notify;    /* futex word: bumped by every wake-up sent to this PE */
     _Atomic uint32_t sleeping;  /* someone sleeps on notify: senders must FUTEX_WAKE */
     _Atomic int32_t exit_code;  /* set by shmem_global_exit: status + 1 */
+    _Atomic uint32_t finished;  /* shmem_finalize passed its barrier: the heap goes away */
+    _Atomic uint32_t lost;      /* health.c: this PE stopped because it lost PE (lost - 1) */
+    _Atomic uint32_t lost_why;  /* ... whose process ended (1) or whose path went down (2) */
     _Atomic uint64_t bar_flag[SHM_BAR_ROUNDS]; /* dissemination barrier: arrivals per round */
     _Atomic uint64_t bar_count;   /* PE 0's: arrivals at the counter barrier, all barriers */
     _Atomic uint64_t bar_release; /* the last counter barrier that released us */
@@ -186,7 +189,17 @@ void shm_heap_unplace(void);
 
 /* sync.c */
 void shm_barrier(void);
+/* Called by every wait that can block, once it has spun and is about to sleep: leave on a
+ * global exit, and (health.c) stop with a message when a PE the job needs is lost. */
 void shm_check_exit(void);
+/* health.c: is every PE mapped here still there? Reads each connection's state word (no
+ * syscall), at most every SHM_HEALTH_MS; a lost PE is fatal, with the PE, its host and why. */
+#define SHM_HEALTH_MS 20
+#define SHM_EXIT_LOST 75 /* a PE's exit status when it stopped on a lost PE (oshrun knows it) */
+void shm_check_peers(void);
+/* A transfer to host index `host` found its link down (-ENOLINK): stop the same way (naming
+ * the first PE of that host, if it has one). */
+_Noreturn void shm_path_lost(int host);
 
 /* util */
 int shm_parse_size(const char *s, size_t *out);

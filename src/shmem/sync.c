@@ -36,6 +36,7 @@ void shm_check_exit(void)
         fflush(NULL);
         _exit(code - 1);
     }
+    shm_check_peers();
 }
 
 /* With more PEs than CPUs a waiting PE must give its CPU to the PE it waits for, and every

@@ -210,6 +210,8 @@ static void *sender_thread(void *arg)
             struct xp_pend *e = &sd->fifo.e[(sd->fifo.head + sd->queued) % XP_SLOTS];
             int rc = seg_dma_transfer(q, shm.local, stage_off(sd->host, e->idx), p->link->remote,
                                       xp_slot_off(p->ring, e->idx), e->m.len, 0);
+            if (rc == -ENOLINK)
+                shm_path_lost(sd->host);
             if (rc)
                 shm_fatal("cannot queue a DMA to the node of host node %u: %s",
                           shm.hosts[sd->host].node, seg_strerror(rc));
@@ -217,6 +219,8 @@ static void *sender_thread(void *arg)
         if (sd->queued) {
             pthread_mutex_unlock(&p->lock);
             int rc = seg_dma_wait_first(q, -1);
+            if (rc == -ENOLINK)
+                shm_path_lost(sd->host);
             if (rc)
                 shm_fatal("DMA to the node of host node %u failed: %s",
                           shm.hosts[sd->host].node, seg_strerror(rc));

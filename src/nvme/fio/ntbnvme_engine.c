@@ -6,7 +6,11 @@
  * jobs of that process (thread=1) with a reference count, one queue pair per job, fio's I/O
  * buffers taken from memory the device reaches (so data moves by DMA straight into them),
  * and the mapping of fio's queue/commit/getevents/event onto nvme_submit (deferred doorbell),
- * nvme_qpair_poll (rings it) and nvme_qpair_wait.
+ * nvme_qpair_poll (rings it) and nvme_qpair_wait. With ntb_map=per-io on a "pci:" device
+ * (the driver model) the buffers are plain host RAM (dma_host_alloc) and every read and
+ * write maps its buffer (dma_map_single) before submission and unmaps it on completion, as
+ * Linux's streaming DMA API does for O_DIRECT (the per-I/O cost of device-lending-2019
+ * Fig. 21).
  *
  * Built against the headers of the fio that is installed (scripts/fio-src.sh) and loaded
  * with ioengine=external:/path/to/ntbnvme-fio.so. Nothing of fio's code is here.
@@ -23,8 +27,10 @@
 #include "optgroup.h"
 
 #include "ntblend/nvme.h"
+#include "ntblend/pci.h"
 
 enum { PLACE_DEVICE, PLACE_LOCAL };
+enum { MAP_ONCE, MAP_PER_IO };
 
 /* The engine's options; fio keeps a pointer to the job in the first member. */
 struct ntbfio_opts {
@@ -35,6 +41,7 @@ struct ntbfio_opts {
     unsigned int cq;
     unsigned int buf;
     unsigned int irq;
+    unsigned int map;
 };
 
 static struct fio_option ntbfio_options[] = {
@@ -109,6 +116,22 @@ static struct fio_option ntbfio_options[] = {
         .minval = 0,
         .maxval = 255,
         .help = "0: poll; N: job k's queue pair sleeps in host vector N+k-1 when it waits",
+        .category = FIO_OPT_C_ENGINE,
+        .group = FIO_OPT_G_INVALID,
+    },
+    {
+        .name = "ntb_map",
+        .lname = "ntblend DMA mapping of the data buffers",
+        .type = FIO_OPT_STR,
+        .off1 = offsetof(struct ntbfio_opts, map),
+        .def = "once",
+        .help = "When fio's buffers are mapped for the device",
+        .posval = {
+            { .ival = "once", .oval = MAP_ONCE,
+              .help = "taken from memory the device reaches, mapped once" },
+            { .ival = "per-io", .oval = MAP_PER_IO,
+              .help = "host RAM, mapped and unmapped around every I/O (pci: devices)" },
+        },
         .category = FIO_OPT_C_ENGINE,
         .group = FIO_OPT_G_INVALID,
     },
@@ -204,8 +227,24 @@ struct ntbfio {
     unsigned ndone, nreaped;
     unsigned slots;       /* entries of queued[]; iodepth + 1 */
     nvme_mem_t *bufmem;   /* ntb_buf=device: the memory fio's buffers come from */
+    struct pci_dev *pdev; /* ntb_map=per-io: the function buffers are mapped for */
     bool warned;
 };
+
+/* ntb_map=per-io: what an io_u's mapping was (in io_u->engine_data: its device address). */
+static enum dma_data_direction dma_dir(const struct io_u *io_u)
+{
+    return io_u->ddir == DDIR_READ ? DMA_FROM_DEVICE : DMA_TO_DEVICE;
+}
+
+static void unmap_io(struct ntbfio *j, struct io_u *io_u)
+{
+    if (j->pdev && io_u->engine_data) {
+        dma_unmap_single(j->pdev, (dma_addr_t)(uintptr_t)io_u->engine_data, io_u->xfer_buflen,
+                         dma_dir(io_u));
+        io_u->engine_data = NULL;
+    }
+}
 
 /* Completion callbacks run inside our own poll/wait/delete calls, in the job's thread. */
 static __thread struct ntbfio *polling;
@@ -215,7 +254,9 @@ static void ntbfio_done(void *arg, const struct nvme_cpl *cpl)
     struct io_u *io_u = arg;
     struct ntbfio *j = polling;
     if (!j)
-        return; /* cancelled at cleanup: fio has freed its io_us by then */
+        return; /* cancelled at cleanup: fio has freed its io_us by then (mappings go with
+                   the function's binding) */
+    unmap_io(j, io_u);
     io_u->error = cpl->rc ? (unsigned)-cpl->rc : 0;
     if (cpl->rc && !j->warned) {
         j->warned = true;
@@ -370,6 +411,21 @@ static int ntbfio_init(struct thread_data *td)
         td_vmsg(td, EINVAL, "iodepth too large", "ntbnvme init");
         return 1;
     }
+    if (o->map == MAP_PER_IO) {
+        if (!(j->pdev = nvme_pci_dev(j->sd->dev))) {
+            log_err("ntbnvme: ntb_map=per-io maps buffers through the driver model: give a "
+                    "PCI function of this host's tree, ntb_device=pci:BB:DD.F (not %s)\n",
+                    o->device);
+            td_vmsg(td, EINVAL, "ntb_map=per-io needs a pci: device", "ntbnvme init");
+            return 1;
+        }
+        if (o->buf == PLACE_DEVICE) {
+            log_err("ntbnvme: ntb_map=per-io takes its buffers from host RAM: drop "
+                    "ntb_buf=device\n");
+            td_vmsg(td, EINVAL, "ntb_map=per-io with ntb_buf=device", "ntbnvme init");
+            return 1;
+        }
+    }
     struct nvme_qpair_opts qo = {
         .depth = j->slots < 2 ? 2 : j->slots,
         .sq_place = o->sq == PLACE_LOCAL ? NVME_PLACE_LOCAL : NVME_PLACE_DEVICE,
@@ -391,6 +447,15 @@ static int ntbfio_iomem_alloc(struct thread_data *td, size_t size)
     struct ntbfio *j = td->io_ops_data;
     struct ntbfio_opts *o = td->eo;
     nvme_dev_t *d = j->sd->dev;
+    if (j->pdev) {
+        /* Host RAM no device reaches until an I/O maps a piece of it. */
+        if (!(td->orig_buffer = dma_host_alloc(size))) {
+            log_err("ntbnvme: no host RAM for the buffers (%zu bytes): %s\n", size,
+                    strerror(errno));
+            return 1;
+        }
+        return 0;
+    }
     if (o->buf == PLACE_DEVICE && !(j->bufmem = nvme_mem_alloc(d, size, NVME_PLACE_DEVICE))) {
         log_err("ntbnvme: %s\n", nvme_errmsg());
         return 1;
@@ -408,7 +473,9 @@ static void ntbfio_iomem_free(struct thread_data *td)
     struct ntbfio *j = td->io_ops_data;
     if (!j)
         return;
-    if (td->orig_buffer)
+    if (td->orig_buffer && j->pdev)
+        dma_host_free(td->orig_buffer);
+    else if (td->orig_buffer)
         nvme_buf_free(j->sd->dev, td->orig_buffer);
     td->orig_buffer = NULL;
     if (j->bufmem)
@@ -465,8 +532,24 @@ static enum fio_q_status ntbfio_queue(struct thread_data *td, struct io_u *io_u)
         return reject(j, io_u, EINVAL, "not an operation this engine knows");
     }
 
-    int rc = nvme_submit(j->qp, op, j->nsid, lba, nblocks, buf, NVME_SUBMIT_DEFER,
+    int rc;
+    io_u->engine_data = NULL;
+    if (j->pdev && buf) {
+        dma_addr_t io = dma_map_single(j->pdev, buf, io_u->xfer_buflen, dma_dir(io_u));
+        if (dma_mapping_error(j->pdev, io)) {
+            if (errno == ENOSPC && (j->nqueued || nvme_qpair_outstanding(j->qp)))
+                return FIO_Q_BUSY; /* mappings come back as I/O completes */
+            return reject(j, io_u, errno, "dma_map_single failed");
+        }
+        io_u->engine_data = (void *)(uintptr_t)io;
+        rc = nvme_submit_dma(j->qp, op, j->nsid, lba, nblocks, io, NVME_SUBMIT_DEFER,
+                             ntbfio_done, io_u);
+        if (rc)
+            unmap_io(j, io_u);
+    } else {
+        rc = nvme_submit(j->qp, op, j->nsid, lba, nblocks, buf, NVME_SUBMIT_DEFER,
                          ntbfio_done, io_u);
+    }
     if (rc == -EAGAIN && (j->nqueued || nvme_qpair_outstanding(j->qp)))
         return FIO_Q_BUSY;
     if (rc) {

@@ -9,6 +9,7 @@
  * per queue pair, unaligned edges are read, modified and written back as whole blocks.
  *
  *   ntblend run --host b -- ntblend-nvmefs nvme0 /tmp/mnt
+ *   ntblend run --host c -- ntblend-nvmefs pci:80:00.0 /tmp/mnt   # an NVMe lent to c
  */
 #define _GNU_SOURCE
 #define FUSE_USE_VERSION 312
@@ -18,6 +19,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -494,6 +496,9 @@ static void usage(FILE *f)
         "process) on the directory DIR: one file per active namespace, nsN, whose bytes are\n"
         "the namespace's (size = capacity, no page cache), and info (model, serial, blocks).\n"
         "The device stays borrowed until the file system is unmounted.\n"
+        "DEVICE is a SmartIO name (nvme0: ntblend device list), or pci:BB:DD.F, an NVMe\n"
+        "function of this host's PCIe tree (its own, or one lent to it: ntblend lspci --host\n"
+        "H), driven through the driver model; a hot-remove of it ends the mount.\n"
         "  -f, --foreground   stay in the foreground (the default)\n"
         "  -d, --daemon       go to the background once DIR is mounted: the command returns\n"
         "                     0 when the files are there, 1 when the mount failed; stderr\n"
@@ -531,9 +536,19 @@ static void make_info(void)
 }
 
 /* Brings the device up and learns its namespaces. Return: 0, or 1 with the reason printed. */
+/* A "pci:" device was hot-removed: its I/O fails from now on; end the mount (as SIGTERM). */
+static void on_remove(nvme_dev_t *d, void *arg)
+{
+    (void)d;
+    (void)arg;
+    fprintf(stderr, PROG ": %s was removed (hot-unplugged): unmounting\n", fs.device);
+    kill(getpid(), SIGTERM);
+}
+
 static int open_device(unsigned threads)
 {
-    if (nvme_open(fs.device, NULL, &fs.dev)) {
+    struct nvme_open_opts oo = { .on_remove = on_remove };
+    if (nvme_open(fs.device, &oo, &fs.dev)) {
         fprintf(stderr, PROG ": cannot open %s: %s\n", fs.device, nvme_errmsg());
         return 1;
     }

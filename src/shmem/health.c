@@ -1,0 +1,118 @@
+/*
+ * Failure detection: a PE whose process ended (killed, or an exit without shmem_finalize), or
+ * whose host or the path to it went down, would leave the PEs waiting for it (a barrier, a
+ * wait_until, a routed reply) waiting forever. Every wait that can block calls
+ * shm_check_exit() once it has spun and is about to sleep; that calls shm_check_peers(),
+ * which reads the state word the fabric keeps for each of our connections (the owner's agent
+ * posts REMOVED when the owner's process goes, ours posts LOST when the path goes down or
+ * the owner's host crashes). Loads only, no syscall, and not on the operations' own paths.
+ *
+ * A PE that passed shmem_finalize's barrier removes its heap too: it sets `finished` in its
+ * control page first, which stays readable while we are connected; so does a PE that exits
+ * with status 0 without shmem_finalize (init.c).
+ *
+ * A PE that stops on a loss exits with SHM_EXIT_LOST, so that oshrun reports the PE that was
+ * lost (killed, or exited otherwise) rather than one that noticed.
+ *
+ * PEs reached only through the ring's nodes have no connection here: their loss ends the job
+ * through oshrun, which watches every PE's process and ends the others.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ntblend/ntb.h>
+
+#include "shmem_internal.h"
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void host_name(int pe, char *buf, size_t len)
+{
+    if (ntb_node_name(shm.pes[pe].node, buf, len))
+        snprintf(buf, len, "node %u", shm.pes[pe].node);
+}
+
+enum { LOST_PROCESS = 1, LOST_PATH = 2 };
+
+/* Stop: say which PE is lost and why, and leave the same in our control page, so that a PE
+ * that sees us go names the PE that was lost first rather than us. */
+static _Noreturn void lost(int pe, unsigned why, int seen_via)
+{
+    char host[64], via[96] = "";
+    host_name(pe, host, sizeof host);
+    if (seen_via >= 0)
+        snprintf(via, sizeof via, " (PE %d saw it and stopped)", seen_via);
+    struct shm_ctrl *c = shm_ctrl_of(shm.me);
+    atomic_store(&c->lost_why, why);
+    atomic_store(&c->lost, (uint32_t)pe + 1);
+    fflush(NULL);
+    if (why == LOST_PATH)
+        fprintf(stderr, "shmem: PE %d: PE %d on host %s was lost%s: the path to host %s is down "
+                "(the host went down, or a link on the way); ending\n", shm.me, pe, host, via,
+                host);
+    else
+        fprintf(stderr, "shmem: PE %d: PE %d on host %s was lost%s: its process ended before "
+                "shmem_finalize (it exited or was killed); ending\n", shm.me, pe, host, via);
+    _exit(SHM_EXIT_LOST);
+}
+
+void shm_path_lost(int host)
+{
+    char name[64];
+    if (ntb_node_name(shm.hosts[host].node, name, sizeof name))
+        snprintf(name, sizeof name, "node %u", shm.hosts[host].node);
+    int pe = shm.hosts[host].first_pe;
+    if (shm.me >= 0 && pe >= 0)
+        lost(pe, LOST_PATH, -1);
+    fflush(NULL);
+    if (shm.me >= 0)
+        fprintf(stderr, "shmem: PE %d: the path to the node of host %s is down; ending\n",
+                shm.me, name);
+    else
+        fprintf(stderr, "shmem: relay on host %s: the path to the node of host %s is down; "
+                "ending\n", getenv("NTBLEND_HOST") ? getenv("NTBLEND_HOST") : "?", name);
+    _exit(SHM_EXIT_LOST);
+}
+
+void shm_check_peers(void)
+{
+    static _Atomic uint64_t next; /* any thread of the PE may wait */
+    if (!shm.initialized || shm.finalized || !shm.pes)
+        return;
+    uint64_t now = mono_ms();
+    if (now < next)
+        return;
+    next = now + SHM_HEALTH_MS;
+    int relayed = -1, relayed_by = -1;
+    unsigned relayed_why = 0;
+    for (int pe = 0; pe < shm.npes; pe++) {
+        struct shm_pe *p = &shm.pes[pe];
+        if (pe == shm.me || !p->remote)
+            continue;
+        int st = seg_remote_state(p->remote);
+        if (st == SEG_EVENT_AVAILABLE)
+            continue;
+        if (st == SEG_EVENT_LOST)
+            lost(pe, LOST_PATH, -1);
+        /* Removed (or unavailable): gone with its process, unless it finalized. */
+        struct shm_ctrl *c = p->base ? shm_ctrl_of(pe) : NULL;
+        if (c && atomic_load(&c->finished))
+            continue;
+        uint32_t l = c ? atomic_load(&c->lost) : 0;
+        if (!l || l - 1 >= (uint32_t)shm.npes || (int)(l - 1) == shm.me)
+            lost(pe, LOST_PROCESS, -1);
+        relayed = (int)(l - 1); /* it stopped on a loss of its own: report that one */
+        relayed_by = pe;
+        relayed_why = atomic_load(&c->lost_why);
+    }
+    if (relayed >= 0)
+        lost(relayed, relayed_why == LOST_PATH ? LOST_PATH : LOST_PROCESS, relayed_by);
+}

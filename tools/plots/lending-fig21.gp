@@ -16,7 +16,7 @@ set xrange [*:*]
 set key bottom right box opaque
 set arrow 1 from lmed / 1000.0, graph 0 to lmed / 1000.0, graph 1 nohead dt 2 lc rgb "#1f5fbf"
 set arrow 2 from bmed / 1000.0, graph 0 to bmed / 1000.0, graph 1 nohead dt 2 lc rgb "#e08a1e"
-set label 1 sprintf("local median %.1f us", lmed / 1000.0) at lmed / 1000.0, 0.45 right offset -0.5,0 tc rgb "#1f5fbf"
+set label 1 sprintf("local median %.1f us", lmed / 1000.0) at lmed / 1000.0, 0.3 left offset 0.5,0 tc rgb "#1f5fbf"
 set label 2 sprintf("lent median %.1f us", bmed / 1000.0) at bmed / 1000.0, 0.55 left offset 0.5,0 tc rgb "#e08a1e"
 plot local using ($2 / 1000.0):($1 / 100.0) with linespoints pt 7 ps 0.8 lw 2 lc rgb "#1f5fbf" title "local NVMe", \
      lent using ($2 / 1000.0):($1 / 100.0) with linespoints pt 5 ps 0.8 lw 2 lc rgb "#e08a1e" title "lent NVMe"

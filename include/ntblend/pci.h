@@ -247,7 +247,8 @@ typedef void (*irq_handler_t)(int vector, void *arg);
 /**
  * request_irq() - run handler(vector, arg) in a thread of its own whenever the function
  * raises MSI-X vector @vector (several interrupts in between may be seen as one, as with
- * real MSI coalescing: a handler looks at the device's state).
+ * real MSI coalescing: a handler looks at the device's state). The handler is live when it
+ * returns: every interrupt raised from then on reaches it.
  */
 int request_irq(struct pci_dev *dev, unsigned vector, irq_handler_t handler, void *arg);
 void free_irq(struct pci_dev *dev, unsigned vector);

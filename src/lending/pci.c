@@ -68,6 +68,9 @@ struct irq {
     uint32_t seen;        /* the vector's count when the handler was installed */
     pthread_t thread;
     atomic_bool stop, running;
+    pthread_mutex_t lock; /* armed: the thread is waiting for the vector */
+    pthread_cond_t cond;
+    bool armed;
 };
 
 struct pci_dev {
@@ -1235,6 +1238,10 @@ static void *irq_thread(void *arg)
 {
     struct irq *q = arg;
     uint32_t seen = q->seen;
+    pthread_mutex_lock(&q->lock);
+    q->armed = true;
+    pthread_cond_signal(&q->cond);
+    pthread_mutex_unlock(&q->lock);
     while (!atomic_load(&q->stop))
         if (sio_wait_vector(q->host_vector, &seen, IRQ_WAIT_MS) == 0 && !atomic_load(&q->stop))
             q->handler((int)q->vector, q->arg);
@@ -1259,8 +1266,20 @@ int request_irq(struct pci_dev *d, unsigned vector, irq_handler_t handler, void 
     int rc = sio_enable_vector(d->sio, vector, hv);
     if (rc)
         return rc;
-    if ((rc = pthread_create(&q->thread, NULL, irq_thread, q)))
+    pthread_mutex_init(&q->lock, NULL);
+    pthread_cond_init(&q->cond, NULL);
+    if ((rc = pthread_create(&q->thread, NULL, irq_thread, q))) {
+        pthread_cond_destroy(&q->cond);
+        pthread_mutex_destroy(&q->lock);
         return -rc;
+    }
+    /* As request_irq() promises, the handler is live when we return: a new thread can wait
+     * many milliseconds for a CPU on a busy machine (while a sleeping one that is woken is
+     * run at once), and the device's first interrupts would reach no handler until then. */
+    pthread_mutex_lock(&q->lock);
+    while (!q->armed)
+        pthread_cond_wait(&q->cond, &q->lock);
+    pthread_mutex_unlock(&q->lock);
     atomic_store(&q->running, true);
     return 0;
 }
@@ -1274,5 +1293,7 @@ void free_irq(struct pci_dev *d, unsigned vector)
         return;
     atomic_store(&q->stop, true);
     pthread_join(q->thread, NULL);
+    pthread_cond_destroy(&q->cond);
+    pthread_mutex_destroy(&q->lock);
     atomic_store(&q->running, false);
 }

@@ -1,0 +1,345 @@
+#!/usr/bin/env bash
+# Device Lending measured (issue 9; smartio-tocs-2021 §7.1, device-lending-kvm-multidevice-2019
+# §6) with the drivers written against the driver model (include/ntblend/pci.h), one command:
+#   bw    accel_drv's bandwidthTest-style copies on an accelerator used by its own host (accel0
+#         on a) and by a borrower (the same binary on b, accel0 lent to it), host->device and
+#         device->host MB/s and the lent/local ratio; smartio3.ini with the latency model off,
+#         and the same topology with it on
+#   p2p   latency model on (smartio-p2p-latency.ini): a peer-to-peer copy by one accelerator's
+#         engine into the other's memory BAR in the three cases of the 2019 paper: both lent
+#         by one lender (accel0+accel1 of a, to b), one lent and one the borrower's own
+#         (accel0 of a lent to c, with c's accel2), lent by two lenders (accel0 of a and accel2
+#         of c, to b); hops of the path (NTB crossings + cluster switches, from the fabric's
+#         routes: `ntblend status --json`), median time per 4 KiB copy and MB/s of larger ones
+#   map   the median cost of one dma_map_single+dma_unmap_single of 4 KiB on a lent function
+#         and on a local one, side by side in one process (accel_drv --map-bench;
+#         tests/topologies/lend-dma.ini: the borrower's IOMMU on)
+#   fig21 smartio-tocs-2021 Fig. 21: fio 4 KiB random reads at QD 1, the buffer mapped and
+#         unmapped around every I/O (ntbnvme engine, ntb_map=per-io), the lender's own NVMe vs
+#         the same NVMe lent (examples/topologies/lend-nvme.ini); median lent/local with the
+#         latency model off, and the completion-latency CDF of both with it on. Skipped, with
+#         a note, without fio or an engine that has ntb_map.
+# Every round runs each case once, the cases interleaved; the figures are medians over rounds.
+# Writes the JSON (every round's figures and the medians) and a PNG per figure (gnuplot,
+# tools/plots/lending-*.gp) and prints a summary. Fabrics are booted under unique names in
+# $NTBLEND_SHM_DIR and shut down at exit (also on failure or Ctrl-C).
+# Usage: scripts/bench-lending.sh [-o FILE.json] [-p DIR] [-b BIN_DIR] [-r ROUNDS] [-s SIZE]
+#                                 [-t SECONDS] [-n N] [-q] [PART...]
+#   -o FILE   JSON output (default bench-lending.json)
+#   -p DIR    where the PNGs go (default: beside the JSON; docs/ for the documentation)
+#   -b DIR    where ntblend and accel_drv are (default $NTBLEND_BIN, else ./build/bin)
+#   -r N      rounds (default 5)
+#   -s SIZE   bytes per accel_drv copy for bw and the p2p rate (default 4M)
+#   -t SECS   fio run time per case and round (default 3)
+#   -n N      map+unmap pairs per map round (default 20000)
+#   -q        quick: 2 rounds, 1M copies, 1 s fio runs, 2000 map pairs (a smoke test)
+#   PART      any of bw p2p map fig21 (default: all)
+set -euo pipefail
+
+out=bench-lending.json
+plotdir=""
+bin=${NTBLEND_BIN:-./build/bin}
+rounds=5
+size=4M
+secs=3
+mapn=20000
+usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; }
+for a in "$@"; do [ "$a" = --help ] && { usage; exit 0; }; done
+while getopts "o:p:b:r:s:t:n:qh" opt; do
+  case $opt in
+    o) out=$OPTARG ;;
+    p) plotdir=$OPTARG ;;
+    b) bin=$OPTARG ;;
+    r) rounds=$OPTARG ;;
+    s) size=$OPTARG ;;
+    t) secs=$OPTARG ;;
+    n) mapn=$OPTARG ;;
+    q) rounds=2 size=1M secs=1 mapn=2000 ;;
+    h) usage; exit 0 ;;
+    *) echo "bench-lending: see -h" >&2; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+parts=("$@")
+[ ${#parts[@]} -gt 0 ] || parts=(bw p2p map fig21)
+for p in "${parts[@]}"; do
+  case $p in bw|p2p|map|fig21) ;; *) echo "bench-lending: unknown part '$p' (bw p2p map fig21; see -h)" >&2; exit 2 ;; esac
+done
+want() { local p; for p in "${parts[@]}"; do [ "$p" = "$1" ] && return 0; done; return 1; }
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "bench-lending: -r takes a positive number" >&2; exit 2; }
+[[ $secs =~ ^[1-9][0-9]*$ ]] || { echo "bench-lending: -t takes a positive number of seconds" >&2; exit 2; }
+[[ $mapn =~ ^[1-9][0-9]*$ ]] || { echo "bench-lending: -n takes a positive number" >&2; exit 2; }
+[[ $size =~ ^[1-9][0-9]*[kKmM]?$ ]] || { echo "bench-lending: -s takes bytes, with k or M (e.g. 4M)" >&2; exit 2; }
+
+src=$(cd "$(dirname "$0")/.." && pwd)
+abs=$(cd "$bin" 2>/dev/null && pwd) || { echo "bench-lending: no build directory '$bin'; run scripts/build.sh or pass -b DIR" >&2; exit 1; }
+bin=$abs
+for b in ntblend accel_drv; do
+  [ -x "$bin/$b" ] || { echo "bench-lending: $bin/$b is missing; run scripts/build.sh or pass -b DIR" >&2; exit 1; }
+done
+for t in jq gnuplot; do
+  command -v $t >/dev/null || { echo "bench-lending: $t is missing (apt-get install jq gnuplot-nox)" >&2; exit 1; }
+done
+[ -n "$plotdir" ] || plotdir=$(dirname "$out")
+mkdir -p "$plotdir"
+topos=$src/examples/topologies
+
+fabric=""
+tmp=$(mktemp -d)
+down() { [ -z "$fabric" ] || "$bin/ntblend" --fabric "$fabric" down >/dev/null 2>&1 || true; fabric=""; }
+trap 'down; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+nb() { "$bin/ntblend" --fabric "$fabric" "$@"; }
+boot() { # NAME TOPOLOGY
+  fabric="lendb-$$-$1"
+  nb up "$2" >/dev/null
+  echo "bench-lending: fabric $fabric ($(basename "$2"))" >&2
+}
+# TOPOLOGY with the latency model on (its defaults), into $tmp.
+with_latency() {
+  local f=$tmp/$(basename "$1" .ini)-latency.ini
+  { cat "$1"; printf '\n[latency]\nenabled = yes\n'; } >"$f"
+  echo "$f"
+}
+lend() { nb device lend "$1" --to "$2" >/dev/null; }
+reclaim() { nb device reclaim "$1" >/dev/null; }
+# Run accel_drv on HOST with ARGS; its output into $tmp/drv.out; a failed check stops us.
+drv() {
+  local host=$1; shift
+  if ! nb run --host "$host" -- "$bin/accel_drv" "$@" >"$tmp/drv.out" 2>"$tmp/drv.err"; then
+    echo "bench-lending: 'accel_drv $*' on host $host failed on fabric $fabric:" >&2
+    cat "$tmp/drv.out" "$tmp/drv.err" >&2
+    exit 1
+  fi
+}
+slot() { nb lspci --host "$1" --json | jq -r --arg d "$2" '.[0].functions[] | select(.name == $d) | .slot'; }
+# rows.tsv: part, case, key, round, value
+row() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$tmp/rows.tsv"; }
+: >"$tmp/rows.tsv"
+median() { # PART CASE KEY
+  awk -F'\t' -v p="$1" -v c="$2" -v k="$3" '$1 == p && $2 == c && $3 == k { print $5 }' "$tmp/rows.tsv" |
+    sort -g | awk '{ v[++n] = $1 } END { if (n) print (n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2) }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.3f", a / b }'; }
+echo "bench-lending: $(nproc) CPUs, $rounds rounds; parts: ${parts[*]}" >&2
+summary=()
+
+# ---------------------------------------------------------------- bw: local vs lent
+if want bw; then
+  iters=8
+  for model in off on; do
+    topo=$topos/smartio3.ini
+    [ $model = on ] && topo=$(with_latency "$topo")
+    boot "bw-$model" "$topo"
+    for r in $(seq "$rounds"); do
+      order="local lent"
+      [ $((r % 2)) = 0 ] && order="lent local" # neither always first
+      for where in $order; do
+        if [ $where = local ]; then
+          drv a --size "$size" --iters $iters
+          line=$(grep "^0000:$(slot a accel0) " "$tmp/drv.out")
+        else
+          lend accel0 b
+          drv b --size "$size" --iters $iters
+          line=$(grep "^0000:$(slot b accel0) " "$tmp/drv.out")
+          reclaim accel0
+        fi
+        h2d=$(sed -n 's/.*host->device \([0-9.]*\) MB\/s.*/\1/p' <<<"$line")
+        d2h=$(sed -n 's/.*device->host \([0-9.]*\) MB\/s.*/\1/p' <<<"$line")
+        [ -n "$h2d" ] && [ -n "$d2h" ] || { echo "bench-lending: no rates from accel_drv: $(cat "$tmp/drv.out")" >&2; exit 1; }
+        row bw "$model-$where" h2d_mbps "$r" "$h2d"
+        row bw "$model-$where" d2h_mbps "$r" "$d2h"
+      done
+    done
+    down
+  done
+  {
+    printf '# model\tdirection\tlocal\tlent\n'
+    for model in off on; do
+      for d in h2d d2h; do
+        printf '%s\t%s\t%s\t%s\n' "$model" "$d" "$(median bw $model-local ${d}_mbps)" "$(median bw $model-lent ${d}_mbps)"
+      done
+    done
+  } >"$tmp/bw.tsv"
+  gnuplot -e "dir='$src/tools/plots/'; in='$tmp/bw.tsv'; out='$plotdir/lending-bw.png'; size='$size'" \
+    "$src/tools/plots/lending-bw.gp"
+  summary+=("" "== accel_drv copies, accel0 used by its own host (local) and lent to b (lent): MB/s, median"
+    "   of $rounds rounds of $iters x $size each way")
+  summary+=("$(printf '%-16s | %9s %9s %7s | %9s %9s %7s' "" local lent ratio local lent ratio)"
+    "$(printf '%-16s | %-27s | %-27s' "" "latency model off" "latency model on")")
+  for d in h2d d2h; do
+    l0=$(median bw off-local ${d}_mbps) b0=$(median bw off-lent ${d}_mbps)
+    l1=$(median bw on-local ${d}_mbps) b1=$(median bw on-lent ${d}_mbps)
+    summary+=("$(printf '%-16s | %9.0f %9.0f %7s | %9.0f %9.0f %7s' \
+      "$([ $d = h2d ] && echo host-to-device || echo device-to-host)" "$l0" "$b0" "$(ratio "$b0" "$l0")" \
+      "$l1" "$b1" "$(ratio "$b1" "$l1")")")
+  done
+  summary+=("   plot: $plotdir/lending-bw.png")
+fi
+
+# ---------------------------------------------------------------- p2p: the three cases
+if want p2p; then
+  boot p2p "$topos/smartio-p2p-latency.ini"
+  st=$(nb status --json)
+  # Hops of the path between the two devices: 0 inside one host, else one NTB crossing plus
+  # the cluster switches between the two hosts' adapters.
+  hops() {
+    [ "$1" = "$2" ] && { echo 0; return; }
+    jq -r --arg a "$1" --arg b "$2" \
+      '[.adapters[] | select(.host == $a) | .peers[] | select(.host == $b) | .switches + 1] | min' <<<"$st"
+  }
+  # case: label, borrower, lent devices (with their lenders), hops
+  cases=("same-lender|b|accel0 accel1|$(hops a a)"
+         "lent+local|c|accel0|$(hops a c)"
+         "two-lenders|b|accel0 accel2|$(hops a c)")
+  p2p_run() { # CASE ROUND KIND SIZE ITERS
+    local label host devs h
+    IFS='|' read -r label host devs h <<<"$1"
+    for d in $devs; do lend "$d" "$host"; done
+    drv "$host" --p2p --size "$4" --iters "$5"
+    for d in $devs; do reclaim "$d"; done
+    [ "$(grep -c '^p2p .* data verified$' "$tmp/drv.out")" = 2 ] ||
+      { echo "bench-lending: p2p $label: not two verified copies: $(cat "$tmp/drv.out")" >&2; exit 1; }
+    # Both directions take the same path: their mean.
+    if [ "$3" = lat ]; then
+      row p2p "$label" median_us "$2" "$(sed -n 's/^p2p .* median \([0-9.]*\) us per copy.*/\1/p' "$tmp/drv.out" | awk '{ s += $1 } END { printf "%.2f", s / NR }')"
+      row p2p "$label" queued_us "$2" "$(sed -n 's/^p2p .* \([0-9.]*\) us per queued copy.*/\1/p' "$tmp/drv.out" | awk '{ s += $1 } END { printf "%.3f", s / NR }')"
+    else
+      row p2p "$label" mbps "$2" "$(sed -n 's/^p2p .* bytes \([0-9.]*\) MB\/s.*/\1/p' "$tmp/drv.out" | awk '{ s += $1 } END { printf "%.0f", s / NR }')"
+    fi
+  }
+  for r in $(seq "$rounds"); do
+    for c in "${cases[@]}"; do
+      p2p_run "$c" "$r" lat 4k 64
+      p2p_run "$c" "$r" bw "$size" 8
+    done
+  done
+  down
+  {
+    printf '# case\thops\tqueued_us\tmbps\tmedian_us\n'
+    for c in "${cases[@]}"; do
+      IFS='|' read -r label _ _ h <<<"$c"
+      printf '%s\t%s\t%s\t%s\t%s\n' "$label" "$h" "$(median p2p "$label" queued_us)" \
+        "$(median p2p "$label" mbps)" "$(median p2p "$label" median_us)"
+      row p2p "$label" hops 0 "$h"
+    done
+  } >"$tmp/p2p.tsv"
+  gnuplot -e "dir='$src/tools/plots/'; in='$tmp/p2p.tsv'; out='$plotdir/lending-p2p.png'; size='$size'" \
+    "$src/tools/plots/lending-p2p.gp"
+  summary+=("" "== Peer-to-peer copies by one accelerator's engine into the other's memory BAR, latency"
+    "   model on (smartio-p2p-latency.ini), medians of $rounds rounds, both directions averaged:"
+    "   queued = 64 copies of 4 KiB queued at once (engine time per copy over the path);"
+    "   one by one = median 4 KiB copy from doorbell to interrupt; MB/s = 8 x $size one by one")
+  summary+=("$(printf '%-44s | %4s | %10s | %10s | %9s' case hops "queued us" "1-by-1 us" "MB/s")")
+  while IFS=$'\t' read -r label h q mb us; do
+    case $label in
+      same-lender) desc="both lent by a (accel0, accel1) to b" ;;
+      lent+local) desc="accel0 of a lent to c, c's own accel2" ;;
+      two-lenders) desc="lent by a (accel0) and by c (accel2) to b" ;;
+    esac
+    summary+=("$(printf '%-44s | %4s | %10s | %10s | %9s' "$desc" "$h" "$q" "$us" "$mb")")
+  done < <(tail -n +2 "$tmp/p2p.tsv")
+  summary+=("   plot: $plotdir/lending-p2p.png")
+fi
+
+# ---------------------------------------------------------------- map: map+unmap costs
+if want map; then
+  boot map "$src/tests/topologies/lend-dma.ini"
+  lend accel0 c
+  lent=$(slot c accel0) own=$(slot c accel1)
+  for r in $(seq "$rounds"); do
+    drv c --size 64k --iters 1 --map-bench "$mapn"
+    for w in lent own; do
+      ns=$(sed -n "s/^map-bench 0000:${!w}: .* median \([0-9]*\) ns$/\1/p" "$tmp/drv.out")
+      [ -n "$ns" ] || { echo "bench-lending: no map-bench figure for ${!w}: $(cat "$tmp/drv.out")" >&2; exit 1; }
+      row map "$([ $w = own ] && echo local || echo lent)" median_ns "$r" "$ns"
+    done
+  done
+  down
+  l=$(median map local median_ns) b=$(median map lent median_ns)
+  summary+=("" "== One dma_map_single+dma_unmap_single of 4 KiB (lend-dma.ini: c's IOMMU on; $mapn pairs a"
+    "   round, median of $rounds rounds' medians): local ${l} ns, lent ${b} ns, lent/local $(ratio "$b" "$l")")
+fi
+
+# ---------------------------------------------------------------- fig21: fio, per-I/O mapping
+if want fig21; then
+  engine=$bin/../lib/ntbnvme-fio.so
+  why=""
+  if ! command -v fio >/dev/null; then why="no fio"
+  elif [ ! -f "$engine" ]; then why="no fio engine at $engine"
+  elif ! fio --enghelp="$engine" 2>/dev/null | grep -q '^ntb_map'; then why="the fio engine has no ntb_map option"
+  elif [ ! -f "$topos/lend-nvme.ini" ]; then why="no examples/topologies/lend-nvme.ini"
+  fi
+  if [ -n "$why" ]; then
+    echo "bench-lending: fig21 skipped: $why" >&2
+    summary+=("" "== Fig. 21 (fio, per-I/O mapping): skipped: $why")
+  else
+    engine=$(cd "$(dirname "$engine")" && pwd)/ntbnvme-fio.so
+    pcts=1:5:10:20:30:40:50:60:70:80:90:95:99:99.5:99.9
+    fio_run() { # HOST SLOT OUT
+      if ! nb run --host "$1" -- fio --output-format=json --name=fig21 --ioengine=external:"$engine" \
+          --ntb_device="pci:0000:$2" --ntb_map=per-io --thread=1 --rw=randread --bs=4k --size=256M \
+          --iodepth=1 --norandommap --randrepeat=0 --time_based --runtime="$secs" --ramp_time=0.2 \
+          --lat_percentiles=1 --percentile_list="$pcts" >"$tmp/fio.out" 2>"$tmp/fio.err"; then
+        echo "bench-lending: fio on host $1 failed: $(cat "$tmp/fio.err")" >&2
+        exit 1
+      fi
+      sed -n '/^{/,$p' "$tmp/fio.out" | jq -c '.jobs[0] | if .error != 0 then error("fio job error \(.error)") else . end |
+        .read | (if .lat_ns.percentile then .lat_ns else .clat_ns end) as $l |
+        {iops: .iops, median_ns: $l.percentile["50.000000"],
+         cdf: [$l.percentile | to_entries[] | [(.key | tonumber), .value]]}' >"$3"
+    }
+    for model in off on; do
+      topo=$topos/lend-nvme.ini
+      [ $model = on ] && topo=$(with_latency "$topo")
+      boot "fig21-$model" "$topo"
+      own=$(slot a nvme0)
+      for r in $(seq "$rounds"); do
+        fio_run a "$own" "$tmp/f-$model-local-$r.json"
+        lend nvme0 c
+        fio_run c "$(slot c nvme0)" "$tmp/f-$model-lent-$r.json"
+        reclaim nvme0
+        for w in local lent; do
+          row fig21 "$model-$w" median_ns "$r" "$(jq -r .median_ns "$tmp/f-$model-$w-$r.json")"
+          row fig21 "$model-$w" iops "$r" "$(jq -r .iops "$tmp/f-$model-$w-$r.json")"
+        done
+      done
+      down
+    done
+    # The CDF (total latency: submission, the mapping, the I/O, its completion and the unmap):
+    # the round whose median is the median of the rounds, for each of local and lent.
+    for w in local lent; do
+      m=$(median fig21 on-$w median_ns)
+      best=$(awk -F'\t' -v c="on-$w" -v m="$m" '$1 == "fig21" && $2 == c && $3 == "median_ns" {
+        d = $5 - m; if (d < 0) d = -d; if (!n++ || d < bd) { bd = d; br = $4 } } END { print br }' "$tmp/rows.tsv")
+      jq -r '.cdf[] | "\(.[0])\t\(.[1])"' "$tmp/f-on-$w-$best.json" >"$tmp/cdf-$w.tsv"
+      cp "$tmp/f-on-$w-$best.json" "$tmp/cdf-$w.json"
+    done
+    lm=$(median fig21 on-local median_ns) bm=$(median fig21 on-lent median_ns)
+    gnuplot -e "dir='$src/tools/plots/'; local='$tmp/cdf-local.tsv'; lent='$tmp/cdf-lent.tsv'; out='$plotdir/lending-fig21.png'; lmed='$lm'; bmed='$bm'" \
+      "$src/tools/plots/lending-fig21.gp"
+    l0=$(median fig21 off-local median_ns) b0=$(median fig21 off-lent median_ns)
+    summary+=("" "== Fig. 21: fio 4 KiB random reads, QD 1, dma_map_single+dma_unmap_single around every"
+      "   I/O (ntb_map=per-io), median total latency (fio lat) (median of $rounds rounds of ${secs} s)"
+      "$(printf '   latency model off: local %s ns, lent %s ns, lent/local %s (target <= 1.02)' "$l0" "$b0" "$(ratio "$b0" "$l0")")"
+      "$(printf '   latency model on:  local %s ns, lent %s ns, lent/local %s' "$lm" "$bm" "$(ratio "$bm" "$lm")")"
+      "   CDF plot (model on): $plotdir/lending-fig21.png")
+  fi
+fi
+
+# ---------------------------------------------------------------- JSON
+jq -Rn --arg size "$size" --argjson rounds "$rounds" --argjson cpus "$(nproc)" --arg parts "${parts[*]}" '
+  [inputs | split("\t") | {part: .[0], case: .[1], key: .[2], round: (.[3] | tonumber), value: (.[4] | tonumber)}] as $rows |
+  def med: sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+  {tool: "bench-lending.sh", cpus: $cpus, rounds: $rounds, copy_bytes: $size, parts: ($parts | split(" ")),
+   medians: ($rows | group_by([.part, .case, .key]) | map({part: .[0].part, case: .[0].case, key: .[0].key,
+                                                          median: (map(.value) | med)})),
+   rounds_data: $rows}' <"$tmp/rows.tsv" >"$out"
+if want fig21 && [ -f "$tmp/cdf-local.json" ]; then
+  jq --slurpfile l "$tmp/cdf-local.json" --slurpfile b "$tmp/cdf-lent.json" \
+    '.fig21_cdf_latency_model_on = {local: $l[0].cdf, lent: $b[0].cdf}' "$out" >"$tmp/o.json"
+  mv "$tmp/o.json" "$out"
+fi
+printf '%s\n' "${summary[@]}"
+echo
+echo "JSON: $out"

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# scripts/bench-lending.sh, small: every part runs (fig21 only where fio and the NVMe engine's
+# per-I/O mapping are built; else it says why), the JSON holds a median for every figure the
+# summary prints, the same-lender peer-to-peer path has fewer hops than the other two, the
+# plots are written, usage errors exit 2 and nothing is left up. No timing asserted.
+set -euo pipefail
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+bench() { "$NTBLEND_SRC/scripts/bench-lending.sh" -b "$NTBLEND_BIN" "$@"; }
+expect_rc() { # RC ARGS...
+  local want=$1; shift
+  set +e; bench "$@" >/dev/null 2>&1; local rc=$?; set -e
+  [ "$rc" -eq "$want" ] || fail "exit $rc, expected $want: bench-lending.sh $*"
+}
+expect_rc 2 frob
+expect_rc 2 -r 0
+expect_rc 2 -s 12x
+expect_rc 2 -t x
+help=$(bench --help) && grep -q "^Usage: scripts/bench-lending.sh" <<<"$help" || fail "--help"
+
+before=$(ls "$NTBLEND_SHM_DIR" 2>/dev/null | grep -c '^ntblend\.lendb-' || true)
+out=$(bench -r 1 -s 256k -t 1 -n 200 -o "$work/b.json" -p "$work/plots" 2>"$work/err") \
+  || fail "bench-lending.sh: $out $(cat "$work/err")"
+j=$work/b.json
+med() { jq -r --arg p "$1" --arg c "$2" --arg k "$3" \
+  '.medians[] | select(.part == $p and .case == $c and .key == $k) | .median' "$j"; }
+pos() { awk -v v="$1" 'BEGIN { exit !(v + 0 > 0) }'; }
+for m in off on; do
+  for w in local lent; do
+    for k in h2d_mbps d2h_mbps; do
+      v=$(med bw "$m-$w" $k); pos "$v" || fail "bw $m-$w $k: '$v'"
+    done
+  done
+done
+for c in same-lender lent+local two-lenders; do
+  for k in queued_us median_us mbps; do
+    v=$(med p2p "$c" $k); pos "$v" || fail "p2p $c $k: '$v'"
+  done
+done
+s=$(med p2p same-lender hops) l=$(med p2p lent+local hops) t=$(med p2p two-lenders hops)
+[ "$s" = 0 ] && [ "$l" -gt 0 ] && [ "$t" -gt 0 ] || fail "hops: same lender $s, lent+local $l, two lenders $t"
+for w in local lent; do v=$(med map "$w" median_ns); pos "$v" || fail "map $w: '$v'"; done
+for p in bw p2p; do [ -s "$work/plots/lending-$p.png" ] || fail "no lending-$p.png"; done
+if grep -q "Fig. 21.*skipped" <<<"$out"; then
+  echo "fig21 skipped: $(grep 'Fig. 21' <<<"$out")"
+else
+  for m in off on; do
+    for w in local lent; do v=$(med fig21 "$m-$w" median_ns); pos "$v" || fail "fig21 $m-$w: '$v'"; done
+  done
+  [ -s "$work/plots/lending-fig21.png" ] || fail "no lending-fig21.png"
+  [ "$(jq '.fig21_cdf_latency_model_on.lent | length' "$j")" -gt 5 ] || fail "no CDF in the JSON"
+fi
+after=$(ls "$NTBLEND_SHM_DIR" 2>/dev/null | grep -c '^ntblend\.lendb-' || true)
+[ "$after" = "$before" ] || fail "fabrics left up: $(ls "$NTBLEND_SHM_DIR")"
+echo "ok"

@@ -19,6 +19,8 @@ packages=(
   "fio:the fio engine and its test (examples/fio)"
   "dpkg-dev:dpkg-source, which unpacks fio's source for the engine's build (scripts/fio-src.sh)"
   "nbdkit:a network block device as the reference in scripts/bench-nvme.sh (fio's nbd engine)"
+  "openmpi-bin:Open MPI's OSHMEM (oshrun), the reference of scripts/bench-shmem-oshmem.sh"
+  "libopenmpi-dev:Open MPI's oshcc and shmem.h, to build that benchmark's reference binary"
 )
 
 # The fio engine is compiled against fio's headers, which Debian does not ship:

@@ -4,7 +4,8 @@
 # PEs round-robin (each PE has two non-neighbours), at 3 PEs on a,c,e (two hops between all
 # but e-a; b and d only forward), at 4 PEs, at 2 PEs on a,c, at 10 PEs as 2 per host with an
 # 8M heap, and at 5 PEs with SHMEM_RING_THREADS=1 and 4 and with SHMEM_RING_CHUNK=4096 (many
-# chunks per put). quiet_fwd, progress and ring_order pick non-neighbours on purpose: quiet
+# chunks per put). The chunk chosen without SHMEM_RING_CHUNK is 512 KiB where the LUTs afford
+# it and 256 KiB where they do not (a 72M heap), the same in every process. quiet_fwd, progress and ring_order pick non-neighbours on purpose: quiet
 # waits for forwarded puts, the relays serve a target that sleeps outside the library, and
 # fence/put-with-signal keep their order across the hops. Then on four-hosts-switch.ini with
 # SHMEM_ATOMICS=software the AMO-heavy programs run with the target hosts' relays doing the
@@ -20,6 +21,19 @@ SHMEM_DEBUG=1 timeout 60 "$bin/oshrun" --fabric "$fabric" -np 5 "$work/hello" >"
     fail "hello on the ring: $(cat "$work/out")"
 [[ $(grep -o "routed around the ring" "$work/out" | wc -l) == 5 ]] ||
     fail "5 PEs on ring5 are not routed: $(cat "$work/out")"
+# Without SHMEM_RING_CHUNK the chunk is 512 KiB when the adapters can map the larger inboxes
+# next to the heap (5 PEs, the default heap), else 256 KiB; every PE and node agrees.
+chunk_is() { # LABEL KiB: the chunk every PE and node of $work/out chose, and the relays use
+    local n
+    n=$(grep -o "ring chunk $2 KiB" "$work/out" | wc -l)
+    ((n >= 10)) && [[ $(grep -o "ring chunk [0-9]* KiB" "$work/out" | wc -l) == "$n" ]] &&
+        [[ $(grep -o "rings of 8 x $(($2 * 1024)) bytes" "$work/out" | wc -l) == 5 ]] ||
+        fail "$1: not $2 KiB chunks everywhere: $(grep -E 'chunk|rings of' "$work/out")"
+}
+chunk_is "5 PEs, default heap" 512
+SHMEM_SYMMETRIC_SIZE=72M SHMEM_DEBUG=1 timeout 60 "$bin/oshrun" --fabric "$fabric" -np 5 \
+    "$work/hello" >"$work/out" 2>&1 || fail "hello, 72M heap: $(cat "$work/out")"
+chunk_is "5 PEs, 72M heap (512 KiB inboxes do not fit next to it)" 256
 run_all "5 PEs, ring" -np 5
 run_all "3 PEs on a,c,e" -np 3 --hosts a,c,e
 run_all "4 PEs, ring" -np 4

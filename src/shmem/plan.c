@@ -11,6 +11,13 @@
  * fits; a placement that cannot hold even a small heap, or a SHMEM_SYMMETRIC_SIZE that does
  * not fit, stops with a message that says what does. oshrun runs the same check once
  * (`oshrelay --check`) before it starts any PE.
+ *
+ * A ring job without SHMEM_RING_CHUNK also gets its chunk here: XP_LARGE_CHUNK when the
+ * adapters' LUTs and the hosts' RAM hold the inboxes and staging it needs next to the heap
+ * (given, or the default) with a granule to spare for the program's globals, else
+ * XP_DEFAULT_CHUNK. Larger chunks mean fewer messages, thread wake-ups and DMA set-ups per
+ * byte on every hop (docs/openshmem.md, Benchmarks). The choice depends only on the fabric's
+ * inventory and the job's environment, so every PE and node makes the same one.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -151,8 +158,27 @@ static void explain(char *buf, size_t len, const struct plan_limit *l)
                  l->entries);
 }
 
+/* A ring job's chunk, unless SHMEM_RING_CHUNK gave it (see the top of the file). */
+static void choose_chunk(void)
+{
+    if (!shm.routed || shm.chunk_given)
+        return;
+    shm_set_chunk(XP_LARGE_CHUNK);
+    size_t g;
+    struct plan_limit l = largest_segment(&g);
+    size_t need = round_up(SHM_CTRL_SIZE + shm.rbuf_size + shm.heap_size, g) + g;
+    if (l.seg == SIZE_MAX || need <= l.seg) {
+        shm_debug("ring chunk %zu KiB (the adapters can map its inboxes)", shm.chunk >> 10);
+        return;
+    }
+    shm_set_chunk(XP_DEFAULT_CHUNK);
+    shm_debug("ring chunk %zu KiB (%zu KiB ones would leave no room for the heap)",
+              shm.chunk >> 10, (size_t)XP_LARGE_CHUNK >> 10);
+}
+
 void shm_plan(bool heap_given, size_t globals)
 {
+    choose_chunk();
     size_t g;
     struct plan_limit l = largest_segment(&g);
     if (l.seg == SIZE_MAX)

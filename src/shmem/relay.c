@@ -384,7 +384,6 @@ int shmemi_relay_main(void)
 {
     uint32_t self;
     shm_job_env(&self, true);
-    shm_xport_init(self);
     struct shm_host *mine = &shm.hosts[shm.myhost];
     bool needed = shm.routed ? mine->ring_pos >= 0 : (shm.sw_atomics && shm.nhosts > 1 && mine->first_pe >= 0);
     if (!needed) {

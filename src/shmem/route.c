@@ -177,20 +177,25 @@ void shm_xport_init(uint32_t self)
                   "NTB) or software (done by the target host's node)", at);
     shm.sw_atomics = at && strcmp(at, "software") == 0;
     shm.threads = (int)env_num("SHMEM_RING_THREADS", 2, 1, XP_MAX_THREADS);
-    shm.chunk = (size_t)env_num("SHMEM_RING_CHUNK", XP_DEFAULT_CHUNK, 4096, 1 << 20);
-    shm.chunk = (shm.chunk + 63) & ~(size_t)63;
+    const char *ck = getenv("SHMEM_RING_CHUNK");
+    shm.chunk_given = ck && *ck;
+    shm_set_chunk((size_t)env_num("SHMEM_RING_CHUNK", XP_DEFAULT_CHUNK, 4096, 1 << 20));
     const char *dm = getenv("SHMEM_DMA_MIN");
     xp_dma_min = dm && (!strcmp(dm, "off") || !strcmp(dm, "0"))
                      ? 0
                      : (size_t)env_num("SHMEM_DMA_MIN", 32 << 10, 1, 1L << 40);
-    /* Get replies, then two chunks of staging for DMA from private memory. */
-    /* Routed jobs: get replies, then staging for DMA'd put chunks (two sides). Only routed
-     * puts and gets use them, so a job whose PEs all map each other has none. */
-    shm.rbuf_size = shm.routed ? (SHM_RBUF_SLOTS + 2 * SHM_PUT_STAGES) * shm.chunk : 0;
     /* Every emulated host runs on this machine: more PEs than its CPUs means waiting PEs must
      * give theirs away. */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     shm.crowded = cpus > 0 && shm.npes > cpus;
+}
+
+void shm_set_chunk(size_t chunk)
+{
+    shm.chunk = (chunk + 63) & ~(size_t)63;
+    /* Routed jobs: get replies, then staging for DMA'd put chunks (two sides). Only routed
+     * puts and gets use them, so a job whose PEs all map each other has none. */
+    shm.rbuf_size = shm.routed ? (SHM_RBUF_SLOTS + 2 * SHM_PUT_STAGES) * shm.chunk : 0;
 }
 
 bool shm_xport_needed(void) { return shm.routed || (shm.sw_atomics && shm.nhosts > 1); }

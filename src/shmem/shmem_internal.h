@@ -66,7 +66,8 @@ struct shm_state {
     bool routed;      /* some PEs are not directly reachable: ring transport */
     bool sw_atomics;  /* SHMEM_ATOMICS=software: cross-host AMOs by the target's node */
     int threads;      /* SHMEM_RING_THREADS: transfer threads per adapter of each node */
-    size_t chunk;     /* SHMEM_RING_CHUNK */
+    size_t chunk;     /* SHMEM_RING_CHUNK, or chosen by shm_plan */
+    bool chunk_given; /* SHMEM_RING_CHUNK was set */
     int timeout_ms;   /* SHMEM_BOOTSTRAP_TIMEOUT */
     bool crowded;     /* more PEs than CPUs on this machine: yield at once, count at PE 0 */
 };
@@ -156,6 +157,8 @@ void shm_futex_wake(_Atomic uint32_t *w);
 void shm_futex_wait(_Atomic uint32_t *w, uint32_t seen, long ms);
 /* Set-up (init.c calls these): the job's hosts, the ring, and the connections to nodes. */
 void shm_xport_init(uint32_t self);
+/* The routed transport's chunk: shm.chunk and what depends on it (shm.rbuf_size). */
+void shm_set_chunk(size_t chunk);
 void shm_xport_connect(void);
 void shm_xport_fini(void);
 bool shm_xport_needed(void);

@@ -41,12 +41,48 @@ void shm_check_exit(void)
 
 /* With more PEs than CPUs a waiting PE must give its CPU to the PE it waits for, and every
  * round of the dissemination barrier needs the partner to have run: a central counter needs
- * each PE to run once per barrier (arrive; see the release and arrive at the next one). */
+ * each PE to run once per barrier (arrive; see the release and arrive at the next one).
+ *
+ * When every PE maps every other (no ring) and atomics are done in place, the waiters read
+ * the counter in PE 0's page itself, so the last PE to arrive releases everyone with its one
+ * increment and only wakes those that went to sleep (the others see the count the next time
+ * they run): no release is written into every PE's page while they wait for the CPU.
+ * Otherwise (a ring, or software atomics between hosts) the last one sets bar_release in
+ * every PE. Every PE takes the same path. */
+struct count_wait {
+    _Atomic uint64_t *count;
+    uint64_t want;
+};
+
+static bool count_reached(void *arg)
+{
+    struct count_wait *w = arg;
+    return atomic_load_explicit(w->count, memory_order_acquire) >= w->want;
+}
+
 static void counter_barrier(uint64_t epoch)
 {
     struct shm_ctrl *c = shm_ctrl_of(shm.me);
-    uint64_t arrived = shm_amo(0, offsetof(struct shm_ctrl, bar_count), SHM_AMO_ADD, 8, 1, 0) + 1;
-    if (arrived == epoch * (uint64_t)shm.npes) { /* the last one: release the others */
+    size_t off = offsetof(struct shm_ctrl, bar_count);
+    uint64_t all = epoch * (uint64_t)shm.npes;
+    if (!shm.routed && (!shm.sw_atomics || shm.nhosts == 1)) {
+        _Atomic uint64_t *count = shm_direct(0, off);
+        /* seq_cst: the increment is ordered before the loads of the sleepers' flags, as a
+         * sleeper's flag is before its last look at the count (shm_wait_notify). */
+        if (atomic_fetch_add(count, 1) + 1 == all) {
+            for (int i = 1; i < shm.npes; i++) {
+                int pe = (shm.me + i) % shm.npes;
+                if (atomic_load(&shm_ctrl_of(pe)->sleeping))
+                    shm_poke_direct(pe);
+            }
+            return;
+        }
+        struct count_wait w = { count, all };
+        shm_wait_notify(count_reached, &w);
+        return;
+    }
+    uint64_t arrived = shm_amo(0, off, SHM_AMO_ADD, 8, 1, 0) + 1;
+    if (arrived == all) { /* the last one: release the others */
         for (int i = 1; i < shm.npes; i++)
             shm_amo((shm.me + i) % shm.npes, offsetof(struct shm_ctrl, bar_release),
                     SHM_AMO_SET | SHM_AMO_WAKE, 8, epoch, 0);

@@ -428,8 +428,9 @@ void shm_quiet_all(void)
 }
 
 /* Wait for pred: spin briefly (the other PE is usually running on another core), then yield
- * the CPU for a while (with more PEs than cores the one we wait for may need ours), and only
- * then sleep on our notify word, which every remote wake-up bumps. */
+ * the CPU for a while (with more PEs than cores the one we wait for may need ours: then we
+ * yield at once, as a spin only delays the PE that has to run), and only then sleep on our
+ * notify word, which every remote wake-up bumps. */
 void shm_wait_notify(bool (*pred)(void *), void *arg)
 {
     struct shm_ctrl *c = shm_ctrl_of(shm.me);
@@ -438,7 +439,7 @@ void shm_wait_notify(bool (*pred)(void *), void *arg)
         uint32_t seen = atomic_load(&c->notify);
         if (pred(arg))
             return;
-        if (spins < (shm.crowded ? 10 : 200)) {
+        if (!shm.crowded && spins < 200) {
 #if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
 #endif

@@ -28,6 +28,7 @@
 #define XP_MAGIC 0x58504f31u /* "XPO1" */
 #define XP_SLOTS 8u          /* descriptors (and data slots) per ring */
 #define XP_DEFAULT_CHUNK (256u << 10)
+#define XP_LARGE_CHUNK (512u << 10) /* a ring job's chunk when the adapters can afford it */
 #define XP_MAX_THREADS 8
 
 enum xp_type {

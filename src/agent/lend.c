@@ -770,6 +770,50 @@ void alend_client_gone(int32_t client)
     }
 }
 
+/* The lender of fn is gone (crashed, or rebooted): the host's own borrow of fn (client 0: a
+ * hot-add, `ntblend device borrow`) and the driver bindings under it end here, without a word
+ * to the lender, whose next life knows nothing of them; the IOMMU mappings made on a target
+ * for their DMA go. */
+void alend_forget(uint32_t fn)
+{
+    pthread_mutex_lock(&lending.borrow_lock);
+    pthread_mutex_lock(&lending.lock);
+    for (struct hold **pp = &lending.holds; *pp;) {
+        struct hold *h = *pp;
+        if (h->fn == fn && (h->client == 0 || h->mode == AGENT_BORROW_BIND)) {
+            *pp = h->next;
+            free(h);
+        } else {
+            pp = &h->next;
+        }
+    }
+    struct bmap *gone = NULL;
+    for (struct bmap **pp = &lending.bmaps; *pp;) {
+        struct bmap *m = *pp;
+        if (m->fn == fn && !find_hold(m->client, fn, false)) {
+            *pp = m->next;
+            m->next = gone;
+            gone = m;
+        } else {
+            pp = &m->next;
+        }
+    }
+    pthread_mutex_unlock(&lending.lock);
+    while (gone) {
+        struct bmap *m = gone;
+        gone = m->next;
+        if (m->rid) {
+            struct inbound_req q = { .addr = m->addr, .size = m->size, .rid = m->rid };
+            if (m->target == agent.host)
+                fab_iommu_unmap(agent.f, agent.host, (uint16_t)q.rid, q.addr, q.size);
+            else
+                mbox_call(m->target, MBOX_INBOUND_UNMAP, &q, sizeof q, NULL, 0, NULL, 1000);
+        }
+        free(m);
+    }
+    pthread_mutex_unlock(&lending.borrow_lock);
+}
+
 /* ---------------------------------------------------------------- leases */
 
 /* Is a host that had boot generation `boot` when it asked us for something gone since? */

@@ -291,13 +291,18 @@ static int lend_unmap(uint32_t fn, uint32_t host, uint32_t id)
 }
 
 /* One dispatcher for requests arriving by mailbox and from this host's own processes. */
+static bool host_gone(const struct fab *f, uint32_t host, uint32_t boot);
+
 static int lender_call(uint32_t type, uint32_t from, const struct lend_req *r, struct lend_rsp *out)
 {
     pthread_mutex_lock(&lending.lock);
     int rc;
     switch (type) {
     case MBOX_DEV_BORROW:
-        rc = lend_borrow(r->fn, from, r->boot, r->mode);
+        /* Sent by a previous life of the borrower (it has rebooted since): it acts no more. */
+        rc = from != agent.host && host_gone(agent.f, from, r->boot)
+                 ? -ESTALE
+                 : lend_borrow(r->fn, from, r->boot, r->mode);
         break;
     case MBOX_DEV_SHARE:
         rc = !lender_of(r->fn) ? -ENODEV : !borrows(r->fn, from) ? -EPERM : 0;

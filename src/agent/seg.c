@@ -283,6 +283,11 @@ static int accept_connection(uint32_t id, uint32_t from_host, uint32_t from_boot
     if (via < 0 && !s->available)
         return -ECONNREFUSED;
     struct fab *f = agent.f;
+    uint32_t held = 0;
+    for (const struct conn_in *c = segments.in; c; c = c->next)
+        held += c->from_host == from_host;
+    if (held >= SEG_CONN_PER_HOST)
+        return -EUSERS; /* a peer cannot grow our memory without bound */
     if (via >= 0 && seg_self()->iommu && !(s->iommu_mapped & (1ull << via))) {
         /* Inbound NTB traffic carries the adapter's requester ID: map the segment there. */
         int rc = fab_iommu_map(f, agent.host, fab_adapter(f, seg_self()->adapter_first + (uint32_t)via)->rid,
@@ -325,6 +330,10 @@ static int h_seg_connect(uint32_t from, const void *req, uint32_t len,
     if (len < sizeof r)
         return -EINVAL;
     memcpy(&r, req, sizeof r);
+    /* Sent by a previous life of the peer (it has rebooted since): it acts no more. */
+    const struct fab_host *fh = fab_host(agent.f, from);
+    if (atomic_load(&fh->state) == FAB_HOST_DOWN || atomic_load(&fh->boot_gen) != r.boot_gen)
+        return -ESTALE;
     int via = seg_adapter_facing(r.from_adapter);
     if (via < 0)
         return -EHOSTUNREACH;

@@ -46,6 +46,10 @@ struct aintr {
     int32_t creator; /* 0 once removed: the page waits in the free list */
 };
 
+/* Connections to our segments one host may hold (each costs us memory; a host's windows run
+ * out long before: 256 LUT entries an adapter). */
+#define SEG_CONN_PER_HOST 4096u
+
 struct seg_req { /* MBOX_SEG_CONNECT, MBOX_INTR_CONNECT */
     uint32_t id, from_adapter, boot_gen;
 };

@@ -1,5 +1,6 @@
 /*
- * The hardware model underneath the API: requester-ID tables, IOMMU faults, chained windows
+ * The hardware model underneath the API: requester-ID tables, IOMMU faults and the IOMMU
+ * table's index, chained windows
  * across a ring, and fabrics side by side. Uses the fabric model directly where a test needs
  * a requester other than the CPU (a device), and applications where the CPU path matters.
  */
@@ -220,6 +221,104 @@ static void test_chained_windows_ring(void **state)
     h_down(fab);
 }
 
+/* ---------------------------------------------------------------- the IOMMU table's index */
+
+#define IDX_N 600
+#define IDX_BASE (1ull << 40)
+
+/* Every mapping of both requesters translates, and the page after each is a miss that
+ * reaches up to the next mapping (or, the last one, ends there). */
+static void idx_check(struct fab *f, uint32_t h, const bool *mapped)
+{
+    for (uint32_t k = 0; k < IDX_N; k++) {
+        for (uint16_t r = 0; r < 2; r++) {
+            uint64_t phys = 0, contig = 0, iova = IDX_BASE + (uint64_t)k * 8192;
+            int rc = fab_iommu_translate(f, h, (uint16_t)(0x500 + r), iova + 100, 10, false,
+                                         false, &phys, &contig);
+            if (!mapped[k]) {
+                assert_int_equal(rc, -EFAULT);
+                continue;
+            }
+            assert_int_equal(rc, 0);
+            assert_int_equal(phys, (16ull << 20) + (uint64_t)(k * 2 + r) * 4096 + 100);
+            assert_int_equal(contig, 10);
+            rc = fab_iommu_translate(f, h, (uint16_t)(0x500 + r), iova + 4096, 8192, true,
+                                     false, &phys, &contig);
+            assert_int_equal(rc, -EFAULT);
+            assert_int_equal(contig, k + 1 < IDX_N && mapped[k + 1] ? 4096 : 8192);
+        }
+    }
+}
+
+static void test_iommu_index(void **state)
+{
+    const char *fab = h_fabric_name("iommuidx");
+    assert_int_equal(h_up(fab, "tests/topologies/iommu-pair.ini"), 0);
+    struct fab *f = attach(fab);
+    uint32_t h = (uint32_t)fab_host_by_name(f, "b");
+    struct fab_host *hh = fab_host(f, h);
+    uint32_t before = hh->iommu_nidx;
+    static bool mapped[IDX_N];
+    fab_iommu_set_probing(true); /* misses on purpose: no faults recorded */
+    /* Inserted out of order, two requesters at the same I/O virtual addresses. */
+    for (uint32_t i = 0; i < IDX_N; i++) {
+        uint32_t k = (i * 397u) % IDX_N;
+        for (uint16_t r = 0; r < 2; r++)
+            assert_int_equal(fab_iommu_map(f, h, (uint16_t)(0x500 + r), IDX_BASE + (uint64_t)k * 8192,
+                                           (16ull << 20) + (uint64_t)(k * 2 + r) * 4096, 4096,
+                                           FAB_PERM_READ | FAB_PERM_WRITE, 0), 0);
+        mapped[k] = true;
+    }
+    assert_int_equal(hh->iommu_nidx, before + 2 * IDX_N);
+    idx_check(f, h, mapped);
+    /* Overlaps of a requester's own mappings are refused, from either side. */
+    assert_int_equal(fab_iommu_map(f, h, 0x500, IDX_BASE - 4096, 0, 8192, FAB_PERM_READ, 0), -EEXIST);
+    assert_int_equal(fab_iommu_map(f, h, 0x500, IDX_BASE + 4096 - 4096, 0, 4096, FAB_PERM_READ, 0),
+                     -EEXIST);
+    assert_int_equal(fab_iommu_map(f, h, 0x500, IDX_BASE + 8192 * 5 - 4096, 0, 12288,
+                                   FAB_PERM_READ, 0), -EEXIST);
+    /* Every other one unmapped. */
+    for (uint32_t k = 0; k < IDX_N; k += 2) {
+        for (uint16_t r = 0; r < 2; r++)
+            assert_int_equal(fab_iommu_unmap(f, h, (uint16_t)(0x500 + r),
+                                             IDX_BASE + (uint64_t)k * 8192, 4096), 0);
+        mapped[k] = false;
+    }
+    assert_int_equal(fab_iommu_unmap(f, h, 0x500, IDX_BASE, 4096), -ENOENT);
+    idx_check(f, h, mapped);
+    /* A process that died half-way through changing the index: the next user rebuilds it. */
+    for (uint32_t i = 0, j = hh->iommu_nidx - 1; i < j; i++, j--) {
+        uint16_t t = hh->iommu_idx[i];
+        hh->iommu_idx[i] = hh->iommu_idx[j];
+        hh->iommu_idx[j] = t;
+    }
+    hh->iommu_idx_dirty = 1;
+    idx_check(f, h, mapped);
+    assert_int_equal(hh->iommu_idx_dirty, 0);
+    /* A streaming mapping serves devices, not a CPU's access through a window. */
+    uint64_t phys, contig;
+    assert_int_equal(fab_iommu_map(f, h, 0x500, IDX_BASE, 16ull << 20, 4096,
+                                   FAB_PERM_READ | FAB_PERM_STREAM, 0), 0);
+    assert_int_equal(fab_iommu_translate(f, h, 0x500, IDX_BASE, 4, false, false, &phys, &contig), 0);
+    assert_int_equal(fab_iommu_translate(f, h, 0x500, IDX_BASE, 4, false, true, &phys, &contig),
+                     -EFAULT);
+    assert_int_equal(fab_iommu_translate(f, h, 0x500, IDX_BASE, 4, true, false, &phys, &contig),
+                     -EACCES);
+    assert_int_equal(fab_iommu_unmap(f, h, 0x500, IDX_BASE, 4096), 0);
+    /* What a dead process owned goes, and the index with it. */
+    assert_int_equal(fab_iommu_map(f, h, 0x500, IDX_BASE, 16ull << 20, 4096, FAB_PERM_READ, 999999), 0);
+    fab_reap_owner(f, 999999);
+    idx_check(f, h, mapped);
+    for (uint32_t k = 1; k < IDX_N; k += 2)
+        for (uint16_t r = 0; r < 2; r++)
+            assert_int_equal(fab_iommu_unmap(f, h, (uint16_t)(0x500 + r),
+                                             IDX_BASE + (uint64_t)k * 8192, 4096), 0);
+    assert_int_equal(hh->iommu_nidx, before);
+    fab_iommu_set_probing(false);
+    fab_detach(f);
+    h_down(fab);
+}
+
 /* ---------------------------------------------------------------- fabrics side by side */
 
 static void test_two_fabrics_do_not_interfere(void **state)
@@ -252,6 +351,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_requester_id_table),
         cmocka_unit_test(test_iommu_fault),
+        cmocka_unit_test(test_iommu_index),
         cmocka_unit_test(test_chained_windows_ring),
         cmocka_unit_test(test_two_fabrics_do_not_interfere),
     };

@@ -6,8 +6,10 @@
  * --host H`), and a driver cannot tell it from a local one: the same calls, the same results.
  * Behind them the lending layer does what the papers' driver does: it forwards configuration
  * accesses to the lender (masking legacy INTx), maps BARs through the borrower's NTB windows,
- * gives DMA memory the address the device reaches it by through the lender's NTB, and points
- * MSI-X at this host's interrupt region across the NTB. docs/lending.md has a complete driver.
+ * gives DMA memory the address the device reaches it by through the lender's NTB (streaming
+ * mappings through one window of the lender's, set up once, into this host's IOMMU), and
+ * points MSI-X at this host's interrupt region across the NTB. docs/lending.md has a complete
+ * driver.
  *
  * A driver is a process on a host (`ntblend run --host H -- DRIVER`): pci_register_driver()
  * binds it to every matching function of that host's tree and calls probe(); functions
@@ -160,6 +162,79 @@ static inline int dma_mapping_error(struct pci_dev *dev, dma_addr_t addr)
     (void)dev;
     return addr == DMA_MAPPING_ERROR;
 }
+
+/*
+ * Streaming DMA, as Linux's DMA API: map a buffer for the device around one I/O.
+ *
+ * Memory a device may reach is this host's RAM: dma_host_alloc() gives it (what a kernel
+ * driver gets from kmalloc, or a buffer pinned for O_DIRECT), page aligned and in whole pages,
+ * and it is mapped for no device until dma_map_single()/dma_map_sg() map it for one. Other
+ * memory (malloc, the stack, dma_alloc_coherent's) cannot be mapped: EINVAL.
+ *
+ * dma_map_single() returns the address the device reaches [cpu, cpu + size) by, from where
+ * it sits (for a lent function: through the lender's NTB into this host's IOMMU), allowed
+ * what dir says (DMA_TO_DEVICE: the device reads it; DMA_FROM_DEVICE: it writes it;
+ * DMA_BIDIRECTIONAL: both); anything else the device tries there, or anywhere not mapped, is
+ * an IOMMU fault (`ntblend faults`) and reaches nothing. dma_unmap_single() takes the same
+ * addr, size and dir; when it returns the device reaches nothing there any more. Neither
+ * asks the agent or the lender anything: the windows they need are set up once per function
+ * (on its first mapping) and the mapping is this host's IOMMU alone. Mappings are the
+ * process's: they go with remove() of their function, and with the process.
+ * Return: the address, or DMA_MAPPING_ERROR with errno EINVAL (not memory from
+ * dma_host_alloc, size 0, bad dir) or ENOSPC (no I/O virtual address space, IOMMU entry,
+ * NTB window or requester-ID entry left: unmap something and try again).
+ */
+enum dma_data_direction {
+    DMA_BIDIRECTIONAL = 0,
+    DMA_TO_DEVICE = 1,
+    DMA_FROM_DEVICE = 2,
+};
+
+/* dma_host_alloc() - size bytes (rounded up to whole pages) of this host's RAM for buffers
+ * devices will reach by dma_map_*; page aligned, zeroed. NULL + errno (ENOMEM). Carved from
+ * a pool of host RAM the process obtains once and grows in large pieces. */
+void *dma_host_alloc(size_t size);
+/* dma_host_free() - return memory of dma_host_alloc (NULL: nothing). Unmap it first. */
+void dma_host_free(void *cpu);
+
+dma_addr_t dma_map_single(struct pci_dev *dev, void *cpu, size_t size,
+                          enum dma_data_direction dir);
+void dma_unmap_single(struct pci_dev *dev, dma_addr_t addr, size_t size,
+                      enum dma_data_direction dir);
+
+/**
+ * struct scatterlist - one piece of a buffer for dma_map_sg(): set buf and length (sg_set_buf),
+ * read sg_dma_address() and sg_dma_len() of the first n pieces after mapping.
+ */
+struct scatterlist {
+    void *buf;
+    unsigned int length;
+    dma_addr_t dma_address;
+    unsigned int dma_length;
+};
+static inline void sg_init_table(struct scatterlist *sg, unsigned int nents)
+{
+    for (unsigned int i = 0; i < nents; i++)
+        sg[i] = (struct scatterlist){ 0 };
+}
+static inline void sg_set_buf(struct scatterlist *sg, void *buf, unsigned int length)
+{
+    sg->buf = buf;
+    sg->length = length;
+}
+#define sg_dma_address(sg) ((sg)->dma_address)
+#define sg_dma_len(sg) ((sg)->dma_length)
+#define for_each_sg(sgl, sg, nents, i) for ((i) = 0, (sg) = (sgl); (i) < (nents); (i)++, (sg)++)
+
+/**
+ * dma_map_sg() - map nents pieces (each as dma_map_single would) for the device.
+ * Return: the number of DMA segments to give the device (sg_dma_address/sg_dma_len of the
+ * first that many entries), or 0 with errno set (as dma_map_single; nothing stays mapped).
+ * dma_unmap_sg() takes the nents given to dma_map_sg, not its return value.
+ */
+int dma_map_sg(struct pci_dev *dev, struct scatterlist *sg, int nents, enum dma_data_direction dir);
+void dma_unmap_sg(struct pci_dev *dev, struct scatterlist *sg, int nents,
+                  enum dma_data_direction dir);
 
 /* ---- interrupts (MSI-X) ---- */
 /**

@@ -236,6 +236,16 @@ int alend_return(int32_t client, uint32_t fn);
 int alend_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_t size,
               uint64_t *ioaddr, uint64_t *id);
 int alend_unmap(int32_t client, uint32_t fn, uint32_t id);
+/**
+ * alend_aperture() - @take: let @client's bound function @fn (lent to us) reach the DMA
+ * aperture of its lender (set up by the first such request: a window of the lender's adapter
+ * onto an I/O virtual range of our IOMMU domain for traffic from the lender), and give the
+ * client its slice of the range: *@iova in our domain, *@io where the device reaches it,
+ * *@size. !take: fn no longer needs it. -EOPNOTSUPP our IOMMU is off; -ENOSPC no LUT entry,
+ * requester-ID entry or slice left; -EPERM fn not bound by the client.
+ */
+int alend_aperture(int32_t client, uint32_t fn, bool take, uint64_t *io, uint64_t *iova,
+                   uint64_t *size);
 
 /* ---- Device Lending, the borrower's side (hotplug.c) ---- */
 

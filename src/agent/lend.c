@@ -18,7 +18,7 @@
 #include "ntblend/smartio.h"
 
 struct lend_req {
-    uint32_t fn, mode, target, pages;
+    uint32_t fn, mode, target, pages; /* MBOX_DEV_MAP: mode 1 = a DMA aperture (dma_map_single) */
     uint64_t addr;
     uint32_t id, boot;
     uint32_t pid;            /* MBOX_DEV_SHARE: the sharing process (mode 0: it stops managing) */
@@ -48,6 +48,31 @@ struct lmap {
     uint64_t ioaddr, size;
     bool iommu;
     bool rid_held;           /* relies on fn's requester-ID entry on win.adapter (shared) */
+    bool aperture;           /* a borrower's DMA aperture: the window is shared by every
+                              * device it borrows from us, and goes with the last of them */
+};
+
+/* Borrower side: a DMA aperture (smartio §4.3 "DMA Window"): a window of the lender's adapter
+ * facing us onto an I/O virtual range of our IOMMU domain for traffic from that lender (the
+ * requester ID of our adapter facing it), prepared once and shared by every device we borrow
+ * from it. Drivers map buffers into that domain themselves (dma_map_single): no request to
+ * anyone per mapping. Each process drives its own slice of the range. */
+#define APERTURE_IOVA (1ull << 46)   /* above every RAM, MSI region and BAR of a host */
+#define APERTURE_STRIDE (1ull << 36) /* one range per lender: apart by the largest window */
+#define APERTURE_BYTES (32ull << 20)
+#define APERTURE_SLICES 4
+
+struct aperture {
+    struct aperture *next;
+    uint32_t lender;
+    uint64_t iova, size, io;   /* the range, and where the lender's devices reach its start */
+    int32_t slice[APERTURE_SLICES]; /* the process driving each slice, 0: free */
+};
+
+struct ahold {                 /* a device of a process's that reaches the aperture */
+    struct ahold *next;
+    int32_t client;
+    uint32_t fn, id;           /* the lender's mapping for it (its requester ID let through) */
 };
 
 /* Borrower side: what our processes hold. */
@@ -85,6 +110,8 @@ static struct {
     struct hold *holds;
     struct bmap *bmaps;
     struct inbound *inbounds;
+    struct aperture *apertures;
+    struct ahold *aholds;
     uint32_t next_id;
     pthread_t watcher;
 } lending = { .lock = PTHREAD_MUTEX_INITIALIZER, .borrow_lock = PTHREAD_MUTEX_INITIALIZER };
@@ -120,8 +147,13 @@ static void bars_inbound(uint32_t fn, bool map);
 static void drop_lmap(struct lmap *m)
 {
     struct fab *f = agent.f;
+    bool shared = false;
+    for (const struct lmap *o = lending.lmaps; o && m->aperture && !shared; o = o->next)
+        shared = o->aperture && o->win.count && o->win.adapter == m->win.adapter &&
+                 o->win.first == m->win.first;
     if (m->win.count) {
-        fab_window_unmap(f, &m->win, getpid());
+        if (!shared)
+            fab_window_unmap(f, &m->win, getpid());
         bool last = true;
         for (const struct lmap *o = lending.lmaps; o && last; o = o->next)
             last = !(o->fn == m->fn && o->rid_held && o->win.adapter == m->win.adapter);
@@ -229,7 +261,7 @@ static bool borrows(uint32_t fn, uint32_t host)
 /* Prepare an I/O address through which fn reaches `addr` on `target` (smartio §4.4: on the
  * lender itself, or through the lender's adapter facing the target). Lock held. */
 static int lend_map(uint32_t fn, uint32_t host, uint32_t target, uint64_t addr, uint64_t size,
-                    struct lend_rsp *out)
+                    bool aperture, struct lend_rsp *out)
 {
     struct fab *f = agent.f;
     if (!lender_of(fn) || !size || target >= f->ctl->nhosts)
@@ -239,16 +271,27 @@ static int lend_map(uint32_t fn, uint32_t host, uint32_t target, uint64_t addr, 
     struct lmap *m = calloc(1, sizeof *m);
     if (!m)
         return -ENOMEM;
-    *m = (struct lmap){ .id = ++lending.next_id, .fn = fn, .host = host };
+    *m = (struct lmap){ .id = ++lending.next_id, .fn = fn, .host = host, .aperture = aperture };
     int rc = 0;
     const struct fab_host *self = fab_host(f, agent.host);
-    if (target == agent.host) {
+    const struct lmap *same = NULL; /* the aperture's window, if another device has it */
+    for (const struct lmap *o = lending.lmaps; o && aperture && !same; o = o->next)
+        if (o->aperture && o->host == host && o->win.count && o->win.peer_host == target &&
+            o->win.peer_addr == addr && o->win.len == size)
+            same = o;
+    if (target == agent.host && aperture) {
+        rc = -EINVAL; /* an aperture is in the borrower's domain */
+    } else if (target == agent.host) {
         m->ioaddr = addr;
         out->via = -1;
     } else {
-        int ai = fab_adapter_toward(f, agent.host, target, NULL);
+        int ai = same ? (int)same->win.adapter : fab_adapter_toward(f, agent.host, target, NULL);
         /* Held by the agent process itself, so nobody else takes them in between. */
-        rc = ai < 0 ? ai : fab_window_map(f, (uint32_t)ai, target, addr, size, getpid(), 0, &m->win);
+        if (same)
+            m->win = same->win;
+        else
+            rc = ai < 0 ? ai
+                        : fab_window_map(f, (uint32_t)ai, target, addr, size, getpid(), 0, &m->win);
         /* Reads come back by requester ID: the device needs an entry (smartio §8). */
         int r = rc ? 0 : fab_rid_add(f, (uint32_t)ai, func(fn)->rid, 0);
         if (r && r != -EEXIST)
@@ -324,7 +367,8 @@ static int lender_call(uint32_t type, uint32_t from, const struct lend_req *r, s
             lend_drop(r->fn, from);
         break;
     case MBOX_DEV_MAP:
-        rc = lend_map(r->fn, from, r->target, r->addr, (uint64_t)r->pages * 4096, out);
+        rc = lend_map(r->fn, from, r->target, r->addr, (uint64_t)r->pages * 4096, r->mode == 1,
+                      out);
         break;
     case MBOX_DEV_UNMAP:
         rc = lend_unmap(r->fn, from, r->id);
@@ -647,9 +691,156 @@ int alend_unmap(int32_t client, uint32_t fn, uint32_t id)
     return rc == -ENOENT ? 0 : rc;
 }
 
+
+/* ---------------------------------------------------------------- DMA apertures (borrower) */
+
+static struct aperture *aperture_of(uint32_t lender)
+{
+    for (struct aperture *a = lending.apertures; a; a = a->next)
+        if (a->lender == lender)
+            return a;
+    return NULL;
+}
+
+/* client's device fn no longer reaches the aperture; the client's slice goes with its last
+ * device there, the aperture with the last device of any. borrow_lock held. */
+static void aperture_put(int32_t client, uint32_t fn)
+{
+    pthread_mutex_lock(&lending.lock);
+    struct ahold *h = NULL;
+    for (struct ahold **pp = &lending.aholds; *pp; pp = &(*pp)->next)
+        if ((*pp)->client == client && (*pp)->fn == fn) {
+            h = *pp;
+            *pp = h->next;
+            break;
+        }
+    pthread_mutex_unlock(&lending.lock);
+    if (!h)
+        return;
+    uint32_t lender = func(fn)->host;
+    struct lend_req r = { .fn = fn, .id = h->id };
+    struct lend_rsp out;
+    to_lender(MBOX_DEV_UNMAP, &r, &out); /* the window goes with the lender's last device */
+    free(h);
+    pthread_mutex_lock(&lending.lock);
+    bool client_left = false, any_left = false;
+    for (const struct ahold *o = lending.aholds; o; o = o->next)
+        if (func(o->fn)->host == lender) {
+            any_left = true;
+            client_left |= o->client == client;
+        }
+    struct aperture *a = aperture_of(lender);
+    for (int k = 0; a && !client_left && k < APERTURE_SLICES; k++)
+        if (a->slice[k] == client)
+            a->slice[k] = 0; /* its IOMMU mappings there are gone: unmapped, or reaped */
+    if (a && !any_left)
+        for (struct aperture **pp = &lending.apertures; *pp; pp = &(*pp)->next)
+            if (*pp == a) {
+                *pp = a->next;
+                free(a);
+                break;
+            }
+    pthread_mutex_unlock(&lending.lock);
+}
+
+int alend_aperture(int32_t client, uint32_t fn, bool take, uint64_t *io, uint64_t *iova,
+                   uint64_t *size)
+{
+    struct fab *f = agent.f;
+    if (fn >= f->ctl->nfuncs)
+        return -ENODEV;
+    uint32_t lender = func(fn)->host;
+    if (lender == agent.host)
+        return -EINVAL; /* a function of our own reaches our domain directly */
+    if (!fab_host(f, agent.host)->iommu)
+        return -EOPNOTSUPP; /* no domain to map into: the lender maps each buffer */
+    int lai = fab_adapter_toward(f, lender, agent.host, NULL);
+    if (lai < 0)
+        return lai;
+    pthread_mutex_lock(&lending.borrow_lock);
+    if (!take) {
+        aperture_put(client, fn);
+        pthread_mutex_unlock(&lending.borrow_lock);
+        return 0;
+    }
+    pthread_mutex_lock(&lending.lock);
+    int rc = find_hold(client, fn, false) ? 0 : -EPERM; /* bind it first */
+    bool have = false;
+    for (const struct ahold *o = lending.aholds; o && !rc && !have; o = o->next)
+        have = o->client == client && o->fn == fn;
+    struct aperture *a = rc ? NULL : aperture_of(lender);
+    bool fresh = !rc && !a;
+    if (fresh) {
+        uint64_t lut = fab_adapter(f, (uint32_t)lai)->lut_size;
+        a = calloc(1, sizeof *a);
+        if (!a)
+            rc = -ENOMEM;
+        else
+            *a = (struct aperture){ .lender = lender,
+                                    .iova = APERTURE_IOVA + (uint64_t)lender * APERTURE_STRIDE,
+                                    .size = (APERTURE_BYTES + lut - 1) / lut * lut };
+    }
+    int k = -1;
+    for (int i = 0; !rc && i < APERTURE_SLICES && k < 0; i++)
+        if (a->slice[i] == client)
+            k = i;
+    for (int i = 0; !rc && i < APERTURE_SLICES && k < 0; i++)
+        if (!a->slice[i])
+            k = i;
+    if (!rc && k < 0)
+        rc = -ENOSPC; /* as many processes as slices drive devices of that lender already */
+    struct aperture snap = a ? *a : (struct aperture){ 0 };
+    pthread_mutex_unlock(&lending.lock);
+    struct ahold *h = NULL;
+    if (!rc && !have) {
+        /* The lender lets fn through onto the range: its window (the first device's, shared
+         * by the rest), fn's requester ID in that adapter's table, its own IOMMU told. */
+        struct lend_req r = { .fn = fn, .mode = 1, .target = agent.host, .addr = snap.iova,
+                              .pages = (uint32_t)(snap.size / 4096) };
+        struct lend_rsp out;
+        h = calloc(1, sizeof *h);
+        rc = h ? to_lender(MBOX_DEV_MAP, &r, &out) : -ENOMEM;
+        if (!rc && !fresh && out.ioaddr != snap.io) {
+            r.id = out.id;
+            to_lender(MBOX_DEV_UNMAP, &r, &out);
+            rc = -EBUSY; /* a stale aperture: its devices are being removed */
+        }
+        if (!rc) {
+            *h = (struct ahold){ .client = client, .fn = fn, .id = out.id };
+            snap.io = out.ioaddr;
+        }
+    }
+    if (rc) {
+        free(h);
+        if (fresh)
+            free(a);
+        pthread_mutex_unlock(&lending.borrow_lock);
+        return rc;
+    }
+    pthread_mutex_lock(&lending.lock);
+    if (fresh) {
+        a->io = snap.io;
+        a->next = lending.apertures;
+        lending.apertures = a;
+    }
+    a->slice[k] = client;
+    if (h) {
+        h->next = lending.aholds;
+        lending.aholds = h;
+    }
+    pthread_mutex_unlock(&lending.lock);
+    pthread_mutex_unlock(&lending.borrow_lock);
+    uint64_t slice = snap.size / APERTURE_SLICES & ~4095ull;
+    *io = snap.io + (uint64_t)k * slice;
+    *iova = snap.iova + (uint64_t)k * slice;
+    *size = slice;
+    return 0;
+}
+
 int alend_return(int32_t client, uint32_t fn)
 {
     pthread_mutex_lock(&lending.borrow_lock);
+    aperture_put(client, fn);
     pthread_mutex_lock(&lending.lock);
     struct hold *h = find_hold(client, fn, false);
     if (!h && client == 0)
@@ -750,6 +941,19 @@ int alend_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint6
 
 void alend_client_gone(int32_t client)
 {
+    for (;;) {
+        uint32_t fn = UINT32_MAX;
+        pthread_mutex_lock(&lending.lock);
+        for (const struct ahold *h = lending.aholds; h; h = h->next)
+            if (h->client == client)
+                fn = h->fn;
+        pthread_mutex_unlock(&lending.lock);
+        if (fn == UINT32_MAX)
+            break;
+        pthread_mutex_lock(&lending.borrow_lock);
+        aperture_put(client, fn);
+        pthread_mutex_unlock(&lending.borrow_lock);
+    }
     for (;;) {
         uint32_t fn = UINT32_MAX, id = 0;
         pthread_mutex_lock(&lending.lock);

@@ -30,6 +30,7 @@ static struct {
     int iters;
     const char *dump;
     bool stay, p2p;
+    int map_bench;
     int probed, failed;
 } opt = { .size = 1u << 20, .iters = 8 };
 
@@ -206,6 +207,45 @@ static int p2p(struct accel *a, struct accel *b)
     return rc;
 }
 
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* The cost of streaming DMA: n dma_map_single + dma_unmap_single of 4 KiB, the median. */
+static int map_bench(struct accel *a, int n)
+{
+    uint64_t *t = malloc((size_t)n * sizeof *t);
+    void *buf = dma_host_alloc(4096);
+    if (!t || !buf) {
+        free(t);
+        dma_host_free(buf);
+        return -ENOMEM;
+    }
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        uint64_t t0 = now_ns();
+        dma_addr_t io = dma_map_single(a->dev, buf, 4096, DMA_BIDIRECTIONAL);
+        if (dma_mapping_error(a->dev, io)) {
+            rc = -errno;
+            break;
+        }
+        dma_unmap_single(a->dev, io, 4096, DMA_BIDIRECTIONAL);
+        t[i] = now_ns() - t0;
+    }
+    if (!rc) {
+        qsort(t, (size_t)n, sizeof *t, cmp_u64);
+        printf("map-bench %s: %d x dma_map_single+dma_unmap_single 4 KiB: median %llu ns\n",
+               pci_name(a->dev), n, (unsigned long long)t[n / 2]);
+    } else {
+        fprintf(stderr, "accel_drv: map-bench %s: %s\n", pci_name(a->dev), strerror(-rc));
+    }
+    free(t);
+    dma_host_free(buf);
+    return rc;
+}
+
 static int probe(struct pci_dev *dev, const struct pci_device_id *id)
 {
     (void)id;
@@ -302,7 +342,8 @@ static struct pci_driver driver = {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: ntblend run --host H -- accel_drv [--size BYTES] [--iters N] [--dump PREFIX] [--stay]\n"
+    fprintf(f, "usage: ntblend run --host H -- accel_drv [--size BYTES] [--iters N] [--dump PREFIX] [--p2p]\n"
+               "       [--map-bench N] [--stay]\n"
                "Binds every accelerator in host H's PCIe tree (its own and lent ones) and checks\n"
                "each: a pattern copied host -> device -> host by its DMA engine, completions by\n"
                "MSI-X, data compared, rates measured.\n"
@@ -311,6 +352,8 @@ static void usage(FILE *f)
                "  --dump PREFIX  write the data read back to PREFIX.BUS:DEV.FN.bin\n"
                "  --p2p          then copy between every pair of them peer to peer (one's engine\n"
                "                 writing into the other's memory BAR) and verify\n"
+               "  --map-bench N  then time N dma_map_single+dma_unmap_single of 4 KiB on each\n"
+               "                 function (the first maps set up its windows) and print the median\n"
                "  --stay         stay bound until every device is hot-removed\n"
                "Exit status: 0 all checks passed, 1 a check failed or nothing was found.\n");
 }
@@ -319,7 +362,7 @@ int main(int argc, char **argv)
 {
     static const struct option lo[] = { { "size", 1, NULL, 's' }, { "iters", 1, NULL, 'i' },
                                         { "dump", 1, NULL, 'd' }, { "stay", 0, NULL, 'S' },
-                                        { "p2p", 0, NULL, 'p' },
+                                        { "p2p", 0, NULL, 'p' }, { "map-bench", 1, NULL, 'm' },
                                         { "help", 0, NULL, 'h' }, { 0 } };
     int c;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -346,6 +389,13 @@ int main(int argc, char **argv)
         case 'd': opt.dump = optarg; break;
         case 'S': opt.stay = true; break;
         case 'p': opt.p2p = true; break;
+        case 'm':
+            opt.map_bench = atoi(optarg);
+            if (opt.map_bench < 1 || opt.map_bench > 10000000) {
+                fprintf(stderr, "accel_drv: --map-bench takes 1..10000000\n");
+                return 2;
+            }
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -364,6 +414,13 @@ int main(int argc, char **argv)
             for (int k = 0; k < MAX_ACCELS; k++)
                 if (i != k && accels[i] && accels[k] && p2p(accels[i], accels[k]))
                     opt.failed++;
+        pthread_mutex_unlock(&accels_lock);
+    }
+    if (opt.map_bench) {
+        pthread_mutex_lock(&accels_lock);
+        for (int i = 0; i < MAX_ACCELS; i++)
+            if (accels[i] && map_bench(accels[i], opt.map_bench))
+                opt.failed++;
         pthread_mutex_unlock(&accels_lock);
     }
     if (opt.stay && n) {

@@ -11,12 +11,18 @@
 /* While set (this thread), translation faults are not recorded: resolution that only asks. */
 void fab_iommu_set_probing(bool on);
 bool fab_iommu_probing(void);
+/* perm: FAB_PERM_READ and/or FAB_PERM_WRITE, and FAB_PERM_STREAM for a streaming mapping.
+ * -EEXIST: overlaps a mapping of that requester; -ENOSPC: the table is full. */
 int fab_iommu_map(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova, uint64_t phys,
                   uint64_t size, uint32_t perm, int32_t owner);
 int fab_iommu_unmap(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova, uint64_t size);
-/* Translate (iommu on) or pass through (off). -EFAULT/-EACCES record a fault. */
+/* Translate (iommu on) or pass through (off). -EFAULT/-EACCES record a fault. cpu: the
+ * access started at a CPU (a load or store through a window), which streaming mappings do
+ * not serve. O(log n) in the host's mappings. */
 int fab_iommu_translate(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova,
-                        uint64_t len, bool write, uint64_t *phys, uint64_t *contig);
+                        uint64_t len, bool write, bool cpu, uint64_t *phys, uint64_t *contig);
+/* Rebuild the host's index of its mappings (after slots were changed behind it). */
+void fab_iommu_reindex(struct fab *f, uint32_t host);
 void fab_fault_record(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, bool write,
                       int reason);
 /* Drop everything a dead process held: IOMMU maps, LUT and RID entries, DMA channels. */

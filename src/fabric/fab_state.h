@@ -18,7 +18,7 @@
 #include "topo.h"
 
 #define FAB_MAGIC 0x4e54424cu /* "NTBL" */
-#define FAB_VERSION 5
+#define FAB_VERSION 6
 #define FAB_NAME_MAX 64
 #define FAB_MAX_PROCS 512
 #define FAB_IOMMU_MAPS 4096   /* per host */
@@ -121,9 +121,15 @@ struct fab_host {
     _Atomic uint32_t tree_gen;     /* futex: bumps on every hot-add and hot-remove */
     _Atomic uint64_t msi_pending[FAB_MSI_VECTORS / 64];
     _Atomic uint32_t msi_seq[FAB_MSI_VECTORS];   /* futex per vector */
-    /* IOMMU: mappings (rid, iova, phys, size, perms) in a flat table; faults in a ring. */
+    /* IOMMU: mappings (rid, iova, phys, size, perms) in slots of a flat table (iommu_nmaps:
+     * the high-water mark of used slots), found through an index of the used slots sorted by
+     * (rid, iova). The index is derived: iommu_idx_dirty is set while it is being changed, so
+     * whoever takes the lock over from a process that died half-way rebuilds it from the
+     * slots. Faults in a ring. */
     _Atomic uint32_t iommu_lock;
     uint32_t iommu_nmaps;
+    uint32_t iommu_nidx, iommu_idx_dirty;
+    uint16_t iommu_idx[FAB_IOMMU_MAPS];
     _Atomic uint64_t fault_count;
     _Atomic uint32_t fault_seq; /* futex */
     struct fab_shadow shadows[FAB_SHADOWS];
@@ -139,6 +145,9 @@ struct fab_iommu_map {
 
 #define FAB_PERM_READ 1u
 #define FAB_PERM_WRITE 2u
+/* A streaming DMA mapping (dma_map_single): reached by device DMA only, so that inserting and
+ * removing it invalidates the devices' IOTLBs (tlb_gen) but no process's CPU windows. */
+#define FAB_PERM_STREAM 4u
 
 struct fab_fault {
     uint16_t rid;

@@ -30,6 +30,8 @@ int fab_host_set_state(struct fab *f, uint32_t host, enum fab_host_state st)
         fab_lock(&h->iommu_lock);
         memset(fab_iommu_table(f, host), 0, FAB_IOMMU_MAPS * sizeof(struct fab_iommu_map));
         h->iommu_nmaps = 0;
+        h->iommu_nidx = 0;
+        h->iommu_idx_dirty = 0;
         fab_unlock(&h->iommu_lock);
         for (uint32_t i = 0; i < h->nadapters; i++)
             fab_adapter_reset(f, h->adapter_first + i);

@@ -350,6 +350,8 @@ void fab_reap_owner(struct fab *f, int32_t pid)
         fab_lock(&hh->iommu_lock);
         for (uint32_t i = 0; i < hh->iommu_nmaps; i++) /* the high-water mark: none above */
             if (m[i].used && m[i].owner_pid == pid) {
+                hh->iommu_idx_dirty = 1; /* the next to take the lock rebuilds the index */
+                atomic_signal_fence(memory_order_seq_cst);
                 m[i].used = 0;
                 changed = true;
             }

@@ -60,13 +60,14 @@ static int resolve_walk(struct fab *f, uint32_t host, uint16_t rid, uint64_t add
     const struct topo_latency *lat = &f->ctl->latency;
     *t = (struct fab_target){ .region = FAB_REGION_NONE, .host = host, .addr = addr, .len = len,
                               .path_ns = lat->enabled ? lat->root_ns : 0 };
-    bool cpu = is_cpu(rid);
+    bool cpu = is_cpu(rid), from_cpu = cpu;
     for (int depth = 0; depth < FAB_MAX_CHAIN; depth++) {
         uint64_t phys = addr;
         t->region = FAB_REGION_NONE;
         if (!cpu) {
             uint64_t contig;
-            int rc = fab_iommu_translate(f, host, rid, addr, len, write, &phys, &contig);
+            int rc = fab_iommu_translate(f, host, rid, addr, len, write, from_cpu, &phys,
+                                         &contig);
             if (rc) {
                 t->err = rc;
                 t->len = contig;

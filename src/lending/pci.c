@@ -41,6 +41,24 @@ struct peer_map {
     sio_dma_t *map;
 };
 
+/* An I/O virtual address range of one IOMMU domain this process maps streaming buffers into:
+ * a local function's own domain, or its slice of the DMA aperture of a lender (the domain of
+ * this host's adapter facing it), shared by every function of that lender bound here. */
+struct dom {
+    struct dom *next;
+    uint32_t lender;      /* UINT32_MAX: a local function's own */
+    uint16_t rid;         /* the domain: the requester ID the device's traffic arrives with */
+    uint64_t iova, io;    /* the range in the domain, and where the device reaches its start */
+    uint32_t pages;
+    unsigned refs;        /* functions using it */
+    pthread_mutex_t lock;
+    uint64_t *busy;       /* a bit per page */
+    struct dom_run { struct pci_dev *dev; uint32_t pages; } *runs; /* by first page */
+    uint32_t hint;        /* where the next search starts */
+};
+
+enum dma_mode { DMA_UNSET = 0, DMA_IOMMU, DMA_PHYS, DMA_BY_LENDER };
+
 struct irq {
     struct pci_dev *dev;
     unsigned vector;
@@ -66,6 +84,10 @@ struct pci_dev {
     pthread_mutex_t lock; /* coherent memory and vectors */
     struct coherent *coh;
     struct peer_map *peers;
+    struct peer_map *streams; /* DMA_BY_LENDER: each streaming mapping the lender made */
+    enum dma_mode dma;        /* how streaming mappings are made, decided on the first */
+    struct dom *dom;          /* DMA_IOMMU */
+    atomic_uint streaming;    /* its streaming mappings now */
     struct irq *irqs;
     unsigned nirqs;
 };
@@ -89,7 +111,9 @@ static struct {
     pthread_cond_t changed;
     pthread_rwlock_t maps_lock;
     struct iomap maps[MAX_MAPS];
-} bus = { .lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP, .changed = PTHREAD_COND_INITIALIZER,
+    pthread_mutex_t doms_lock;
+    struct dom *doms;
+} bus = { .doms_lock = PTHREAD_MUTEX_INITIALIZER, .lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP, .changed = PTHREAD_COND_INITIALIZER,
           .maps_lock = PTHREAD_RWLOCK_INITIALIZER };
 
 /* ---------------------------------------------------------------- the tree */
@@ -207,6 +231,8 @@ static void unmap_slot(struct iomap *m)
     *m = (struct iomap){ 0 };
 }
 
+static void dma_release(struct pci_dev *d);
+
 /* Undo what the layer set up for d and free it (after remove() or a failed probe). */
 static void release(struct pci_dev *d)
 {
@@ -228,6 +254,7 @@ static void release(struct pci_dev *d)
         sio_free(c->mem);
         free(c);
     }
+    dma_release(d);
     sio_return(d->sio); /* after a hot-remove the agent has dropped the binding already */
     pthread_mutex_destroy(&d->lock);
     free(d);
@@ -689,6 +716,477 @@ void dma_unmap_resource(struct pci_dev *d, dma_addr_t addr, size_t size)
             break;
         }
     pthread_mutex_unlock(&d->lock);
+}
+
+
+/* ---------------------------------------------------------------- streaming DMA */
+
+/*
+ * Host RAM for streaming buffers: pieces of this host's RAM the agent allocates for the
+ * process (gone with it), carved into page runs. Mapped for no device until dma_map_*.
+ */
+#define POOL_PIECE (16ull << 20)
+#define POOL_PIECES 64
+
+static struct {
+    pthread_mutex_t lock;
+    struct rt *rt;
+    struct piece {
+        char *cpu;
+        uint64_t phys, pages;
+        uint64_t *busy;    /* a bit per page */
+        uint32_t *run;     /* pages of the allocation starting at a page, 0: none */
+    } p[POOL_PIECES];
+    int n;
+} pool = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static bool bit(const uint64_t *b, uint64_t i) { return b[i / 64] >> (i % 64) & 1; }
+
+static void bits(uint64_t *b, uint64_t i, uint64_t n, bool on)
+{
+    for (uint64_t k = i; k < i + n; k++)
+        if (on)
+            b[k / 64] |= 1ull << (k % 64);
+        else
+            b[k / 64] &= ~(1ull << (k % 64));
+}
+
+/* The first run of n clear bits in [0, total), searching from `from` and wrapping; or -1. */
+static int64_t find_run(const uint64_t *b, uint64_t total, uint64_t n, uint64_t from)
+{
+    if (n > total)
+        return -1;
+    for (int pass = 0; pass < 2; pass++) {
+        uint64_t i = pass ? 0 : from, end = pass ? from : total;
+        while (i + n <= total && i < end + n) {
+            if (b[i / 64] == UINT64_MAX && i % 64 == 0) {
+                i += 64;
+                continue;
+            }
+            uint64_t k = 0;
+            while (k < n && !bit(b, i + k))
+                k++;
+            if (k == n)
+                return (int64_t)i;
+            i += k + 1;
+        }
+    }
+    return -1;
+}
+
+static struct rt *dma_rt(void)
+{
+    if (!pool.rt)
+        pool.rt = rt_get(); /* kept: the pool's pieces are the process's until it ends */
+    return pool.rt;
+}
+
+void *dma_host_alloc(size_t size)
+{
+    if (!size || size > (1ull << 40)) {
+        errno = size ? ENOMEM : EINVAL;
+        return NULL;
+    }
+    uint64_t n = (size + 4095) / 4096;
+    pthread_mutex_lock(&pool.lock);
+    struct rt *rt = dma_rt();
+    void *out = NULL;
+    int err = rt ? ENOMEM : errno;
+    for (int i = 0; rt && !out; i++) {
+        if (i == pool.n) { /* grow by a piece of at least POOL_PIECE */
+            if (pool.n == POOL_PIECES)
+                break;
+            uint64_t len = n * 4096 > POOL_PIECE ? n * 4096 : POOL_PIECE;
+            struct agent_rsp r;
+            int rc = rt_call(rt, AGENT_ALLOC, len, 4096, &r);
+            struct piece *p = &pool.p[pool.n];
+            p->cpu = rc ? NULL : rt->ops->ram(rt, rt->host, r.a, len);
+            p->busy = p->cpu ? calloc((len / 4096 + 63) / 64, 8) : NULL;
+            p->run = p->busy ? calloc(len / 4096, sizeof *p->run) : NULL;
+            if (!p->run) {
+                free(p->busy);
+                if (!rc)
+                    rt_call(rt, AGENT_FREE, r.a, 0, NULL);
+                err = rc == -ENOMEM || !rc ? ENOMEM : -rc;
+                *p = (struct piece){ 0 };
+                break;
+            }
+            p->phys = r.a;
+            p->pages = len / 4096;
+            pool.n++;
+        }
+        struct piece *p = &pool.p[i];
+        int64_t at = find_run(p->busy, p->pages, n, 0);
+        if (at < 0)
+            continue;
+        bits(p->busy, (uint64_t)at, n, true);
+        p->run[at] = (uint32_t)n;
+        out = p->cpu + (uint64_t)at * 4096;
+    }
+    pthread_mutex_unlock(&pool.lock);
+    if (out)
+        memset(out, 0, n * 4096);
+    else
+        errno = err;
+    return out;
+}
+
+/* The piece holding [cpu, cpu + len), or NULL. */
+static struct piece *piece_of(const void *cpu, size_t len)
+{
+    for (int i = 0; i < pool.n; i++) {
+        struct piece *p = &pool.p[i];
+        if ((const char *)cpu >= p->cpu && (uint64_t)((const char *)cpu - p->cpu) < p->pages * 4096 &&
+            len <= p->pages * 4096 - (uint64_t)((const char *)cpu - p->cpu))
+            return p;
+    }
+    return NULL;
+}
+
+void dma_host_free(void *cpu)
+{
+    if (!cpu)
+        return;
+    pthread_mutex_lock(&pool.lock);
+    struct piece *p = piece_of(cpu, 1);
+    uint64_t at = p ? (uint64_t)((char *)cpu - p->cpu) / 4096 : 0;
+    if (p && (uint64_t)((char *)cpu - p->cpu) % 4096 == 0 && p->run[at]) {
+        bits(p->busy, at, p->run[at], false);
+        p->run[at] = 0;
+    } else {
+        fprintf(stderr, "dma_host_free: %p is not memory of dma_host_alloc\n", cpu);
+    }
+    pthread_mutex_unlock(&pool.lock);
+}
+
+/* This host's physical address of [cpu, cpu + len) if dma_host_alloc gave it, else -EINVAL. */
+static int host_phys(const void *cpu, size_t len, uint64_t *phys)
+{
+    pthread_mutex_lock(&pool.lock);
+    const struct piece *p = piece_of(cpu, len);
+    if (p)
+        *phys = p->phys + (uint64_t)((const char *)cpu - p->cpu);
+    pthread_mutex_unlock(&pool.lock);
+    return p ? 0 : -EINVAL;
+}
+
+/* A local function's own range: its domain is its alone, and this process's. */
+#define LOCAL_IOVA (1ull << 45)
+#define LOCAL_PAGES 16384u /* 64 MiB */
+
+static struct dom *dom_new(uint32_t lender, uint16_t rid, uint64_t iova, uint64_t io,
+                           uint64_t size)
+{
+    struct dom *m = calloc(1, sizeof *m);
+    uint32_t pages = (uint32_t)(size / 4096);
+    if (m) {
+        *m = (struct dom){ .lender = lender, .rid = rid, .iova = iova, .io = io, .pages = pages,
+                           .refs = 1, .busy = calloc((pages + 63) / 64, 8),
+                           .runs = calloc(pages, sizeof *m->runs) };
+        pthread_mutex_init(&m->lock, NULL);
+    }
+    if (m && (!m->busy || !m->runs || !pages)) {
+        free(m->busy);
+        free(m->runs);
+        free(m);
+        m = NULL;
+    }
+    return m;
+}
+
+static void dom_free(struct dom *m)
+{
+    pthread_mutex_destroy(&m->lock);
+    free(m->busy);
+    free(m->runs);
+    free(m);
+}
+
+/* d leaves its domain (its mappings gone): its hold on the lender's aperture goes, and the
+ * domain with its last function. */
+static void dom_leave(struct pci_dev *d)
+{
+    struct dom *m = d->dom;
+    if (m->lender != UINT32_MAX) {
+        struct agent_req req = { .op = AGENT_DEV_APERTURE, .a = d->fn, .b = 0 };
+        struct agent_rsp r;
+        rt_request(bus.rt, &req, &r);
+    }
+    pthread_mutex_lock(&bus.doms_lock);
+    bool last = --m->refs == 0;
+    for (struct dom **pp = &bus.doms; *pp && last; pp = &(*pp)->next)
+        if (*pp == m) {
+            *pp = m->next;
+            break;
+        }
+    pthread_mutex_unlock(&bus.doms_lock);
+    if (last)
+        dom_free(m);
+    d->dom = NULL;
+    d->dma = DMA_UNSET;
+}
+
+/* The lender has no requester-ID (or LUT) entry left for d: let go of the aperture holds of
+ * this process's other functions of that lender that have nothing mapped now (they take them
+ * again on their next mapping). Returns how many went. */
+static int reclaim_idle(struct pci_dev *d)
+{
+    struct ntb_func_info x;
+    if (bus.rt->ops->func_info(bus.rt, d->fn, &x))
+        return 0;
+    uint32_t lender = x.host;
+    int n = 0;
+    pthread_mutex_lock(&bus.lock);
+    for (int i = 0; i < MAX_DEVS; i++) {
+        struct pci_dev *o = bus.devs[i];
+        if (!o || o == d)
+            continue;
+        pthread_mutex_lock(&o->lock);
+        if (o->dma == DMA_IOMMU && o->dom->lender == lender && !atomic_load(&o->streaming)) {
+            dom_leave(o);
+            n++;
+        }
+        pthread_mutex_unlock(&o->lock);
+    }
+    pthread_mutex_unlock(&bus.lock);
+    return n;
+}
+
+/* Decide, on the first streaming mapping of d, how it maps: into an IOMMU domain (its own,
+ * or for a lent function the lender's aperture into ours, taken once), by physical address
+ * (a local function, IOMMU off), or by the lender per mapping (a lent function, IOMMU off). */
+static int dma_setup(struct pci_dev *d)
+{
+    if (d->dma != DMA_UNSET)
+        return 0;
+    struct rt *rt = bus.rt;
+    const struct ntb_backend_ops *ops = rt->ops;
+    bool iommu = ops->iommu_on && ops->iommu_on(rt, rt->host) == 1;
+    if (!iommu) {
+        d->dma = d->shadow ? DMA_BY_LENDER : DMA_PHYS;
+        return 0;
+    }
+    struct ntb_func_info x;
+    int rc = ops->func_info(rt, d->fn, &x);
+    if (rc)
+        return rc;
+    if (!d->shadow) {
+        d->dom = dom_new(UINT32_MAX, x.bdf, LOCAL_IOVA, LOCAL_IOVA, (uint64_t)LOCAL_PAGES * 4096);
+        if (!d->dom)
+            return -ENOMEM;
+        d->dma = DMA_IOMMU;
+        return 0;
+    }
+    /* The lender lets d through onto its aperture (set up by the first of its functions):
+     * one request, now, and none per mapping. */
+    uint32_t peer;
+    int ai = ops->adapter_toward(rt, rt->host, x.host, &peer);
+    struct ntb_adapter_info a;
+    if (ai < 0 || (rc = ops->adapter_info(rt, (uint32_t)ai, &a)))
+        return ai < 0 ? ai : rc;
+    struct agent_req req = { .op = AGENT_DEV_APERTURE, .a = d->fn, .b = 1 };
+    struct agent_rsp r;
+    if ((rc = rt_request(rt, &req, &r)))
+        return rc;
+    pthread_mutex_lock(&bus.doms_lock);
+    struct dom *m = bus.doms;
+    while (m && !(m->lender == x.host && m->iova == r.b))
+        m = m->next;
+    if (m) {
+        m->refs++;
+    } else if ((m = dom_new(x.host, a.rid, r.b, r.a, r.c))) {
+        m->next = bus.doms;
+        bus.doms = m;
+    }
+    pthread_mutex_unlock(&bus.doms_lock);
+    if (!m) {
+        req.b = 0;
+        rt_request(rt, &req, &r);
+        return -ENOMEM;
+    }
+    d->dom = m;
+    d->dma = DMA_IOMMU;
+    return 0;
+}
+
+/* Unmap the run at page `at` of d's domain (its own mapping). */
+static void dom_unmap(struct dom *m, uint32_t at)
+{
+    uint32_t n = m->runs[at].pages;
+    bus.rt->ops->iommu_unmap(bus.rt, m->rid, m->iova + (uint64_t)at * 4096, (uint64_t)n * 4096);
+    pthread_mutex_lock(&m->lock);
+    bits(m->busy, at, n, false);
+    m->runs[at] = (struct dom_run){ 0 };
+    pthread_mutex_unlock(&m->lock);
+}
+
+/* What remove() left mapped goes, and d's hold on the aperture (release(), d unbound). */
+static void dma_release(struct pci_dev *d)
+{
+    while (d->streams) {
+        struct peer_map *p = d->streams;
+        d->streams = p->next;
+        sio_unmap(p->map);
+        free(p);
+    }
+    struct dom *m = d->dom;
+    if (!m)
+        return;
+    for (uint32_t i = 0; i < m->pages; i++)
+        if (m->runs[i].dev == d && m->runs[i].pages)
+            dom_unmap(m, i);
+    dom_leave(d);
+}
+
+static dma_addr_t map_one(struct pci_dev *d, uint64_t phys, size_t size,
+                          enum dma_data_direction dir);
+
+static dma_addr_t map_error(int rc)
+{
+    errno = rc < 0 ? -rc : rc;
+    return DMA_MAPPING_ERROR;
+}
+
+dma_addr_t dma_map_single(struct pci_dev *d, void *cpu, size_t size, enum dma_data_direction dir)
+{
+    uint64_t phys;
+    if (!d || !size || (unsigned)dir > DMA_FROM_DEVICE || host_phys(cpu, size, &phys))
+        return map_error(-EINVAL);
+    /* A mapping in flight counts as one from here: its function's domain stays. */
+    pthread_mutex_lock(&d->lock);
+    int rc = dma_setup(d);
+    if (!rc)
+        atomic_fetch_add(&d->streaming, 1);
+    pthread_mutex_unlock(&d->lock);
+    if (rc == -ENOSPC && d->shadow && reclaim_idle(d)) {
+        pthread_mutex_lock(&d->lock);
+        if (!(rc = dma_setup(d)))
+            atomic_fetch_add(&d->streaming, 1);
+        pthread_mutex_unlock(&d->lock);
+    }
+    if (rc)
+        return map_error(rc == -EOPNOTSUPP ? -ENOSPC : rc);
+    dma_addr_t io = map_one(d, phys, size, dir);
+    if (io == DMA_MAPPING_ERROR || d->dma != DMA_IOMMU)
+        atomic_fetch_sub(&d->streaming, 1); /* counted are the domain's mappings */
+    return io;
+}
+
+static dma_addr_t map_one(struct pci_dev *d, uint64_t phys, size_t size,
+                          enum dma_data_direction dir)
+{
+    int rc;
+    uint64_t first = phys & ~4095ull, off = phys - first;
+    uint64_t n = (off + size + 4095) / 4096;
+    if (d->dma == DMA_PHYS)
+        return phys;
+    if (d->dma == DMA_BY_LENDER) {
+        /* No IOMMU here to map into: the lender maps this buffer itself, a window of its
+         * adapter onto it (smartio §4.3's fallback: a request to the lender per mapping). */
+        struct peer_map *p = calloc(1, sizeof *p);
+        if (!p)
+            return map_error(-ENOMEM);
+        uint64_t io;
+        struct rt *rt = bus.rt;
+        rc = sio_map_addr(d->sio, rt->ops->node_id(rt, rt->host), phys, size, &io, &p->map);
+        if (rc) {
+            free(p);
+            return map_error(rc);
+        }
+        p->addr = io;
+        pthread_mutex_lock(&d->lock);
+        p->next = d->streams;
+        d->streams = p;
+        pthread_mutex_unlock(&d->lock);
+        return io;
+    }
+    struct dom *m = d->dom;
+    pthread_mutex_lock(&m->lock);
+    int64_t at = find_run(m->busy, m->pages, n, m->hint);
+    if (at >= 0) {
+        bits(m->busy, (uint64_t)at, n, true);
+        m->runs[at] = (struct dom_run){ .dev = d, .pages = (uint32_t)n };
+        m->hint = (uint32_t)((uint64_t)at + n) % m->pages;
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (at < 0)
+        return map_error(-ENOSPC); /* the range is full: unmap something */
+    unsigned perm = dir == DMA_TO_DEVICE ? NTB_IOMMU_READ
+                    : dir == DMA_FROM_DEVICE ? NTB_IOMMU_WRITE
+                                             : NTB_IOMMU_READ | NTB_IOMMU_WRITE;
+    rc = bus.rt->ops->iommu_map(bus.rt, m->rid, m->iova + (uint64_t)at * 4096, first, n * 4096, perm);
+    if (rc) {
+        pthread_mutex_lock(&m->lock);
+        bits(m->busy, (uint64_t)at, n, false);
+        m->runs[at] = (struct dom_run){ 0 };
+        pthread_mutex_unlock(&m->lock);
+        return map_error(rc == -EEXIST ? -ENOSPC : rc);
+    }
+    return m->io + (uint64_t)at * 4096 + off;
+}
+
+void dma_unmap_single(struct pci_dev *d, dma_addr_t addr, size_t size, enum dma_data_direction dir)
+{
+    (void)size;
+    (void)dir;
+    if (!d || d->dma == DMA_PHYS)
+        return;
+    if (d->dma == DMA_BY_LENDER) {
+        struct peer_map *found = NULL;
+        pthread_mutex_lock(&d->lock);
+        for (struct peer_map **pp = &d->streams; *pp; pp = &(*pp)->next)
+            if ((*pp)->addr == addr) {
+                found = *pp;
+                *pp = found->next;
+                break;
+            }
+        pthread_mutex_unlock(&d->lock);
+        if (found) {
+            sio_unmap(found->map);
+            free(found);
+        }
+        return;
+    }
+    struct dom *m = d->dom;
+    uint64_t at = m && addr >= m->io ? (addr - m->io) / 4096 : UINT64_MAX;
+    bool mine = false;
+    if (m && at < m->pages) {
+        pthread_mutex_lock(&m->lock);
+        mine = m->runs[at].dev == d && m->runs[at].pages;
+        pthread_mutex_unlock(&m->lock);
+    }
+    if (mine) {
+        dom_unmap(m, (uint32_t)at);
+        atomic_fetch_sub(&d->streaming, 1);
+    } else
+        fprintf(stderr, "%s: dma_unmap_single of %#llx, which is not mapped\n", d->name,
+                (unsigned long long)addr);
+}
+
+int dma_map_sg(struct pci_dev *d, struct scatterlist *sg, int nents, enum dma_data_direction dir)
+{
+    if (!sg || nents <= 0) {
+        errno = EINVAL;
+        return 0;
+    }
+    for (int i = 0; i < nents; i++) {
+        sg[i].dma_address = dma_map_single(d, sg[i].buf, sg[i].length, dir);
+        if (sg[i].dma_address == DMA_MAPPING_ERROR) {
+            int e = errno;
+            while (i-- > 0)
+                dma_unmap_single(d, sg[i].dma_address, sg[i].length, dir);
+            errno = e;
+            return 0;
+        }
+        sg[i].dma_length = sg[i].length;
+    }
+    return nents;
+}
+
+void dma_unmap_sg(struct pci_dev *d, struct scatterlist *sg, int nents, enum dma_data_direction dir)
+{
+    for (int i = 0; sg && i < nents; i++)
+        dma_unmap_single(d, sg[i].dma_address, sg[i].dma_length, dir);
 }
 
 /* ---------------------------------------------------------------- MSI-X */

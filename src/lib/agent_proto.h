@@ -56,6 +56,11 @@ enum agent_op {
     AGENT_MEMORY,         /* -> a = bytes processes hold, b = bytes segments hold (also those
                            * removed but still connected, and those placed for other hosts),
                            * c = bytes in the interrupt-page pool */
+    AGENT_DEV_APERTURE,   /* a = function lent to this host and bound by the caller, b = 1
+                           * take / 0 release -> a = device-side address of the caller's
+                           * slice of the lender's DMA aperture, b = its I/O virtual address
+                           * in this host's IOMMU domain for traffic from that lender,
+                           * c = its size */
 };
 
 struct agent_req {

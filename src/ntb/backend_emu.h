@@ -32,6 +32,10 @@ int64_t emu_dma_submit(struct rt *rt, void *chan, uint64_t dst, uint64_t src, ui
 int emu_dma_abort(struct rt *rt, void *chan);
 int emu_dma_wait(struct rt *rt, void *chan, int64_t cookie, int timeout_ms);
 int emu_dma_buf_map(struct rt *rt, uint32_t adapter, uint64_t phys, uint64_t len, bool on);
+int emu_iommu_on(struct rt *rt, uint32_t host);
+int emu_iommu_map(struct rt *rt, uint16_t rid, uint64_t iova, uint64_t phys, uint64_t len,
+                  unsigned perm);
+int emu_iommu_unmap(struct rt *rt, uint16_t rid, uint64_t iova, uint64_t len);
 int emu_iommu_faults(struct rt *rt, uint32_t host, struct ntb_fault *out, int max, uint64_t *total);
 
 #endif

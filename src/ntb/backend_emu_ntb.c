@@ -21,7 +21,7 @@ int emu_adapter_info(struct rt *rt, uint32_t adapter, struct ntb_adapter_info *o
     *o = (struct ntb_adapter_info){ .host = a->host, .npeers = a->npeers,
                                     .mw_count = a->lut_entries, .mw_size = a->lut_size,
                                     .mw_base = a->bar_addr, .spads = a->spads,
-                                    .dma_channels = a->dma_channels };
+                                    .dma_channels = a->dma_channels, .rid = a->rid };
     snprintf(o->name, sizeof o->name, "%s", a->name);
     for (uint32_t p = 0; p < a->npeers && p < NTB_BK_MAX_PEERS; p++)
         o->peers[p] = a->peers[p];
@@ -198,4 +198,28 @@ int emu_iommu_faults(struct rt *rt, uint32_t host, struct ntb_fault *out, int ma
                                      .reason = x->reason, .addr = x->addr };
     }
     return (int)have;
+}
+
+int emu_iommu_on(struct rt *rt, uint32_t host)
+{
+    return host < rt->f->ctl->nhosts && fab_host(rt->f, host)->iommu;
+}
+
+int emu_iommu_map(struct rt *rt, uint16_t rid, uint64_t iova, uint64_t phys, uint64_t len,
+                  unsigned perm)
+{
+    const struct fab_host *h = fab_host(rt->f, rt->host);
+    if (!h->iommu)
+        return -EOPNOTSUPP;
+    if (!len || phys > h->ram_size || len > h->ram_size - phys ||
+        (perm & ~(NTB_IOMMU_READ | NTB_IOMMU_WRITE)))
+        return -EINVAL;
+    uint32_t p = (perm & NTB_IOMMU_READ ? FAB_PERM_READ : 0) |
+                 (perm & NTB_IOMMU_WRITE ? FAB_PERM_WRITE : 0) | FAB_PERM_STREAM;
+    return fab_iommu_map(rt->f, rt->host, rid, iova, phys, len, p, getpid());
+}
+
+int emu_iommu_unmap(struct rt *rt, uint16_t rid, uint64_t iova, uint64_t len)
+{
+    return fab_iommu_unmap(rt->f, rt->host, rid, iova, len);
 }

@@ -38,6 +38,8 @@ struct ntb_adapter_info {
     uint64_t mw_base;       /* bus address of entry 0 on its host */
     uint64_t db_valid;      /* doorbell bits applications may use */
     uint32_t spads, dma_channels;
+    uint16_t rid;           /* requester ID of the port: what traffic entering its host
+                             * through it carries (its IOMMU domain there) */
 };
 
 /* A function lent to a host and hot-added into its PCIe tree (Device Lending). */
@@ -57,6 +59,10 @@ struct ntb_window {
     uint32_t first, count;  /* translation entries held; count 0: no window */
     uint64_t offset;        /* of peer_addr within the first entry */
 };
+
+/* iommu_map permissions: what the device may do */
+#define NTB_IOMMU_READ 1u
+#define NTB_IOMMU_WRITE 2u
 
 /* window_map flags */
 #define NTB_WIN_DMA 1u /* also reachable by this host's DMA engines (through its IOMMU) */
@@ -227,6 +233,18 @@ struct ntb_backend_ops {
     int (*dma_buf_map)(struct rt *rt, uint32_t adapter, uint64_t phys, uint64_t len, bool on);
     int (*iommu_faults)(struct rt *rt, uint32_t host, struct ntb_fault *out, int max,
                         uint64_t *total);
+    /* Streaming DMA mappings (dma_map_single): iommu_on: 1 when `host` has an IOMMU in front
+     * of its RAM, 0 when devices reach it by physical address. iommu_map: map [iova, iova +
+     * len) of requester rid's domain on this host onto [phys, phys + len) of its RAM, owned
+     * by this process (gone when it dies), for the device only (NTB_IOMMU_READ: it may read,
+     * NTB_IOMMU_WRITE: write); the caller picks the IOVAs. Cheap: no process's CPU windows
+     * are touched. -EEXIST overlaps a mapping of rid, -ENOSPC table full, -EINVAL bad range,
+     * -EOPNOTSUPP no IOMMU. iommu_unmap: remove exactly what one iommu_map mapped; once it
+     * returns the device reaches nothing there (-ENOENT no such mapping). */
+    int (*iommu_on)(struct rt *rt, uint32_t host);
+    int (*iommu_map)(struct rt *rt, uint16_t rid, uint64_t iova, uint64_t phys, uint64_t len,
+                     unsigned perm);
+    int (*iommu_unmap)(struct rt *rt, uint16_t rid, uint64_t iova, uint64_t len);
 
     /* ---- time and waiting (no rt: usable before start) ----
      * now_ns: a monotonic clock. wait: sleep while *w == seen, at most timeout_ns (<0:

@@ -987,11 +987,13 @@ void alend_forget(uint32_t fn)
 {
     pthread_mutex_lock(&lending.borrow_lock);
     pthread_mutex_lock(&lending.lock);
+    struct hold *dropped = NULL;
     for (struct hold **pp = &lending.holds; *pp;) {
         struct hold *h = *pp;
         if (h->fn == fn && (h->client == 0 || h->mode == AGENT_BORROW_BIND)) {
             *pp = h->next;
-            free(h);
+            h->next = dropped;
+            dropped = h;
         } else {
             pp = &h->next;
         }
@@ -1008,6 +1010,12 @@ void alend_forget(uint32_t fn)
         }
     }
     pthread_mutex_unlock(&lending.lock);
+    while (dropped) { /* their hold on our DMA aperture for that lender goes too */
+        struct hold *h = dropped;
+        dropped = h->next;
+        aperture_put(h->client, fn);
+        free(h);
+    }
     while (gone) {
         struct bmap *m = gone;
         gone = m->next;

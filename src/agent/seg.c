@@ -392,6 +392,8 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
      * never into the mailboxes, another process's memory or a segment. */
     if (!amem_owned(event_phys, sizeof(struct seg_event_word), client, NULL, NULL))
         return -EINVAL;
+    /* Before asking: a reboot of the owner while we ask leaves the connection gone at once. */
+    uint32_t owner_boot = atomic_load(&fab_host(f, (uint32_t)owner)->boot_gen);
     struct seg_rsp r;
     int rc;
     uint32_t ai = 0, peer = 0;
@@ -421,7 +423,8 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
     if (!c)
         return -ENOMEM; /* the owner keeps a connection it will drop when we reboot */
     *c = (struct conn_out){ .owner_host = (uint32_t)owner, .conn_id = r.conn_id, .client = client,
-                            .event_phys = event_phys, .adapter = ai, .peer_adapter = peer };
+                            .event_phys = event_phys, .adapter = ai, .peer_adapter = peer,
+                            .owner_boot = owner_boot };
     struct seg_event_word *w = fab_ram(f, agent.host, event_phys, sizeof *w);
     atomic_store(&w->state, SEG_EVENT_AVAILABLE);
     pthread_mutex_lock(&segments.lock);
@@ -507,8 +510,15 @@ void aseg_sweep(void)
     struct fab *f = agent.f;
     pthread_mutex_lock(&segments.lock);
     for (struct conn_out *c = segments.out; c; c = c->next) {
-        if (c->owner_host == agent.host)
+        if (c->owner_host == agent.host || c->gone)
             continue;
+        /* The owner rebooted: its segment went with its memory, however briefly it was away
+         * (a reboot between two sweeps shows no path down). */
+        if (atomic_load(&fab_host(f, c->owner_host)->boot_gen) != c->owner_boot) {
+            c->gone = true;
+            seg_post_event(c->event_phys, SEG_EVENT_REMOVED);
+            continue;
+        }
         bool up = fab_path_up(f, c->adapter, c->peer_adapter, NULL);
         if (up == c->lost) {
             c->lost = !up;

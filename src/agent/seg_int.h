@@ -36,7 +36,8 @@ struct conn_out { /* one of our processes' connections to another host's segment
     int32_t client;
     uint64_t event_phys;
     uint32_t adapter, peer_adapter; /* global adapter indices of the path */
-    bool lost;
+    uint32_t owner_boot;            /* the owner's life the segment belongs to */
+    bool lost, gone;                /* gone: the owner rebooted, the segment with it */
 };
 
 struct aintr {

@@ -106,7 +106,7 @@ enum seg_event {
     SEG_EVENT_NONE = 0,
     SEG_EVENT_UNAVAILABLE, /* the owner set it unavailable */
     SEG_EVENT_AVAILABLE,   /* ... and available again */
-    SEG_EVENT_REMOVED,     /* the owner removed it: disconnect */
+    SEG_EVENT_REMOVED,     /* the owner removed it (or its host rebooted): disconnect */
     SEG_EVENT_LOST,        /* the path to the owner is down */
     SEG_EVENT_RESTORED,    /* the path is back */
 };

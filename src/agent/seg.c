@@ -512,17 +512,16 @@ void aseg_sweep(void)
     for (struct conn_out *c = segments.out; c; c = c->next) {
         if (c->owner_host == agent.host || c->gone)
             continue;
-        /* The owner rebooted: its segment went with its memory, however briefly it was away
-         * (a reboot between two sweeps shows no path down). */
-        if (atomic_load(&fab_host(f, c->owner_host)->boot_gen) != c->owner_boot) {
-            c->gone = true;
-            seg_post_event(c->event_phys, SEG_EVENT_REMOVED);
-            continue;
-        }
         bool up = fab_path_up(f, c->adapter, c->peer_adapter, NULL);
         if (up == c->lost) {
             c->lost = !up;
             seg_post_event(c->event_phys, up ? SEG_EVENT_RESTORED : SEG_EVENT_LOST);
+        }
+        /* Back, but rebooted: the segment went with the owner's memory, however briefly it
+         * was away (a reboot between two sweeps shows no path down). */
+        if (up && atomic_load(&fab_host(f, c->owner_host)->boot_gen) != c->owner_boot) {
+            c->gone = true;
+            seg_post_event(c->event_phys, SEG_EVENT_REMOVED);
         }
     }
     for (struct conn_in *c = segments.in, *next; c; c = next) {

@@ -100,7 +100,7 @@ static void write_seeds(const char *dir)
     uint32_t b_ad = fab_host(f, env_peers[0])->adapter_first;
     uint32_t d_ad = fab_host(f, env_peers[2])->adapter_first;
     uint32_t nvme = (uint32_t)fab_func_by_name(f, "nvme0"), acc = (uint32_t)fab_func_by_name(f, "accel0");
-    uint32_t boot_b = atomic_load(&fab_host(f, env_peers[0])->boot_gen);
+    uint32_t boot_b = 0; /* this life (send_one) */
     uint16_t rid0 = fab_adapter(f, fab_host(f, agent.host)->adapter_first)->rid;
 
     rec(0, MBOX_PING, NULL, 0);
@@ -179,6 +179,18 @@ static void send_one(uint32_t from, uint32_t type, const uint8_t *payload, uint3
     if (avail > DATA_MAX - sizeof hdr)
         avail = DATA_MAX - sizeof hdr;
     memcpy(req->data + sizeof hdr, payload, avail);
+    /* A claimed boot count is given relative to the sender's current one: the word in the
+     * input says how many lives ago the request was written (0: this life), so an input means
+     * the same whichever life its peer is in (every input ends with the peers rebooting). */
+    size_t at = type == MBOX_SEG_CONNECT  ? offsetof(struct seg_req, boot_gen)
+                : type == MBOX_DEV_BORROW ? offsetof(struct lend_req, boot)
+                                          : SIZE_MAX;
+    if (at != SIZE_MAX && at + 4 <= avail) {
+        uint32_t ago, boot = atomic_load(&fab_host(agent.f, from)->boot_gen);
+        memcpy(&ago, req->data + sizeof hdr + at, 4);
+        boot -= ago;
+        memcpy(req->data + sizeof hdr + at, &boot, 4);
+    }
     req->len = (uint32_t)sizeof hdr + claimed;
     uint32_t seq = atomic_load(&req->seq) + 1;
     atomic_store_explicit(&req->seq, seq, memory_order_release);

@@ -18,10 +18,13 @@
 # checksummed records in sequence-checked batches (tools/chaos_seg.c). Where the topology has
 # an NVMe (the switched one): its manager on the NVMe's host and, on every other host, a
 # client writing and reading back blocks of its own range (tools/chaos_nvme.c); the NVMe keeps
-# its namespace in a file under the logs (backing=).
+# its namespace in a file under the logs (backing=). Where it has an accelerator (the switched
+# one): it is lent to another host (Device Lending), where a driver (tools/chaos_accel.c,
+# include/ntblend/pci.h only) keeps copying data through it and checking it.
 # Faults: link flaps (50-300 ms), link cuts (2-4 s), host kill and restart, agent kill
 # (the host is then restarted), workload process kill (restarted); with an NVMe also an NVMe
-# client killed (restarted) and its manager killed (restarted).
+# client killed (restarted) and its manager killed (restarted); with a lent accelerator also
+# its driver killed (restarted) and the device reclaimed while in use (then lent again).
 # Invariants: every acknowledged record is in the owner's segment, intact, and nothing is
 # there that was never written (checked live by the owner every 10 ms, and at the end); every
 # acknowledged (written and flushed) NVMe block holds what was acknowledged or a later attempted
@@ -29,7 +32,10 @@
 # never wrong data; every writer and client recovers once the fabric is whole; every process
 # ends within 10 s of being asked; the manager has reclaimed every queue pair; every adapter's
 # LUT and requester-ID use and every host's IOMMU mappings are back to what they were before
-# the workloads started.
+# the workloads started; the lent device's driver never saw wrong data from a copy the device
+# completed, reported every failure as an error, never took longer than its bound for a
+# round, and made progress once the fabric was whole; the borrower's and lender's PCIe trees
+# are as before the lending once the device is reclaimed.
 # Then, in a quiet window, an OpenSHMEM job (tools/shmem/chaos_shmem.c, built with oshcc) runs
 # on every host of the fabric with oshrun: it must finish within 60 s with correct results.
 # Exit status: 0 every invariant held, 1 one failed, 2 usage error.
@@ -64,7 +70,7 @@ done
 case $kinds in switched) kinds=(switched) ;; ring) kinds=(ring) ;; both) kinds=(switched ring) ;;
   *) die "--fabric is switched, ring or both" ;; esac
 command -v jq >/dev/null || die "jq is missing (scripts/install-deps.sh installs it)"
-for t in ntblend chaos_seg chaos_nvme oshcc oshrun; do [ -x "$bin/$t" ] || die "$bin/$t is missing: build first (scripts/build.sh)"; done
+for t in ntblend chaos_seg chaos_nvme chaos_accel oshcc oshrun; do [ -x "$bin/$t" ] || die "$bin/$t is missing: build first (scripts/build.sh)"; done
 export PATH="$bin:$PATH"
 keep=1
 [ -n "$logs" ] || { logs=$(mktemp -d /tmp/ntblend-chaos.XXXXXX); keep=0; }
@@ -137,6 +143,37 @@ run_fabric() {
   fi
   local nn=${#nvhosts[@]}
 
+  # An accelerator, if there is one (preferably not in the NVMe's host): lent to another host
+  # (preferably neither), where a driver keeps copying data through it and checking it.
+  local acdev="" achost="" acto="" apid="" trees_before=""
+  read -r acdev achost < <(n device list --json | jq -r --arg nv "$nvhost" \
+    '[.[] | select(.type == "accel")] | (map(select(.lender != $nv)) + .)[0] // empty | "\(.name) \(.lender)"')
+  if [ -n "$acdev" ]; then
+    for h in "${hosts[@]}"; do [ "$h" != "$achost" ] && [ "$h" != "$nvhost" ] && { acto=$h; break; }; done
+    [ -n "$acto" ] || for h in "${hosts[@]}"; do [ "$h" != "$achost" ] && { acto=$h; break; }; done
+    [ -n "$acto" ] || acdev=""
+  fi
+  trees() { local x; for x in "${hosts[@]}"; do echo "== $x"; n lspci --host "$x"; done; }
+  lend_accel() { # lend it (again): after a crash the borrower or lender may take a moment
+    local k
+    for k in $(seq 100); do
+      n device lend "$acdev" --to "$acto" >>"$dir/accel-lend.out" 2>&1 && return 0
+      sleep 0.1
+    done
+    record "$kind" "lent again" fail "$acdev could not be lent to $acto again within 10 s: $(tail -1 "$dir/accel-lend.out")"
+    return 1
+  }
+  start_accel() {
+    (exec ntblend --fabric "$fab" run --host "$acto" -- chaos_accel driver --state "$dir/accel.state") \
+      >>"$dir/accel.log" 2>&1 &
+    apid=$!
+  }
+  if [ -n "$acdev" ]; then
+    trees_before=$(trees)
+    rm -f "$dir/accel.state"
+    lend_accel && start_accel
+  fi
+
   # Workloads: owner i on host i, its writer on host i+1 (neighbours, also on a ring).
   local -a opid wpid
   # exec all the way down: the pid we keep is the workload's own (ntblend run execs too).
@@ -158,20 +195,29 @@ run_fabric() {
   # The schedule, drawn from the seed before anything runs (so it can be printed and replayed).
   RANDOM=$(( seed + ${#kind} ))
   local t=1000 end=$(( duration * 1000 )) ev=()
-  # Shares in percent: flap, cut, host kill, agent kill, writer kill, NVMe client kill, manager kill.
-  local shares=(35 20 20 10 15 0 0)
-  [ -n "$nvdev" ] && shares=(30 15 17 8 10 10 10)
-  local b1=${shares[0]} b2=$(( shares[0] + shares[1] )) b3=$(( 100 - shares[3] - shares[4] - shares[5] - shares[6] ))
-  local b4=$(( b3 + shares[3] )) b5=$(( b3 + shares[3] + shares[4] )) b6=$(( 100 - shares[6] ))
+  # Shares in percent: flap, cut, host kill, agent kill, writer kill, NVMe client kill, manager
+  # kill, lent device's driver kill, lent device reclaimed.
+  local kinds_all=(flap cut hostkill agentkill clientkill nvmekill mgrkill drvkill reclaim)
+  local shares=(35 20 20 10 15 0 0 0 0)
+  [ -n "$nvdev" ] && shares=(30 15 17 8 10 10 10 0 0)
+  [ -n "$acdev" ] && shares=(30 15 17 8 10 0 0 10 10)
+  [ -n "$nvdev" ] && [ -n "$acdev" ] && shares=(26 13 15 7 9 8 8 7 7)
   while [ "$t" -lt "$end" ]; do
-    local r=$(( RANDOM % 100 )) k tgt d
-    if [ $r -lt $b1 ]; then k=flap; tgt=${links[$(( RANDOM % ${#links[@]} ))]}; d=$(( 50 + RANDOM % 250 ))
-    elif [ $r -lt $b2 ]; then k=cut; tgt=${links[$(( RANDOM % ${#links[@]} ))]}; d=$(( 2000 + RANDOM % 2000 ))
-    elif [ $r -lt $b3 ]; then k=hostkill; tgt=${hosts[$(( RANDOM % nh ))]}; d=$(( 1000 + RANDOM % 1000 ))
-    elif [ $r -lt $b4 ]; then k=agentkill; tgt=${hosts[$(( RANDOM % nh ))]}; d=500
-    elif [ $r -lt $b5 ]; then k=clientkill; tgt=$(( RANDOM % nh )); d=300
-    elif [ $r -lt $b6 ]; then k=nvmekill; tgt=$(( RANDOM % nn )); d=300
-    else k=mgrkill; tgt=$nvhost; d=500; fi
+    local r=$(( RANDOM % 100 )) k tgt d j cum=0
+    for ((j = 0; j < ${#shares[@]}; j++)); do
+      cum=$(( cum + shares[j] )); [ $r -lt $cum ] && { k=${kinds_all[$j]}; break; }
+    done
+    case $k in
+      flap) tgt=${links[$(( RANDOM % ${#links[@]} ))]}; d=$(( 50 + RANDOM % 250 )) ;;
+      cut) tgt=${links[$(( RANDOM % ${#links[@]} ))]}; d=$(( 2000 + RANDOM % 2000 )) ;;
+      hostkill) tgt=${hosts[$(( RANDOM % nh ))]}; d=$(( 1000 + RANDOM % 1000 )) ;;
+      agentkill) tgt=${hosts[$(( RANDOM % nh ))]}; d=500 ;;
+      clientkill) tgt=$(( RANDOM % nh )); d=300 ;;
+      nvmekill) tgt=$(( RANDOM % nn )); d=300 ;;
+      mgrkill) tgt=$nvhost; d=500 ;;
+      drvkill) tgt=$acto; d=300 ;;
+      reclaim) tgt=$acdev; d=$(( 300 + RANDOM % 1200 )) ;;
+    esac
     ev+=("$t $k $tgt $d")
     schedule+=("$kind $t $k $tgt $d")
     t=$(( t + d + 700 + RANDOM % 1500 ))
@@ -195,6 +241,14 @@ run_fabric() {
     done
     # The lender crashed: its device was reset and its manager died with it.
     [ -n "$nvdev" ] && [ "$h" = "$nvhost" ] && start_manager
+    # The accelerator's borrower crashed (its lender took the device back; the driver died
+    # with its host) or its lender did (the device left the borrower's tree): lend it again.
+    if [ -n "$acdev" ] && [ "$h" = "$acto" ]; then
+      reap "$apid" "the lent device's driver" "$h"
+      lend_accel; start_accel
+    elif [ -n "$acdev" ] && [ "$h" = "$achost" ]; then
+      lend_accel
+    fi
   }
   local t0; t0=$(now_ms)
   local -A count=()
@@ -241,6 +295,16 @@ run_fabric() {
         sleep 0.5
         # Its clients notice (their next request fails) and close; then it can start again.
         start_manager ;;
+      drvkill) # a = the borrower
+        kill -9 "$apid" 2>/dev/null
+        wait "$apid" 2>/dev/null
+        echo "driver of $acdev on $acto killed" >>"$dir/faults.log"
+        sleep 0.3
+        start_accel ;;
+      reclaim) # a = the device, b = how long it stays away
+        n device reclaim "$acdev" >>"$dir/faults.log" 2>&1
+        sleep "$(awk -v m="$b" 'BEGIN { print m / 1000 }')"
+        lend_accel ;;
     esac
   done
 
@@ -277,6 +341,20 @@ run_fabric() {
     [ $recovered = 1 ] && record "$kind" "nvme clients recover" pass "all $nn NVMe clients acknowledged writes after the last fault"
   fi
 
+  # The lent device's driver: copies succeed again once the fabric is whole.
+  ac_field() { sed -n "s/^chaos_accel.* $1 \([0-9]*\).*/\1/p" "$dir/accel.state" 2>/dev/null | head -1; }
+  if [ -n "$acdev" ]; then
+    local ok=0 first="" s
+    for _ in $(seq 150); do
+      s=$(ac_field ok)
+      [ -z "$first" ] && first=${s:-0}
+      [ "${s:-0}" -gt "$first" ] && { ok=1; break; }
+      sleep 0.1
+    done
+    if [ $ok = 1 ]; then record "$kind" "lent device recovers" pass "the driver of $acdev on $acto copied and checked data after the last fault"
+    else record "$kind" "lent device recovers" fail "no copy of $acdev on $acto succeeded 15 s after the last fault: $(tail -2 "$dir/accel.log" | tr '\n' ' ')"; fi
+  fi
+
   # Everything ends when asked.
   stop_pid() { # pid what
     kill -TERM "$1" 2>/dev/null
@@ -285,11 +363,33 @@ run_fabric() {
     record "$kind" "ends when asked" fail "$2 (pid $1) still ran 10 s after SIGTERM"
     return 1
   }
-  local hung=0
+  local hung=0 nstop=$((2 * nh + nn))
+  if [ -n "$acdev" ]; then stop_pid "$apid" "the lent device's driver" || hung=1; nstop=$((nstop + 1)); fi
   for ((i = 0; i < nn; i++)); do stop_pid "${npid[$i]}" "NVMe client $i" || hung=1; done
   for ((i = 0; i < nh; i++)); do stop_pid "${wpid[$i]}" "writer $i" || hung=1; done
   for ((i = 0; i < nh; i++)); do stop_pid "${opid[$i]}" "owner $i" || hung=1; done
-  [ $hung = 0 ] && record "$kind" "ends when asked" pass "$((2 * nh + nn)) workload processes ended within 10 s"
+  [ $hung = 0 ] && record "$kind" "ends when asked" pass "$nstop workload processes ended within 10 s"
+
+  # The lent device: no completed copy with wrong data, every failure an error, no round past
+  # its bound; reclaimed, the trees are as before it was lent (no shadow left behind).
+  if [ -n "$acdev" ]; then
+    local bad
+    bad=$(grep -hE '^(WRONG|HANG):' "$dir/accel.log" | head -3 | tr '\n' ' ')
+    if [ -z "$bad" ] && [ -n "$(ac_field rounds)" ]; then
+      record "$kind" "lent device copies" pass "$(ac_field rounds) rounds: $(ac_field ok) checked ok, $(ac_field errors) failed with an error, 0 wrong, 0 past the bound (longest $(ac_field longest_ms) ms); probed $(ac_field probes) times, removed $(ac_field removes)"
+    else
+      record "$kind" "lent device copies" fail "${bad:-no state: $(tail -2 "$dir/accel.log" | tr '\n' ' ')}"
+    fi
+    n device reclaim "$acdev" >>"$dir/accel-lend.out" 2>&1
+    local trees_after=""
+    for _ in $(seq 50); do trees_after=$(trees); [ "$trees_after" = "$trees_before" ] && break; sleep 0.1; done
+    if [ "$trees_after" = "$trees_before" ]; then
+      record "$kind" "trees at baseline" pass "$acdev reclaimed: every host's PCIe tree as before it was lent"
+    else
+      printf '%s\n' "$trees_before" >"$dir/trees.before"; printf '%s\n' "$trees_after" >"$dir/trees.after"
+      record "$kind" "trees at baseline" fail "$(diff "$dir/trees.before" "$dir/trees.after" | grep '^[<>]' | head -3 | tr '\n' ' ')"
+    fi
+  fi
 
   # No acknowledged record lost, nothing corrupt.
   for ((i = 0; i < nh; i++)); do
@@ -369,7 +469,7 @@ run_fabric() {
   else record "$kind" "tables at baseline" fail "before $baseline, after $after"; fi
 
   local summary=""
-  for k in flap cut hostkill agentkill clientkill nvmekill mgrkill; do summary+="$k=${count[$k]:-0} "; done
+  for k in "${kinds_all[@]}"; do summary+="$k=${count[$k]:-0} "; done
   record "$kind" "faults injected" pass "$summary"
   n status >"$dir/status.txt" 2>&1
   cp "$(jq -r .dir <<<"$st")"/host*.log "$dir/" 2>/dev/null # the agents' logs

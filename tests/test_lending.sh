@@ -13,6 +13,10 @@ expect_fail() { if "$@" >/dev/null 2>&1; then fail "should have failed: $*"; fi;
 wait_for() { for _ in $(seq 200); do eval "$1" && return 0; sleep 0.05; done; fail "$2"; }
 
 n up "$NTBLEND_SRC/examples/topologies/smartio3.ini" >/dev/null
+tables() { # app LUT entries and requester IDs per adapter, IOMMU mappings per host
+  n status --json | jq -c '[[.adapters[] | [.name, .lut.used - .lut_agent, .requester_ids.used]], [.hosts[] | [.name, .iommu_maps]]]'
+}
+baseline=$(tables)
 out=$(n device lend nvme0 --to b)
 grep -q "nvme0 (on a) is lent to b: hot-added at 80:00.0" <<<"$out" || fail "lend: $out"
 n device lend accel1 --to b >/dev/null
@@ -52,10 +56,24 @@ grep -q "^80:00.0" <<<"$(n lspci --host b)" && fail "nvme0 still in b's tree"
 grep -q "nvme0 .* no  *-$" <<<"$(n device list)" || fail "nvme0 still lent: $(n device list)"
 grep -q "hot-removed nvme0" "$(n status --json | jq -r .dir)/host1.log" || fail "no hot-remove in b's log"
 
-# The lender crashes: its function leaves the borrower's tree.
+# The lender crashes while a driver of the borrower uses its function: the function leaves
+# the borrower's tree, and the driver sees it hot-removed.
+work=$(mktemp -d)
+trap 'n down >/dev/null 2>&1 || true; kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+(exec ntblend --fabric "$fabric" run --host b -- accel_drv --size 64k --iters 2 --stay) >"$work/drv.out" 2>&1 &
+drv=$!
+wait_for 'grep -q "^bound" "$work/drv.out"' "accel_drv did not bind accel1 on b: $(cat "$work/drv.out")"
 n host kill c >/dev/null
 wait_for '! grep -q "^81:00.0" <<<"$(n lspci --host b)"' "accel1 stayed in b's tree after c crashed"
+wait "$drv" || true
+grep -q "81:00.0: removed (hot-unplugged)" "$work/drv.out" || fail "the driver was not told: $(cat "$work/drv.out")"
 n host start c >/dev/null
+# Back up, the lender lends it to the same borrower again: the borrower kept nothing of the
+# borrow that ended with the lender's previous life (it once refused: "borrows it already").
+out=$(n device lend accel1 --to b 2>&1) || fail "lending accel1 to b again after c rebooted: $out"
+out=$(n run --host b -- accel_drv --size 64k --iters 2 2>&1) || fail "accel_drv on the lent-again accel1: $out"
+grep -q "data verified" <<<"$out" || fail "accel_drv on the lent-again accel1: $out"
+n device reclaim accel1 >/dev/null
 
 # The borrower crashes: the lender takes the function back; the borrower boots with an empty
 # tree of lent functions.
@@ -64,4 +82,8 @@ n host kill c >/dev/null
 wait_for 'grep -q "accel0 .* -$" <<<"$(n device list)"' "a kept accel0 borrowed by a dead host"
 n host start c >/dev/null
 grep -q "^8[0-9]:" <<<"$(n lspci --host c)" && fail "c rebooted with a lent function in its tree"
+# Nothing left behind by any of it: the LUT, requester-ID and IOMMU use of before.
+after=""
+for _ in $(seq 50); do after=$(tables); [ "$after" = "$baseline" ] && break; sleep 0.1; done
+[ "$after" = "$baseline" ] || fail "tables: before $baseline, after $after"
 echo "ok"

@@ -57,6 +57,24 @@ wait "$hold" 2>/dev/null || true
 wait_for '[ "$(maps)" = "$maps0" ] && [ "$(lut_a)" = "$lut0" ] && [ "$(rid_a)" = "$rid0" ]' \
   "after the kill: c's IOMMU $(maps) (was $maps0), a.ntb0 LUT $(lut_a) (was $lut0), RID $(rid_a) (was $rid0)"
 
+# The lender crashes under a driver holding mappings through its aperture: c forgets the
+# borrows, the aperture and what was mapped for them; a, back up, lends both to c again, and
+# a driver maps through a new aperture.
+n run --host c -- dma_check --hold >"$work/hold3" 2>&1 &
+hold=$!
+wait_for 'grep -q "^holding" "$work/hold3"' "dma_check --hold: $(cat "$work/hold3")"
+n host kill a >/dev/null
+wait_for '! grep -q "^8[01]:00.0" <<<"$(n lspci --host c)"' "the lent functions stayed in c's tree after a crashed"
+kill -9 "$(sed -n 's/^holding //p' "$work/hold3")"
+wait "$hold" 2>/dev/null || true
+n host start a >/dev/null
+out=$(n device lend accel0 --to c 2>&1) || fail "lending accel0 to c again after a's crash: $out"
+out=$(n device lend accel2 --to c 2>&1) || fail "lending accel2 to c again after a's crash: $out"
+wait_for '[ "$(maps)" = "$maps0" ] && [ "$(lut_a)" = "$lut0" ] && [ "$(rid_a)" = "$rid0" ]' \
+  "after a's crash: c's IOMMU $(maps) (was $maps0), a.ntb0 LUT $(lut_a) (was $lut0), RID $(rid_a) (was $rid0)"
+out=$(n run --host c -- dma_check) || fail "dma_check on c after a's crash: $out"
+grep -qx "0000:81:00.0: map/unmap data verified" <<<"$out" || fail "after a's crash: $out"
+
 # Out of LUT entries on the lender's adapter (8): dma_map_single is ENOSPC, then maps again.
 out=$(n run --host c -- dma_check --exhaust) || fail "exhaust: $out"
 grep -Eq "^0000:80:00.0: out of LUT entries after [0-9]+ coherent buffers: ENOSPC; after a free: mapped$" \

@@ -21,6 +21,8 @@
 #include "harness.h"
 #include "fabric.h"
 #include "fab_tables.h"
+#include "ntblend/seg.h"
+#include "ntblend/smartio.h"
 
 #define MESSAGES 20000
 #define SLOT_HALF (FAB_MBOX_SLOT / 2)
@@ -139,6 +141,111 @@ static void test_random_requests_from_a_peer(void **state)
     assert_int_equal(h_cli(fixture_fabric, "agent-ping b a >/dev/null"), 0);
 }
 
+/* ------------------------------------------------- stale requests, and too many of them */
+
+#define MBOX_TYPE_SEG_CONNECT 2u
+#define MBOX_TYPE_DEV_BORROW 6u
+#define MBOX_TYPE_DEV_RETURN 8u
+#define SEG_ID 4711u
+#define CONN_CAP 4096u /* SEG_CONN_PER_HOST, src/agent/seg_int.h */
+struct lend_req { /* src/agent/lend.c */
+    uint32_t fn, mode, target, pages;
+    uint64_t addr;
+    uint32_t id, boot;
+    uint32_t pid;
+};
+struct seg_req { /* src/agent/seg_int.h */
+    uint32_t id, from_adapter, boot_gen;
+};
+
+static int post_typed(uint32_t type, const void *payload, uint32_t len)
+{
+    uint8_t msg[64];
+    uint32_t hdr[2] = { type, 0 };
+    memcpy(msg, hdr, sizeof hdr);
+    memcpy(msg + sizeof hdr, payload, len);
+    return post(msg, (uint32_t)sizeof hdr + len);
+}
+
+/* A process of host a with a segment available on a's adapter. */
+static void seg_holder(void *arg)
+{
+    (void)arg;
+    seg_desc_t *sd;
+    seg_local_t *seg;
+    CHECK_EQ(seg_open(&sd), 0);
+    CHECK_EQ(seg_create(sd, &seg, SEG_ID, 4096), 0);
+    CHECK_EQ(seg_prepare(seg, 0), 0);
+    CHECK_EQ(seg_set_available(seg, 0), 0);
+    h_put(1);
+    h_get();
+    seg_remove(seg);
+    seg_close(sd);
+}
+
+/* A request carries the boot count of the host that sent it: one from a previous life of b
+ * (b has rebooted since it was written) is refused, for a borrow and for a segment
+ * connection alike. And b may hold only so many connections to a's segments: one more is
+ * refused with -EUSERS, and they all go when b goes. */
+static void test_stale_and_excess_requests(void **state)
+{
+    (void)state;
+    uint32_t ha = (uint32_t)fab_host_by_name(fixture, "a"), hb = (uint32_t)fab_host_by_name(fixture, "b");
+    REQ = fab_ram(fixture, ha, (uint64_t)hb * FAB_MBOX_SLOT, SLOT_HALF);
+    RSP = fab_ram(fixture, hb, (uint64_t)ha * FAB_MBOX_SLOT + SLOT_HALF, SLOT_HALF);
+    FROM = fab_host(fixture, hb)->adapter_first;
+    TO = fab_host(fixture, ha)->adapter_first;
+    SEQ = atomic_load(&REQ->seq) + 1000;
+    assert_int_equal(h_cli(fixture_fabric, "device add accel0 >/dev/null 2>&1"), 0);
+    struct fab_tables base, before, after;
+    fab_tables_snapshot(fixture, &base);
+    struct h_proc p = h_spawn(fixture_fabric, "a", seg_holder, NULL);
+    h_from(&p);
+    fab_tables_snapshot(fixture, &before);
+    uint32_t boot = atomic_load(&fab_host(fixture, hb)->boot_gen);
+    uint32_t acc = (uint32_t)fab_func_by_name(fixture, "accel0");
+
+    struct lend_req lr = { .fn = acc, .mode = SIO_SHARED, .boot = boot - 1 };
+    assert_int_equal(post_typed(MBOX_TYPE_DEV_BORROW, &lr, sizeof lr), -ESTALE);
+    assert_int_equal(atomic_load(&fab_func(fixture, acc)->lend_borrowers[0]), 0);
+    struct seg_req sr = { .id = SEG_ID, .from_adapter = FROM, .boot_gen = boot - 1 };
+    assert_int_equal(post_typed(MBOX_TYPE_SEG_CONNECT, &sr, sizeof sr), -ESTALE);
+    fab_tables_snapshot(fixture, &after);
+    assert_memory_equal(&after, &before, sizeof after);
+    /* The same requests of b's current life act. */
+    lr.boot = boot;
+    assert_int_equal(post_typed(MBOX_TYPE_DEV_BORROW, &lr, sizeof lr), 0);
+    assert_true(atomic_load(&fab_func(fixture, acc)->lend_borrowers[0]) & (1ull << hb));
+    assert_int_equal(post_typed(MBOX_TYPE_DEV_RETURN, &lr, sizeof lr), 0);
+    sr.boot_gen = boot;
+    for (uint32_t i = 0; i < CONN_CAP; i++)
+        assert_int_equal(post_typed(MBOX_TYPE_SEG_CONNECT, &sr, sizeof sr), 0);
+    assert_int_equal(post_typed(MBOX_TYPE_SEG_CONNECT, &sr, sizeof sr), -EUSERS);
+    /* c is another host: it may still connect. */
+    assert_int_equal(h_cli(fixture_fabric, "agent-ping c a >/dev/null"), 0);
+
+    /* b goes: its connections go with it (its next life may connect again: were they kept,
+     * the cap would refuse it). */
+    assert_int_equal(h_cli(fixture_fabric, "host kill b >/dev/null"), 0);
+    assert_int_equal(h_cli(fixture_fabric, "host start b >/dev/null"), 0);
+    sr.boot_gen = atomic_load(&fab_host(fixture, hb)->boot_gen);
+    SEQ = atomic_load(&REQ->seq) + 1000;
+    int rc = 1;
+    for (int i = 0; i < 100 && rc; i++) { /* once a has seen b's reboot */
+        rc = post_typed(MBOX_TYPE_SEG_CONNECT, &sr, sizeof sr);
+        if (rc)
+            usleep(20000);
+    }
+    assert_int_equal(rc, 0);
+    /* The segment removed, and b gone once more: nothing is left of any of it. */
+    h_to(&p, 1);
+    assert_int_equal(h_join(&p), 0);
+    assert_int_equal(h_cli(fixture_fabric, "host kill b >/dev/null"), 0);
+    assert_int_equal(h_cli(fixture_fabric, "host start b >/dev/null"), 0);
+    fab_tables_settle(fixture, &base, &after);
+    assert_memory_equal(&after, &base, sizeof after);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -149,6 +256,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_requests_from_a_peer),
+        cmocka_unit_test(test_stale_and_excess_requests),
     };
     return cmocka_run_group_tests(tests, setup, fixture_down);
 }

@@ -104,6 +104,17 @@ wait "$ps" || fail "stale client: $(cat "$work/st.out")"
 grep -q "delete: Transport endpoint is not connected: .*no longer serves this client" "$work/st.out" \
   || fail "a reclaimed client was not told: $(cat "$work/st.out")"
 
+# ---- a client's host reboots at once (too quickly for a path down to be seen): the client's
+# segment went with its host's memory, so the manager reclaims its queues
+bg b "$work/rb.out" nvme_client nvme0 hold; prb=$!
+wait_for 'grep -q ready "$work/rb.out" || ! kill -0 $prb 2>/dev/null' "the client on b never got ready"
+rec=$(state reclaimed_clients)
+n host kill b >/dev/null
+n host start b >/dev/null
+wait "$prb" 2>/dev/null || true
+wait_for '[ "$(state reclaimed_clients)" -gt "$rec" ] && [ "$(state clients)" = 0 ]' \
+  'the manager kept the client of b'"'"'s previous life: $(n nvme status --json | jq -c ".[0].manager.state")' 200
+
 # ---- durability: written and flushed, then the fabric goes down and comes back
 out=$(on b nvme_client nvme0 write 3000 64 77) || fail "write: $out"
 

@@ -76,7 +76,8 @@ int seg_remove(seg_local_t *seg);
 /** seg_connect() - Connect to segment `id` of host `node_id` through local adapter `adapter`;
  * waits up to timeout_ms (<0: forever) for the segment to exist and become available. node_id
  * may be this host's own. -ENOENT no such segment (after the timeout), -ECONNREFUSED not
- * available, -EHOSTUNREACH no path, -ENOSPC out of LUT entries or requester IDs.
+ * available, -EHOSTUNREACH no path, -ENOSPC out of LUT entries or requester IDs, -EUSERS this
+ * host holds the most connections the owner takes from one host (4096).
  */
 int seg_connect(seg_desc_t *sd, seg_remote_t **seg, uint32_t node_id, uint32_t id, int adapter,
                 int timeout_ms);
@@ -105,7 +106,7 @@ enum seg_event {
     SEG_EVENT_NONE = 0,
     SEG_EVENT_UNAVAILABLE, /* the owner set it unavailable */
     SEG_EVENT_AVAILABLE,   /* ... and available again */
-    SEG_EVENT_REMOVED,     /* the owner removed it: disconnect */
+    SEG_EVENT_REMOVED,     /* the owner removed it (or its host rebooted): disconnect */
     SEG_EVENT_LOST,        /* the path to the owner is down */
     SEG_EVENT_RESTORED,    /* the path is back */
 };

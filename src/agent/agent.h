@@ -221,6 +221,12 @@ int alend_share(int32_t client, uint32_t fn);
  * Context: any agent thread.
  */
 void alend_unbind(uint32_t fn);
+/**
+ * alend_forget() - the lender of @fn is gone: drop this host's own borrow of @fn and the
+ * driver bindings under it, and the IOMMU mappings made for them, without asking the lender.
+ * Context: any agent thread.
+ */
+void alend_forget(uint32_t fn);
 int alend_return(int32_t client, uint32_t fn);
 /**
  * alend_map() - map [@addr, @addr+@size) of host @target for @fn's DMA

@@ -117,8 +117,13 @@ static void remove_slot(int slot, bool return_it)
     fab_futex_wake(&s->gen, 1 << 30);
     tree_changed();
     /* The driver bound to it loses it now (surprise removal): its mappings go with the
-     * host's, and the device is returned however far its remove() has come. */
-    alend_unbind(s->fn);
+     * host's, and the device is returned however far its remove() has come. When the lender
+     * is gone, so are the borrow and everything under it: forgotten here, as the lender's
+     * next life knows nothing of them (kept, they refused the device lent again). */
+    if (return_it)
+        alend_unbind(s->fn);
+    else
+        alend_forget(s->fn);
     unmap_bars(slot);
     if (return_it)
         alend_return(0, s->fn);

@@ -334,13 +334,18 @@ static int lend_unmap(uint32_t fn, uint32_t host, uint32_t id)
 }
 
 /* One dispatcher for requests arriving by mailbox and from this host's own processes. */
+static bool host_gone(const struct fab *f, uint32_t host, uint32_t boot);
+
 static int lender_call(uint32_t type, uint32_t from, const struct lend_req *r, struct lend_rsp *out)
 {
     pthread_mutex_lock(&lending.lock);
     int rc;
     switch (type) {
     case MBOX_DEV_BORROW:
-        rc = lend_borrow(r->fn, from, r->boot, r->mode);
+        /* Sent by a previous life of the borrower (it has rebooted since): it acts no more. */
+        rc = from != agent.host && host_gone(agent.f, from, r->boot)
+                 ? -ESTALE
+                 : lend_borrow(r->fn, from, r->boot, r->mode);
         break;
     case MBOX_DEV_SHARE:
         rc = !lender_of(r->fn) ? -ENODEV : !borrows(r->fn, from) ? -EPERM : 0;
@@ -972,6 +977,58 @@ void alend_client_gone(int32_t client)
         if (!h || alend_return(client, fn))
             break;
     }
+}
+
+/* The lender of fn is gone (crashed, or rebooted): the host's own borrow of fn (client 0: a
+ * hot-add, `ntblend device borrow`) and the driver bindings under it end here, without a word
+ * to the lender, whose next life knows nothing of them; the IOMMU mappings made on a target
+ * for their DMA go. */
+void alend_forget(uint32_t fn)
+{
+    pthread_mutex_lock(&lending.borrow_lock);
+    pthread_mutex_lock(&lending.lock);
+    struct hold *dropped = NULL;
+    for (struct hold **pp = &lending.holds; *pp;) {
+        struct hold *h = *pp;
+        if (h->fn == fn && (h->client == 0 || h->mode == AGENT_BORROW_BIND)) {
+            *pp = h->next;
+            h->next = dropped;
+            dropped = h;
+        } else {
+            pp = &h->next;
+        }
+    }
+    struct bmap *gone = NULL;
+    for (struct bmap **pp = &lending.bmaps; *pp;) {
+        struct bmap *m = *pp;
+        if (m->fn == fn && !find_hold(m->client, fn, false)) {
+            *pp = m->next;
+            m->next = gone;
+            gone = m;
+        } else {
+            pp = &m->next;
+        }
+    }
+    pthread_mutex_unlock(&lending.lock);
+    while (dropped) { /* their hold on our DMA aperture for that lender goes too */
+        struct hold *h = dropped;
+        dropped = h->next;
+        aperture_put(h->client, fn);
+        free(h);
+    }
+    while (gone) {
+        struct bmap *m = gone;
+        gone = m->next;
+        if (m->rid) {
+            struct inbound_req q = { .addr = m->addr, .size = m->size, .rid = m->rid };
+            if (m->target == agent.host)
+                fab_iommu_unmap(agent.f, agent.host, (uint16_t)q.rid, q.addr, q.size);
+            else
+                mbox_call(m->target, MBOX_INBOUND_UNMAP, &q, sizeof q, NULL, 0, NULL, 1000);
+        }
+        free(m);
+    }
+    pthread_mutex_unlock(&lending.borrow_lock);
 }
 
 /* ---------------------------------------------------------------- leases */

@@ -283,6 +283,11 @@ static int accept_connection(uint32_t id, uint32_t from_host, uint32_t from_boot
     if (via < 0 && !s->available)
         return -ECONNREFUSED;
     struct fab *f = agent.f;
+    uint32_t held = 0;
+    for (const struct conn_in *c = segments.in; c; c = c->next)
+        held += c->from_host == from_host;
+    if (held >= SEG_CONN_PER_HOST)
+        return -EUSERS; /* a peer cannot grow our memory without bound */
     if (via >= 0 && seg_self()->iommu && !(s->iommu_mapped & (1ull << via))) {
         /* Inbound NTB traffic carries the adapter's requester ID: map the segment there. */
         int rc = fab_iommu_map(f, agent.host, fab_adapter(f, seg_self()->adapter_first + (uint32_t)via)->rid,
@@ -325,6 +330,10 @@ static int h_seg_connect(uint32_t from, const void *req, uint32_t len,
     if (len < sizeof r)
         return -EINVAL;
     memcpy(&r, req, sizeof r);
+    /* Sent by a previous life of the peer (it has rebooted since): it acts no more. */
+    const struct fab_host *fh = fab_host(agent.f, from);
+    if (atomic_load(&fh->state) == FAB_HOST_DOWN || atomic_load(&fh->boot_gen) != r.boot_gen)
+        return -ESTALE;
     int via = seg_adapter_facing(r.from_adapter);
     if (via < 0)
         return -EHOSTUNREACH;
@@ -383,6 +392,8 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
      * never into the mailboxes, another process's memory or a segment. */
     if (!amem_owned(event_phys, sizeof(struct seg_event_word), client, NULL, NULL))
         return -EINVAL;
+    /* Before asking: a reboot of the owner while we ask leaves the connection gone at once. */
+    uint32_t owner_boot = atomic_load(&fab_host(f, (uint32_t)owner)->boot_gen);
     struct seg_rsp r;
     int rc;
     uint32_t ai = 0, peer = 0;
@@ -412,7 +423,8 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
     if (!c)
         return -ENOMEM; /* the owner keeps a connection it will drop when we reboot */
     *c = (struct conn_out){ .owner_host = (uint32_t)owner, .conn_id = r.conn_id, .client = client,
-                            .event_phys = event_phys, .adapter = ai, .peer_adapter = peer };
+                            .event_phys = event_phys, .adapter = ai, .peer_adapter = peer,
+                            .owner_boot = owner_boot };
     struct seg_event_word *w = fab_ram(f, agent.host, event_phys, sizeof *w);
     atomic_store(&w->state, SEG_EVENT_AVAILABLE);
     pthread_mutex_lock(&segments.lock);
@@ -498,12 +510,18 @@ void aseg_sweep(void)
     struct fab *f = agent.f;
     pthread_mutex_lock(&segments.lock);
     for (struct conn_out *c = segments.out; c; c = c->next) {
-        if (c->owner_host == agent.host)
+        if (c->owner_host == agent.host || c->gone)
             continue;
         bool up = fab_path_up(f, c->adapter, c->peer_adapter, NULL);
         if (up == c->lost) {
             c->lost = !up;
             seg_post_event(c->event_phys, up ? SEG_EVENT_RESTORED : SEG_EVENT_LOST);
+        }
+        /* Back, but rebooted: the segment went with the owner's memory, however briefly it
+         * was away (a reboot between two sweeps shows no path down). */
+        if (up && atomic_load(&fab_host(f, c->owner_host)->boot_gen) != c->owner_boot) {
+            c->gone = true;
+            seg_post_event(c->event_phys, SEG_EVENT_REMOVED);
         }
     }
     for (struct conn_in *c = segments.in, *next; c; c = next) {

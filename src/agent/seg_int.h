@@ -36,7 +36,8 @@ struct conn_out { /* one of our processes' connections to another host's segment
     int32_t client;
     uint64_t event_phys;
     uint32_t adapter, peer_adapter; /* global adapter indices of the path */
-    bool lost;
+    uint32_t owner_boot;            /* the owner's life the segment belongs to */
+    bool lost, gone;                /* gone: the owner rebooted, the segment with it */
 };
 
 struct aintr {
@@ -45,6 +46,10 @@ struct aintr {
     uint64_t phys;
     int32_t creator; /* 0 once removed: the page waits in the free list */
 };
+
+/* Connections to our segments one host may hold (each costs us memory; a host's windows run
+ * out long before: 256 LUT entries an adapter). */
+#define SEG_CONN_PER_HOST 4096u
 
 struct seg_req { /* MBOX_SEG_CONNECT, MBOX_INTR_CONNECT */
     uint32_t id, from_adapter, boot_gen;

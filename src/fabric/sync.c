@@ -83,7 +83,7 @@ static _Atomic uint32_t my_pid;
 static void forget_pid(void) { atomic_store_explicit(&my_pid, 0, memory_order_relaxed); }
 static void register_atfork(void) { pthread_atfork(NULL, NULL, forget_pid); }
 
-static uint32_t self_pid(void)
+int32_t fab_self_pid(void)
 {
     uint32_t me = atomic_load_explicit(&my_pid, memory_order_relaxed);
     if (!me) {
@@ -92,12 +92,12 @@ static uint32_t self_pid(void)
         me = (uint32_t)getpid();
         atomic_store_explicit(&my_pid, me, memory_order_relaxed);
     }
-    return me;
+    return (int32_t)me;
 }
 
 void fab_lock(_Atomic uint32_t *l)
 {
-    uint32_t me = self_pid(), cur = 0;
+    uint32_t me = (uint32_t)fab_self_pid(), cur = 0;
     if (atomic_compare_exchange_strong(l, &cur, me))
         return;
     for (;;) {

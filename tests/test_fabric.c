@@ -1,6 +1,6 @@
 /*
  * The hardware model underneath the API: requester-ID tables, IOMMU faults and the IOMMU
- * table's index, chained windows
+ * table's index, devices' cached translations against unmaps, the shared locks, chained windows
  * across a ring, and fabrics side by side. Uses the fabric model directly where a test needs
  * a requester other than the CPU (a device), and applications where the CPU path matters.
  */
@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <pthread.h>
+#include <sched.h>
 #include <string.h>
 
 #include "harness.h"
@@ -133,6 +135,124 @@ static void test_iommu_fault(void **state)
     fab_reap_owner(f, getpid());
     fab_detach(f);
     h_down(fab);
+}
+
+/* ---------------------------------------------------------------- cached translations */
+
+/*
+ * A device of a writing through a's NTB into b, whose IOMMU maps each page for b's NTB as a
+ * lent device's queue and per-I/O buffers are: once a page is unmapped, nothing the device
+ * cached of it lets a write land (the fault is b's), while its translation of the page still
+ * mapped serves on; the I/O address mapped again elsewhere reaches the new page only.
+ */
+#define TLB_IOVA (64ull << 20) /* a multiple of the topology's 4 MiB LUT entries */
+#define TLB_PHYS (200ull << 20)
+
+static uint32_t ram32(struct fab *f, uint32_t host, uint64_t phys)
+{
+    uint32_t v;
+    memcpy(&v, fab_ram(f, host, phys, 4), 4);
+    return v;
+}
+
+static void test_iotlb_streaming_unmap(void **state)
+{
+    const char *fab = h_fabric_name("iotlb");
+    assert_int_equal(h_up(fab, "tests/topologies/iommu-pair.ini"), 0);
+    struct fab *f = attach(fab);
+    uint32_t a = (uint32_t)fab_host_by_name(f, "a"), b = (uint32_t)fab_host_by_name(f, "b");
+    uint32_t ai = (uint32_t)fab_adapter_by_name(f, "a.ntb0");
+    uint16_t nrid = fab_adapter(f, (uint32_t)fab_adapter_by_name(f, "b.ntb0"))->rid;
+    struct fab_adapter *ad = fab_adapter(f, ai);
+    int idx = fab_lut_alloc(f, ai, getpid(), 0);
+    assert_true(idx >= 0);
+    assert_int_equal(fab_lut_set(f, ai, (uint32_t)idx, b, TLB_IOVA, getpid(), 0), 0);
+    uint64_t win = ad->bar_addr + (uint64_t)idx * ad->lut_size;
+    uint64_t q = TLB_PHYS, d = TLB_PHYS + 4 * 4096, d2 = TLB_PHYS + 8 * 4096;
+    uint32_t perm = FAB_PERM_READ | FAB_PERM_WRITE | FAB_PERM_STREAM;
+    assert_int_equal(fab_iommu_map(f, b, nrid, TLB_IOVA, q, 4096, perm, getpid()), 0);
+    assert_int_equal(fab_iommu_map(f, b, nrid, TLB_IOVA + 4096, d, 4096, perm, getpid()), 0);
+    uint32_t v = 1;
+    assert_int_equal(fab_dev_write(f, a, DEV_RID, win, &v, 4), 0);
+    assert_int_equal(fab_dev_write(f, a, DEV_RID, win + 4096, &v, 4), 0);
+    assert_int_equal(ram32(f, b, q), 1);
+    assert_int_equal(ram32(f, b, d), 1);
+    /* The buffer unmapped: its cached translation is gone, the write faults and lands nowhere. */
+    assert_int_equal(fab_iommu_unmap(f, b, nrid, TLB_IOVA + 4096, 4096), 0);
+    uint64_t faults = atomic_load(&fab_host(f, b)->fault_count);
+    v = 2;
+    assert_int_equal(fab_dev_write(f, a, DEV_RID, win + 4096, &v, 4), -EFAULT);
+    assert_int_equal(ram32(f, b, d), 1);
+    assert_int_equal(atomic_load(&fab_host(f, b)->fault_count), faults + 1);
+    /* The queue's mapping was not touched. */
+    assert_int_equal(fab_dev_write(f, a, DEV_RID, win, &v, 4), 0);
+    assert_int_equal(ram32(f, b, q), 2);
+    /* The same I/O address mapped again onto another page: the write goes there. */
+    assert_int_equal(fab_iommu_map(f, b, nrid, TLB_IOVA + 4096, d2, 4096, perm, getpid()), 0);
+    v = 3;
+    assert_int_equal(fab_dev_write(f, a, DEV_RID, win + 4096, &v, 4), 0);
+    assert_int_equal(ram32(f, b, d2), 3);
+    assert_int_equal(ram32(f, b, d), 1);
+    /* And with the queue unmapped too, nothing reaches b. */
+    assert_int_equal(fab_iommu_unmap(f, b, nrid, TLB_IOVA, 4096), 0);
+    assert_int_equal(fab_iommu_unmap(f, b, nrid, TLB_IOVA + 4096, 4096), 0);
+    v = 4;
+    assert_int_equal(fab_dev_write(f, a, DEV_RID, win, &v, 4), -EFAULT);
+    assert_int_equal(fab_dev_write(f, a, DEV_RID, win + 4096, &v, 4), -EFAULT);
+    assert_int_equal(ram32(f, b, q), 2);
+    assert_int_equal(ram32(f, b, d2), 3);
+    fab_reap_owner(f, getpid());
+    fab_detach(f);
+    h_down(fab);
+}
+
+/* ---------------------------------------------------------------- shared locks */
+
+/* Threads of one process contend for a fabric lock (the holder and the waiters share a pid):
+ * every increment under it counts, and the lock ends free. */
+struct lock_run {
+    _Atomic uint32_t lock;
+    uint64_t count;
+};
+
+static void *lock_worker(void *arg)
+{
+    struct lock_run *r = arg;
+    for (int i = 0; i < 20000; i++) {
+        fab_lock(&r->lock);
+        uint64_t c = r->count;
+        if (i % 64 == 0)
+            sched_yield(); /* held across a yield: the others sleep on it */
+        r->count = c + 1;
+        fab_unlock(&r->lock);
+    }
+    return NULL;
+}
+
+static void test_lock_contended(void **state)
+{
+    static struct lock_run r;
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, lock_worker, &r), 0);
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    assert_int_equal(r.count, 3 * 20000);
+    assert_int_equal(atomic_load(&r.lock), 0);
+    /* A lock its dead holder left, waiters announced or not, is taken over. */
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    assert_true(child > 0);
+    assert_int_equal(waitpid(child, NULL, 0), child);
+    atomic_store(&r.lock, (uint32_t)child | 0x80000000u);
+    fab_lock(&r.lock);
+    assert_int_equal(atomic_load(&r.lock) & 0x7fffffffu, (uint32_t)getpid());
+    fab_unlock(&r.lock);
+    atomic_store(&r.lock, (uint32_t)child);
+    fab_lock(&r.lock);
+    fab_unlock(&r.lock);
+    assert_int_equal(atomic_load(&r.lock), 0);
 }
 
 /* ---------------------------------------------------------------- chained windows */
@@ -352,6 +472,8 @@ int main(void)
         cmocka_unit_test(test_requester_id_table),
         cmocka_unit_test(test_iommu_fault),
         cmocka_unit_test(test_iommu_index),
+        cmocka_unit_test(test_iotlb_streaming_unmap),
+        cmocka_unit_test(test_lock_contended),
         cmocka_unit_test(test_chained_windows_ring),
         cmocka_unit_test(test_two_fabrics_do_not_interfere),
     };

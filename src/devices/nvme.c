@@ -109,9 +109,12 @@ static int mkdir_p(const char *path)
 
 /* ---------------------------------------------------------------- thread */
 
-/* Looks at reg_seq with a pause in between before the polling loop starts yielding: about
- * 2 us on current x86 (a pause is 40-140 cycles). */
-#define SPIN_LOOKS 256u
+/* How long after a command the polling loop looks at reg_seq with only a pause in between,
+ * before it yields between looks (as long as a driver's waiter spins by default, spin_us):
+ * the next doorbell of a QD 1 client comes a few microseconds after its completion (more with
+ * a DMA map and unmap around each I/O), and a yield on a shared, busy CPU can give the core
+ * away for tens of microseconds. */
+#define SPIN_NS 20000u
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -140,14 +143,17 @@ static void *run(void *arg)
          * the futex sleep and wake-up on both sides. Bounded, so an idle controller sleeps. */
         if (ready && now - last_work < m->poll_ns) {
             /* Every register write bumps reg_seq: watch that one word, not all doorbells.
-             * First a short busy spin (a doorbell is seen within a cache miss, not a system
-             * call), then yield between looks: the driver may need this core to ring it. */
+             * First a busy spin (a doorbell is seen within a cache miss, not a system call),
+             * then yield between looks: the driver may need this core to ring it. */
+            uint64_t spin = m->poll_ns < SPIN_NS ? m->poll_ns : SPIN_NS, t = now;
             for (uint32_t i = 0; atomic_load(&fx->reg_seq) == seen && !atomic_load(&m->stop); i++) {
-                if (i < SPIN_LOOKS) {
+                if (t - last_work < spin) {
                     cpu_relax();
+                    if ((i & 31) == 31)
+                        t = fab_now_ns();
                     continue;
                 }
-                if ((i & 7) == 0 && fab_now_ns() - last_work >= m->poll_ns)
+                if ((i & 7) == 0 && (t = fab_now_ns()) - last_work >= m->poll_ns)
                     break;
                 sched_yield();
             }

@@ -21,6 +21,12 @@ int fab_iommu_unmap(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova, u
  * not serve. O(log n) in the host's mappings. */
 int fab_iommu_translate(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova,
                         uint64_t len, bool write, bool cpu, uint64_t *phys, uint64_t *contig);
+/* The same, and for a translation by a mapping (iommu on) where its slot's generation is and
+ * what it was (*gen_at NULL otherwise): the translation holds while *gen_at == *gen, until the
+ * mapping is unmapped (cached translations check it; see resolve.c). */
+int fab_iommu_translate_gen(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova,
+                            uint64_t len, bool write, bool cpu, uint64_t *phys, uint64_t *contig,
+                            const uint32_t **gen_at, uint32_t *gen);
 /* Rebuild the host's index of its mappings (after slots were changed behind it). */
 void fab_iommu_reindex(struct fab *f, uint32_t host);
 void fab_fault_record(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, bool write,

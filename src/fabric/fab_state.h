@@ -141,12 +141,14 @@ struct fab_iommu_map {
     uint16_t perm; /* FAB_PERM_* */
     uint64_t iova, phys, size;
     int32_t owner_pid; /* freed when the owner dies */
+    uint32_t gen; /* bumped when the slot's mapping goes: what devices cached of it is stale */
 };
 
 #define FAB_PERM_READ 1u
 #define FAB_PERM_WRITE 2u
 /* A streaming DMA mapping (dma_map_single): reached by device DMA only, so that inserting and
- * removing it invalidates the devices' IOTLBs (tlb_gen) but no process's CPU windows. */
+ * removing it invalidates only the devices' cached translations of it (its slot's gen), no
+ * process's CPU windows. */
 #define FAB_PERM_STREAM 4u
 
 struct fab_fault {

@@ -16,6 +16,8 @@ uint64_t fab_now_ns(void);
 
 /* Is pid a live process (not gone, not a zombie)? */
 bool fab_pid_alive(int32_t pid);
+/* getpid() without a system call after the first (read again in a forked child). */
+int32_t fab_self_pid(void);
 /* Shared-memory locks: hold the owner's pid, so a lock of a dead process can be taken over. */
 void fab_lock(_Atomic uint32_t *l);
 void fab_unlock(_Atomic uint32_t *l);

@@ -116,16 +116,6 @@ void fab_iommu_reindex(struct fab *f, uint32_t host)
     fab_unlock(&fab_host(f, host)->iommu_lock);
 }
 
-/* After a change of the table: streaming mappings only concern devices, whose IOTLBs the
- * translation generation invalidates; any other may change what a CPU window reaches. */
-static void iommu_changed(struct fab *f, uint32_t perm)
-{
-    if (perm & FAB_PERM_STREAM)
-        atomic_fetch_add_explicit(&f->ctl->tlb_gen, 1, memory_order_release);
-    else
-        fab_map_changed(f);
-}
-
 int fab_iommu_map(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova, uint64_t phys,
                   uint64_t size, uint32_t perm, int32_t owner)
 {
@@ -155,7 +145,8 @@ int fab_iommu_map(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova, uin
         goto out;
     }
     m[slot] = (struct fab_iommu_map){ .rid = rid, .perm = (uint16_t)perm, .iova = iova,
-                                      .phys = phys, .size = size, .owner_pid = owner };
+                                      .phys = phys, .size = size, .owner_pid = owner,
+                                      .gen = m[slot].gen };
     h->iommu_idx_dirty = 1;
     atomic_signal_fence(memory_order_seq_cst);
     m[slot].used = 1;
@@ -192,6 +183,9 @@ int fab_iommu_unmap(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova, u
         h->iommu_idx_dirty = 1;
         atomic_signal_fence(memory_order_seq_cst);
         e->used = 0;
+        /* Devices' cached translations through this slot are checked against its generation:
+         * stale from here, before unmap returns. */
+        __atomic_fetch_add(&e->gen, 1, __ATOMIC_RELEASE);
         for (uint32_t i = pos - 1; i + 1 < h->iommu_nidx; i++)
             h->iommu_idx[i] = h->iommu_idx[i + 1];
         h->iommu_nidx--;
@@ -202,15 +196,27 @@ int fab_iommu_unmap(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova, u
         rc = 0;
     }
     fab_unlock(&h->iommu_lock);
-    if (rc == 0 && h->iommu)
-        iommu_changed(f, perm); /* nothing may reach the old pages after unmap returns */
+    /* Nothing may reach the old pages after unmap returns. A streaming mapping was reached by
+     * devices only, whose cached translations of it its slot's generation ends (above); any
+     * other may change what a CPU window reaches. */
+    if (rc == 0 && h->iommu && !(perm & FAB_PERM_STREAM))
+        fab_map_changed(f);
     return rc;
 }
 
 int fab_iommu_translate(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova, uint64_t len,
                         bool write, bool cpu, uint64_t *phys, uint64_t *contig)
 {
+    return fab_iommu_translate_gen(f, host, rid, iova, len, write, cpu, phys, contig, NULL, NULL);
+}
+
+int fab_iommu_translate_gen(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova,
+                            uint64_t len, bool write, bool cpu, uint64_t *phys, uint64_t *contig,
+                            const uint32_t **gen_at, uint32_t *gen)
+{
     struct fab_host *h = fab_host(f, host);
+    if (gen_at)
+        *gen_at = NULL;
     if (!h->iommu) {
         *phys = iova;
         *contig = len;
@@ -231,6 +237,10 @@ int fab_iommu_translate(struct fab *f, uint32_t host, uint16_t rid, uint64_t iov
             *phys = e->phys + (iova - e->iova);
             uint64_t left = e->size - (iova - e->iova);
             *contig = left < len ? left : len;
+            if (gen_at) { /* read under the lock: an unmap after it bumps it */
+                *gen_at = &e->gen;
+                *gen = __atomic_load_n(&e->gen, __ATOMIC_RELAXED);
+            }
             rc = 0;
         }
     } else if (pos < h->iommu_nidx) {

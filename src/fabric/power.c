@@ -28,7 +28,9 @@ int fab_host_set_state(struct fab *f, uint32_t host, enum fab_host_state st)
         if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)h->ram_size) < 0)
             return -errno;
         fab_lock(&h->iommu_lock);
-        memset(fab_iommu_table(f, host), 0, FAB_IOMMU_MAPS * sizeof(struct fab_iommu_map));
+        struct fab_iommu_map *m = fab_iommu_table(f, host);
+        for (uint32_t i = 0; i < FAB_IOMMU_MAPS; i++) /* empty, every cached translation stale */
+            m[i] = (struct fab_iommu_map){ .gen = m[i].gen + 1 };
         h->iommu_nmaps = 0;
         h->iommu_nidx = 0;
         h->iommu_idx_dirty = 0;

@@ -353,6 +353,7 @@ void fab_reap_owner(struct fab *f, int32_t pid)
                 hh->iommu_idx_dirty = 1; /* the next to take the lock rebuilds the index */
                 atomic_signal_fence(memory_order_seq_cst);
                 m[i].used = 0;
+                __atomic_fetch_add(&m[i].gen, 1, __ATOMIC_RELEASE);
                 changed = true;
             }
         fab_unlock(&hh->iommu_lock);

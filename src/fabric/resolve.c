@@ -54,8 +54,17 @@ static uint64_t next_decoded(const struct fab *f, uint32_t host, uint64_t phys)
     return next;
 }
 
+/* The IOMMU mappings a walk went through (their slots' generations, then): a translation
+ * cached holds while none of them was unmapped. Walks through more are not cached. */
+#define WALK_GENS 2
+struct walk_gens {
+    uint32_t n;
+    const uint32_t *at[WALK_GENS];
+    uint32_t gen[WALK_GENS];
+};
+
 static int resolve_walk(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint64_t len,
-                        bool write, struct fab_target *t)
+                        bool write, struct fab_target *t, struct walk_gens *g)
 {
     const struct topo_latency *lat = &f->ctl->latency;
     *t = (struct fab_target){ .region = FAB_REGION_NONE, .host = host, .addr = addr, .len = len,
@@ -66,8 +75,17 @@ static int resolve_walk(struct fab *f, uint32_t host, uint16_t rid, uint64_t add
         t->region = FAB_REGION_NONE;
         if (!cpu) {
             uint64_t contig;
-            int rc = fab_iommu_translate(f, host, rid, addr, len, write, from_cpu, &phys,
-                                         &contig);
+            const uint32_t *gen_at;
+            uint32_t gen;
+            int rc = fab_iommu_translate_gen(f, host, rid, addr, len, write, from_cpu, &phys,
+                                             &contig, &gen_at, &gen);
+            if (gen_at && g) {
+                if (g->n < WALK_GENS) {
+                    g->at[g->n] = gen_at;
+                    g->gen[g->n] = gen;
+                }
+                g->n++;
+            }
             if (rc) {
                 t->err = rc;
                 t->len = contig;
@@ -151,7 +169,10 @@ static int resolve_walk(struct fab *f, uint32_t host, uint16_t rid, uint64_t add
 /*
  * The IOTLB: successful translations of whole 4 KiB pages, per thread (each device model and
  * DMA engine is a thread), checked against the fabric's generations so that any change of a
- * LUT entry, IOMMU mapping, requester-ID table, link or host invalidates them all. Every
+ * LUT entry, IOMMU mapping, requester-ID table, link or host invalidates them all, and against
+ * the generations of the IOMMU mappings they went through, which their unmap bumps: a
+ * streaming mapping's unmap (one per I/O with per-I/O mapping) invalidates what was cached of
+ * it alone, not the device's translations of its queues (smartio-tocs-2021 §4.3). Every
  * region boundary in the model is 4 KiB aligned (RAM sizes, BARs, LUT entries, IOMMU pages),
  * so within a page a translation is uniform.
  */
@@ -163,10 +184,19 @@ struct iotlb_entry {
     uint16_t rid;
     bool write, valid;
     uint64_t page;
+    struct walk_gens g;
     struct fab_target t; /* for the whole page */
 };
 
 static _Thread_local struct iotlb_entry iotlb[IOTLB_ENTRIES];
+
+static bool gens_hold(const struct walk_gens *g)
+{
+    for (uint32_t i = 0; i < g->n; i++)
+        if (__atomic_load_n(g->at[i], __ATOMIC_ACQUIRE) != g->gen[i])
+            return false;
+    return true;
+}
 
 int fab_resolve(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint64_t len,
                 bool write, struct fab_target *t)
@@ -174,7 +204,7 @@ int fab_resolve(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint6
     if (host >= f->ctl->nhosts || !len)
         return -EINVAL;
     if (fab_iommu_probing())
-        return resolve_walk(f, host, rid, addr, len, write, t);
+        return resolve_walk(f, host, rid, addr, len, write, t, NULL);
     uint32_t map_gen = atomic_load_explicit(&f->ctl->map_gen, memory_order_acquire);
     uint32_t tlb_gen = atomic_load_explicit(&f->ctl->tlb_gen, memory_order_acquire);
     uint64_t page = addr & ~4095ull, in = addr - page;
@@ -182,18 +212,21 @@ int fab_resolve(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint6
         &iotlb[(page >> 12 ^ (uint64_t)host * 0x9e37 ^ (uint64_t)rid * 0x85eb ^ write) % IOTLB_ENTRIES];
     /* Only accesses within one page use it: a long transfer resolves in long extents. */
     if (len <= 4096 - in && e->valid && e->ctl == f->ctl && e->map_gen == map_gen && e->tlb_gen == tlb_gen &&
-        e->page == page && e->host == host && e->rid == rid && e->write == write) {
+        e->page == page && e->host == host && e->rid == rid && e->write == write &&
+        gens_hold(&e->g)) {
         *t = e->t;
         t->addr += in;
         t->len = len;
         return 0;
     }
-    int rc = resolve_walk(f, host, rid, addr, len, write, t);
-    if (rc || t->err || (t->region != FAB_REGION_RAM && t->region != FAB_REGION_DEVICE))
+    struct walk_gens g = { 0 };
+    int rc = resolve_walk(f, host, rid, addr, len, write, t, &g);
+    if (rc || t->err || (t->region != FAB_REGION_RAM && t->region != FAB_REGION_DEVICE) ||
+        g.n > WALK_GENS)
         return rc;
     *e = (struct iotlb_entry){ .ctl = f->ctl, .map_gen = map_gen, .tlb_gen = tlb_gen,
                                .host = host, .rid = rid, .write = write, .valid = true,
-                               .page = page, .t = *t };
+                               .page = page, .g = g, .t = *t };
     e->t.addr -= in;
     e->t.len = 4096;
     return 0;

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,26 +71,59 @@ bool fab_pid_alive(int32_t pid)
     return !(paren && (paren[2] == 'Z' || paren[2] == 'X'));
 }
 
+/*
+ * The lock word holds the owner's pid, with LOCK_WAITERS set once someone sleeps on it: an
+ * uncontended lock and unlock are one atomic operation each, no system call (pids stay below
+ * 2^22, Linux's PID_MAX_LIMIT). The pid is read once per process, again in a forked child.
+ */
+#define LOCK_WAITERS 0x80000000u
+
+static _Atomic uint32_t my_pid;
+
+static void forget_pid(void) { atomic_store_explicit(&my_pid, 0, memory_order_relaxed); }
+static void register_atfork(void) { pthread_atfork(NULL, NULL, forget_pid); }
+
+int32_t fab_self_pid(void)
+{
+    uint32_t me = atomic_load_explicit(&my_pid, memory_order_relaxed);
+    if (!me) {
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        pthread_once(&once, register_atfork);
+        me = (uint32_t)getpid();
+        atomic_store_explicit(&my_pid, me, memory_order_relaxed);
+    }
+    return (int32_t)me;
+}
+
 void fab_lock(_Atomic uint32_t *l)
 {
-    uint32_t me = (uint32_t)getpid();
+    uint32_t me = (uint32_t)fab_self_pid(), cur = 0;
+    if (atomic_compare_exchange_strong(l, &cur, me))
+        return;
     for (;;) {
-        uint32_t cur = 0;
-        if (atomic_compare_exchange_strong(l, &cur, me))
-            return;
-        /* A lock held by a dead process (a crashed host) is taken over. */
-        if (cur != me && !fab_pid_alive((int32_t)cur)) {
-            if (atomic_compare_exchange_strong(l, &cur, me))
+        if (cur == 0) {
+            /* Taken after a wait: others may still sleep, so the unlock must wake. */
+            if (atomic_compare_exchange_strong(l, &cur, me | LOCK_WAITERS))
                 return;
             continue;
         }
-        fab_futex_wait(l, cur, 1000000); /* 1 ms: also re-checks the holder's liveness */
+        uint32_t owner = cur & ~LOCK_WAITERS;
+        /* A lock held by a dead process (a crashed host) is taken over. */
+        if (owner != me && !fab_pid_alive((int32_t)owner)) {
+            if (atomic_compare_exchange_strong(l, &cur, me | LOCK_WAITERS))
+                return;
+            continue;
+        }
+        if (!(cur & LOCK_WAITERS) && !atomic_compare_exchange_strong(l, &cur, cur | LOCK_WAITERS))
+            continue;
+        fab_futex_wait(l, cur | LOCK_WAITERS, 1000000); /* 1 ms: re-checks the holder's liveness */
+        cur = atomic_load(l);
     }
 }
 
 void fab_unlock(_Atomic uint32_t *l)
 {
-    atomic_store(l, 0);
-    fab_futex_wake(l, 1);
+    if (atomic_exchange(l, 0) & LOCK_WAITERS)
+        fab_futex_wake(l, 1);
 }
 

@@ -216,7 +216,7 @@ int emu_iommu_map(struct rt *rt, uint16_t rid, uint64_t iova, uint64_t phys, uin
         return -EINVAL;
     uint32_t p = (perm & NTB_IOMMU_READ ? FAB_PERM_READ : 0) |
                  (perm & NTB_IOMMU_WRITE ? FAB_PERM_WRITE : 0) | FAB_PERM_STREAM;
-    return fab_iommu_map(rt->f, rt->host, rid, iova, phys, len, p, getpid());
+    return fab_iommu_map(rt->f, rt->host, rid, iova, phys, len, p, fab_self_pid());
 }
 
 int emu_iommu_unmap(struct rt *rt, uint16_t rid, uint64_t iova, uint64_t len)

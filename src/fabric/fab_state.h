@@ -18,7 +18,7 @@
 #include "topo.h"
 
 #define FAB_MAGIC 0x4e54424cu /* "NTBL" */
-#define FAB_VERSION 6
+#define FAB_VERSION 7
 #define FAB_NAME_MAX 64
 #define FAB_MAX_PROCS 512
 #define FAB_IOMMU_MAPS 4096   /* per host */

@@ -24,8 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ntblend/accel_regs.h"
-#include "ntblend/pci.h"
+#include "accel_engine.h"
 
 #define PAGE 4096u
 #define MAX_COH 64
@@ -43,37 +42,17 @@ static bool exhausted, isolation = true;
         failed++;                                                                            \
     } while (0)
 
-struct accel {
-    volatile uint8_t *regs;
-    uint32_t head;
-};
-
 /* One copy by the engine, polled; 0, or the descriptor's ACCEL_ERR_*. */
-static int copy(struct pci_dev *dev, struct accel *a, uint64_t src, uint64_t dst, uint32_t len,
-                uint32_t flags)
+static int copy(struct pci_dev *dev, struct accel_eng *a, uint64_t src, uint64_t dst,
+                uint32_t len, uint32_t flags)
 {
-    struct accel_desc d = { .src = src, .dst = dst, .len = len, .ctrl = ACCEL_OP_COPY | flags };
-    uint32_t slot = a->head % ACCEL_RING_ENTRIES;
-    volatile uint32_t *w = (volatile uint32_t *)(a->regs + ACCEL_RING_OFF + 32u * slot);
-    const uint32_t *s = (const uint32_t *)&d;
-    for (int i = 0; i < 8; i++)
-        w[i] = s[i];
-    uint32_t target = ++a->head;
-    iowrite32(a->head, (void *)(a->regs + ACCEL_REG_HEAD));
-    for (int i = 0; ioread32((const void *)(a->regs + ACCEL_REG_COMPLETED)) != target; i++) {
-        if (i > 100000) {
-            FAIL(dev, "copy %u did not complete", target);
-            return -1;
-        }
-        usleep(100);
+    static const struct accel_wait w = { .timeout_ms = 10000, .poll_us = 100 };
+    uint32_t target = accel_eng_copies(a, src, dst, len, flags, false, 1);
+    if (accel_eng_wait(a, target, &w)) {
+        FAIL(dev, "copy %u did not complete", target);
+        return -1;
     }
-    return (int)(w[6] & ACCEL_ERR_MASK);
-}
-
-static void fill(uint8_t *p, size_t n, uint32_t seed)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = (uint8_t)((i * 131u + seed * 7u) ^ (i >> 9));
+    return (int)(accel_eng_status(a, target - 1) & ACCEL_ERR_MASK);
 }
 
 static bool all(const uint8_t *p, size_t n, uint8_t v)
@@ -84,7 +63,7 @@ static bool all(const uint8_t *p, size_t n, uint8_t v)
     return true;
 }
 
-static void check(struct pci_dev *dev, struct accel *a)
+static void check(struct pci_dev *dev, struct accel_eng *a)
 {
     /* in: guard page, data page, guard page; out likewise. */
     uint8_t *in = dma_host_alloc(3 * PAGE), *out = dma_host_alloc(3 * PAGE);
@@ -95,7 +74,7 @@ static void check(struct pci_dev *dev, struct accel *a)
     }
     memset(in, 0xee, 3 * PAGE);
     memset(out, 0xee, 3 * PAGE);
-    fill(in + PAGE, PAGE, 1);
+    accel_eng_pattern(in + PAGE, PAGE, 1);
     memcpy(want, in + PAGE, PAGE);
     dma_addr_t src = dma_map_single(dev, in + PAGE, PAGE, DMA_TO_DEVICE);
     dma_addr_t dst = dma_map_single(dev, out + PAGE, PAGE, DMA_FROM_DEVICE);
@@ -148,7 +127,7 @@ sg:
     struct scatterlist sg[3], sg2[3];
     sg_init_table(sg, 3);
     sg_init_table(sg2, 3);
-    fill(in, 3 * PAGE, 9);
+    accel_eng_pattern(in, 3 * PAGE, 9);
     memset(out, 0, 3 * PAGE);
     for (int i = 0; i < 3; i++) {
         sg_set_buf(&sg[i], in + i * PAGE + 100u * (unsigned)i, PAGE - 100u * (unsigned)i);
@@ -219,19 +198,16 @@ static void exhaust(struct pci_dev *dev)
 static int probe(struct pci_dev *dev, const struct pci_device_id *id)
 {
     (void)id;
-    struct accel *a = calloc(1, sizeof *a);
-    if (!a || pci_enable_device(dev))
+    struct accel_eng *a = calloc(1, sizeof *a);
+    if (!a)
         return -ENOMEM;
-    pci_set_master(dev);
-    a->regs = pci_iomap(dev, ACCEL_BAR_REGS, 0);
-    for (int i = 0; a->regs && i < 1000 && ioread32((const void *)(a->regs + ACCEL_REG_ID)) == 0; i++)
-        usleep(1000);
-    if (!a->regs || ioread32((const void *)(a->regs + ACCEL_REG_ID)) != ACCEL_ID)
-        return -ENODEV;
-    iowrite32(ACCEL_CTRL_RESET, (void *)(a->regs + ACCEL_REG_CONTROL));
-    while (ioread32((const void *)(a->regs + ACCEL_REG_CONTROL)) & ACCEL_CTRL_RESET)
-        usleep(100);
-    iowrite32(ACCEL_CTRL_ENABLE, (void *)(a->regs + ACCEL_REG_CONTROL));
+    int rc = accel_eng_open(a, dev, 0, false);
+    if (rc) {
+        fprintf(stderr, "dma_check: %s: cannot set it up: %s\n", pci_name(dev), strerror(-rc));
+        accel_eng_close(a);
+        free(a);
+        return rc;
+    }
     pci_set_drvdata(dev, a);
     void *buf;
     dma_addr_t io;
@@ -265,12 +241,13 @@ static int probe(struct pci_dev *dev, const struct pci_device_id *id)
 
 static void remove_dev(struct pci_dev *dev)
 {
-    free(pci_get_drvdata(dev));
+    struct accel_eng *a = pci_get_drvdata(dev);
+    accel_eng_close(a);
+    free(a);
 }
 
-static const struct pci_device_id ids[] = { { 0x10de, 0x1bb1, 0, 0 }, { 0 } };
-static struct pci_driver driver = { .name = "dma_check", .id_table = ids, .probe = probe,
-                                    .remove = remove_dev };
+static struct pci_driver driver = { .name = "dma_check", .id_table = accel_eng_ids,
+                                    .probe = probe, .remove = remove_dev };
 
 int main(int argc, char **argv)
 {

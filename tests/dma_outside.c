@@ -16,11 +16,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "ntblend/accel_regs.h"
-#include "ntblend/pci.h"
+#include <stdlib.h>
+
+#include "accel_engine.h"
 
 #define BUF (64u << 10)
 #define LEN 4096u
@@ -36,47 +35,34 @@ static const char *err_name(uint32_t e)
 
 /* One copy, polled; returns its descriptor's status (ACCEL_DESC_DONE | ACCEL_ERR_*), or 0
  * when it did not complete within 5 s. */
-static uint32_t copy(volatile uint8_t *regs, uint32_t *head, uint64_t src, uint64_t dst,
-                     uint32_t flags)
+static uint32_t copy(struct accel_eng *e, uint64_t src, uint64_t dst, uint32_t flags)
 {
-    struct accel_desc d = { .src = src, .dst = dst, .len = LEN, .ctrl = ACCEL_OP_COPY | flags };
-    uint32_t slot = *head % ACCEL_RING_ENTRIES;
-    volatile uint32_t *w = (volatile uint32_t *)(regs + ACCEL_RING_OFF + 32u * slot);
-    const uint32_t *s = (const uint32_t *)&d;
-    for (int i = 0; i < 8; i++)
-        w[i] = s[i];
-    uint32_t target = ++*head;
-    iowrite32(*head, (void *)(regs + ACCEL_REG_HEAD));
-    for (int i = 0; i < 5000 && ioread32((const void *)(regs + ACCEL_REG_COMPLETED)) != target; i++)
-        usleep(1000);
-    return ioread32((const void *)(regs + ACCEL_REG_COMPLETED)) == target ? w[6] : 0;
+    static const struct accel_wait w = { .timeout_ms = 5000, .poll_us = 1000 };
+    uint32_t target = accel_eng_copies(e, src, dst, LEN, flags, false, 1);
+    return accel_eng_wait(e, target, &w) ? 0 : accel_eng_status(e, target - 1);
 }
 
 static int probe(struct pci_dev *dev, const struct pci_device_id *id)
 {
     (void)id;
-    if (pci_enable_device(dev))
-        return -EIO;
-    pci_set_master(dev);
-    volatile uint8_t *regs = pci_iomap(dev, ACCEL_BAR_REGS, 0);
-    dma_addr_t io;
-    uint8_t *buf = regs ? dma_alloc_coherent(dev, BUF, &io) : NULL;
-    if (!buf) {
-        fprintf(stderr, "dma_outside: %s: cannot set it up: %s\n", pci_name(dev), strerror(errno));
+    struct accel_eng *e = calloc(1, sizeof *e);
+    if (!e)
+        return -ENOMEM;
+    int rc = accel_eng_open(e, dev, BUF, false);
+    if (rc) {
+        fprintf(stderr, "dma_outside: %s: cannot set it up: %s\n", pci_name(dev), strerror(-rc));
+        accel_eng_close(e);
+        free(e);
         failed = 1;
-        return -EIO;
+        return rc;
     }
-    for (int i = 0; i < 1000 && ioread32((const void *)(regs + ACCEL_REG_ID)) != ACCEL_ID; i++)
-        usleep(1000);
-    iowrite32(ACCEL_CTRL_RESET, (void *)(regs + ACCEL_REG_CONTROL));
-    for (int i = 0; i < 1000 && (ioread32((const void *)(regs + ACCEL_REG_CONTROL)) & ACCEL_CTRL_RESET); i++)
-        usleep(1000);
-    iowrite32(ACCEL_CTRL_ENABLE, (void *)(regs + ACCEL_REG_CONTROL));
-    uint32_t head = 0;
+    pci_set_drvdata(dev, e);
+    uint8_t *buf = e->buf;
+    dma_addr_t io = e->buf_io;
 
     /* Into the device's memory from the buffer: allowed. */
     memset(buf, 0x5a, BUF);
-    uint32_t st = copy(regs, &head, io, 0, ACCEL_DESC_SRC_BUS);
+    uint32_t st = copy(e, io, 0, ACCEL_DESC_SRC_BUS);
     bool ok = st == ACCEL_DESC_DONE;
     printf("%s inside %s", pci_name(dev), ok ? "ok" : err_name(st & ACCEL_ERR_MASK));
     /* Out of the device's memory to where it was given nothing. */
@@ -85,7 +71,7 @@ static int probe(struct pci_dev *dev, const struct pci_device_id *id)
         { "past the buffer", io + BUF }, { "before it", io - LEN }, { "64 MiB away", io + (64u << 20) },
     };
     for (size_t k = 0; k < sizeof out / sizeof *out; k++) {
-        st = copy(regs, &head, 0, out[k].dst, ACCEL_DESC_DST_BUS);
+        st = copy(e, 0, out[k].dst, ACCEL_DESC_DST_BUS);
         uint32_t e = st & ACCEL_ERR_MASK;
         printf("; %s: %s", out[k].what, !st ? "not completed" : e ? err_name(e) : "WRITTEN");
         ok &= st && e;
@@ -94,21 +80,24 @@ static int probe(struct pci_dev *dev, const struct pci_device_id *id)
     for (uint32_t i = 0; i < BUF; i++)
         untouched &= buf[i] == 0x11;
     /* The device still works, for what it was given. */
-    st = copy(regs, &head, 0, io, ACCEL_DESC_DST_BUS);
+    st = copy(e, 0, io, ACCEL_DESC_DST_BUS);
     bool back = st == ACCEL_DESC_DONE && buf[0] == 0x5a && buf[LEN - 1] == 0x5a;
     printf("; buffer %s; inside again %s\n", untouched ? "untouched" : "WRITTEN",
            back ? "ok" : "FAILED");
     if (!ok || !untouched || !back)
         failed = 1;
-    iowrite32(0, (void *)(regs + ACCEL_REG_CONTROL));
     return 0;
 }
 
-static void remove_dev(struct pci_dev *dev) { pci_disable_device(dev); }
+static void remove_dev(struct pci_dev *dev)
+{
+    struct accel_eng *e = pci_get_drvdata(dev);
+    accel_eng_close(e); /* the engine stopped, the buffer freed, the function disabled */
+    free(e);
+}
 
-static const struct pci_device_id ids[] = { { 0x10de, 0x1bb1, 0, 0 }, { 0 } };
-static struct pci_driver driver = { .name = "dma_outside", .id_table = ids, .probe = probe,
-                                    .remove = remove_dev };
+static struct pci_driver driver = { .name = "dma_outside", .id_table = accel_eng_ids,
+                                    .probe = probe, .remove = remove_dev };
 
 int main(void)
 {

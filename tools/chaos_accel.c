@@ -39,8 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ntblend/accel_regs.h"
-#include "ntblend/pci.h"
+#include "accel_engine.h"
 
 #define STATE_LEN 160
 #define MAX_ACCELS 8
@@ -57,14 +56,8 @@ static struct {
 } g = { .size = 64u << 10, .timeout_ms = 3000, .pause_us = 2000, .fd = -1 };
 
 struct accel {
-    struct pci_dev *dev;
-    volatile uint8_t *regs;
-    uint8_t *buf; /* coherent: the host side of the copies */
-    dma_addr_t buf_io;
-    uint32_t head;
+    struct accel_eng eng; /* BAR0, the coherent buffer (the host side of the copies), the IRQ */
     pthread_mutex_t use; /* held for a round; remove() waits for it */
-    pthread_mutex_t lock;
-    pthread_cond_t done;
 };
 
 /* The bound accelerators; the main thread uses the first. */
@@ -122,72 +115,22 @@ static int state_load(void)
     return 0;
 }
 
-static void on_irq(int vector, void *arg)
-{
-    (void)vector;
-    struct accel *a = arg;
-    pthread_mutex_lock(&a->lock);
-    pthread_cond_broadcast(&a->done);
-    pthread_mutex_unlock(&a->lock);
-}
-
-/* Reset the engine: queued work abandoned, HEAD, TAIL and the counters zero. */
-static int engine_reset(struct accel *a)
-{
-    iowrite32(ACCEL_CTRL_RESET, (void *)(a->regs + ACCEL_REG_CONTROL));
-    uint64_t end = now_ms() + 1000;
-    while (ioread32((const void *)(a->regs + ACCEL_REG_CONTROL)) & ACCEL_CTRL_RESET) {
-        if (now_ms() > end || !pci_device_is_present(a->dev))
-            return -ETIMEDOUT;
-        usleep(1000);
-    }
-    a->head = 0;
-    iowrite32(0, (void *)(a->regs + ACCEL_REG_VECTOR));
-    iowrite32(ACCEL_CTRL_ENABLE, (void *)(a->regs + ACCEL_REG_CONTROL));
-    return 0;
-}
-
 /* One copy by the engine, waited for by its interrupt. 0, or -errno with *why the reason's
  * index in g.err_by. */
 static int copy(struct accel *a, uint64_t src, uint64_t dst, uint32_t len, uint32_t flags,
                 int *why)
 {
-    struct accel_desc d = { .src = src, .dst = dst, .len = len,
-                            .ctrl = ACCEL_OP_COPY | ACCEL_DESC_INTR | flags };
-    uint32_t slot = a->head % ACCEL_RING_ENTRIES;
-    volatile uint32_t *w = (volatile uint32_t *)(a->regs + ACCEL_RING_OFF + 32u * slot);
-    const uint32_t *s = (const uint32_t *)&d;
-    for (int i = 0; i < 8; i++)
-        w[i] = s[i];
-    uint32_t target = ++a->head;
-    iowrite32(a->head, (void *)(a->regs + ACCEL_REG_HEAD));
-    uint64_t end = now_ms() + g.timeout_ms;
-    pthread_mutex_lock(&a->lock);
-    while (ioread32((const void *)(a->regs + ACCEL_REG_COMPLETED)) != target) {
-        if (!pci_device_is_present(a->dev)) {
-            pthread_mutex_unlock(&a->lock);
-            *why = ACCEL_ERR_OTHER + 1;
-            return -ENODEV;
-        }
-        if (now_ms() > end) {
-            pthread_mutex_unlock(&a->lock);
-            *why = ACCEL_ERR_OTHER + 2;
-            return -ETIMEDOUT;
-        }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 20000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&a->done, &a->lock, &ts);
+    const struct accel_wait w = { .timeout_ms = g.timeout_ms, .poll_us = 20000 };
+    uint32_t target = accel_eng_copies(&a->eng, src, dst, len, flags, true, 1);
+    int rc = accel_eng_wait(&a->eng, target, &w);
+    if (rc) {
+        *why = rc == -ENODEV ? ACCEL_ERR_OTHER + 1 : ACCEL_ERR_OTHER + 2;
+        return rc;
     }
-    pthread_mutex_unlock(&a->lock);
     /* Read after COMPLETED: the device wrote the status before it counted the descriptor. An
      * unreachable device reads all ones, an error too. */
-    uint32_t st = w[6];
-    if (!pci_device_is_present(a->dev)) {
+    uint32_t st = accel_eng_status(&a->eng, target - 1);
+    if (!pci_device_is_present(a->eng.dev)) {
         *why = ACCEL_ERR_OTHER + 1;
         return -ENODEV;
     }
@@ -225,11 +168,11 @@ static void round_on(struct accel *a, uint8_t *want, uint64_t seq)
     uint64_t t0 = now_ms();
     int why = 0;
     pattern(want, n, seq);
-    memcpy(a->buf, want, n);
-    int rc = copy(a, a->buf_io, 0, (uint32_t)n, ACCEL_DESC_SRC_BUS, &why); /* host -> device */
+    memcpy(a->eng.buf, want, n);
+    int rc = copy(a, a->eng.buf_io, 0, (uint32_t)n, ACCEL_DESC_SRC_BUS, &why); /* host -> device */
     if (!rc) {
-        memset(a->buf, 0xee, n);
-        rc = copy(a, 0, a->buf_io, (uint32_t)n, ACCEL_DESC_DST_BUS, &why); /* device -> host */
+        memset(a->eng.buf, 0xee, n);
+        rc = copy(a, 0, a->eng.buf_io, (uint32_t)n, ACCEL_DESC_DST_BUS, &why); /* device -> host */
     }
     uint64_t took = now_ms() - t0;
     g.rounds++;
@@ -237,26 +180,26 @@ static void round_on(struct accel *a, uint8_t *want, uint64_t seq)
         g.longest_ms = took;
     if (took > 2ull * g.timeout_ms + 1000) {
         g.hangs++;
-        printf("HANG: round %" PRIu64 " on %s took %" PRIu64 " ms\n", g.rounds, pci_name(a->dev),
+        printf("HANG: round %" PRIu64 " on %s took %" PRIu64 " ms\n", g.rounds, pci_name(a->eng.dev),
                took);
     }
     if (!rc) {
         size_t off = 0;
-        while (off < n && a->buf[off] == want[off])
+        while (off < n && a->eng.buf[off] == want[off])
             off++;
         if (off == n) {
             g.ok++;
         } else {
             g.wrong++;
             printf("WRONG: round %" PRIu64 " on %s: both copies completed without error, but "
-                   "the data read back differs from byte %zu on\n", g.rounds, pci_name(a->dev),
+                   "the data read back differs from byte %zu on\n", g.rounds, pci_name(a->eng.dev),
                    off);
         }
     } else {
         g.errors++;
         g.err_by[why]++;
-        if (pci_device_is_present(a->dev))
-            engine_reset(a); /* a failed copy may leave the engine halted */
+        if (pci_device_is_present(a->eng.dev))
+            accel_eng_reset(&a->eng, 1000); /* a failed copy may leave the engine halted */
     }
     state_write();
     fflush(stdout);
@@ -268,35 +211,11 @@ static int probe(struct pci_dev *dev, const struct pci_device_id *id)
     struct accel *a = calloc(1, sizeof *a);
     if (!a)
         return -ENOMEM;
-    a->dev = dev;
     pthread_mutex_init(&a->use, NULL);
-    pthread_mutex_init(&a->lock, NULL);
-    pthread_cond_init(&a->done, NULL);
-    int rc = pci_enable_device(dev);
-    if (!rc) {
-        pci_set_master(dev);
-        a->regs = pci_iomap(dev, ACCEL_BAR_REGS, 0);
-        if (!a->regs)
-            rc = -errno;
-    }
-    /* Just reset by its previous user's return, a function reads zeros for a moment. */
-    for (int i = 0; !rc && i < 1000 && ioread32((const void *)(a->regs + ACCEL_REG_ID)) == 0; i++)
-        usleep(1000);
-    if (!rc && ioread32((const void *)(a->regs + ACCEL_REG_ID)) != ACCEL_ID)
-        rc = -ENODEV;
-    if (!rc && !(a->buf = dma_alloc_coherent(dev, g.size, &a->buf_io)))
-        rc = -errno;
-    if (!rc && (rc = pci_alloc_irq_vectors(dev, 1, 1)) == 1)
-        rc = request_irq(dev, 0, on_irq, a);
-    else if (rc > 0)
-        rc = -ENOSPC;
-    if (!rc)
-        rc = engine_reset(a);
+    int rc = accel_eng_open(&a->eng, dev, g.size, true);
     if (rc) {
         fprintf(stderr, "chaos_accel: %s: cannot set it up: %s\n", pci_name(dev), strerror(-rc));
-        pci_free_irq_vectors(dev);
-        pthread_cond_destroy(&a->done);
-        pthread_mutex_destroy(&a->lock);
+        accel_eng_close(&a->eng);
         pthread_mutex_destroy(&a->use);
         free(a);
         return rc;
@@ -328,26 +247,13 @@ static void remove_dev(struct pci_dev *dev)
     /* The round in progress ends as soon as the function reads as gone. */
     pthread_mutex_lock(&a->use);
     pthread_mutex_unlock(&a->use);
-    printf("%s: removed%s\n", pci_name(dev), pci_device_is_present(dev) ? "" : " (hot-unplugged)");
-    fflush(stdout);
-    free_irq(dev, 0);
-    if (pci_device_is_present(dev))
-        iowrite32(0, (void *)(a->regs + ACCEL_REG_CONTROL));
-    dma_free_coherent(dev, g.size, a->buf, a->buf_io);
-    pci_disable_device(dev);
-    pthread_cond_destroy(&a->done);
-    pthread_mutex_destroy(&a->lock);
+    accel_eng_remove(&a->eng);
     pthread_mutex_destroy(&a->use);
     free(a);
 }
 
-static const struct pci_device_id ids[] = {
-    { 0x10de, 0x1bb1, 0, 0 }, /* the accelerator model (accel_regs.h) */
-    { 0 },
-};
-
 static struct pci_driver driver = {
-    .name = "chaos_accel", .id_table = ids, .probe = probe, .remove = remove_dev,
+    .name = "chaos_accel", .id_table = accel_eng_ids, .probe = probe, .remove = remove_dev,
 };
 
 static void usage(FILE *f)
@@ -386,12 +292,7 @@ int main(int argc, char **argv)
         switch (c) {
         case 'f': g.state = optarg; break;
         case 's':
-            g.size = strtoull(optarg, &end, 0);
-            if (*end == 'k' || *end == 'K')
-                g.size <<= 10, end++;
-            else if (*end == 'm' || *end == 'M')
-                g.size <<= 20, end++;
-            if (*end || !g.size || g.size > (16u << 20)) {
+            if (accel_eng_parse_size(optarg, 16u << 20, &g.size)) {
                 fprintf(stderr, "chaos_accel: --size takes 1..16M bytes\n");
                 return 2;
             }

@@ -22,8 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ntblend/accel_regs.h"
-#include "ntblend/pci.h"
+#include "accel_engine.h"
 
 static struct {
     size_t size;
@@ -39,14 +38,8 @@ static struct accel *accels[MAX_ACCELS]; /* bound ones, for the peer-to-peer cop
 static pthread_mutex_t accels_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct accel {
-    struct pci_dev *dev;
-    volatile uint8_t *regs, *mem;
-    uint8_t *buf;         /* coherent: the host side of the copies */
-    dma_addr_t buf_io;
-    uint32_t head;
-    pthread_mutex_t lock;
-    pthread_cond_t done;
-    atomic_uint irqs;
+    struct accel_eng eng; /* BAR0, the coherent buffer (the host side of the copies), the IRQ */
+    volatile uint8_t *mem;
 };
 
 static uint64_t now_ns(void)
@@ -56,16 +49,6 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void on_irq(int vector, void *arg)
-{
-    (void)vector;
-    struct accel *a = arg;
-    atomic_fetch_add(&a->irqs, 1);
-    pthread_mutex_lock(&a->lock);
-    pthread_cond_broadcast(&a->done);
-    pthread_mutex_unlock(&a->lock);
-}
-
 /* `count` copies by the device's engine, queued at once, the last one raising the interrupt:
  * done when COMPLETED reads the last and its interrupt has reached the handler (the device
  * raises it after publishing COMPLETED), as a driver that sleeps until the interrupt sees it;
@@ -73,55 +56,25 @@ static void on_irq(int vector, void *arg)
 static int copies(struct accel *a, uint64_t src, uint64_t dst, uint32_t len, uint32_t flags,
                   uint32_t count)
 {
-    volatile uint32_t *w = NULL;
-    for (uint32_t k = 0; k < count; k++) {
-        struct accel_desc d = { .src = src, .dst = dst, .len = len,
-                                .ctrl = ACCEL_OP_COPY | flags |
-                                        (k + 1 == count ? ACCEL_DESC_INTR : 0) };
-        uint32_t slot = a->head++ % ACCEL_RING_ENTRIES, s[8];
-        memcpy(s, &d, sizeof s);
-        w = (volatile uint32_t *)(a->regs + ACCEL_RING_OFF + 32u * slot);
-        for (int i = 0; i < 8; i++)
-            w[i] = s[i];
+    static const struct accel_wait w = { .timeout_ms = 10000, .poll_us = 20000, .need_irq = true };
+    struct accel_eng *e = &a->eng;
+    uint32_t target = accel_eng_copies(e, src, dst, len, flags, true, count);
+    int rc = accel_eng_wait(e, target, &w);
+    if (rc == -ETIME) {
+        fprintf(stderr, "accel_drv: %s: copy %u completed, but its interrupt never came\n",
+                pci_name(a->eng.dev), target);
+        return rc;
     }
-    uint32_t target = a->head, irqs = atomic_load(&a->irqs);
-    iowrite32(a->head, (void *)(a->regs + ACCEL_REG_HEAD));
-    uint64_t end = now_ns() + 10000000000ull;
-    pthread_mutex_lock(&a->lock);
-    for (;;) {
-        bool done = ioread32((const void *)(a->regs + ACCEL_REG_COMPLETED)) == target;
-        if (done && atomic_load(&a->irqs) != irqs)
-            break;
-        if (done && (now_ns() > end || !pci_device_is_present(a->dev))) {
-            pthread_mutex_unlock(&a->lock);
-            fprintf(stderr, "accel_drv: %s: copy %u completed, but its interrupt never came\n",
-                    pci_name(a->dev), target);
-            return -ETIME;
-        }
-        if (!done && (now_ns() > end || !pci_device_is_present(a->dev))) {
-            pthread_mutex_unlock(&a->lock);
-            fprintf(stderr, "accel_drv: %s: copy %u not completed: status %#x, completed %u, "
-                    "errors %u, last error %u\n", pci_name(a->dev), target,
-                    ioread32((const void *)(a->regs + ACCEL_REG_STATUS)),
-                    ioread32((const void *)(a->regs + ACCEL_REG_COMPLETED)),
-                    ioread32((const void *)(a->regs + ACCEL_REG_ERRORS)),
-                    ioread32((const void *)(a->regs + ACCEL_REG_LAST_ERR)));
-            return -ETIMEDOUT;
-        }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 20000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&a->done, &a->lock, &ts); /* the interrupt, or a recheck */
+    if (rc) {
+        fprintf(stderr, "accel_drv: %s: copy %u not completed: status %#x, completed %u, "
+                "errors %u, last error %u\n", pci_name(a->eng.dev), target,
+                accel_eng_reg(e, ACCEL_REG_STATUS), accel_eng_reg(e, ACCEL_REG_COMPLETED),
+                accel_eng_reg(e, ACCEL_REG_ERRORS), accel_eng_reg(e, ACCEL_REG_LAST_ERR));
+        return -ETIMEDOUT;
     }
-    pthread_mutex_unlock(&a->lock);
-    if (ioread32((const void *)(a->regs + ACCEL_REG_ERRORS)))
+    if (accel_eng_reg(e, ACCEL_REG_ERRORS))
         return -EIO; /* the engine counts every descriptor that failed */
-    uint32_t st = w[6];
-    return (st & ACCEL_ERR_MASK) ? -EIO : 0;
+    return (accel_eng_status(e, target - 1) & ACCEL_ERR_MASK) ? -EIO : 0;
 }
 
 static int copy(struct accel *a, uint64_t src, uint64_t dst, uint32_t len, uint32_t flags)
@@ -129,17 +82,11 @@ static int copy(struct accel *a, uint64_t src, uint64_t dst, uint32_t len, uint3
     return copies(a, src, dst, len, flags, 1);
 }
 
-static void pattern(uint8_t *p, size_t n, uint32_t seed)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = (uint8_t)((i * 131u + seed * 7u) ^ (i >> 9));
-}
-
 static int run(struct accel *a)
 {
     size_t n = opt.size;
-    uint64_t memsz = (uint64_t)ioread32((const void *)(a->regs + ACCEL_REG_MEM_LO)) |
-                     (uint64_t)ioread32((const void *)(a->regs + ACCEL_REG_MEM_HI)) << 32;
+    uint64_t memsz = (uint64_t)accel_eng_reg(&a->eng, ACCEL_REG_MEM_LO) |
+                     (uint64_t)accel_eng_reg(&a->eng, ACCEL_REG_MEM_HI) << 32;
     if (n > memsz || n > UINT32_MAX)
         return -EINVAL;
     uint8_t *want = malloc(n);
@@ -148,31 +95,31 @@ static int run(struct accel *a)
     uint64_t t_h2d = 0, t_d2h = 0;
     /* A copy each way first, not timed (as bandwidthTest warms up): the first touches of the
      * buffer and of the device's memory fault their pages in. */
-    memset(a->buf, 0, n);
-    int rc = copy(a, a->buf_io, 0, (uint32_t)n, ACCEL_DESC_SRC_BUS);
+    memset(a->eng.buf, 0, n);
+    int rc = copy(a, a->eng.buf_io, 0, (uint32_t)n, ACCEL_DESC_SRC_BUS);
     if (!rc)
-        rc = copy(a, 0, a->buf_io, (uint32_t)n, ACCEL_DESC_DST_BUS);
+        rc = copy(a, 0, a->eng.buf_io, (uint32_t)n, ACCEL_DESC_DST_BUS);
     for (int it = 0; it < opt.iters && !rc; it++) {
-        pattern(want, n, (uint32_t)it);
-        memcpy(a->buf, want, n);
+        accel_eng_pattern(want, n, (uint32_t)it);
+        memcpy(a->eng.buf, want, n);
         uint64_t t0 = now_ns();
-        rc = copy(a, a->buf_io, 0, (uint32_t)n, ACCEL_DESC_SRC_BUS); /* host -> device */
+        rc = copy(a, a->eng.buf_io, 0, (uint32_t)n, ACCEL_DESC_SRC_BUS); /* host -> device */
         uint64_t t1 = now_ns();
-        memset(a->buf, 0, n);
+        memset(a->eng.buf, 0, n);
         if (!rc)
-            rc = copy(a, 0, a->buf_io, (uint32_t)n, ACCEL_DESC_DST_BUS); /* device -> host */
+            rc = copy(a, 0, a->eng.buf_io, (uint32_t)n, ACCEL_DESC_DST_BUS); /* device -> host */
         uint64_t t2 = now_ns();
         t_h2d += t1 - t0;
         t_d2h += t2 - t1;
-        if (!rc && memcmp(a->buf, want, n)) {
+        if (!rc && memcmp(a->eng.buf, want, n)) {
             fprintf(stderr, "accel_drv: %s: data read back differs (iteration %d)\n",
-                    pci_name(a->dev), it);
+                    pci_name(a->eng.dev), it);
             rc = -EILSEQ;
         }
         /* The device memory holds what the CPU reads through BAR2 too. */
         if (!rc && memcmp((const void *)a->mem, want, n < 4096 ? n : 4096)) {
             fprintf(stderr, "accel_drv: %s: BAR2 differs from what was copied in\n",
-                    pci_name(a->dev));
+                    pci_name(a->eng.dev));
             rc = -EILSEQ;
         }
     }
@@ -180,20 +127,20 @@ static int run(struct accel *a)
         double h2d = (double)n * opt.iters / ((double)t_h2d / 1e9) / 1e6;
         double d2h = (double)n * opt.iters / ((double)t_d2h / 1e9) / 1e6;
         printf("%s %04x:%04x: %d x %zu bytes host->device %.0f MB/s, device->host %.0f MB/s, "
-               "%u interrupts, data verified\n", pci_name(a->dev), pci_vendor(a->dev),
-               pci_device(a->dev), opt.iters, n, h2d, d2h, atomic_load(&a->irqs));
+               "%u interrupts, data verified\n", pci_name(a->eng.dev), pci_vendor(a->eng.dev),
+               pci_device(a->eng.dev), opt.iters, n, h2d, d2h, atomic_load(&a->eng.irqs));
         if (opt.dump) {
             /* What the device gave back, for comparing runs on a local and a lent device. */
             char path[512];
-            snprintf(path, sizeof path, "%s.%s.bin", opt.dump, pci_name(a->dev) + 5);
+            snprintf(path, sizeof path, "%s.%s.bin", opt.dump, pci_name(a->eng.dev) + 5);
             FILE *f = fopen(path, "w");
-            if (!f || fwrite(a->buf, 1, n, f) != n)
+            if (!f || fwrite(a->eng.buf, 1, n, f) != n)
                 rc = -EIO;
             if (f)
                 fclose(f);
         }
     } else {
-        fprintf(stderr, "accel_drv: %s: %s\n", pci_name(a->dev), strerror(-rc));
+        fprintf(stderr, "accel_drv: %s: %s\n", pci_name(a->eng.dev), strerror(-rc));
     }
     free(want);
     return rc;
@@ -213,14 +160,14 @@ static int p2p(struct accel *a, struct accel *b)
     uint8_t *want = malloc(n);
     if (!want)
         return -ENOMEM;
-    pattern(want, n, 0x5a ^ (uint32_t)(uintptr_t)b);
-    memcpy(a->buf, want, n);
-    int rc = copy(a, a->buf_io, 0, (uint32_t)n, ACCEL_DESC_SRC_BUS); /* the data into a */
+    accel_eng_pattern(want, n, 0x5a ^ (uint32_t)(uintptr_t)b);
+    memcpy(a->eng.buf, want, n);
+    int rc = copy(a, a->eng.buf_io, 0, (uint32_t)n, ACCEL_DESC_SRC_BUS); /* the data into a */
     for (size_t i = 0; !rc && i < n; i += 4096)
         *(volatile uint8_t *)(b->mem + i) = 0; /* b's memory cleared first */
     dma_addr_t dst = rc ? DMA_MAPPING_ERROR
-                        : dma_map_resource(a->dev, pci_resource_start(b->dev, ACCEL_BAR_MEM), n);
-    if (!rc && dma_mapping_error(a->dev, dst))
+                        : dma_map_resource(a->eng.dev, pci_resource_start(b->eng.dev, ACCEL_BAR_MEM), n);
+    if (!rc && dma_mapping_error(a->eng.dev, dst))
         rc = -errno;
     uint64_t t = 0, *each = calloc((size_t)opt.iters, sizeof *each);
     if (!each && !rc)
@@ -238,19 +185,19 @@ static int p2p(struct accel *a, struct accel *b)
     if (!rc)
         rc = copies(a, 0, dst, (uint32_t)n, ACCEL_DESC_DST_BUS, queued);
     tq = now_ns() - tq;
-    if (!dma_mapping_error(a->dev, dst))
-        dma_unmap_resource(a->dev, dst, n);
+    if (!dma_mapping_error(a->eng.dev, dst))
+        dma_unmap_resource(a->eng.dev, dst, n);
     if (!rc && memcmp((const void *)b->mem, want, n))
         rc = -EILSEQ;
     if (!rc) {
         /* Each copy as the driver sees it: from the doorbell to its interrupt. */
         qsort(each, (size_t)opt.iters, sizeof *each, cmp_u64);
         printf("p2p %s -> %s: %d x %zu bytes %.0f MB/s, median %.1f us per copy, %.2f us per "
-               "queued copy, data verified\n", pci_name(a->dev), pci_name(b->dev), opt.iters, n,
+               "queued copy, data verified\n", pci_name(a->eng.dev), pci_name(b->eng.dev), opt.iters, n,
                (double)n * opt.iters / ((double)t / 1e9) / 1e6, (double)each[opt.iters / 2] / 1e3,
                (double)tq / queued / 1e3);
     } else {
-        fprintf(stderr, "accel_drv: p2p %s -> %s: %s\n", pci_name(a->dev), pci_name(b->dev),
+        fprintf(stderr, "accel_drv: p2p %s -> %s: %s\n", pci_name(a->eng.dev), pci_name(b->eng.dev),
                 strerror(-rc));
     }
     free(each);
@@ -271,20 +218,20 @@ static int map_bench(struct accel *a, int n)
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
         uint64_t t0 = now_ns();
-        dma_addr_t io = dma_map_single(a->dev, buf, 4096, DMA_BIDIRECTIONAL);
-        if (dma_mapping_error(a->dev, io)) {
+        dma_addr_t io = dma_map_single(a->eng.dev, buf, 4096, DMA_BIDIRECTIONAL);
+        if (dma_mapping_error(a->eng.dev, io)) {
             rc = -errno;
             break;
         }
-        dma_unmap_single(a->dev, io, 4096, DMA_BIDIRECTIONAL);
+        dma_unmap_single(a->eng.dev, io, 4096, DMA_BIDIRECTIONAL);
         t[i] = now_ns() - t0;
     }
     if (!rc) {
         qsort(t, (size_t)n, sizeof *t, cmp_u64);
         printf("map-bench %s: %d x dma_map_single+dma_unmap_single 4 KiB: median %llu ns\n",
-               pci_name(a->dev), n, (unsigned long long)t[n / 2]);
+               pci_name(a->eng.dev), n, (unsigned long long)t[n / 2]);
     } else {
-        fprintf(stderr, "accel_drv: map-bench %s: %s\n", pci_name(a->dev), strerror(-rc));
+        fprintf(stderr, "accel_drv: map-bench %s: %s\n", pci_name(a->eng.dev), strerror(-rc));
     }
     free(t);
     dma_host_free(buf);
@@ -297,42 +244,10 @@ static int probe(struct pci_dev *dev, const struct pci_device_id *id)
     struct accel *a = calloc(1, sizeof *a);
     if (!a)
         return -ENOMEM;
-    a->dev = dev;
-    pthread_mutex_init(&a->lock, NULL);
-    pthread_cond_init(&a->done, NULL);
-    int rc = pci_enable_device(dev);
-    if (!rc) {
-        pci_set_master(dev);
-        a->regs = pci_iomap(dev, ACCEL_BAR_REGS, 0);
-        a->mem = pci_iomap(dev, ACCEL_BAR_MEM, 0);
-        if (!a->regs || !a->mem)
-            rc = -errno;
-    }
-    /* Just reset (by its previous user's return), a function reads zeros until it is ready:
-     * give it a second, as after a Function Level Reset. */
-    for (int i = 0; !rc && i < 1000 && ioread32((const void *)(a->regs + ACCEL_REG_ID)) == 0; i++)
-        usleep(1000);
-    if (!rc && ioread32((const void *)(a->regs + ACCEL_REG_ID)) != ACCEL_ID)
-        rc = -ENODEV;
-    if (!rc && !(a->buf = dma_alloc_coherent(dev, opt.size, &a->buf_io)))
+    int rc = accel_eng_open(&a->eng, dev, opt.size, true);
+    if (!rc && !(a->mem = pci_iomap(dev, ACCEL_BAR_MEM, 0)))
         rc = -errno;
-    if (!rc && (rc = pci_alloc_irq_vectors(dev, 1, 1)) == 1)
-        rc = request_irq(dev, 0, on_irq, a);
-    else if (rc > 0)
-        rc = -ENOSPC;
     if (!rc) {
-        /* A clean engine: the reset is done when CONTROL reads back 0. */
-        iowrite32(ACCEL_CTRL_RESET, (void *)(a->regs + ACCEL_REG_CONTROL));
-        uint64_t end = now_ns() + 1000000000ull;
-        while (ioread32((const void *)(a->regs + ACCEL_REG_CONTROL)) & ACCEL_CTRL_RESET)
-            if (now_ns() > end) {
-                rc = -ETIMEDOUT;
-                break;
-            }
-    }
-    if (!rc) {
-        iowrite32(0, (void *)(a->regs + ACCEL_REG_VECTOR));
-        iowrite32(ACCEL_CTRL_ENABLE, (void *)(a->regs + ACCEL_REG_CONTROL));
         pci_set_drvdata(dev, a);
         pthread_mutex_lock(&accels_lock);
         for (int i = 0; i < MAX_ACCELS; i++)
@@ -349,9 +264,7 @@ static int probe(struct pci_dev *dev, const struct pci_device_id *id)
         return 0; /* stays bound (and is removed) even when the check failed */
     }
     fprintf(stderr, "accel_drv: %s: cannot set it up: %s\n", pci_name(dev), strerror(-rc));
-    pci_free_irq_vectors(dev);
-    pthread_cond_destroy(&a->done);
-    pthread_mutex_destroy(&a->lock);
+    accel_eng_close(&a->eng);
     free(a);
     return rc;
 }
@@ -364,25 +277,12 @@ static void remove_dev(struct pci_dev *dev)
         if (accels[i] == a)
             accels[i] = NULL;
     pthread_mutex_unlock(&accels_lock);
-    printf("%s: removed%s\n", pci_name(dev), pci_device_is_present(dev) ? "" : " (hot-unplugged)");
-    fflush(stdout);
-    free_irq(dev, 0);
-    if (pci_device_is_present(dev))
-        iowrite32(0, (void *)(a->regs + ACCEL_REG_CONTROL));
-    dma_free_coherent(dev, opt.size, a->buf, a->buf_io);
-    pci_disable_device(dev);
-    pthread_cond_destroy(&a->done);
-    pthread_mutex_destroy(&a->lock);
+    accel_eng_remove(&a->eng);
     free(a);
 }
 
-static const struct pci_device_id ids[] = {
-    { 0x10de, 0x1bb1, 0, 0 }, /* the accelerator model (accel_regs.h) */
-    { 0 },
-};
-
 static struct pci_driver driver = {
-    .name = "accel_drv", .id_table = ids, .probe = probe, .remove = remove_dev,
+    .name = "accel_drv", .id_table = accel_eng_ids, .probe = probe, .remove = remove_dev,
 };
 
 static void usage(FILE *f)
@@ -413,15 +313,9 @@ int main(int argc, char **argv)
                                         { "help", 0, NULL, 'h' }, { 0 } };
     int c;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        char *end;
         switch (c) {
         case 's':
-            opt.size = strtoull(optarg, &end, 0);
-            if (*end == 'k' || *end == 'K')
-                opt.size <<= 10, end++;
-            else if (*end == 'm' || *end == 'M')
-                opt.size <<= 20, end++;
-            if (*end || !opt.size || opt.size > (256u << 20)) {
+            if (accel_eng_parse_size(optarg, 256u << 20, &opt.size)) {
                 fprintf(stderr, "accel_drv: --size takes 1..256M bytes\n");
                 return 2;
             }

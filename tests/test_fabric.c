@@ -206,6 +206,76 @@ static void test_iotlb_streaming_unmap(void **state)
     h_down(fab);
 }
 
+/* A lent device's DMA: its lender's IOMMU maps an aperture onto a window, the window reaches
+ * the borrower, whose IOMMU maps each buffer. A device model resumes its walks on the far side
+ * of a crossing it has made before; what it caches of the crossing must go with the lender's
+ * aperture mapping and with the LUT entry, and each buffer's unmap with the buffer. */
+#define AP_IOVA 0x40000000ull
+
+static void test_cached_crossing(void **state)
+{
+    const char *fab = h_fabric_name("hop");
+    assert_int_equal(h_up(fab, "tests/topologies/iommu-both.ini"), 0);
+    struct fab *f = attach(fab);
+    uint32_t a = (uint32_t)fab_host_by_name(f, "a"), b = (uint32_t)fab_host_by_name(f, "b");
+    uint32_t ai = (uint32_t)fab_adapter_by_name(f, "a.ntb0");
+    uint16_t nrid = fab_adapter(f, (uint32_t)fab_adapter_by_name(f, "b.ntb0"))->rid;
+    struct fab_adapter *ad = fab_adapter(f, ai);
+    int idx = fab_lut_alloc(f, ai, getpid(), 0), idx2 = fab_lut_alloc(f, ai, getpid(), 0);
+    assert_true(idx >= 0 && idx2 >= 0);
+    assert_int_equal(fab_lut_set(f, ai, (uint32_t)idx, b, TLB_IOVA, getpid(), 0), 0);
+    uint64_t win = ad->bar_addr + (uint64_t)idx * ad->lut_size;
+    uint32_t rw = FAB_PERM_READ | FAB_PERM_WRITE, stream = rw | FAB_PERM_STREAM;
+    /* A streaming mapping: its unmap changes nothing but its own generation. */
+    assert_int_equal(fab_iommu_map(f, a, DEV_RID, AP_IOVA, win, ad->lut_size, stream, getpid()), 0);
+    uint64_t d[6];
+    for (int k = 1; k < 6; k++) {
+        d[k] = TLB_PHYS + (uint64_t)k * 4 * 4096;
+        assert_int_equal(fab_iommu_map(f, b, nrid, TLB_IOVA + (uint64_t)k * 4096, d[k], 4096,
+                                       stream, getpid()), 0);
+    }
+    /* Page after page through the same crossing, each to its own buffer. */
+    for (uint32_t k = 1; k < 6; k++)
+        assert_int_equal(fab_dev_write(f, a, DEV_RID, AP_IOVA + k * 4096ull + 8, &k, 4), 0);
+    for (uint32_t k = 1; k < 6; k++)
+        assert_int_equal(ram32(f, b, d[k] + 8), k);
+    /* A buffer unmapped on the far side faults there, though the crossing is known. */
+    assert_int_equal(fab_iommu_unmap(f, b, nrid, TLB_IOVA + 2 * 4096, 4096), 0);
+    uint64_t bf = atomic_load(&fab_host(f, b)->fault_count);
+    uint32_t v = 20;
+    assert_int_equal(fab_dev_write(f, a, DEV_RID, AP_IOVA + 2 * 4096 + 16, &v, 4), -EFAULT);
+    assert_int_equal(ram32(f, b, d[2] + 16), 0);
+    assert_int_equal(atomic_load(&fab_host(f, b)->fault_count), bf + 1);
+    /* The LUT entry pointed elsewhere: the next access follows it. */
+    uint64_t moved = TLB_PHYS + 64 * 4096, far = TLB_IOVA + ad->lut_size;
+    assert_int_equal(fab_iommu_map(f, b, nrid, far + 4 * 4096, moved, 4096, stream, getpid()), 0);
+    assert_int_equal(fab_lut_set(f, ai, (uint32_t)idx, b, far, getpid(), 0), 0);
+    v = 30;
+    assert_int_equal(fab_dev_write(f, a, DEV_RID, AP_IOVA + 4 * 4096 + 24, &v, 4), 0);
+    assert_int_equal(ram32(f, b, moved + 24), 30);
+    assert_int_equal(ram32(f, b, d[4] + 24), 0);
+    /* The lender's aperture unmapped: the device faults on its own host and reaches nothing,
+     * on a page it has not touched before as on one it has. */
+    assert_int_equal(fab_iommu_unmap(f, a, DEV_RID, AP_IOVA, ad->lut_size), 0);
+    uint64_t af = atomic_load(&fab_host(f, a)->fault_count);
+    v = 40;
+    assert_int_equal(fab_dev_write(f, a, DEV_RID, AP_IOVA + 5 * 4096 + 32, &v, 4), -EFAULT);
+    assert_int_equal(fab_dev_write(f, a, DEV_RID, AP_IOVA + 1 * 4096 + 32, &v, 4), -EFAULT);
+    assert_int_equal(atomic_load(&fab_host(f, a)->fault_count), af + 2);
+    for (int k = 1; k < 6; k++)
+        assert_int_equal(ram32(f, b, d[k] + 32), 0);
+    /* Mapped again onto the other LUT entry (the same far-side addresses): it goes there. */
+    assert_int_equal(fab_lut_set(f, ai, (uint32_t)idx2, b, TLB_IOVA, getpid(), 0), 0);
+    uint64_t win2 = ad->bar_addr + (uint64_t)idx2 * ad->lut_size;
+    assert_int_equal(fab_iommu_map(f, a, DEV_RID, AP_IOVA, win2, ad->lut_size, rw, getpid()), 0);
+    v = 50;
+    assert_int_equal(fab_dev_write(f, a, DEV_RID, AP_IOVA + 5 * 4096 + 40, &v, 4), 0);
+    assert_int_equal(ram32(f, b, d[5] + 40), 50);
+    fab_reap_owner(f, getpid());
+    fab_detach(f);
+    h_down(fab);
+}
+
 /* ---------------------------------------------------------------- shared locks */
 
 /* Threads of one process contend for a fabric lock (the holder and the waiters share a pid):
@@ -473,6 +543,7 @@ int main(void)
         cmocka_unit_test(test_iommu_fault),
         cmocka_unit_test(test_iommu_index),
         cmocka_unit_test(test_iotlb_streaming_unmap),
+        cmocka_unit_test(test_cached_crossing),
         cmocka_unit_test(test_lock_contended),
         cmocka_unit_test(test_chained_windows_ring),
         cmocka_unit_test(test_two_fabrics_do_not_interfere),

@@ -21,12 +21,18 @@ int fab_iommu_unmap(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova, u
  * not serve. O(log n) in the host's mappings. */
 int fab_iommu_translate(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova,
                         uint64_t len, bool write, bool cpu, uint64_t *phys, uint64_t *contig);
+/* The mapping a translation went through: iova..iova+size to phys.. (the whole address space,
+ * one to one, when the IOMMU is off). */
+struct fab_iommu_span {
+    uint64_t iova, phys, size;
+};
 /* The same, and for a translation by a mapping (iommu on) where its slot's generation is and
  * what it was (*gen_at NULL otherwise): the translation holds while *gen_at == *gen, until the
- * mapping is unmapped (cached translations check it; see resolve.c). */
+ * mapping is unmapped (cached translations check it; see resolve.c). span (may be NULL): the
+ * mapping, on success. */
 int fab_iommu_translate_gen(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova,
                             uint64_t len, bool write, bool cpu, uint64_t *phys, uint64_t *contig,
-                            const uint32_t **gen_at, uint32_t *gen);
+                            const uint32_t **gen_at, uint32_t *gen, struct fab_iommu_span *span);
 /* Rebuild the host's index of its mappings (after slots were changed behind it). */
 void fab_iommu_reindex(struct fab *f, uint32_t host);
 void fab_fault_record(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, bool write,

@@ -207,12 +207,13 @@ int fab_iommu_unmap(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova, u
 int fab_iommu_translate(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova, uint64_t len,
                         bool write, bool cpu, uint64_t *phys, uint64_t *contig)
 {
-    return fab_iommu_translate_gen(f, host, rid, iova, len, write, cpu, phys, contig, NULL, NULL);
+    return fab_iommu_translate_gen(f, host, rid, iova, len, write, cpu, phys, contig, NULL, NULL,
+                                   NULL);
 }
 
 int fab_iommu_translate_gen(struct fab *f, uint32_t host, uint16_t rid, uint64_t iova,
                             uint64_t len, bool write, bool cpu, uint64_t *phys, uint64_t *contig,
-                            const uint32_t **gen_at, uint32_t *gen)
+                            const uint32_t **gen_at, uint32_t *gen, struct fab_iommu_span *span)
 {
     struct fab_host *h = fab_host(f, host);
     if (gen_at)
@@ -220,6 +221,8 @@ int fab_iommu_translate_gen(struct fab *f, uint32_t host, uint16_t rid, uint64_t
     if (!h->iommu) {
         *phys = iova;
         *contig = len;
+        if (span)
+            *span = (struct fab_iommu_span){ .iova = 0, .phys = 0, .size = UINT64_MAX };
         return 0;
     }
     struct fab_iommu_map *m = fab_iommu_table(f, host);
@@ -237,6 +240,8 @@ int fab_iommu_translate_gen(struct fab *f, uint32_t host, uint16_t rid, uint64_t
             *phys = e->phys + (iova - e->iova);
             uint64_t left = e->size - (iova - e->iova);
             *contig = left < len ? left : len;
+            if (span)
+                *span = (struct fab_iommu_span){ .iova = e->iova, .phys = e->phys, .size = e->size };
             if (gen_at) { /* read under the lock: an unmap after it bumps it */
                 *gen_at = &e->gen;
                 *gen = __atomic_load_n(&e->gen, __ATOMIC_RELAXED);

@@ -63,14 +63,57 @@ struct walk_gens {
     uint32_t gen[WALK_GENS];
 };
 
-static int resolve_walk(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint64_t len,
-                        bool write, struct fab_target *t, struct walk_gens *g)
+static void gens_add(struct walk_gens *g, const uint32_t *at, uint32_t gen)
+{
+    if (!at || !g)
+        return;
+    if (g->n < WALK_GENS) {
+        g->at[g->n] = at;
+        g->gen[g->n] = gen;
+    }
+    g->n++;
+}
+
+/*
+ * The first window crossing of a device's access, for a whole range: every address in
+ * [base, end) on `host` from `rid` goes through the same IOMMU mapping (gen_at, or none) and
+ * the same LUT entry, to addr + delta on peer_host, arriving from peer_rid. A lent device's
+ * every DMA crosses its lender's adapter this way (one window per lender onto the borrower's
+ * IOMMU range), and only the far side changes from one streaming mapping to the next, so a
+ * walk that finds its first crossing here resumes on the far side (see fab_resolve).
+ */
+struct hop {
+    const struct fab_ctl *ctl;
+    uint32_t map_gen, tlb_gen, host, peer_host;
+    uint16_t rid, peer_rid;
+    bool write, valid;
+    uint64_t base, end, delta;
+    const uint32_t *gen_at;
+    uint32_t gen;
+    struct fab_target t; /* hops, ntbs, egress and path_ns after the crossing */
+};
+
+/* Where a walk starts: the requester's view (depth 0), or the far side of a cached hop. */
+struct walk_start {
+    uint32_t host;
+    uint16_t rid;
+    uint64_t addr, len;
+    int depth;
+    bool cpu, from_cpu;
+};
+
+static int resolve_walk(struct fab *f, struct walk_start s, bool write, struct fab_target *t,
+                        struct walk_gens *g, struct hop *rec)
 {
     const struct topo_latency *lat = &f->ctl->latency;
-    *t = (struct fab_target){ .region = FAB_REGION_NONE, .host = host, .addr = addr, .len = len,
-                              .path_ns = lat->enabled ? lat->root_ns : 0 };
-    bool cpu = is_cpu(rid), from_cpu = cpu;
-    for (int depth = 0; depth < FAB_MAX_CHAIN; depth++) {
+    uint32_t host = s.host;
+    uint16_t rid = s.rid;
+    uint64_t addr = s.addr, len = s.len;
+    bool cpu = s.cpu, from_cpu = s.from_cpu;
+    struct fab_iommu_span span = { 0, 0, 0 };
+    const uint32_t *first_gen_at = NULL;
+    uint32_t first_gen = 0;
+    for (int depth = s.depth; depth < FAB_MAX_CHAIN; depth++) {
         uint64_t phys = addr;
         t->region = FAB_REGION_NONE;
         if (!cpu) {
@@ -78,13 +121,11 @@ static int resolve_walk(struct fab *f, uint32_t host, uint16_t rid, uint64_t add
             const uint32_t *gen_at;
             uint32_t gen;
             int rc = fab_iommu_translate_gen(f, host, rid, addr, len, write, from_cpu, &phys,
-                                             &contig, &gen_at, &gen);
-            if (gen_at && g) {
-                if (g->n < WALK_GENS) {
-                    g->at[g->n] = gen_at;
-                    g->gen[g->n] = gen;
-                }
-                g->n++;
+                                             &contig, &gen_at, &gen, depth ? NULL : &span);
+            gens_add(g, gen_at, gen);
+            if (!depth) {
+                first_gen_at = gen_at;
+                first_gen = gen;
             }
             if (rc) {
                 t->err = rc;
@@ -156,6 +197,20 @@ static int resolve_walk(struct fab *f, uint32_t host, uint16_t rid, uint64_t add
             int p = fab_peer_index(f, (uint32_t)ai, peer);
             t->path_ns += lat->ntb_ns + 2 * lat->adapter_switch_ns + a->peer_sw_ns[p];
         }
+        if (rec && depth == 0 && !cpu) {
+            /* The addresses of this requester that reach this LUT entry through this
+             * mapping: the mapping's range cut to the entry's, in the requester's terms. */
+            uint64_t lut_lo = phys - in, lut_hi = lut_lo + a->lut_size;
+            uint64_t span_end = span.size == UINT64_MAX ? UINT64_MAX : span.phys + span.size;
+            uint64_t lo = lut_lo > span.phys ? lut_lo : span.phys;
+            uint64_t hi = lut_hi < span_end ? lut_hi : span_end;
+            *rec = (struct hop){ .host = host, .rid = rid, .write = write, .valid = true,
+                                 .base = span.iova + (lo - span.phys),
+                                 .end = span.iova + (hi - span.phys),
+                                 .delta = (span.phys - span.iova) + (e->peer_addr - lut_lo),
+                                 .peer_host = target, .peer_rid = fab_adapter(f, peer)->rid,
+                                 .gen_at = first_gen_at, .gen = first_gen, .t = *t };
+        }
         /* On the far side the transaction comes from that host's NTB function. */
         host = target;
         rid = fab_adapter(f, peer)->rid;
@@ -164,6 +219,18 @@ static int resolve_walk(struct fab *f, uint32_t host, uint16_t rid, uint64_t add
     }
     t->err = -ELOOP;
     return 0;
+}
+
+static int resolve_from(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint64_t len,
+                        bool write, struct fab_target *t, struct walk_gens *g, struct hop *rec)
+{
+    const struct topo_latency *lat = &f->ctl->latency;
+    *t = (struct fab_target){ .region = FAB_REGION_NONE, .host = host, .addr = addr, .len = len,
+                              .path_ns = lat->enabled ? lat->root_ns : 0 };
+    bool cpu = is_cpu(rid);
+    struct walk_start s = { .host = host, .rid = rid, .addr = addr, .len = len, .depth = 0,
+                            .cpu = cpu, .from_cpu = cpu };
+    return resolve_walk(f, s, write, t, g, rec);
 }
 
 /*
@@ -198,13 +265,32 @@ static bool gens_hold(const struct walk_gens *g)
     return true;
 }
 
+/* The hops a thread's walks crossed first, most recent first in a small ring. */
+#define HOP_ENTRIES 8
+static _Thread_local struct hop hop_cache[HOP_ENTRIES];
+static _Thread_local uint32_t hop_next;
+
+static const struct hop *hop_find(const struct fab *f, uint32_t map_gen, uint32_t tlb_gen,
+                                  uint32_t host, uint16_t rid, uint64_t addr, bool write)
+{
+    for (uint32_t i = 0; i < HOP_ENTRIES; i++) {
+        const struct hop *h = &hop_cache[i];
+        if (h->valid && h->ctl == f->ctl && h->host == host && h->rid == rid &&
+            h->write == write && addr >= h->base && addr < h->end && h->map_gen == map_gen &&
+            h->tlb_gen == tlb_gen &&
+            (!h->gen_at || __atomic_load_n(h->gen_at, __ATOMIC_ACQUIRE) == h->gen))
+            return h;
+    }
+    return NULL;
+}
+
 int fab_resolve(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint64_t len,
                 bool write, struct fab_target *t)
 {
     if (host >= f->ctl->nhosts || !len)
         return -EINVAL;
     if (fab_iommu_probing())
-        return resolve_walk(f, host, rid, addr, len, write, t, NULL);
+        return resolve_from(f, host, rid, addr, len, write, t, NULL, NULL);
     uint32_t map_gen = atomic_load_explicit(&f->ctl->map_gen, memory_order_acquire);
     uint32_t tlb_gen = atomic_load_explicit(&f->ctl->tlb_gen, memory_order_acquire);
     uint64_t page = addr & ~4095ull, in = addr - page;
@@ -220,7 +306,26 @@ int fab_resolve(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint6
         return 0;
     }
     struct walk_gens g = { 0 };
-    int rc = resolve_walk(f, host, rid, addr, len, write, t, &g);
+    int rc;
+    const struct hop *hp = is_cpu(rid) ? NULL : hop_find(f, map_gen, tlb_gen, host, rid, addr, write);
+    if (hp) {
+        /* The first crossing is known: walk on from the far side. */
+        *t = hp->t;
+        gens_add(&g, hp->gen_at, hp->gen);
+        struct walk_start s = { .host = hp->peer_host, .rid = hp->peer_rid,
+                                .addr = addr + hp->delta, .len = min64(len, hp->end - addr),
+                                .depth = 1, .cpu = false, .from_cpu = false };
+        rc = resolve_walk(f, s, write, t, &g, NULL);
+    } else {
+        struct hop rec = { .valid = false };
+        rc = resolve_from(f, host, rid, addr, len, write, t, &g, &rec);
+        if (rec.valid) {
+            rec.ctl = f->ctl;
+            rec.map_gen = map_gen;
+            rec.tlb_gen = tlb_gen;
+            hop_cache[hop_next++ % HOP_ENTRIES] = rec;
+        }
+    }
     if (rc || t->err || (t->region != FAB_REGION_RAM && t->region != FAB_REGION_DEVICE) ||
         g.n > WALK_GENS)
         return rc;

@@ -17,9 +17,11 @@
 #   fig21 smartio-tocs-2021 Fig. 21: fio 4 KiB random reads at QD 1, the buffer mapped and
 #         unmapped around every I/O (ntbnvme engine, ntb_map=per-io), the lender's own NVMe vs
 #         the same NVMe lent (examples/topologies/lend-nvme.ini with the lender's IOMMU on too, so
-#         both sides do the same mapping work); median lent/local with the
-#         latency model off, and the completion-latency CDF of both with it on. Skipped, with
-#         a note, without fio or an engine that has ntb_map.
+#         both sides do the same mapping work); lent/local with the latency model off (of
+#         the medians over rounds, and paired: a round runs the two back to back, in ABBA
+#         order, and the median of the rounds' ratios is reported), and the completion-latency
+#         CDF of both with it on. Skipped, with a note, without fio or an engine that has
+#         ntb_map.
 # Every round runs each case once, the cases interleaved; the figures are medians over rounds.
 # Writes the JSON (every round's figures and the medians) and a PNG per figure (gnuplot,
 # tools/plots/lending-*.gp) and prints a summary. Fabrics are booted under unique names in
@@ -306,16 +308,28 @@ if want fig21; then
       [ $model = on ] && topo=$(with_latency "$topo")
       boot "fig21-$model" "$topo"
       own=$(slot a nvme0)
+      # Paired rounds, back to back and in ABBA order (local, lent | lent, local | ...), so
+      # that the pair of a round shares the machine's state: on a VM whose two CPUs change
+      # speed from second to second, a round's lent/local ratio is steadier than the ratio of
+      # the two medians over rounds, which the rounds' speeds move (both are reported).
       for r in $(seq "$rounds"); do
-        fio_run a "$own" "$tmp/f-$model-local-$r.json"
-        lend nvme0 c
-        fio_run c "$(slot c nvme0)" "$tmp/f-$model-lent-$r.json"
-        reclaim nvme0
+        if ((r % 2)); then
+          fio_run a "$own" "$tmp/f-$model-local-$r.json"
+          lend nvme0 c
+          fio_run c "$(slot c nvme0)" "$tmp/f-$model-lent-$r.json"
+        else
+          fio_run c "$(slot c nvme0)" "$tmp/f-$model-lent-$r.json"
+          reclaim nvme0
+          fio_run a "$own" "$tmp/f-$model-local-$r.json"
+        fi
         for w in local lent; do
           row fig21 "$model-$w" median_ns "$r" "$(jq -r .median_ns "$tmp/f-$model-$w-$r.json")"
           row fig21 "$model-$w" iops "$r" "$(jq -r .iops "$tmp/f-$model-$w-$r.json")"
         done
+        row fig21 "$model-ratio" lent_over_local "$r" "$(ratio "$(jq -r .median_ns "$tmp/f-$model-lent-$r.json")" \
+          "$(jq -r .median_ns "$tmp/f-$model-local-$r.json")")"
       done
+      ((rounds % 2)) && reclaim nvme0
       down
     done
     # The CDF (total latency: submission, the mapping, the I/O, its completion and the unmap):
@@ -331,10 +345,12 @@ if want fig21; then
     gnuplot -e "dir='$src/tools/plots/'; local='$tmp/cdf-local.tsv'; lent='$tmp/cdf-lent.tsv'; out='$plotdir/lending-fig21.png'; lmed='$lm'; bmed='$bm'" \
       "$src/tools/plots/lending-fig21.gp"
     l0=$(median fig21 off-local median_ns) b0=$(median fig21 off-lent median_ns)
+    p0=$(median fig21 off-ratio lent_over_local) pm=$(median fig21 on-ratio lent_over_local)
     summary+=("" "== Fig. 21: fio 4 KiB random reads, QD 1, dma_map_single+dma_unmap_single around every"
-      "   I/O (ntb_map=per-io), median total latency (fio lat) (median of $rounds rounds of ${secs} s)"
-      "$(printf '   latency model off: local %s ns, lent %s ns, lent/local %s (target <= 1.02)' "$l0" "$b0" "$(ratio "$b0" "$l0")")"
-      "$(printf '   latency model on:  local %s ns, lent %s ns, lent/local %s' "$lm" "$bm" "$(ratio "$bm" "$lm")")"
+      "   I/O (ntb_map=per-io), median total latency (fio lat) (median of $rounds rounds of ${secs} s;"
+      "   paired: the median over rounds of each round's lent/local, the two run back to back)"
+      "$(printf '   latency model off: local %s ns, lent %s ns, lent/local %s; paired %s (target <= 1.02)' "$l0" "$b0" "$(ratio "$b0" "$l0")" "$p0")"
+      "$(printf '   latency model on:  local %s ns, lent %s ns, lent/local %s; paired %s' "$lm" "$bm" "$(ratio "$bm" "$lm")" "$pm")"
       "   CDF plot (model on): $plotdir/lending-fig21.png")
   fi
 fi

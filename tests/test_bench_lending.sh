@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# scripts/bench-lending.sh, small: every part runs (fig21 only where fio and the NVMe engine's
-# per-I/O mapping are built; else it says why), the JSON holds a median for every figure the
+# scripts/bench-lending.sh, small (two rounds, so that fig21 runs its pairs in both orders):
+# every part runs (fig21 only where fio and the NVMe engine's per-I/O mapping are built; else
+# it says why), the JSON holds a median for every figure the
 # summary prints, the same-lender peer-to-peer path has fewer hops than the other two, the
 # plots are written, usage errors exit 2 and nothing is left up. No timing asserted.
 set -euo pipefail
@@ -20,7 +21,7 @@ expect_rc 2 -t x
 help=$(bench --help) && grep -q "^Usage: scripts/bench-lending.sh" <<<"$help" || fail "--help"
 
 before=$(ls "$NTBLEND_SHM_DIR" 2>/dev/null | grep -c '^ntblend\.lendb-' || true)
-out=$(bench -r 1 -s 256k -t 1 -n 200 -o "$work/b.json" -p "$work/plots" 2>"$work/err") \
+out=$(bench -r 2 -s 256k -t 1 -n 200 -o "$work/b.json" -p "$work/plots" 2>"$work/err") \
   || fail "bench-lending.sh: $out $(cat "$work/err")"
 j=$work/b.json
 med() { jq -r --arg p "$1" --arg c "$2" --arg k "$3" \
@@ -47,7 +48,9 @@ if grep -q "Fig. 21.*skipped" <<<"$out"; then
 else
   for m in off on; do
     for w in local lent; do v=$(med fig21 "$m-$w" median_ns); pos "$v" || fail "fig21 $m-$w: '$v'"; done
+    v=$(med fig21 "$m-ratio" lent_over_local); pos "$v" || fail "fig21 $m paired ratio: '$v'"
   done
+  grep -q "paired" <<<"$out" || fail "no paired ratio in the summary"
   [ -s "$work/plots/lending-fig21.png" ] || fail "no lending-fig21.png"
   [ "$(jq '.fig21_cdf_latency_model_on.lent | length' "$j")" -gt 5 ] || fail "no CDF in the JSON"
 fi

@@ -155,19 +155,41 @@ static uint32_t ram32(struct fab *f, uint32_t host, uint64_t phys)
     return v;
 }
 
+/* Two hosts a and b back to back (TOPO), a's adapter with a LUT entry onto TLB_IOVA of b. */
+struct pair {
+    struct fab *f;
+    uint32_t a, b, ai;
+    uint16_t nrid; /* b's adapter: what arrives through it is its requester */
+    struct fab_adapter *ad;
+    int idx;
+    uint64_t win; /* a's address of the LUT entry */
+};
+
+static struct pair pair_up(const char *fab, const char *topo)
+{
+    struct pair p;
+    assert_int_equal(h_up(fab, topo), 0);
+    p.f = attach(fab);
+    p.a = (uint32_t)fab_host_by_name(p.f, "a");
+    p.b = (uint32_t)fab_host_by_name(p.f, "b");
+    p.ai = (uint32_t)fab_adapter_by_name(p.f, "a.ntb0");
+    p.nrid = fab_adapter(p.f, (uint32_t)fab_adapter_by_name(p.f, "b.ntb0"))->rid;
+    p.ad = fab_adapter(p.f, p.ai);
+    p.idx = fab_lut_alloc(p.f, p.ai, getpid(), 0);
+    assert_true(p.idx >= 0);
+    assert_int_equal(fab_lut_set(p.f, p.ai, (uint32_t)p.idx, p.b, TLB_IOVA, getpid(), 0), 0);
+    p.win = p.ad->bar_addr + (uint64_t)p.idx * p.ad->lut_size;
+    return p;
+}
+
 static void test_iotlb_streaming_unmap(void **state)
 {
     const char *fab = h_fabric_name("iotlb");
-    assert_int_equal(h_up(fab, "tests/topologies/iommu-pair.ini"), 0);
-    struct fab *f = attach(fab);
-    uint32_t a = (uint32_t)fab_host_by_name(f, "a"), b = (uint32_t)fab_host_by_name(f, "b");
-    uint32_t ai = (uint32_t)fab_adapter_by_name(f, "a.ntb0");
-    uint16_t nrid = fab_adapter(f, (uint32_t)fab_adapter_by_name(f, "b.ntb0"))->rid;
-    struct fab_adapter *ad = fab_adapter(f, ai);
-    int idx = fab_lut_alloc(f, ai, getpid(), 0);
-    assert_true(idx >= 0);
-    assert_int_equal(fab_lut_set(f, ai, (uint32_t)idx, b, TLB_IOVA, getpid(), 0), 0);
-    uint64_t win = ad->bar_addr + (uint64_t)idx * ad->lut_size;
+    struct pair p = pair_up(fab, "tests/topologies/iommu-pair.ini");
+    struct fab *f = p.f;
+    uint32_t a = p.a, b = p.b;
+    uint16_t nrid = p.nrid;
+    uint64_t win = p.win;
     uint64_t q = TLB_PHYS, d = TLB_PHYS + 4 * 4096, d2 = TLB_PHYS + 8 * 4096;
     uint32_t perm = FAB_PERM_READ | FAB_PERM_WRITE | FAB_PERM_STREAM;
     assert_int_equal(fab_iommu_map(f, b, nrid, TLB_IOVA, q, 4096, perm, getpid()), 0);
@@ -215,16 +237,14 @@ static void test_iotlb_streaming_unmap(void **state)
 static void test_cached_crossing(void **state)
 {
     const char *fab = h_fabric_name("hop");
-    assert_int_equal(h_up(fab, "tests/topologies/iommu-both.ini"), 0);
-    struct fab *f = attach(fab);
-    uint32_t a = (uint32_t)fab_host_by_name(f, "a"), b = (uint32_t)fab_host_by_name(f, "b");
-    uint32_t ai = (uint32_t)fab_adapter_by_name(f, "a.ntb0");
-    uint16_t nrid = fab_adapter(f, (uint32_t)fab_adapter_by_name(f, "b.ntb0"))->rid;
-    struct fab_adapter *ad = fab_adapter(f, ai);
-    int idx = fab_lut_alloc(f, ai, getpid(), 0), idx2 = fab_lut_alloc(f, ai, getpid(), 0);
-    assert_true(idx >= 0 && idx2 >= 0);
-    assert_int_equal(fab_lut_set(f, ai, (uint32_t)idx, b, TLB_IOVA, getpid(), 0), 0);
-    uint64_t win = ad->bar_addr + (uint64_t)idx * ad->lut_size;
+    struct pair p = pair_up(fab, "tests/topologies/iommu-both.ini");
+    struct fab *f = p.f;
+    uint32_t a = p.a, b = p.b, ai = p.ai;
+    uint16_t nrid = p.nrid;
+    struct fab_adapter *ad = p.ad;
+    int idx = p.idx, idx2 = fab_lut_alloc(f, ai, getpid(), 0);
+    assert_true(idx2 >= 0);
+    uint64_t win = p.win;
     uint32_t rw = FAB_PERM_READ | FAB_PERM_WRITE, stream = rw | FAB_PERM_STREAM;
     /* A streaming mapping: its unmap changes nothing but its own generation. */
     assert_int_equal(fab_iommu_map(f, a, DEV_RID, AP_IOVA, win, ad->lut_size, stream, getpid()), 0);

@@ -93,13 +93,14 @@ struct hop {
     struct fab_target t; /* hops, ntbs, egress and path_ns after the crossing */
 };
 
-/* Where a walk starts: the requester's view (depth 0), or the far side of a cached hop. */
+/* Where a walk starts: the requester's view (depth 0), or the far side of a cached hop. A
+ * crossing is recorded into rec (which needs g: the first IOMMU mapping is g's first). */
 struct walk_start {
     uint32_t host;
     uint16_t rid;
     uint64_t addr, len;
     int depth;
-    bool cpu, from_cpu;
+    bool cpu; /* a CPU's access (no IOMMU on its own host) */
 };
 
 static int resolve_walk(struct fab *f, struct walk_start s, bool write, struct fab_target *t,
@@ -109,10 +110,8 @@ static int resolve_walk(struct fab *f, struct walk_start s, bool write, struct f
     uint32_t host = s.host;
     uint16_t rid = s.rid;
     uint64_t addr = s.addr, len = s.len;
-    bool cpu = s.cpu, from_cpu = s.from_cpu;
+    bool cpu = s.cpu, from_cpu = s.cpu;
     struct fab_iommu_span span = { 0, 0, 0 };
-    const uint32_t *first_gen_at = NULL;
-    uint32_t first_gen = 0;
     for (int depth = s.depth; depth < FAB_MAX_CHAIN; depth++) {
         uint64_t phys = addr;
         t->region = FAB_REGION_NONE;
@@ -123,10 +122,6 @@ static int resolve_walk(struct fab *f, struct walk_start s, bool write, struct f
             int rc = fab_iommu_translate_gen(f, host, rid, addr, len, write, from_cpu, &phys,
                                              &contig, &gen_at, &gen, depth ? NULL : &span);
             gens_add(g, gen_at, gen);
-            if (!depth) {
-                first_gen_at = gen_at;
-                first_gen = gen;
-            }
             if (rc) {
                 t->err = rc;
                 t->len = contig;
@@ -197,7 +192,7 @@ static int resolve_walk(struct fab *f, struct walk_start s, bool write, struct f
             int p = fab_peer_index(f, (uint32_t)ai, peer);
             t->path_ns += lat->ntb_ns + 2 * lat->adapter_switch_ns + a->peer_sw_ns[p];
         }
-        if (rec && depth == 0 && !cpu) {
+        if (rec && g && depth == 0 && !cpu) {
             /* The addresses of this requester that reach this LUT entry through this
              * mapping: the mapping's range cut to the entry's, in the requester's terms. */
             uint64_t lut_lo = phys - in, lut_hi = lut_lo + a->lut_size;
@@ -209,7 +204,8 @@ static int resolve_walk(struct fab *f, struct walk_start s, bool write, struct f
                                  .end = span.iova + (hi - span.phys),
                                  .delta = (span.phys - span.iova) + (e->peer_addr - lut_lo),
                                  .peer_host = target, .peer_rid = fab_adapter(f, peer)->rid,
-                                 .gen_at = first_gen_at, .gen = first_gen, .t = *t };
+                                 .gen_at = g->n ? g->at[0] : NULL,
+                                 .gen = g->n ? g->gen[0] : 0, .t = *t };
         }
         /* On the far side the transaction comes from that host's NTB function. */
         host = target;
@@ -229,7 +225,7 @@ static int resolve_from(struct fab *f, uint32_t host, uint16_t rid, uint64_t add
                               .path_ns = lat->enabled ? lat->root_ns : 0 };
     bool cpu = is_cpu(rid);
     struct walk_start s = { .host = host, .rid = rid, .addr = addr, .len = len, .depth = 0,
-                            .cpu = cpu, .from_cpu = cpu };
+                            .cpu = cpu };
     return resolve_walk(f, s, write, t, g, rec);
 }
 
@@ -265,7 +261,7 @@ static bool gens_hold(const struct walk_gens *g)
     return true;
 }
 
-/* The hops a thread's walks crossed first, most recent first in a small ring. */
+/* The first crossings of a thread's walks: the last HOP_ENTRIES recorded, replaced in turn. */
 #define HOP_ENTRIES 8
 static _Thread_local struct hop hop_cache[HOP_ENTRIES];
 static _Thread_local uint32_t hop_next;
@@ -314,7 +310,7 @@ int fab_resolve(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint6
         gens_add(&g, hp->gen_at, hp->gen);
         struct walk_start s = { .host = hp->peer_host, .rid = hp->peer_rid,
                                 .addr = addr + hp->delta, .len = min64(len, hp->end - addr),
-                                .depth = 1, .cpu = false, .from_cpu = false };
+                                .depth = 1, .cpu = false };
         rc = resolve_walk(f, s, write, t, &g, NULL);
     } else {
         struct hop rec = { .valid = false };

@@ -82,6 +82,26 @@ void shm_path_lost(int host)
     _exit(SHM_EXIT_LOST);
 }
 
+/* A failed path is someone's loss, but whose is for the connections' states to say (ours may
+ * be the host that went down, and every path of ours with it): wait for shm_check_peers to
+ * name the PE, or for oshrun to end us, as a blocked wait would; name this one only if
+ * neither happens within SHM_PATH_WAIT_MS. */
+#define SHM_PATH_WAIT_MS 2000
+
+void shm_check_paths(void)
+{
+    for (int pe = 0; pe < shm.npes; pe++) {
+        if (!shm.pes[pe].seq || seg_seq_check(shm.pes[pe].seq) == SEG_SEQ_OK)
+            continue;
+        for (uint64_t end = mono_ms() + SHM_PATH_WAIT_MS; mono_ms() < end;) {
+            shm_check_exit();
+            struct timespec ts = { 0, SHM_HEALTH_MS * 1000000L / 4 };
+            nanosleep(&ts, NULL);
+        }
+        lost(pe, LOST_PATH, -1);
+    }
+}
+
 void shm_check_peers(void)
 {
     static _Atomic uint64_t next; /* any thread of the PE may wait */

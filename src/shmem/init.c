@@ -279,6 +279,8 @@ void shmem_init(void)
         p->base = seg_map_remote(p->remote, 0, 0, 0, &p->map);
         if (!p->base)
             shm_fatal("cannot map PE %d's symmetric heap: %s", pe, seg_strerror(-errno));
+        if ((rc = seg_seq_create(p->map, &p->seq)))
+            shm_fatal("cannot check the path to PE %d: %s", pe, seg_strerror(rc));
         shm_debug("PE %d: node %u, adapter %d, mapped at %p", pe, p->node, ad, p->base);
     }
     shm_xport_connect();
@@ -301,6 +303,8 @@ void shmem_finalize(void)
     shm_xport_fini();
     for (int pe = 0; pe < shm.npes; pe++) {
         struct shm_pe *p = &shm.pes[pe];
+        if (p->seq)
+            seg_seq_remove(p->seq);
         if (p->map)
             seg_unmap(p->map);
         if (p->remote)

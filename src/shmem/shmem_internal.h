@@ -46,6 +46,7 @@ struct shm_pe {
     void *base;           /* the PE's heap, mapped here (ours: seg_map_local) */
     seg_remote_t *remote; /* NULL for ourselves */
     seg_map_t *map;
+    seg_seq_t *seq;       /* a sequence on map: did the path fail since the last barrier? */
 };
 
 struct shm_state {
@@ -200,6 +201,10 @@ void shm_check_exit(void);
 #define SHM_HEALTH_MS 20
 #define SHM_EXIT_LOST 75 /* a PE's exit status when it stopped on a lost PE (oshrun knows it) */
 void shm_check_peers(void);
+/* After a barrier: did the path to a PE mapped here fail since the last one (a store through
+ * its window may have gone nowhere, and a load read all ones)? Then that PE is lost, as
+ * above, before anyone reads what it was sent. A sequence check per PE: loads only. */
+void shm_check_paths(void);
 /* A transfer to host index `host` found its link down (-ENOLINK): stop the same way (naming
  * the first PE of that host, if it has one). */
 _Noreturn void shm_path_lost(int host);

@@ -11,6 +11,8 @@
  * PE waits on its own page (a short spin, then FUTEX_WAIT; the waker's FUTEX_WAKE reaches it
  * through the same host RAM page). Waits time out every 100 ms to look for a global exit.
  * With more PEs than CPUs it is a counter in PE 0's control page instead (counter_barrier).
+ * Either way it ends with shm_check_paths (health.c): a path that failed meanwhile may have
+ * lost a store before the barrier, or let a wait read all ones.
  *
  * wait_until/test poll the local variable (a put from another PE is a plain store into our
  * memory, which wakes nobody): a short spin, then sleeps from 1 us doubling to 1 ms.
@@ -99,6 +101,7 @@ void shm_barrier(void)
     if (shm.crowded) {
         counter_barrier(epoch);
         atomic_thread_fence(memory_order_seq_cst);
+        shm_check_paths();
         return;
     }
     struct shm_ctrl *c = shm_ctrl_of(shm.me);
@@ -109,6 +112,7 @@ void shm_barrier(void)
         shm_wait_u64(&c->bar_flag[k], epoch);
     }
     atomic_thread_fence(memory_order_seq_cst);
+    shm_check_paths();
 }
 
 void shmem_barrier_all(void)

@@ -119,7 +119,10 @@ int seg_wait_event(seg_remote_t *seg, int timeout_ms);
  */
 int seg_remote_state(seg_remote_t *seg);
 
-/* ---- DMA ---- */
+/* ---- DMA ----
+ * A queue may be used by two threads at once: one queueing transfers while another waits for
+ * them (seg_dma_wait_first), so that the engine is given the next transfer without waiting
+ * for the waiter to wake up. */
 #define SEG_DMA_FROM_REMOTE 1u /* read: remote segment -> local segment (default: write) */
 int seg_dma_queue_create(seg_desc_t *sd, seg_dma_queue_t **q, int adapter);
 void seg_dma_queue_remove(seg_dma_queue_t *q);

@@ -25,6 +25,9 @@
 struct seg_dma_queue {
     seg_desc_t *sd;
     struct ntb_dma_chan *ch;
+    /* Held briefly around the cookie ring, never while waiting: one thread may queue while
+     * another waits (seg.h). */
+    pthread_mutex_t lock;
     int64_t cookies[QUEUE_MAX];
     unsigned head, tail; /* outstanding cookies */
     int first_err;
@@ -50,22 +53,55 @@ int seg_dma_queue_create(seg_desc_t *sd, seg_dma_queue_t **out, int adapter)
     }
     q->sd = sd;
     q->state = SEG_DMA_IDLE;
+    pthread_mutex_init(&q->lock, NULL);
     *out = q;
     return 0;
 }
 
-/* Wait for the oldest transfer: -ETIMEDOUT, else 0 with its status in *status (if given). */
+/* Wait for the oldest transfer: -ETIMEDOUT, else 0 with its status in *status (if given).
+ * The wait is outside the lock; when two threads reap the same transfer, it is counted once. */
 static int reap_one_status(seg_dma_queue_t *q, int timeout_ms, int *status)
 {
-    int rc = ntb_dma_wait(q->ch, q->cookies[q->tail % QUEUE_MAX], timeout_ms);
+    pthread_mutex_lock(&q->lock);
+    if (q->tail == q->head) {
+        pthread_mutex_unlock(&q->lock);
+        if (status)
+            *status = 0;
+        return 0;
+    }
+    unsigned idx = q->tail;
+    int64_t cookie = q->cookies[idx % QUEUE_MAX];
+    pthread_mutex_unlock(&q->lock);
+    int rc = ntb_dma_wait(q->ch, cookie, timeout_ms);
     if (rc == -ETIMEDOUT)
         return rc;
-    q->tail++;
-    if (rc && !q->first_err)
-        q->first_err = rc;
+    pthread_mutex_lock(&q->lock);
+    if (q->tail == idx) {
+        q->tail++;
+        if (rc && !q->first_err)
+            q->first_err = rc;
+    }
+    pthread_mutex_unlock(&q->lock);
     if (status)
         *status = rc;
     return 0;
+}
+
+/* Everything reaped: the queue's state says how it went. */
+static void settle(seg_dma_queue_t *q)
+{
+    pthread_mutex_lock(&q->lock);
+    if (q->tail == q->head && q->state == SEG_DMA_POSTED)
+        q->state = q->first_err == -ECANCELED ? SEG_DMA_ABORTED : q->first_err ? SEG_DMA_ERROR : SEG_DMA_DONE;
+    pthread_mutex_unlock(&q->lock);
+}
+
+static bool queue_empty(seg_dma_queue_t *q)
+{
+    pthread_mutex_lock(&q->lock);
+    bool e = q->tail == q->head;
+    pthread_mutex_unlock(&q->lock);
+    return e;
 }
 
 static int reap_one(seg_dma_queue_t *q, int timeout_ms) { return reap_one_status(q, timeout_ms, NULL); }
@@ -80,49 +116,54 @@ int seg_dma_transfer(seg_dma_queue_t *q, seg_local_t *local, size_t loff, seg_re
         return -EBUSY;
     uint64_t l = local->phys + loff, r = seg_remote_bus(remote, roff);
     bool read = flags & SEG_DMA_FROM_REMOTE;
-    if (q->head - q->tail == QUEUE_MAX) {
+    pthread_mutex_lock(&q->lock);
+    int64_t c = -EAGAIN;
+    while (q->head - q->tail == QUEUE_MAX ||
+           (c = ntb_dma_submit(q->ch, read ? l : r, read ? r : l, size, true)) == -EAGAIN) {
+        /* Full (our ring or the engine's): the oldest transfer makes room. */
+        pthread_mutex_unlock(&q->lock);
         int rc = reap_one(q, -1);
         if (rc)
             return rc;
+        pthread_mutex_lock(&q->lock);
     }
-    int64_t c;
-    while ((c = ntb_dma_submit(q->ch, read ? l : r, read ? r : l, size, true)) == -EAGAIN)
-        reap_one(q, -1);
-    if (c < 0)
-        return (int)c;
-    if (q->head == q->tail)
-        q->first_err = 0;
-    q->cookies[q->head++ % QUEUE_MAX] = c;
-    q->state = SEG_DMA_POSTED;
-    return 0;
+    if (c >= 0) {
+        if (q->head == q->tail)
+            q->first_err = 0;
+        q->cookies[q->head++ % QUEUE_MAX] = c;
+        q->state = SEG_DMA_POSTED;
+    }
+    pthread_mutex_unlock(&q->lock);
+    return c < 0 ? (int)c : 0;
 }
 
 int seg_dma_wait_first(seg_dma_queue_t *q, int timeout_ms)
 {
     if (!q || q->cb_running)
         return -EINVAL;
-    if (q->tail == q->head)
+    if (queue_empty(q))
         return -ENOENT;
     int status;
     if (reap_one_status(q, timeout_ms, &status))
         return -ETIMEDOUT;
-    if (q->tail == q->head && q->state == SEG_DMA_POSTED)
-        q->state = q->first_err == -ECANCELED ? SEG_DMA_ABORTED : q->first_err ? SEG_DMA_ERROR : SEG_DMA_DONE;
+    settle(q);
     return status;
 }
 
 int seg_dma_wait(seg_dma_queue_t *q, int timeout_ms)
 {
     uint64_t deadline = seg_deadline(timeout_ms);
-    while (q->tail != q->head) {
+    while (!queue_empty(q)) {
         uint64_t now = ntb_backend()->now_ns();
         int left = deadline == UINT64_MAX ? -1 : now >= deadline ? 0 : (int)((deadline - now) / 1000000);
         if (reap_one(q, left))
             return -ETIMEDOUT;
     }
-    if (q->state == SEG_DMA_POSTED)
-        q->state = q->first_err == -ECANCELED ? SEG_DMA_ABORTED : q->first_err ? SEG_DMA_ERROR : SEG_DMA_DONE;
-    return q->first_err;
+    settle(q);
+    pthread_mutex_lock(&q->lock);
+    int rc = q->first_err;
+    pthread_mutex_unlock(&q->lock);
+    return rc;
 }
 
 struct cb_job {
@@ -165,19 +206,23 @@ int seg_dma_abort(seg_dma_queue_t *q)
 {
     ntb_dma_abort(q->ch);
     int rc = seg_dma_wait(q, -1);
+    pthread_mutex_lock(&q->lock);
     if (q->tail == q->head)
         q->state = SEG_DMA_ABORTED;
+    pthread_mutex_unlock(&q->lock);
     return rc == -ECANCELED ? 0 : rc;
 }
 
 int seg_dma_state(seg_dma_queue_t *q)
 {
     /* Posted transfers may have finished since: look without waiting. */
-    while (q->tail != q->head && reap_one(q, 0) == 0)
+    while (!queue_empty(q) && reap_one(q, 0) == 0)
         ;
-    if (q->state == SEG_DMA_POSTED && q->tail == q->head)
-        q->state = q->first_err == -ECANCELED ? SEG_DMA_ABORTED : q->first_err ? SEG_DMA_ERROR : SEG_DMA_DONE;
-    return q->state;
+    settle(q);
+    pthread_mutex_lock(&q->lock);
+    int st = q->state;
+    pthread_mutex_unlock(&q->lock);
+    return st;
 }
 
 void seg_dma_queue_remove(seg_dma_queue_t *q)
@@ -188,6 +233,7 @@ void seg_dma_queue_remove(seg_dma_queue_t *q)
         pthread_join(q->cb_thread, NULL);
     seg_dma_wait(q, -1);
     ntb_dma_chan_release(q->ch);
+    pthread_mutex_destroy(&q->lock);
     free(q);
 }
 

@@ -12,8 +12,9 @@
  * from it, an AMO in place — with SHMEM_ATOMICS=software only on the target's own host — a
  * reply into the PE's control page), or passes it on to the next host's inbox in the same
  * ring. Puts of at least SHMEM_DMA_MIN go on by the adapter's DMA engine: the thread queues
- * each as it arrives, keeps several in flight, and publishes (or acknowledges) each as it
- * completes; acks are sent in batches, one message per source. Work that produces a reply
+ * each as it arrives, and its completer thread waits for them in turn and publishes (or
+ * acknowledges) each as it completes, so the engine gets the next chunk without waiting for a
+ * thread to wake up; acks are sent in batches, one message per source. Work that produces a reply
  * first reserves room for it, so an AMO is never done twice; a message whose next ring is full
  * stays where it is and the thread serves its other rings meanwhile.
  */
@@ -38,7 +39,14 @@ struct rthread {
     int nrings;
     uint64_t *owed;      /* acks owed, by source PE: sent in batches */
     struct xp_dmaq *dq;  /* by adapter: our DMA queue for data leaving through it */
-    /* Puts whose data a DMA is moving on: all of one ring, through one adapter. */
+    /* Puts whose data a DMA is moving on: all of one ring, through one adapter. The thread
+     * queues them; its completer thread (ctid) waits for each in turn and hands it on, so the
+     * engine is given the next chunk the moment it arrives. mu guards fifo, pdq, pring,
+     * next_pos and owed; cv says the fifo got shorter (or longer, to the completer). */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t ctid;
+    bool cstarted;
     struct xp_fifo fifo;
     uint32_t pring;
     struct xp_dmaq *pdq;
@@ -110,7 +118,8 @@ static void reply_end(struct xp_prod *p, struct xp_msg *rm, const void *data)
     pthread_mutex_unlock(&p->lock);
 }
 
-/* Send the acks we owe (batched: one message per source). false if some must wait. */
+/* Send the acks we owe (batched: one message per source), with t->mu held. false if some
+ * must wait. */
 static bool pay_acks(struct rthread *t)
 {
     bool all = true;
@@ -216,39 +225,55 @@ static void advance(struct xp_ring *ring, uint64_t pos)
     atomic_store_explicit(&ring->tail, pos + 1, memory_order_release);
 }
 
-static int npend(const struct rthread *t) { return (int)t->fifo.n; }
-
-/* Finish the oldest DMA in flight (wait: block for it; else only if it is done): publish the
- * message on (forward) or owe the ack (delivery), and hand its slot back. */
-static bool complete_first(struct rthread *t, bool wait)
+/* The completer of a transfer thread: waits for the oldest DMA in flight, then publishes the
+ * message on (forward) or owes the ack (delivery), hands its slot back, and pays the acks
+ * once nothing more is in flight. */
+static void *completer_thread(void *arg)
 {
-    if (!t->fifo.n)
-        return false;
-    int rc = seg_dma_wait_first(t->pdq->q, wait ? -1 : 0);
-    if (rc == -ETIMEDOUT)
-        return false;
-    struct xp_pend *e = xp_fifo_first(&t->fifo);
-    if (rc == -ENOLINK) /* the link to the next hop (or to the PE's host) went down */
-        shm_path_lost(e->fwd ? e->fwd->link->host : shm.pes[e->m.dst_pe].host);
-    if (rc)
-        shm_fatal("relay: DMA of a forwarded put failed: %s", seg_strerror(rc));
-    if (e->fwd)
-        xp_publish(e->fwd, e->idx, &e->m);
-    else
-        t->owed[e->m.src_pe]++;
-    advance(xp_ring_at(inbox, t->pring), e->pos);
-    xp_fifo_pop(&t->fifo);
-    return true;
+    struct rthread *t = arg;
+    pthread_mutex_lock(&t->mu);
+    for (;;) {
+        while (!t->fifo.n && !atomic_load(&stop))
+            pthread_cond_wait(&t->cv, &t->mu);
+        if (!t->fifo.n)
+            break;
+        seg_dma_queue_t *q = t->pdq->q;
+        pthread_mutex_unlock(&t->mu);
+        int rc = seg_dma_wait_first(q, -1);
+        pthread_mutex_lock(&t->mu);
+        struct xp_pend *e = xp_fifo_first(&t->fifo);
+        if (rc == -ENOLINK) /* the link to the next hop (or to the PE's host) went down */
+            shm_path_lost(e->fwd ? e->fwd->link->host : shm.pes[e->m.dst_pe].host);
+        if (rc)
+            shm_fatal("relay: DMA of a forwarded put failed: %s", seg_strerror(rc));
+        if (e->fwd) {
+            pthread_mutex_lock(&e->fwd->lock);
+            xp_publish(e->fwd, e->idx, &e->m);
+            pthread_mutex_unlock(&e->fwd->lock);
+        } else {
+            t->owed[e->m.src_pe]++;
+        }
+        advance(xp_ring_at(inbox, t->pring), e->pos);
+        xp_fifo_pop(&t->fifo);
+        pthread_cond_broadcast(&t->cv);
+        if (!t->fifo.n && !pay_acks(t))
+            ntb_db_set(t->dev, t->bit); /* a reply ring is full: the transfer thread retries */
+    }
+    pthread_mutex_unlock(&t->mu);
+    return NULL;
 }
 
+/* Wait until every DMA in flight has been handed on (messages are handled in order). */
 static void flush(struct rthread *t)
 {
-    while (complete_first(t, true))
-        ;
+    pthread_mutex_lock(&t->mu);
+    while (t->fifo.n)
+        pthread_cond_wait(&t->cv, &t->mu);
+    pthread_mutex_unlock(&t->mu);
 }
 
-/* A put of at least SHMEM_DMA_MIN whose data can go by DMA: started and left in flight (0),
- * or -EAGAIN (no room ahead) / 1 (do it the ordinary way; nothing is in flight then). */
+/* A put of at least SHMEM_DMA_MIN whose data can go by DMA: queued and left to the completer
+ * (0), or -EAGAIN (no room ahead) / 1 (do it the ordinary way; nothing is in flight then). */
 static int start_dma(struct rthread *t, uint32_t r, uint64_t pos, const struct xp_msg *m)
 {
     if (!xp_dma_min || m->type != XP_PUT || m->len < xp_dma_min || !msg_sane(m))
@@ -272,30 +297,58 @@ static int start_dma(struct rthread *t, uint32_t r, uint64_t pos, const struct x
     if (out < 0 || !to)
         return 1; /* on our own host: a memcpy */
     struct xp_dmaq *dq = &t->dq[out];
-    if (npend(t) && t->pdq != dq)
+    pthread_mutex_lock(&t->mu);
+    bool other = t->fifo.n && t->pdq != dq;
+    pthread_mutex_unlock(&t->mu);
+    if (other)
         flush(t);
     if (!xp_dmaq_get(dq, shm.sd, out))
         return 1;
-    while (fwd && !xp_has_room(fwd))
-        if (!complete_first(t, true))
+    if (!t->cstarted) {
+        int rc = pthread_create(&t->ctid, NULL, completer_thread, t);
+        if (rc)
+            shm_fatal("relay: cannot start a completion thread: %s", strerror(rc));
+        t->cstarted = true;
+    }
+    uint64_t idx = 0;
+    if (fwd) {
+        pthread_mutex_lock(&fwd->lock);
+        if (!xp_has_room(fwd)) { /* the next host is busy: try again shortly */
+            pthread_mutex_unlock(&fwd->lock);
             return -EAGAIN;
-    uint64_t idx = fwd ? xp_reserve(fwd) : 0;
-    if (fwd)
+        }
+        idx = xp_reserve(fwd);
+        pthread_mutex_unlock(&fwd->lock);
         roff = xp_slot_off(fwd->ring, idx);
+    }
+    pthread_mutex_lock(&t->mu);
     int rc = seg_dma_transfer(dq->q, inbox_seg, xp_slot_off(r, pos), to, roff, m->len, 0);
+    if (rc == -ENOLINK)
+        shm_path_lost(fwd ? fwd->link->host : shm.pes[dst].host);
     if (rc)
         shm_fatal("relay: cannot queue a DMA: %s", seg_strerror(rc));
     *xp_fifo_add(&t->fifo) = (struct xp_pend){ .pos = pos, .fwd = fwd, .idx = idx, .m = *m };
     t->pdq = dq;
     t->pring = r;
     t->next_pos = pos + 1;
-    while (complete_first(t, false))
-        ;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
     return 0;
 }
 
+/* Where ring r's next new message is: past what is in flight, else at its tail. */
+static uint64_t next_new(struct rthread *t, uint32_t r, struct xp_ring *ring, bool *other)
+{
+    pthread_mutex_lock(&t->mu);
+    *other = t->fifo.n && t->pring != r;
+    uint64_t pos = t->fifo.n && t->pring == r ? t->next_pos
+                                              : atomic_load_explicit(&ring->tail, memory_order_relaxed);
+    pthread_mutex_unlock(&t->mu);
+    return pos;
+}
+
 /* One pass over a thread's rings; how many messages were started or handled, and whether one
- * is stuck. DMAs may stay in flight after it (see transfer_thread). */
+ * is stuck. DMAs may stay in flight after it, with the completer. */
 static int drain(struct rthread *t, bool *stuck)
 {
     int done = 0;
@@ -303,13 +356,14 @@ static int drain(struct rthread *t, bool *stuck)
     for (int i = 0; i < t->nrings; i++) {
         uint32_t r = t->rings[i];
         struct xp_ring *ring = xp_ring_at(inbox, r);
-        if (npend(t) && t->pring != r) {
-            if (atomic_load_explicit(&ring->head, memory_order_acquire) ==
-                atomic_load_explicit(&ring->tail, memory_order_relaxed))
-                continue; /* nothing here: keep the other ring's DMAs in flight */
+        bool other;
+        uint64_t pos = next_new(t, r, ring, &other);
+        if (pos == atomic_load_explicit(&ring->head, memory_order_acquire))
+            continue; /* nothing new here (another ring's DMAs stay in flight) */
+        if (other) {
             flush(t);
+            pos = atomic_load_explicit(&ring->tail, memory_order_relaxed);
         }
-        uint64_t pos = npend(t) ? t->next_pos : atomic_load_explicit(&ring->tail, memory_order_relaxed);
         while (pos < atomic_load_explicit(&ring->head, memory_order_acquire)) {
             const struct xp_msg *m = &ring->msg[pos % XP_SLOTS];
             int rc = start_dma(t, r, pos, m);
@@ -318,8 +372,15 @@ static int drain(struct rthread *t, bool *stuck)
                 done++;
                 continue;
             }
+            if (rc < 0) {
+                *stuck = true;
+                break;
+            }
             flush(t); /* in order: what is in flight goes first */
-            if (rc < 0 || handle(t, m, xp_slot_data(inbox, nrings, shm.chunk, r, pos), r)) {
+            pthread_mutex_lock(&t->mu);
+            rc = handle(t, m, xp_slot_data(inbox, nrings, shm.chunk, r, pos), r);
+            pthread_mutex_unlock(&t->mu);
+            if (rc) {
                 *stuck = true;
                 break;
             }
@@ -329,8 +390,10 @@ static int drain(struct rthread *t, bool *stuck)
         if (*stuck)
             break;
     }
+    pthread_mutex_lock(&t->mu);
     if (!pay_acks(t))
         *stuck = true;
+    pthread_mutex_unlock(&t->mu);
     return done;
 }
 
@@ -342,23 +405,21 @@ static void *transfer_thread(void *arg)
         bool stuck;
         if (drain(t, &stuck))
             continue;
-        if (npend(t)) { /* nothing new: finish the oldest DMA (the rest keep the engine busy) */
-            complete_first(t, true);
-            continue;
-        }
         if (stuck) { /* the next host is busy: try again shortly */
             struct timespec ts = { 0, 20000 };
             nanosleep(&ts, NULL);
             continue;
         }
-        /* Poll a little before sleeping: producers that stream have the next one ready. */
+        /* Poll a little before sleeping: producers that stream have the next one ready. DMAs
+         * in flight are the completer's. */
         uint64_t t0 = 0;
         struct timespec now;
         bool busy = false;
         for (int i = 0; i < 2000 && !busy; i++) {
             for (int k = 0; k < t->nrings && !busy; k++) {
                 struct xp_ring *ring = xp_ring_at(inbox, t->rings[k]);
-                busy = atomic_load(&ring->tail) < atomic_load(&ring->head);
+                bool other;
+                busy = next_new(t, t->rings[k], ring, &other) < atomic_load(&ring->head);
             }
             if ((i & 63) == 63) {
                 clock_gettime(CLOCK_MONOTONIC, &now);
@@ -471,6 +532,8 @@ int shmemi_relay_main(void)
         for (int t = 0; t < shm.threads; t++) {
             struct rthread *x = &th[a * shm.threads + t];
             x->bit = UINT64_C(1) << t;
+            pthread_mutex_init(&x->mu, NULL);
+            pthread_cond_init(&x->cv, NULL);
             x->rings = calloc(nrings, sizeof *x->rings);
             x->owed = calloc((size_t)shm.npes, sizeof *x->owed);
             x->dq = calloc((size_t)nad, sizeof *x->dq);
@@ -513,6 +576,12 @@ int shmemi_relay_main(void)
         if (th[i].dev) {
             ntb_db_set(th[i].dev, th[i].bit); /* wake it */
             pthread_join(th[i].tid, NULL);
+            if (th[i].cstarted) { /* it hands on what is in flight, then ends */
+                pthread_mutex_lock(&th[i].mu);
+                pthread_cond_broadcast(&th[i].cv);
+                pthread_mutex_unlock(&th[i].mu);
+                pthread_join(th[i].ctid, NULL);
+            }
             ntb_close(th[i].dev);
             for (int a = 0; a < nad; a++)
                 xp_dmaq_put(&th[i].dq[a]);

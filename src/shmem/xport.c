@@ -39,8 +39,7 @@ struct xp_sender {
     pthread_t tid;
     bool started, stop;
     pthread_cond_t cond; /* new chunks (for the thread); a chunk done (for the callers) */
-    struct xp_fifo fifo; /* chunks staged, in order; the first `queued` have their DMA */
-    unsigned queued;
+    struct xp_fifo fifo; /* chunks staged and queued on the DMA engine, in order */
     int host;
 };
 static struct xp_sender *senders; /* by host */
@@ -199,6 +198,9 @@ static size_t stage_off(int host, uint64_t idx)
     return shm.rbuf_off + (SHM_RBUF_SLOTS + side * SHM_PUT_STAGES + idx % SHM_PUT_STAGES) * shm.chunk;
 }
 
+/* The hop's sender thread: the callers queue each staged chunk's DMA themselves (so the engine
+ * goes on to the next chunk without waiting for this thread to wake up); the thread waits for
+ * the oldest and publishes its message the moment its data has landed. */
 static void *sender_thread(void *arg)
 {
     struct xp_sender *sd = arg;
@@ -206,17 +208,7 @@ static void *sender_thread(void *arg)
     seg_dma_queue_t *q = pe_dmaq[sd->host].q;
     pthread_mutex_lock(&p->lock);
     for (;;) {
-        for (; sd->queued < sd->fifo.n; sd->queued++) {
-            struct xp_pend *e = &sd->fifo.e[(sd->fifo.head + sd->queued) % XP_SLOTS];
-            int rc = seg_dma_transfer(q, shm.local, stage_off(sd->host, e->idx), p->link->remote,
-                                      xp_slot_off(p->ring, e->idx), e->m.len, 0);
-            if (rc == -ENOLINK)
-                shm_path_lost(sd->host);
-            if (rc)
-                shm_fatal("cannot queue a DMA to the node of host node %u: %s",
-                          shm.hosts[sd->host].node, seg_strerror(rc));
-        }
-        if (sd->queued) {
+        if (sd->fifo.n) {
             pthread_mutex_unlock(&p->lock);
             int rc = seg_dma_wait_first(q, -1);
             if (rc == -ENOLINK)
@@ -228,7 +220,6 @@ static void *sender_thread(void *arg)
             struct xp_pend *e = xp_fifo_first(&sd->fifo);
             xp_publish(p, e->idx, &e->m);
             xp_fifo_pop(&sd->fifo);
-            sd->queued--;
             pthread_cond_broadcast(&sd->cond);
             continue;
         }
@@ -286,6 +277,13 @@ void shm_put(int pe, size_t off, const void *src, size_t len)
         } else {
             uint64_t idx = xp_reserve(p);
             memcpy((char *)shm.pes[shm.me].base + stage_off(hop, idx), (const char *)src + done, n);
+            int rc = seg_dma_transfer(pe_dmaq[hop].q, shm.local, stage_off(hop, idx), p->link->remote,
+                                      xp_slot_off(p->ring, idx), n, 0);
+            if (rc == -ENOLINK)
+                shm_path_lost(hop);
+            if (rc)
+                shm_fatal("cannot queue a DMA to the node of host node %u: %s",
+                          shm.hosts[hop].node, seg_strerror(rc));
             *xp_fifo_add(&sd->fifo) = (struct xp_pend){ .idx = idx, .m = m };
             pthread_cond_broadcast(&sd->cond);
         }

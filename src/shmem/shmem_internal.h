@@ -38,6 +38,11 @@ struct shm_ctrl {
     _Atomic uint64_t amo_seq;                 /* last AMO reply's sequence number */
     uint64_t amo_val;                         /* its value */
     _Atomic uint64_t rbuf_seq[SHM_RBUF_SLOTS]; /* get reply slot filled: its sequence number */
+    /* Counter barrier with more PEs than CPUs (sync.c): the last barrier this PE arrived at,
+     * and the CPU it arrived on, so that a waiter knows whether a PE it waits for needs its
+     * CPU. Own cache line: every waiter reads it, only this PE writes it. */
+    _Alignas(64) _Atomic uint64_t bar_arrived;
+    _Atomic int32_t bar_cpu;
 };
 
 struct shm_pe {

@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE
 #include <limits.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -51,6 +52,8 @@ void shm_check_exit(void)
  * they run): no release is written into every PE's page while they wait for the CPU.
  * Otherwise (a ring, or software atomics between hosts) the last one sets bar_release in
  * every PE. Every PE takes the same path. */
+#define BAR_SPIN_NS 20000L
+
 struct count_wait {
     _Atomic uint64_t *count;
     uint64_t want;
@@ -62,6 +65,22 @@ static bool count_reached(void *arg)
     return atomic_load_explicit(w->count, memory_order_acquire) >= w->want;
 }
 
+/* Does a PE that has not arrived at this barrier yet last run on our CPU? Then it needs our
+ * CPU to arrive, and we give it up; otherwise the PEs we wait for run on other CPUs, and a
+ * short spin sees them arrive without the cost of a switch (on a 2-CPU VM a sched_yield that
+ * switches costs over a microsecond, the better part of a barrier). */
+static bool mate_pending(uint64_t epoch)
+{
+    int cpu = sched_getcpu();
+    for (int pe = 0; pe < shm.npes; pe++) {
+        struct shm_ctrl *o = shm_ctrl_of(pe);
+        if (pe != shm.me && atomic_load_explicit(&o->bar_arrived, memory_order_relaxed) < epoch &&
+            (cpu < 0 || atomic_load_explicit(&o->bar_cpu, memory_order_relaxed) == cpu))
+            return true;
+    }
+    return false;
+}
+
 static void counter_barrier(uint64_t epoch)
 {
     struct shm_ctrl *c = shm_ctrl_of(shm.me);
@@ -69,6 +88,8 @@ static void counter_barrier(uint64_t epoch)
     uint64_t all = epoch * (uint64_t)shm.npes;
     if (!shm.routed && (!shm.sw_atomics || shm.nhosts == 1)) {
         _Atomic uint64_t *count = shm_direct(0, off);
+        atomic_store_explicit(&c->bar_cpu, sched_getcpu(), memory_order_relaxed);
+        atomic_store_explicit(&c->bar_arrived, epoch, memory_order_relaxed);
         /* seq_cst: the increment is ordered before the loads of the sleepers' flags, as a
          * sleeper's flag is before its last look at the count (shm_wait_notify). */
         if (atomic_fetch_add(count, 1) + 1 == all) {
@@ -80,6 +101,33 @@ static void counter_barrier(uint64_t epoch)
             return;
         }
         struct count_wait w = { count, all };
+        /* Spin while the PEs still to come run elsewhere (at most BAR_SPIN_NS at a time);
+         * yield to one that needs our CPU; then wait as any wait does (shm_wait_notify). */
+        for (int round = 0; round < 64; round++) {
+            if (count_reached(&w))
+                return;
+            if (mate_pending(epoch)) {
+                sched_yield();
+                continue;
+            }
+            struct timespec t0, t;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            for (;;) {
+                for (int i = 0; i < 32; i++) {
+                    if (count_reached(&w))
+                        return;
+#if defined(__x86_64__) || defined(__i386__)
+                    __builtin_ia32_pause();
+#endif
+                }
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > BAR_SPIN_NS)
+                    break;
+                if (mate_pending(epoch))
+                    break;
+            }
+            sched_yield(); /* the one we wait for may have come to our CPU */
+        }
         shm_wait_notify(count_reached, &w);
         return;
     }

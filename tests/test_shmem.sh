@@ -20,6 +20,14 @@ grep -q "not up" "$work/err" || fail "no 'not up' message: $(cat "$work/err")"
 
 n up "$src/examples/topologies/four-hosts-switch.ini" >/dev/null
 run_all "2 PEs, switch" -np 2
+# Callers of large copies wait for the helper's last piece: with a helper that dawdles, a
+# second put to the same bytes must still win.
+SHMEM_COPY_HELPER=slow timeout 120 "$bin/oshrun" --fabric "$fabric" -np 2 "$work/bigcopy" >"$work/out" 2>&1 ||
+    fail "bigcopy with a slow copy helper: $(cat "$work/out")"
+if SHMEM_COPY_HELPER=maybe "$bin/oshrun" --fabric "$fabric" -np 2 "$work/hello" >"$work/out" 2>&1; then
+    fail "SHMEM_COPY_HELPER=maybe was accepted"
+fi
+grep -q 'SHMEM_COPY_HELPER="maybe" is not 0 or 1' "$work/out" || fail "no message for SHMEM_COPY_HELPER=maybe: $(cat "$work/out")"
 run_all "4 PEs, switch" -np 4
 run_all "3 PEs, switch" -np 3
 # SHMEM_TEAM_SHARED is the PEs on one host: teams.c checks its size when given it.

@@ -169,8 +169,11 @@ static void print_info(void)
            "  SHMEM_BOOTSTRAP_TIMEOUT  ms to wait for the other PEs' heaps (default 60000)\n"
            "  SHMEM_ATOMICS         hardware (in place, default) or software (the target's node)\n"
            "  SHMEM_RING_THREADS    transfer threads per adapter of each node (1-8, default 2)\n"
-           "  SHMEM_RING_CHUNK      bytes per forwarded message (default 256k)\n"
+           "  SHMEM_RING_CHUNK      bytes per forwarded message (default 512k or 256k, as the\n"
+           "                        adapters' LUTs allow)\n"
            "  SHMEM_DMA_MIN         forwarded hops of at least this size use DMA (default 32k)\n"
+           "  SHMEM_COPY_HELPER     0: large puts and gets to mapped PEs by one thread (default 1:\n"
+           "                        a helper thread copies half, with fewer PEs than CPUs)\n"
            "  set by oshrun: SHMEM_JOB, SHMEM_PE, SHMEM_NPES, SHMEM_PE_NODES\n"
            "  (SMA_* spellings are honoured too)\n",
            SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION, SHMEM_VENDOR_STRING);
@@ -179,6 +182,14 @@ static void print_info(void)
 void shm_job_env(uint32_t *self, bool relay)
 {
     shm.debug = env_true("SHMEM_DEBUG");
+    const char *ch = env("SHMEM_COPY_HELPER");
+    shm.copy_helper = 1;
+    if (ch && (!strcmp(ch, "0") || !strcasecmp(ch, "no") || !strcasecmp(ch, "off") || !strcasecmp(ch, "false")))
+        shm.copy_helper = 0;
+    else if (ch && !strcasecmp(ch, "slow"))
+        shm.copy_helper = 2;
+    else if (ch && strcmp(ch, "1") && strcasecmp(ch, "yes") && strcasecmp(ch, "on") && strcasecmp(ch, "true"))
+        shm_fatal("SHMEM_COPY_HELPER=\"%s\" is not 0 or 1", ch);
     shm.npes = (int)env_long("SHMEM_NPES", 1, 1, MAX_PES);
     shm.me = relay ? -1 : (int)env_long("SHMEM_PE", 0, 0, shm.npes - 1);
     shm.job = (uint32_t)env_long("SHMEM_JOB", (long)getpid(), 0, 0x7fffffff);
@@ -301,6 +312,7 @@ void shmem_finalize(void)
     shm_heap_fini();
     shm_team_fini();
     shm_xport_fini();
+    shm_copy_fini();
     for (int pe = 0; pe < shm.npes; pe++) {
         struct shm_pe *p = &shm.pes[pe];
         if (p->seq)

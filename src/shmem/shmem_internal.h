@@ -76,6 +76,7 @@ struct shm_state {
     bool chunk_given; /* SHMEM_RING_CHUNK was set */
     int timeout_ms;   /* SHMEM_BOOTSTRAP_TIMEOUT */
     bool crowded;     /* more PEs than CPUs on this machine: yield at once, count at PE 0 */
+    int copy_helper;  /* SHMEM_COPY_HELPER: large copies to mapped PEs by two threads (copy.c) */
 };
 
 extern struct shm_state shm;
@@ -147,6 +148,9 @@ void shm_globals_fini(void);
 static inline void *shm_direct(int pe, size_t off)
 { return shm.pes[pe].base ? (char *)shm.pes[pe].base + off : NULL; }
 void shm_put(int pe, size_t off, const void *src, size_t len);
+/* A copy to or from a mapped PE: large ones with a helper thread too (copy.c). */
+void shm_copy(void *dst, const void *src, size_t len);
+void shm_copy_fini(void);
 void shm_get(int pe, void *dst, size_t off, size_t len);
 uint64_t shm_amo(int pe, size_t off, unsigned op, unsigned size, uint64_t v, uint64_t cond);
 void shm_quiet_all(void);

@@ -251,7 +251,7 @@ void shm_put(int pe, size_t off, const void *src, size_t len)
         return;
     void *d = shm_direct(pe, off);
     if (d) {
-        memcpy(d, src, len);
+        shm_copy(d, src, len);
         return;
     }
     int hop = first_hop(pe);
@@ -315,7 +315,7 @@ void shm_get(int pe, void *dst, size_t off, size_t len)
         return;
     void *s = shm_direct(pe, off);
     if (s) {
-        memcpy(dst, s, len);
+        shm_copy(dst, s, len);
         return;
     }
     struct shm_ctrl *c = shm_ctrl_of(shm.me);

@@ -46,7 +46,7 @@ static struct {
     char *dst;
     const char *src;
     size_t len, pieces;
-    int cpu;             /* the caller's: a helper on the same CPU would only slow it down */
+    _Atomic int cpu;     /* the caller's: a helper on the same CPU would only slow it down */
     _Atomic size_t next; /* the next piece to take */
     unsigned long jobs, shared; /* for SHMEM_DEBUG */
 } cp = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -107,8 +107,8 @@ static void *helper(void *arg)
         uint64_t s = atomic_load_explicit(&cp.state, memory_order_acquire);
         if (s >> 2 != done_gen) {
             uint64_t open = s & ~UINT64_C(3);
-            if ((s & 3) == ST_OPEN && avoid_cpu(cp.cpu, &allowed, &avoided) &&
-                sched_getcpu() != cp.cpu &&
+            if ((s & 3) == ST_OPEN && avoid_cpu(atomic_load_explicit(&cp.cpu, memory_order_relaxed), &allowed, &avoided) &&
+                sched_getcpu() != atomic_load_explicit(&cp.cpu, memory_order_relaxed) &&
                 atomic_compare_exchange_strong(&cp.state, &open, open | ST_JOINED)) {
                 take_pieces(true);
                 atomic_store_explicit(&cp.state, open | ST_LEFT, memory_order_release);
@@ -118,7 +118,8 @@ static void *helper(void *arg)
             continue;
         }
         /* Spin a little for the next job of a stream; then sleep. */
-        if (mono_ns() - idle_since < COPY_SPIN_NS && sched_getcpu() != cp.cpu) {
+        if (mono_ns() - idle_since < COPY_SPIN_NS &&
+            sched_getcpu() != atomic_load_explicit(&cp.cpu, memory_order_relaxed)) {
             relax();
             continue;
         }
@@ -152,7 +153,7 @@ void shm_copy(void *dst, const void *src, size_t len)
     cp.src = src;
     cp.len = len;
     cp.pieces = (len + COPY_PIECE - 1) / COPY_PIECE;
-    cp.cpu = sched_getcpu();
+    atomic_store_explicit(&cp.cpu, sched_getcpu(), memory_order_relaxed);
     atomic_store(&cp.next, 0);
     uint64_t open = ((atomic_load(&cp.state) >> 2) + 1) << 2 | ST_OPEN;
     atomic_store_explicit(&cp.state, open, memory_order_release);

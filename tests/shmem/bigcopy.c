@@ -15,18 +15,37 @@ static unsigned char pattern(int round, int pe, size_t i)
     return (unsigned char)((i * 131u) ^ (size_t)(round * 29 + pe * 7) ^ (i >> 12));
 }
 
+/* The largest block: 6 MiB, or a quarter of a smaller heap (SHMEM_SYMMETRIC_SIZE, as the
+ * placements with several PEs per host give), so that both blocks fit. */
+static size_t block_size(void)
+{
+    const char *e = getenv("SHMEM_SYMMETRIC_SIZE");
+    char *end;
+    double v = e ? strtod(e, &end) : 0;
+    if (e && v > 0) {
+        size_t heap = (size_t)(v * (*end == 'k' || *end == 'K'   ? 1024.0
+                                    : *end == 'm' || *end == 'M' ? 1048576.0
+                                    : *end == 'g' || *end == 'G' ? 1073741824.0
+                                                                 : 1.0));
+        if (heap / 4 < (6u << 20))
+            return heap / 4;
+    }
+    return 6u << 20;
+}
+
 int main(void)
 {
     static const size_t sizes[] = { 256u << 10, (256u << 10) + 13, (1u << 20) + 4097,
                                     (3u << 20) + 1, (5u << 20) - 3 };
-    const size_t max = 6u << 20;
+    const size_t max = block_size();
     shmem_init();
     int me = shmem_my_pe(), n = shmem_n_pes(), right = (me + 1) % n, left = (me + n - 1) % n;
     unsigned char *sym = shmem_malloc(max), *dst = shmem_malloc(max);
     unsigned char *priv = malloc(max), *got = malloc(max);
     CHECK(sym && dst && priv && got, "two blocks of %zu bytes", max);
     for (int round = 0; round < 10; round++) {
-        size_t len = sizes[round % 5], soff = (size_t)round % 7, doff = (size_t)(round * 3) % 11;
+        size_t soff = (size_t)round % 7, doff = (size_t)(round * 3) % 11;
+        size_t len = sizes[round % 5] < max - 16 ? sizes[round % 5] : max - 16 - (size_t)round;
         unsigned char *from = round & 1 ? priv : sym;
         for (size_t i = 0; i < len; i++)
             from[soff + i] = pattern(round + 100, me, i); /* overwritten below: must not land */

@@ -27,7 +27,7 @@ chunk_is() { # LABEL KiB: the chunk every PE and node of $work/out chose, and th
     local n
     n=$(grep -o "ring chunk $2 KiB" "$work/out" | wc -l)
     ((n >= 10)) && [[ $(grep -o "ring chunk [0-9]* KiB" "$work/out" | wc -l) == "$n" ]] &&
-        [[ $(grep -o "rings of 8 x $(($2 * 1024)) bytes" "$work/out" | wc -l) == 5 ]] ||
+        [[ $(grep -o "(chunk $(($2 * 1024)))" "$work/out" | wc -l) == 5 ]] ||
         fail "$1: not $2 KiB chunks everywhere: $(grep -E 'chunk|rings of' "$work/out")"
 }
 chunk_is "5 PEs, default heap" 512

@@ -89,7 +89,7 @@ static void apply_reply(const struct xp_msg *m, const void *data)
 
 /* Room for a reply of ours to PE pe: NULL with 0 when pe is mapped here (the reply is applied
  * directly), else the locked producer; -EAGAIN when its ring is full. */
-static int reply_begin(int pe, struct xp_prod **pp)
+static int reply_begin(int pe, size_t dlen, struct xp_prod **pp)
 {
     *pp = NULL;
     if (shm.pes[pe].base)
@@ -99,7 +99,7 @@ static int reply_begin(int pe, struct xp_prod **pp)
     if (!p)
         shm_fatal("relay: no way to host node %u", shm.hosts[shm.pes[pe].host].node);
     pthread_mutex_lock(&p->lock);
-    if (!xp_has_room(p)) {
+    if (!xp_has_room(p, dlen)) {
         pthread_mutex_unlock(&p->lock);
         return -EAGAIN;
     }
@@ -114,7 +114,7 @@ static void reply_end(struct xp_prod *p, struct xp_msg *rm, const void *data)
         apply_reply(rm, data);
         return;
     }
-    xp_push(p, rm, data, rm->type == XP_GET_DATA ? rm->len : 0);
+    xp_push(p, rm, data, xp_data_len(rm));
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -127,7 +127,7 @@ static bool pay_acks(struct rthread *t)
         if (!t->owed[pe])
             continue;
         struct xp_prod *p;
-        if (reply_begin(pe, &p)) {
+        if (reply_begin(pe, 0, &p)) {
             all = false;
             continue;
         }
@@ -152,11 +152,11 @@ static int forward(const struct xp_msg *m, const void *data, uint32_t ring)
 {
     struct xp_prod *p = next_prod(m, ring);
     pthread_mutex_lock(&p->lock);
-    if (!xp_has_room(p)) {
+    if (!xp_has_room(p, xp_data_len(m))) {
         pthread_mutex_unlock(&p->lock);
         return -EAGAIN;
     }
-    xp_push(p, m, data, (m->type == XP_PUT || m->type == XP_GET_DATA) ? m->len : 0);
+    xp_push(p, m, data, xp_data_len(m));
     pthread_mutex_unlock(&p->lock);
     return 0;
 }
@@ -164,7 +164,7 @@ static int forward(const struct xp_msg *m, const void *data, uint32_t ring)
 static bool msg_sane(const struct xp_msg *m)
 {
     return m->dst_pe < (uint32_t)shm.npes && m->src_pe < (uint32_t)shm.npes &&
-           m->len <= shm.chunk;
+           m->len <= shm.chunk && m->lead < XP_SLOTS;
 }
 
 static int handle(struct rthread *t, const struct xp_msg *m, const void *data, uint32_t ring)
@@ -191,7 +191,7 @@ static int handle(struct rthread *t, const struct xp_msg *m, const void *data, u
             return forward(m, data, ring);
         if (m->off + m->len > shm.seg_size || m->token >= SHM_RBUF_SLOTS)
             return 0;
-        if (reply_begin(src, &p))
+        if (reply_begin(src, m->len, &p))
             return -EAGAIN;
         rm.type = XP_GET_DATA;
         rm.len = m->len;
@@ -207,7 +207,7 @@ static int handle(struct rthread *t, const struct xp_msg *m, const void *data, u
             return forward(m, data, ring);
         if (m->off + m->size > shm.seg_size || (m->size != 4 && m->size != 8) || (m->off % m->size))
             return 0;
-        if (reply_begin(src, &p))
+        if (reply_begin(src, 0, &p))
             return -EAGAIN;
         rm.type = XP_AMO_VAL;
         rm.seq = m->seq;
@@ -220,9 +220,18 @@ static int handle(struct rthread *t, const struct xp_msg *m, const void *data, u
     return 0;
 }
 
-static void advance(struct xp_ring *ring, uint64_t pos)
+/* Hand a message's slots back: the ring's tail moves to `end`, the position after it. */
+static void advance(struct xp_ring *ring, uint64_t end)
 {
-    atomic_store_explicit(&ring->tail, pos + 1, memory_order_release);
+    atomic_store_explicit(&ring->tail, end, memory_order_release);
+}
+
+/* The positions the message at pos takes (1 for one that is not from this job's library), no
+ * more than are published. */
+static uint64_t span_at(const struct xp_msg *m, uint64_t pos, uint64_t head)
+{
+    uint64_t n = msg_sane(m) ? xp_span(m, shm.chunk) : 1;
+    return n > head - pos ? head - pos : n;
 }
 
 /* The completer of a transfer thread: waits for the oldest DMA in flight, then publishes the
@@ -273,8 +282,9 @@ static void flush(struct rthread *t)
 }
 
 /* A put of at least SHMEM_DMA_MIN whose data can go by DMA: queued and left to the completer
- * (0), or -EAGAIN (no room ahead) / 1 (do it the ordinary way; nothing is in flight then). */
-static int start_dma(struct rthread *t, uint32_t r, uint64_t pos, const struct xp_msg *m)
+ * (0), or -EAGAIN (no room ahead) / 1 (do it the ordinary way; nothing is in flight then).
+ * The message is at pos of ring r; end is the position after it. */
+static int start_dma(struct rthread *t, uint32_t r, uint64_t pos, uint64_t end, const struct xp_msg *m)
 {
     if (!xp_dma_min || m->type != XP_PUT || m->len < xp_dma_min || !msg_sane(m))
         return 1;
@@ -311,26 +321,27 @@ static int start_dma(struct rthread *t, uint32_t r, uint64_t pos, const struct x
         t->cstarted = true;
     }
     uint64_t idx = 0;
+    struct xp_msg out_m = *m; /* as it goes on: with its lead in the next ring */
     if (fwd) {
         pthread_mutex_lock(&fwd->lock);
-        if (!xp_has_room(fwd)) { /* the next host is busy: try again shortly */
+        if (!xp_has_room(fwd, m->len)) { /* the next host is busy: try again shortly */
             pthread_mutex_unlock(&fwd->lock);
             return -EAGAIN;
         }
-        idx = xp_reserve(fwd);
+        idx = xp_reserve(fwd, m->len, &out_m.lead);
         pthread_mutex_unlock(&fwd->lock);
-        roff = xp_slot_off(fwd->ring, idx);
+        roff = xp_slot_off(fwd->ring, idx + out_m.lead);
     }
     pthread_mutex_lock(&t->mu);
-    int rc = seg_dma_transfer(dq->q, inbox_seg, xp_slot_off(r, pos), to, roff, m->len, 0);
+    int rc = seg_dma_transfer(dq->q, inbox_seg, xp_slot_off(r, pos + m->lead), to, roff, m->len, 0);
     if (rc == -ENOLINK)
         shm_path_lost(fwd ? fwd->link->host : shm.pes[dst].host);
     if (rc)
         shm_fatal("relay: cannot queue a DMA: %s", seg_strerror(rc));
-    *xp_fifo_add(&t->fifo) = (struct xp_pend){ .pos = pos, .fwd = fwd, .idx = idx, .m = *m };
+    *xp_fifo_add(&t->fifo) = (struct xp_pend){ .pos = end, .fwd = fwd, .idx = idx, .m = out_m };
     t->pdq = dq;
     t->pring = r;
-    t->next_pos = pos + 1;
+    t->next_pos = end;
     pthread_cond_broadcast(&t->cv);
     pthread_mutex_unlock(&t->mu);
     return 0;
@@ -364,11 +375,13 @@ static int drain(struct rthread *t, bool *stuck)
             flush(t);
             pos = atomic_load_explicit(&ring->tail, memory_order_relaxed);
         }
-        while (pos < atomic_load_explicit(&ring->head, memory_order_acquire)) {
+        uint64_t head;
+        while (pos < (head = atomic_load_explicit(&ring->head, memory_order_acquire))) {
             const struct xp_msg *m = &ring->msg[pos % XP_SLOTS];
-            int rc = start_dma(t, r, pos, m);
+            uint64_t end = pos + span_at(m, pos, head);
+            int rc = start_dma(t, r, pos, end, m);
             if (rc == 0) {
-                pos++;
+                pos = end;
                 done++;
                 continue;
             }
@@ -378,13 +391,14 @@ static int drain(struct rthread *t, bool *stuck)
             }
             flush(t); /* in order: what is in flight goes first */
             pthread_mutex_lock(&t->mu);
-            rc = handle(t, m, xp_slot_data(inbox, nrings, shm.chunk, r, pos), r);
+            rc = handle(t, m, xp_slot_data(inbox, nrings, shm.chunk, r, pos + m->lead), r);
             pthread_mutex_unlock(&t->mu);
             if (rc) {
                 *stuck = true;
                 break;
             }
-            advance(ring, pos++);
+            advance(ring, end);
+            pos = end;
             done++;
         }
         if (*stuck)
@@ -558,8 +572,8 @@ int shmemi_relay_main(void)
             started++;
         }
     }
-    shm_debug("relay on node %u: %d transfer threads, %u rings of %u x %zu bytes", self, started,
-              nrings, XP_SLOTS, shm.chunk);
+    shm_debug("relay on node %u: %d transfer threads, %u rings of %u slots of %zu bytes (chunk %zu)",
+              self, started, nrings, XP_SLOTS, xp_slot_size(shm.chunk), shm.chunk);
 
     /* Until oshrun ends us (or goes away itself). */
     pid_t launcher = (pid_t)strtol(getenv("SHMEM_LAUNCHER_PID") ? getenv("SHMEM_LAUNCHER_PID") : "0", NULL, 10);

@@ -77,18 +77,33 @@ void xp_link_close(struct xp_link *l)
 
 size_t xp_dma_min;
 
-bool xp_has_room(struct xp_prod *p)
+/* Slots skipped before n data slots starting at position at, so that they do not wrap. */
+static uint64_t lead_for(uint64_t at, uint64_t n)
 {
-    if (p->resv - p->tail_seen < XP_SLOTS)
+    return at % XP_SLOTS + n > XP_SLOTS ? XP_SLOTS - at % XP_SLOTS : 0;
+}
+
+bool xp_has_room(struct xp_prod *p, size_t dlen)
+{
+    uint64_t n = xp_nslots(dlen, shm.chunk), need = lead_for(p->resv, n) + n;
+    if (p->resv + need - p->tail_seen <= XP_SLOTS)
         return true;
     /* A read across the link: only when we think the ring is full. */
     p->tail_seen = atomic_load_explicit(&xp_ring_at(p->link->base, p->ring)->tail, memory_order_acquire);
-    return p->resv - p->tail_seen < XP_SLOTS;
+    return p->resv + need - p->tail_seen <= XP_SLOTS;
+}
+
+uint64_t xp_reserve(struct xp_prod *p, size_t dlen, uint8_t *lead)
+{
+    uint64_t n = xp_nslots(dlen, shm.chunk), idx = p->resv;
+    *lead = (uint8_t)lead_for(idx, n);
+    p->resv += *lead + n;
+    return idx;
 }
 
 size_t xp_slot_off(uint32_t r, uint64_t idx)
 {
-    return xp_data_off(xp_nrings()) + ((size_t)r * XP_SLOTS + idx % XP_SLOTS) * shm.chunk;
+    return xp_data_off(xp_nrings()) + ((size_t)r * XP_SLOTS + idx % XP_SLOTS) * xp_slot_size(shm.chunk);
 }
 
 void xp_publish(struct xp_prod *p, uint64_t idx, const struct xp_msg *m)
@@ -98,16 +113,20 @@ void xp_publish(struct xp_prod *p, uint64_t idx, const struct xp_msg *m)
         shm_fatal("internal: ring %u published out of order (%llu, head %llu)", p->ring,
                   (unsigned long long)idx, (unsigned long long)p->head);
     r->msg[idx % XP_SLOTS] = *m;
-    atomic_store_explicit(&r->head, ++p->head, memory_order_release);
+    p->head += xp_span(m, shm.chunk);
+    atomic_store_explicit(&r->head, p->head, memory_order_release);
     ntb_peer_db_set(p->link->dev, p->link->pidx, xp_bit(p->ring, shm.threads));
 }
 
 void xp_push(struct xp_prod *p, const struct xp_msg *m, const void *data, size_t len)
 {
-    uint64_t idx = xp_reserve(p);
+    struct xp_msg mm = *m;
+    if (len > xp_data_len(m))
+        shm_fatal("internal: a message of type %u with %zu bytes of data", m->type, len);
+    uint64_t idx = xp_reserve(p, xp_data_len(m), &mm.lead);
     if (len)
-        memcpy(xp_slot_data(p->link->base, xp_nrings(), shm.chunk, p->ring, idx), data, len);
-    xp_publish(p, idx, m);
+        memcpy(xp_slot_data(p->link->base, xp_nrings(), shm.chunk, p->ring, idx + mm.lead), data, len);
+    xp_publish(p, idx, &mm);
 }
 
 static pthread_mutex_t dmaq_lock = PTHREAD_MUTEX_INITIALIZER;

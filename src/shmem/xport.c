@@ -40,6 +40,7 @@ struct xp_sender {
     bool started, stop;
     pthread_cond_t cond; /* new chunks (for the thread); a chunk done (for the callers) */
     struct xp_fifo fifo; /* chunks staged and queued on the DMA engine, in order */
+    uint64_t staged;     /* chunks staged so far: the next one takes staging chunk staged % 8 */
     int host;
 };
 static struct xp_sender *senders; /* by host */
@@ -67,15 +68,15 @@ void shm_futex_wake(_Atomic uint32_t *w)
 }
 
 /* With prods[host].lock held: wait until the sender thread has published every staged chunk
- * (in_order: messages go behind them) and the ring has a free slot (the node drains it on its
- * own). */
-static void wait_room(int host, bool in_order)
+ * (in_order: messages go behind them) and the ring has room for dlen bytes of data (the node
+ * drains it on its own). */
+static void wait_room(int host, bool in_order, size_t dlen)
 {
     struct xp_prod *p = &prods[host];
     struct xp_sender *sd = senders ? &senders[host] : NULL;
     while (in_order && sd && sd->fifo.n)
         pthread_cond_wait(&sd->cond, &p->lock);
-    for (unsigned round = 0; !xp_has_room(p); round++) {
+    for (unsigned round = 0; !xp_has_room(p, dlen); round++) {
         if (sd && sd->fifo.n) { /* our own chunks hold slots: they will be published */
             pthread_cond_wait(&sd->cond, &p->lock);
             continue;
@@ -96,7 +97,7 @@ static void send_msg(int host, const struct xp_msg *m, const void *data, size_t 
     if (!p->link)
         shm_fatal("no connection to the node of host node %u", shm.hosts[host].node);
     pthread_mutex_lock(&p->lock);
-    wait_room(host, true);
+    wait_room(host, true, len);
     xp_push(p, m, data, len);
     pthread_mutex_unlock(&p->lock);
 }
@@ -192,10 +193,10 @@ size_t shm_off(const char *who, const void *addr, int pe)
 
 /* ------------------------------------------------------------------------ operations */
 
-static size_t stage_off(int host, uint64_t idx)
+static size_t stage_off(int host, uint64_t n)
 {
     unsigned side = (unsigned)shm.hosts[host].adapter & 1u;
-    return shm.rbuf_off + (SHM_RBUF_SLOTS + side * SHM_PUT_STAGES + idx % SHM_PUT_STAGES) * shm.chunk;
+    return shm.rbuf_off + (SHM_RBUF_SLOTS + side * SHM_PUT_STAGES + n % SHM_PUT_STAGES) * shm.chunk;
 }
 
 /* The hop's sender thread: the callers queue each staged chunk's DMA themselves (so the engine
@@ -270,21 +271,23 @@ void shm_put(int pe, size_t off, const void *src, size_t len)
         if (dma)
             while (sd->fifo.n == SHM_PUT_STAGES)
                 pthread_cond_wait(&sd->cond, &p->lock);
-        wait_room(hop, !dma);
+        wait_room(hop, !dma, n);
         atomic_fetch_add(&issued, 1);
         if (!dma) {
             xp_push(p, &m, (const char *)src + done, n);
         } else {
-            uint64_t idx = xp_reserve(p);
-            memcpy((char *)shm.pes[shm.me].base + stage_off(hop, idx), (const char *)src + done, n);
-            int rc = seg_dma_transfer(pe_dmaq[hop].q, shm.local, stage_off(hop, idx), p->link->remote,
-                                      xp_slot_off(p->ring, idx), n, 0);
+            /* The sender's fifo holds at most SHM_PUT_STAGES chunks, so the staging chunks of
+             * those in flight are distinct. */
+            uint64_t idx = xp_reserve(p, n, &m.lead), stage = sd->staged++;
+            memcpy((char *)shm.pes[shm.me].base + stage_off(hop, stage), (const char *)src + done, n);
+            int rc = seg_dma_transfer(pe_dmaq[hop].q, shm.local, stage_off(hop, stage), p->link->remote,
+                                      xp_slot_off(p->ring, idx + m.lead), n, 0);
             if (rc == -ENOLINK)
                 shm_path_lost(hop);
             if (rc)
                 shm_fatal("cannot queue a DMA to the node of host node %u: %s",
                           shm.hosts[hop].node, seg_strerror(rc));
-            *xp_fifo_add(&sd->fifo) = (struct xp_pend){ .idx = idx, .m = m };
+            *xp_fifo_add(&sd->fifo) = (struct xp_pend){ .pos = stage, .idx = idx, .m = m };
             pthread_cond_broadcast(&sd->cond);
         }
         done += n;

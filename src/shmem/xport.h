@@ -25,8 +25,12 @@
 #include <ntblend/ntb.h>
 #include <ntblend/seg.h>
 
-#define XP_MAGIC 0x58504f31u /* "XPO1" */
-#define XP_SLOTS 8u          /* descriptors (and data slots) per ring */
+#define XP_MAGIC 0x58504f32u /* "XPO2" */
+/* Descriptors and data slots per ring. A data slot is half a chunk: a message's data takes
+ * one or two consecutive slots (its descriptor is in the first), so messages of half a chunk
+ * or less (a 256 KiB put with 512 KiB chunks) have twice as many in flight in the same memory
+ * as whole chunks have. */
+#define XP_SLOTS 16u
 #define XP_DEFAULT_CHUNK (256u << 10)
 #define XP_LARGE_CHUNK (512u << 10) /* a ring job's chunk when the adapters can afford it */
 #define XP_MAX_THREADS 8
@@ -41,7 +45,8 @@ enum xp_type {
 };
 
 struct xp_msg {
-    uint8_t type, op, size, pad;
+    uint8_t type, op, size;
+    uint8_t lead; /* slots skipped before the data: 1 when two slots would wrap the ring */
     uint32_t origin; /* host whose node produced a reply */
     uint32_t src_pe, dst_pe;
     uint32_t len, token;
@@ -64,6 +69,7 @@ struct xp_inbox {
 };
 
 /* Inbox geometry: a header page, the rings, then the data slots (page aligned). */
+static inline size_t xp_slot_size(size_t chunk) { return chunk / 2; }
 static inline size_t xp_rings_off(void) { return 4096; }
 static inline size_t xp_data_off(uint32_t nrings)
 {
@@ -71,7 +77,7 @@ static inline size_t xp_data_off(uint32_t nrings)
 }
 static inline size_t xp_inbox_size(uint32_t nrings, size_t chunk)
 {
-    return xp_data_off(nrings) + (size_t)nrings * XP_SLOTS * chunk;
+    return xp_data_off(nrings) + (size_t)nrings * XP_SLOTS * xp_slot_size(chunk);
 }
 static inline struct xp_ring *xp_ring_at(void *inbox, uint32_t r)
 {
@@ -80,7 +86,24 @@ static inline struct xp_ring *xp_ring_at(void *inbox, uint32_t r)
 static inline char *xp_slot_data(void *inbox, uint32_t nrings, size_t chunk, uint32_t r,
                                  uint64_t slot)
 {
-    return (char *)inbox + xp_data_off(nrings) + ((size_t)r * XP_SLOTS + slot % XP_SLOTS) * chunk;
+    return (char *)inbox + xp_data_off(nrings) +
+           ((size_t)r * XP_SLOTS + slot % XP_SLOTS) * xp_slot_size(chunk);
+}
+/* The bytes a message carries in its slots. */
+static inline size_t xp_data_len(const struct xp_msg *m)
+{
+    return m->type == XP_PUT || m->type == XP_GET_DATA ? m->len : 0;
+}
+/* Data slots for dlen bytes (at least one: the descriptor's). */
+static inline uint64_t xp_nslots(size_t dlen, size_t chunk)
+{
+    size_t n = (dlen + xp_slot_size(chunk) - 1) / xp_slot_size(chunk);
+    return n ? n : 1;
+}
+/* The ring positions a message takes: its lead, then its data slots. */
+static inline uint64_t xp_span(const struct xp_msg *m, size_t chunk)
+{
+    return m->lead + xp_nslots(xp_data_len(m), chunk);
 }
 
 /* A connection to another host's inbox, and our producer state for one of its rings. */
@@ -113,7 +136,7 @@ bool xp_dmaq_get(struct xp_dmaq *d, seg_desc_t *sd, int adapter);
 void xp_dmaq_put(struct xp_dmaq *d);
 /* Chunks in flight, in the order they were queued. */
 struct xp_pend {
-    uint64_t pos;        /* relay: the message's place in its incoming ring */
+    uint64_t pos;        /* relay: its incoming ring's tail once it is done; PE: its staging chunk */
     struct xp_prod *fwd; /* where it is published when done (NULL: a delivery) */
     uint64_t idx;        /* its reserved slot there */
     struct xp_msg m;
@@ -134,16 +157,19 @@ static inline uint64_t xp_bit(uint32_t r, int threads) { return UINT64_C(1) << (
 /* Connect to host h's inbox through the adapter that reaches it (waits for it to appear). */
 int xp_link_open(struct xp_link *l, seg_desc_t *sd, int host);
 void xp_link_close(struct xp_link *l);
-/* Is there a free slot? (reads the consumer's tail through the window only when needed) */
-bool xp_has_room(struct xp_prod *p);
+/* Is there room for a message of dlen data bytes? (reads the consumer's tail through the
+ * window only when needed) */
+bool xp_has_room(struct xp_prod *p, size_t dlen);
 /* Put a message (and len bytes of data) into the ring and ring the consumer's doorbell. The
  * caller holds p->lock and has checked xp_has_room. */
 void xp_push(struct xp_prod *p, const struct xp_msg *m, const void *data, size_t len);
-/* The same in two steps, for data a DMA writes into the slot meanwhile: reserve the next
- * slot (room checked), then publish the message once its data is there, in reserve order. */
-static inline uint64_t xp_reserve(struct xp_prod *p) { return p->resv++; }
+/* The same in two steps, for data a DMA writes into the slots meanwhile: reserve room for
+ * dlen bytes (room checked): the message's place, and in *lead the slots to skip before its
+ * data (its data is in slot idx + *lead; the message must carry that lead); then publish the
+ * message once its data is there, in reserve order. */
+uint64_t xp_reserve(struct xp_prod *p, size_t dlen, uint8_t *lead);
 void xp_publish(struct xp_prod *p, uint64_t idx, const struct xp_msg *m);
-/* Offset of ring r's slot idx in an inbox segment. */
+/* Offset of ring r's data slot idx in an inbox segment. */
 size_t xp_slot_off(uint32_t r, uint64_t idx);
 /* The next host on the way from host `from` to host `to` (a direct peer, or around the ring
  * the shorter way; ties go right). */

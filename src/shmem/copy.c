@@ -12,10 +12,10 @@
  * (LEFT): the copy into the target is complete when the call returns, as a put's source may
  * be reused and the target rewritten at once. The helper keeps off the caller's CPU (its
  * affinity leaves that one out: a wake-up would often put it next to its waker), where it
- * could only take turns with the caller. SHMEM_COPY_HELPER=0 turns it off; =slow makes the
- * helper pause 2 ms before each piece it takes, so that tests see callers wait for it. The helper spins for COPY_SPIN_NS after a job,
- * so a stream of large puts keeps it awake, and then sleeps on a futex; a job of
- * COPY_WAKE_MIN bytes or more wakes it.
+ * could only take turns with the caller. It spins for COPY_SPIN_NS after a job, so a stream
+ * of large puts keeps it awake, and then sleeps on a futex; a job of COPY_WAKE_MIN bytes or
+ * more wakes it. SHMEM_COPY_HELPER=0 turns it off; =slow makes the helper pause 2 ms before
+ * each piece it takes, so that tests see callers wait for it.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -36,7 +36,7 @@
 enum { ST_OPEN, ST_JOINED, ST_CLOSED, ST_LEFT };
 
 static struct {
-    pthread_mutex_t lock; /* one job at a time; a busy helper means a plain memcpy */
+    pthread_mutex_t lock; /* one job at a time; another thread's job means a plain memcpy */
     pthread_t tid;
     bool started, failed;
     _Atomic uint64_t state; /* gen << 2 | ST_* */

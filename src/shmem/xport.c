@@ -40,7 +40,7 @@ struct xp_sender {
     bool started, stop;
     pthread_cond_t cond; /* new chunks (for the thread); a chunk done (for the callers) */
     struct xp_fifo fifo; /* chunks staged and queued on the DMA engine, in order */
-    uint64_t staged;     /* chunks staged so far: the next one takes staging chunk staged % 8 */
+    uint64_t staged;     /* chunks staged so far: the next takes staging chunk staged % SHM_PUT_STAGES */
     int host;
 };
 static struct xp_sender *senders; /* by host */

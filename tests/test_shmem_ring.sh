@@ -7,7 +7,9 @@
 # chunks per put). The chunk chosen without SHMEM_RING_CHUNK is 512 KiB where the LUTs afford
 # it and 256 KiB where they do not (a 72M heap), the same in every process. quiet_fwd, progress and ring_order pick non-neighbours on purpose: quiet
 # waits for forwarded puts, the relays serve a target that sleeps outside the library, and
-# fence/put-with-signal keep their order across the hops. Then on four-hosts-switch.ini with
+# fence/put-with-signal keep their order across the hops. On tests/topologies/ring7.ini the
+# PE three hops away is reached through two nodes, the first passing each message (large put
+# chunks by DMA) on to the second's inbox. Then on four-hosts-switch.ini with
 # SHMEM_ATOMICS=software the AMO-heavy programs run with the target hosts' relays doing the
 # atomics, which SHMEM_DEBUG's "routed transport" lines confirm.
 set -euo pipefail
@@ -46,6 +48,15 @@ done
 SHMEM_RING_THREADS=1 run_all "5 PEs, 1 thread" -np 5
 SHMEM_RING_THREADS=4 run_all "5 PEs, 4 threads" -np 5
 SHMEM_RING_CHUNK=4096 run_all "5 PEs, 4 KiB chunks" -np 5
+n down >/dev/null
+
+# Seven hosts: messages to the PE three hops away are passed on from node to node (large put
+# chunks by the nodes' DMA engines), and replies come back through a node.
+n up "$src/tests/topologies/ring7.ini" >/dev/null
+for p in putget ring_order bigcopy atomics; do
+    timeout 120 "$bin/oshrun" --fabric "$fabric" -np 7 "$work/$p" >"$work/out" 2>&1 ||
+        fail "$p (7 PEs, ring7): $(cat "$work/out")"
+done
 n down >/dev/null
 
 # Software atomics on a switch: the target host's relay does every AMO between hosts.

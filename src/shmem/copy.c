@@ -51,20 +51,6 @@ static struct {
     unsigned long jobs, shared; /* for SHMEM_DEBUG */
 } cp = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static void relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void take_pieces(bool helper)
 {
     for (size_t i; (i = atomic_fetch_add(&cp.next, 1)) < cp.pieces;) {
@@ -101,33 +87,32 @@ static void *helper(void *arg)
         return NULL;
     int avoided = -2;
     uint64_t done_gen = atomic_load(&cp.state) >> 2;
-    uint64_t idle_since = mono_ns();
+    uint64_t idle_since = shm_now_ns();
     while (!atomic_load(&cp.stop)) {
         uint32_t w = atomic_load(&cp.wake);
         uint64_t s = atomic_load_explicit(&cp.state, memory_order_acquire);
+        int caller = atomic_load_explicit(&cp.cpu, memory_order_relaxed);
         if (s >> 2 != done_gen) {
             uint64_t open = s & ~UINT64_C(3);
-            if ((s & 3) == ST_OPEN && avoid_cpu(atomic_load_explicit(&cp.cpu, memory_order_relaxed), &allowed, &avoided) &&
-                sched_getcpu() != atomic_load_explicit(&cp.cpu, memory_order_relaxed) &&
+            if ((s & 3) == ST_OPEN && avoid_cpu(caller, &allowed, &avoided) && sched_getcpu() != caller &&
                 atomic_compare_exchange_strong(&cp.state, &open, open | ST_JOINED)) {
                 take_pieces(true);
                 atomic_store_explicit(&cp.state, open | ST_LEFT, memory_order_release);
             }
             done_gen = s >> 2;
-            idle_since = mono_ns();
+            idle_since = shm_now_ns();
             continue;
         }
         /* Spin a little for the next job of a stream; then sleep. */
-        if (mono_ns() - idle_since < COPY_SPIN_NS &&
-            sched_getcpu() != atomic_load_explicit(&cp.cpu, memory_order_relaxed)) {
-            relax();
+        if (shm_now_ns() - idle_since < COPY_SPIN_NS && sched_getcpu() != caller) {
+            shm_relax();
             continue;
         }
         atomic_store(&cp.sleeping, 1);
         if (atomic_load(&cp.state) >> 2 == done_gen && !atomic_load(&cp.stop))
             shm_futex_wait(&cp.wake, w, 1000);
         atomic_store(&cp.sleeping, 0);
-        idle_since = mono_ns();
+        idle_since = shm_now_ns();
     }
     return NULL;
 }
@@ -169,7 +154,7 @@ void shm_copy(void *dst, const void *src, size_t len)
     if (!atomic_compare_exchange_strong(&cp.state, &s, (open & ~UINT64_C(3)) | ST_CLOSED) && ++cp.shared)
         for (unsigned spins = 0; (atomic_load_explicit(&cp.state, memory_order_acquire) & 3) != ST_LEFT; spins++) {
             if (spins < 2000)
-                relax();
+                shm_relax();
             else
                 sched_yield();
         }

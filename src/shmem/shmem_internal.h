@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <ntblend/seg.h>
 
@@ -80,6 +81,20 @@ struct shm_state {
 };
 
 extern struct shm_state shm;
+
+/* CLOCK_MONOTONIC in ns, and a spin loop's pause. */
+static inline uint64_t shm_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+static inline void shm_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
 
 static inline struct shm_ctrl *shm_ctrl_of(int pe) { return (struct shm_ctrl *)shm.pes[pe].base; }
 static inline char *shm_heap_of(int pe) { return (char *)shm.pes[pe].base + SHM_CTRL_SIZE; }

@@ -52,7 +52,7 @@ void shm_check_exit(void)
  * they run): no release is written into every PE's page while they wait for the CPU.
  * Otherwise (a ring, or software atomics between hosts) the last one sets bar_release in
  * every PE. Every PE takes the same path. */
-#define BAR_SPIN_NS 20000L
+#define BAR_SPIN_NS 20000u
 
 struct count_wait {
     _Atomic uint64_t *count;
@@ -101,32 +101,19 @@ static void counter_barrier(uint64_t epoch)
             return;
         }
         struct count_wait w = { count, all };
-        /* Spin while the PEs still to come run elsewhere (at most BAR_SPIN_NS at a time);
-         * yield to one that needs our CPU; then wait as any wait does (shm_wait_notify). */
+        /* Spin while the PEs still to come run elsewhere (at most BAR_SPIN_NS at a time), then
+         * yield: to one that needs our CPU, or that has come to it since; after 64 rounds,
+         * wait as any wait does (shm_wait_notify). */
         for (int round = 0; round < 64; round++) {
-            if (count_reached(&w))
-                return;
-            if (mate_pending(epoch)) {
-                sched_yield();
-                continue;
-            }
-            struct timespec t0, t;
-            clock_gettime(CLOCK_MONOTONIC, &t0);
-            for (;;) {
+            for (uint64_t until = shm_now_ns() + BAR_SPIN_NS; !mate_pending(epoch) && shm_now_ns() < until;)
                 for (int i = 0; i < 32; i++) {
                     if (count_reached(&w))
                         return;
-#if defined(__x86_64__) || defined(__i386__)
-                    __builtin_ia32_pause();
-#endif
+                    shm_relax();
                 }
-                clock_gettime(CLOCK_MONOTONIC, &t);
-                if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > BAR_SPIN_NS)
-                    break;
-                if (mate_pending(epoch))
-                    break;
-            }
-            sched_yield(); /* the one we wait for may have come to our CPU */
+            if (count_reached(&w))
+                return;
+            sched_yield();
         }
         shm_wait_notify(count_reached, &w);
         return;

@@ -18,13 +18,6 @@
 #include "shmem_internal.h"
 #include "xport.h"
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* ------------------------------------------------------------------------ producing */
 
 int shm_connect(seg_desc_t *sd, seg_remote_t **r, uint32_t node, uint32_t id, int adapter)
@@ -33,10 +26,10 @@ int shm_connect(seg_desc_t *sd, seg_remote_t **r, uint32_t node, uint32_t id, in
      * exits, which can lag behind them; and an agent busy with many connects at once (every
      * PE connecting to every other on a large fabric) lets a request time out. Both pass: try
      * again for a while, backing off. */
-    uint64_t until = now_ns() + 10000000000ull;
+    uint64_t until = shm_now_ns() + 10000000000ull;
     for (long ms = 20;; ms = ms < 500 ? ms * 2 : ms) {
         int rc = seg_connect(sd, r, node, id, adapter, shm.timeout_ms);
-        if ((rc != -ENOSPC && rc != -EHOSTUNREACH) || now_ns() > until)
+        if ((rc != -ENOSPC && rc != -EHOSTUNREACH) || shm_now_ns() > until)
             return rc;
         struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
         nanosleep(&ts, NULL);

@@ -48,13 +48,6 @@ static _Atomic uint64_t issued; /* routed puts and posted AMOs sent */
 static pthread_mutex_t get_lock = PTHREAD_MUTEX_INITIALIZER, amo_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t get_seq, amo_seq;
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void shm_futex_wait(_Atomic uint32_t *w, uint32_t seen, long ms)
 {
     struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -441,12 +434,10 @@ void shm_wait_notify(bool (*pred)(void *), void *arg)
         if (pred(arg))
             return;
         if (!shm.crowded && spins < 200) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
+            shm_relax();
             continue;
         }
-        uint64_t now = now_ns();
+        uint64_t now = shm_now_ns();
         if (!yield_until)
             yield_until = now + 200000;
         if (now < yield_until) {

@@ -4,17 +4,21 @@
 # (ntblend host kill), a link down on the switched fabric and on a switchless ring. Each time oshrun exits non-zero
 # with a message naming the lost PE and the cause (the link, for a link), the PEs that were
 # waiting name the lost PE too, no process of the job is left, and the LUT and requester-ID
-# entries are back to what they were before the job. oshrun is given 30 s as a hang guard
-# only; the time from the fault to oshrun's exit is printed, not asserted. Bad environment
-# values are refused before anything starts.
+# entries and the hosts' allocated RAM are back to what they were before the job (a ring link
+# pulled while the job starts, too). oshrun is given 30 s as a hang guard only; the time from
+# the fault to oshrun's exit is printed, not asserted. Bad environment values are refused
+# before anything starts.
 set -euo pipefail
 fabric="t-shmem-fail-$$"
 . "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/shmem/common.sh"
 build steady hello
 
 n up "$src/examples/topologies/four-hosts-switch.ini" >/dev/null
-# Adapters' entries other than the agents' own mailbox routes.
-tables() { n status --json | jq -c '[.adapters[] | {name, lut: (.lut.used - .lut_agent), rid: .requester_ids.used}]'; }
+# Adapters' entries other than the agents' own mailbox routes, and the hosts' RAM in use.
+tables() {
+    n status --json | jq -c '{adapters: [.adapters[] | {name, lut: (.lut.used - .lut_agent),
+        rid: .requester_ids.used}], ram: [.hosts[] | {name, used: .allocated_bytes}]}'
+}
 "$bin/oshrun" --fabric "$fabric" -np 4 "$work/steady" "$work" 2 >"$work/out" 2>&1 ||
     fail "steady without faults: $(cat "$work/out")"
 grep -q "steady: 2 rounds ok" "$work/out" || fail "steady: $(cat "$work/out")"
@@ -50,7 +54,7 @@ finish() {
 }
 settled() {
     for _ in $(seq 100); do [[ "$(tables)" == "$base" ]] && return 0; sleep 0.05; done
-    fail "$1: LUT or requester-ID entries left: before $base, after $(tables)"
+    fail "$1: LUT or requester-ID entries or RAM left: before $base, after $(tables)"
 }
 # lost_by_others LABEL PE: every PE that was waiting names PE and only PE as lost.
 lost_by_others() {
@@ -136,4 +140,20 @@ grep -q "PE [23] on host [cd] was lost.*: the path to host [cd] is down" "$work/
     fail "ring link down: no PE names the PE behind the link: $(cat "$work/out")"
 n link up c d >/dev/null
 settled "ring link down"
+
+# ---- a ring link pulled while the job starts (PEs and relays connecting to each other): the
+# job ends; once the link is back, what the agents held for it is freed (the disconnects that
+# could not cross the link are delivered then), and the next job fits.
+rm -f "$work"/pe*.pid
+timeout 30 "$bin/oshrun" --fabric "$fabric" -np 5 "$work/steady" "$work" 1000000 >"$work/out" 2>&1 &
+job=$!
+sleep 0.05
+n link down b c >/dev/null
+fault=$(now_ms)
+when=$(compgen -G "$work/pe*.pid" >/dev/null && echo "after" || echo "during")
+finish "ring link down $when start-up" # "after": too late on this machine, still a check
+n link up b c >/dev/null
+settled "ring link down at start-up"
+"$bin/oshrun" --fabric "$fabric" -np 5 "$work/steady" "$work" 2 >"$work/out" 2>&1 ||
+    fail "steady after a link down at start-up: $(cat "$work/out")"
 echo "test_shmem_fail: ok"

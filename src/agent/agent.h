@@ -124,6 +124,7 @@ enum mbox_type {
     MBOX_INBOUND_UNMAP,
     MBOX_SEG_CREATE_FOR,
     MBOX_SEG_REMOVE_FOR,
+    MBOX_SEG_CANCEL,
     MBOX_TYPES = 32
 };
 #define MBOX_MAX_PAYLOAD 1024u
@@ -144,6 +145,13 @@ void mbox_register(uint32_t type, mbox_handler h);
  */
 int mbox_call(uint32_t peer, uint32_t type, const void *req, uint32_t len, void *rsp,
               uint32_t rsp_max, uint32_t *rsp_len, int timeout_ms);
+/**
+ * mbox_call_posted() - mbox_call that also says whether the request went out: *@posted is
+ * false when it certainly did not reach the peer (no port, path down before sending), true
+ * when the peer may have acted on it, whatever the result (a lost or late answer).
+ */
+int mbox_call_posted(uint32_t peer, uint32_t type, const void *req, uint32_t len, void *rsp,
+                     uint32_t rsp_max, uint32_t *rsp_len, int timeout_ms, bool *posted);
 /** mbox_ping() - round trip of an empty request to @peer, in ns. As mbox_call. */
 int mbox_ping(uint32_t peer, uint64_t *rtt_ns);
 

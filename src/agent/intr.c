@@ -110,10 +110,10 @@ static int intr_lookup(uint32_t id, uint64_t *bus)
 static int h_intr_connect(uint32_t from, const void *req, uint32_t len,
                           void *rsp, uint32_t *rsp_len)
 {
-    struct seg_req r;
-    if (len < sizeof r)
+    struct seg_req r = { 0 };
+    if (len < SEG_REQ_MIN)
         return -EINVAL;
-    memcpy(&r, req, sizeof r);
+    memcpy(&r, req, len < sizeof r ? len : sizeof r);
     struct seg_rsp out = { .size = 4096 };
     int rc = intr_lookup(r.id, &out.bus);
     if (!rc) {

@@ -195,6 +195,14 @@ static void *mbox_thread(void *arg)
 int mbox_call(uint32_t peer, uint32_t type, const void *req, uint32_t len,
               void *rsp, uint32_t rsp_max, uint32_t *rsp_len, int timeout_ms)
 {
+    return mbox_call_posted(peer, type, req, len, rsp, rsp_max, rsp_len, timeout_ms, NULL);
+}
+
+int mbox_call_posted(uint32_t peer, uint32_t type, const void *req, uint32_t len, void *rsp,
+                     uint32_t rsp_max, uint32_t *rsp_len, int timeout_ms, bool *posted)
+{
+    if (posted)
+        *posted = false;
     if (peer >= agent.f->ctl->nhosts || peer == agent.host || len > MBOX_MAX_PAYLOAD)
         return -EINVAL;
     struct mbox_peer *p = &mailbox.peers[peer];
@@ -208,8 +216,12 @@ int mbox_call(uint32_t peer, uint32_t type, const void *req, uint32_t len,
     uint32_t seq = ++p->next_seq;
     if (!rc && !fab_path_up(agent.f, (uint32_t)p->adapter, (uint32_t)p->peer_adapter, NULL))
         rc = -ENOLINK;
-    if (!rc)
+    if (!rc) {
+        /* From here the peer may act on it, even if we never learn the result. */
+        if (posted)
+            *posted = true;
         rc = post(peer, p, offsetof(struct mbox_slot, req), seq, msg, (uint32_t)sizeof hdr + len);
+    }
     if (!rc) {
         struct mbox_slot *s = local_slot(peer);
         struct timespec dl;

@@ -20,12 +20,14 @@ struct placed { /* a segment another host's agent created for one of our process
     struct placed *next;
     int32_t client;
     uint32_t host, id;
+    uint32_t boot; /* the life of host's the segment belongs to */
 };
 static struct placed *placed;
 
 struct seg_for { /* MBOX_SEG_CREATE_FOR / MBOX_SEG_REMOVE_FOR */
     uint64_t size;
     uint32_t id;
+    uint32_t token; /* CREATE_FOR: the request's token (struct seg_req), 0: none */
 };
 
 static int h_seg_create_for(uint32_t from, const void *req, uint32_t len,
@@ -40,14 +42,27 @@ static int h_seg_create_for(uint32_t from, const void *req, uint32_t len,
     if (ai < 0)
         return ai;
     int via = ai - (int)seg_self()->adapter_first;
-    uint64_t id, phys, size;
-    int rc = aseg_create(FOR_HOST(from), 0, r.size, 0, &id, &phys, &size);
-    if (!rc)
-        rc = aseg_prepare(FOR_HOST(from), (uint32_t)id, (uint32_t)via);
-    if (!rc) {
-        pthread_mutex_lock(&segments.lock);
-        seg_find((uint32_t)id)->available |= 1ull << via;
-        pthread_mutex_unlock(&segments.lock);
+    uint64_t id = 0, phys, size = 0;
+    /* The same request once more (a mailbox message read twice): the same segment. */
+    pthread_mutex_lock(&segments.lock);
+    for (const struct aseg *s = segments.segs; r.token && s; s = s->next)
+        if (s->creator == FOR_HOST(from) && s->token == r.token && !s->removed) {
+            id = s->id;
+            size = s->size;
+        }
+    pthread_mutex_unlock(&segments.lock);
+    int rc = 0;
+    if (!id) {
+        rc = aseg_create(FOR_HOST(from), 0, r.size, 0, &id, &phys, &size);
+        if (!rc)
+            rc = aseg_prepare(FOR_HOST(from), (uint32_t)id, (uint32_t)via);
+        if (!rc) {
+            pthread_mutex_lock(&segments.lock);
+            struct aseg *s = seg_find((uint32_t)id);
+            s->available |= 1ull << via;
+            s->token = r.token;
+            pthread_mutex_unlock(&segments.lock);
+        }
     }
     if (rc)
         return rc;
@@ -77,24 +92,48 @@ static int h_seg_remove_for(uint32_t from, const void *req, uint32_t len,
     return rc;
 }
 
+int aplace_cancel(uint32_t from, uint32_t token)
+{
+    for (struct aseg *s = segments.segs; s; s = s->next)
+        if (s->creator == FOR_HOST(from) && s->token == token && !s->removed) {
+            s->removed = true;
+            s->available = 0;
+            seg_reap();
+            return 0;
+        }
+    return -ENOENT;
+}
+
 int aplace_alloc_at(int32_t client, uint32_t host, uint64_t size, uint64_t *id)
 {
     if (host >= agent.f->ctl->nhosts || host == agent.host || !size)
         return -EINVAL;
-    struct seg_for q = { .size = size }, out;
-    uint32_t got = 0;
-    int rc = mbox_call(host, MBOX_SEG_CREATE_FOR, &q, sizeof q, &out, sizeof out, &got, 1000);
-    if (rc == -ENOLINK || rc == -ETIMEDOUT || rc == -ENOTCONN)
+    struct seg_for q = { .size = size, .token = seg_new_token() }, out;
+    uint32_t got = 0, boot = atomic_load(&fab_host(agent.f, host)->boot_gen);
+    bool posted;
+    int rc = mbox_call_posted(host, MBOX_SEG_CREATE_FOR, &q, sizeof q, &out, sizeof out, &got,
+                              1000, &posted);
+    if (!rc && got != sizeof out)
+        rc = -EPROTO;
+    /* Asked, but no answer: the host may have made a segment for us that nobody knows of. */
+    if (posted && (seg_unanswered(rc) || rc == -EPROTO)) {
+        struct seg_cancel n = { .token = q.token, .boot_gen = atomic_load(&seg_self()->boot_gen) };
+        seg_defer(host, boot, MBOX_SEG_CANCEL, &n, sizeof n);
+    }
+    if (seg_unanswered(rc))
         rc = -EHOSTUNREACH;
     if (rc)
         return rc;
     struct placed *p = calloc(1, sizeof *p);
     if (!p) {
-        mbox_call(host, MBOX_SEG_REMOVE_FOR, &out, sizeof out, NULL, 0, NULL, 1000);
+        struct seg_for r = { .id = out.id };
+        if (seg_unanswered(mbox_call(host, MBOX_SEG_REMOVE_FOR, &r, sizeof r, NULL, 0, NULL, 1000)))
+            seg_defer(host, boot, MBOX_SEG_REMOVE_FOR, &r, sizeof r);
         return -ENOMEM;
     }
     pthread_mutex_lock(&segments.lock);
-    *p = (struct placed){ .next = placed, .client = client, .host = host, .id = out.id };
+    *p = (struct placed){ .next = placed, .client = client, .host = host, .id = out.id,
+                          .boot = boot };
     placed = p;
     pthread_mutex_unlock(&segments.lock);
     *id = out.id;
@@ -114,10 +153,14 @@ int aplace_free_at(int32_t client, uint32_t host, uint32_t id)
     pthread_mutex_unlock(&segments.lock);
     if (!found)
         return -ENOENT;
+    uint32_t boot = found->boot;
     free(found);
     struct seg_for q = { .id = id };
     int rc = mbox_call(host, MBOX_SEG_REMOVE_FOR, &q, sizeof q, NULL, 0, NULL, 1000);
-    return rc == -ENOLINK || rc == -ETIMEDOUT ? 0 : rc; /* it goes when our borrows end */
+    if (!seg_unanswered(rc))
+        return rc;
+    seg_defer(host, boot, MBOX_SEG_REMOVE_FOR, &q, sizeof q); /* it goes once host hears */
+    return 0;
 }
 
 /* Segments we created for `host` go with its borrows (its host died or gave them back). */

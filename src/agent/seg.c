@@ -92,6 +92,16 @@ void seg_reap(void)
     }
 }
 
+uint32_t seg_new_token(void)
+{
+    pthread_mutex_lock(&segments.lock);
+    if (!++segments.next_token)
+        ++segments.next_token;
+    uint32_t t = segments.next_token;
+    pthread_mutex_unlock(&segments.lock);
+    return t;
+}
+
 /* ---------------------------------------------------------------- events */
 
 void seg_post_event(uint64_t event_phys, uint32_t ev)
@@ -271,13 +281,22 @@ int aseg_remove(int32_t client, uint32_t id)
 }
 
 /* The checks and bookkeeping of a connection to our segment `id` from `from_host`, entering
- * through our adapter `via` (-1: a process on this host). */
+ * through our adapter `via` (-1: a process on this host), made by the connector's request
+ * `token` (0: none). */
 static int accept_connection(uint32_t id, uint32_t from_host, uint32_t from_boot, int via,
-                             struct seg_rsp *rsp)
+                             uint32_t token, struct seg_rsp *rsp)
 {
     struct aseg *s = seg_find(id);
     if (!s)
         return -ENOENT;
+    /* The same request once more (a mailbox message read twice): the same connection, not a
+     * second one that nobody would ever disconnect. */
+    for (const struct conn_in *c = segments.in; token && c; c = c->next)
+        if (c->token == token && c->from_host == from_host && c->from_boot == from_boot &&
+            c->seg == s) {
+            *rsp = (struct seg_rsp){ .bus = s->phys, .size = s->user_size, .conn_id = c->conn_id };
+            return 0;
+        }
     if (via >= 0 && !(s->available & (1ull << via)))
         return -ECONNREFUSED;
     if (via < 0 && !s->available)
@@ -300,7 +319,7 @@ static int accept_connection(uint32_t id, uint32_t from_host, uint32_t from_boot
     if (!c)
         return -ENOMEM;
     *c = (struct conn_in){ .next = segments.in, .conn_id = ++segments.next_conn, .seg = s,
-                           .from_host = from_host, .from_boot = from_boot,
+                           .from_host = from_host, .from_boot = from_boot, .token = token,
                            .via = via < 0 ? UINT32_MAX : (uint32_t)via };
     segments.in = c;
     s->nconn++;
@@ -326,10 +345,10 @@ static int drop_connection(uint32_t from_host, uint32_t conn_id)
 static int h_seg_connect(uint32_t from, const void *req, uint32_t len,
                          void *rsp, uint32_t *rsp_len)
 {
-    struct seg_req r;
-    if (len < sizeof r)
+    struct seg_req r = { 0 };
+    if (len < SEG_REQ_MIN)
         return -EINVAL;
-    memcpy(&r, req, sizeof r);
+    memcpy(&r, req, len < sizeof r ? len : sizeof r);
     /* Sent by a previous life of the peer (it has rebooted since): it acts no more. */
     const struct fab_host *fh = fab_host(agent.f, from);
     if (atomic_load(&fh->state) == FAB_HOST_DOWN || atomic_load(&fh->boot_gen) != r.boot_gen)
@@ -339,7 +358,7 @@ static int h_seg_connect(uint32_t from, const void *req, uint32_t len,
         return -EHOSTUNREACH;
     struct seg_rsp out;
     pthread_mutex_lock(&segments.lock);
-    int rc = accept_connection(r.id, from, r.boot_gen, via, &out);
+    int rc = accept_connection(r.id, from, r.boot_gen, via, r.token, &out);
     pthread_mutex_unlock(&segments.lock);
     if (!rc) {
         memcpy(rsp, &out, sizeof out);
@@ -357,6 +376,30 @@ static int h_seg_disconnect(uint32_t from, const void *req, uint32_t len,
     memcpy(&n, req, sizeof n);
     pthread_mutex_lock(&segments.lock);
     int rc = drop_connection(from, n.conn_id);
+    pthread_mutex_unlock(&segments.lock);
+    return rc;
+}
+
+/* The connector never learnt whether its request `token` connected (the answer was lost): if
+ * it did, that connection goes. The same for a segment a host asked us to create (place.c). */
+static int h_seg_cancel(uint32_t from, const void *req, uint32_t len,
+                        void *rsp, uint32_t *rsp_len)
+{
+    struct seg_cancel n;
+    if (len < sizeof n)
+        return -EINVAL;
+    memcpy(&n, req, sizeof n);
+    if (!n.token)
+        return -EINVAL;
+    int rc = -ENOENT;
+    pthread_mutex_lock(&segments.lock);
+    for (const struct conn_in *c = segments.in; c; c = c->next)
+        if (c->from_host == from && c->from_boot == n.boot_gen && c->token == n.token) {
+            rc = drop_connection(from, c->conn_id);
+            break;
+        }
+    if (rc == -ENOENT)
+        rc = aplace_cancel(from, n.token);
     pthread_mutex_unlock(&segments.lock);
     return rc;
 }
@@ -399,7 +442,7 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
     uint32_t ai = 0, peer = 0;
     if ((uint32_t)owner == agent.host) {
         pthread_mutex_lock(&segments.lock);
-        rc = accept_connection(id, agent.host, atomic_load(&seg_self()->boot_gen), -1, &r);
+        rc = accept_connection(id, agent.host, atomic_load(&seg_self()->boot_gen), -1, 0, &r);
         pthread_mutex_unlock(&segments.lock);
     } else {
         if (adapter >= seg_self()->nadapters)
@@ -410,18 +453,36 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
             return -EHOSTUNREACH;
         peer = (uint32_t)p;
         struct seg_req q = { .id = id, .from_adapter = ai, .boot_gen = atomic_load(&seg_self()->boot_gen) };
+        q.token = seg_new_token();
         uint32_t got = 0;
-        rc = mbox_call((uint32_t)owner, MBOX_SEG_CONNECT, &q, sizeof q, &r, sizeof r, &got, 1000);
+        bool posted;
+        rc = mbox_call_posted((uint32_t)owner, MBOX_SEG_CONNECT, &q, sizeof q, &r, sizeof r, &got,
+                              1000, &posted);
         if (!rc && got != sizeof r)
             rc = -EPROTO;
-        if (rc == -ENOLINK || rc == -ETIMEDOUT || rc == -ENOTCONN)
+        /* Asked, but no answer (the link went down on the way, or the owner was slow): it may
+         * hold a connection for us that nobody knows of. It goes once the owner hears of it. */
+        if (posted && (seg_unanswered(rc) || rc == -EPROTO)) {
+            struct seg_cancel n = { .token = q.token, .boot_gen = q.boot_gen };
+            seg_defer((uint32_t)owner, owner_boot, MBOX_SEG_CANCEL, &n, sizeof n);
+        }
+        if (seg_unanswered(rc))
             rc = -EHOSTUNREACH;
     }
     if (rc)
         return rc;
     struct conn_out *c = calloc(1, sizeof *c);
-    if (!c)
-        return -ENOMEM; /* the owner keeps a connection it will drop when we reboot */
+    if (!c) {
+        if ((uint32_t)owner != agent.host) {
+            struct seg_note n = { .conn_id = r.conn_id };
+            seg_defer((uint32_t)owner, owner_boot, MBOX_SEG_DISCONNECT, &n, sizeof n);
+        } else {
+            pthread_mutex_lock(&segments.lock);
+            drop_connection(agent.host, r.conn_id);
+            pthread_mutex_unlock(&segments.lock);
+        }
+        return -ENOMEM;
+    }
     *c = (struct conn_out){ .owner_host = (uint32_t)owner, .conn_id = r.conn_id, .client = client,
                             .event_phys = event_phys, .adapter = ai, .peer_adapter = peer,
                             .owner_boot = owner_boot };
@@ -453,8 +514,13 @@ int aseg_disconnect(int32_t client, uint32_t owner, uint32_t conn_id)
     pthread_mutex_unlock(&segments.lock);
     if (found && owner != agent.host) {
         struct seg_note n = { .conn_id = conn_id };
-        /* If the owner cannot be told now, it drops the connection when we reboot. */
-        mbox_call(owner, MBOX_SEG_DISCONNECT, &n, sizeof n, NULL, 0, NULL, NOTIFY_TIMEOUT_MS);
+        /* If the owner cannot be told now (the link is down), it is told once it can be: it
+         * holds the segment's memory while the connection lasts. A connection to a previous
+         * life of the owner's went with it. */
+        int r = mbox_call(owner, MBOX_SEG_DISCONNECT, &n, sizeof n, NULL, 0, NULL,
+                          NOTIFY_TIMEOUT_MS);
+        if (seg_unanswered(r) && !found->gone)
+            seg_defer(owner, found->owner_boot, MBOX_SEG_DISCONNECT, &n, sizeof n);
     }
     free(found);
     return rc;
@@ -534,6 +600,65 @@ void aseg_sweep(void)
     pthread_mutex_unlock(&segments.lock);
 }
 
+void seg_defer(uint32_t host, uint32_t boot, uint32_t type, const void *msg, uint32_t len)
+{
+    struct seg_deferred *d = calloc(1, sizeof *d);
+    if (!d || len > sizeof d->msg) {
+        free(d); /* then the peer holds it until we reboot, as without this */
+        return;
+    }
+    *d = (struct seg_deferred){ .host = host, .boot = boot, .type = type, .len = len };
+    memcpy(d->msg, msg, len);
+    pthread_mutex_lock(&segments.lock);
+    struct seg_deferred **pp = &segments.deferred;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = d; /* in order: a few at most, while a link is down */
+    pthread_mutex_unlock(&segments.lock);
+}
+
+/* Send what was deferred (struct seg_deferred), in the order it was deferred; what still gets
+ * no answer stays for the next pass, and so does the rest for a host that did not answer.
+ * Link watcher only: it calls the mailboxes. Return: whether something stays. */
+static bool seg_send_deferred(void)
+{
+    struct fab *f = agent.f;
+    pthread_mutex_lock(&segments.lock);
+    struct seg_deferred *todo = segments.deferred;
+    segments.deferred = NULL;
+    pthread_mutex_unlock(&segments.lock);
+    struct seg_deferred *keep = NULL, **tail = &keep;
+    uint64_t unanswered = 0; /* hosts (below 64) not answering in this pass: skip their rest */
+    while (todo) {
+        struct seg_deferred *d = todo;
+        todo = d->next;
+        d->next = NULL;
+        const struct fab_host *h = fab_host(f, d->host);
+        bool stale = atomic_load(&h->state) == FAB_HOST_DOWN || atomic_load(&h->boot_gen) != d->boot;
+        bool skip = atomic_load(&agent.stop) || (d->host < 64 && (unanswered & (1ull << d->host)));
+        int rc = stale || skip ? 0
+                               : mbox_call(d->host, d->type, d->msg, d->len, NULL, 0, NULL,
+                                           NOTIFY_TIMEOUT_MS);
+        if (skip || seg_unanswered(rc)) {
+            if (d->host < 64)
+                unanswered |= 1ull << d->host;
+            *tail = d;
+            tail = &d->next;
+        } else {
+            free(d); /* done, or refused: either way nothing is left to release */
+        }
+    }
+    pthread_mutex_lock(&segments.lock);
+    *tail = segments.deferred; /* what was deferred meanwhile comes after */
+    segments.deferred = keep;
+    bool more = segments.deferred != NULL;
+    pthread_mutex_unlock(&segments.lock);
+    return more;
+}
+
+/* Sweeps when reachability changes, and sends what was deferred: then, and every so often
+ * while something waits (an owner that was only slow answers a little later; a deferral made
+ * just after a link came back is sent within a second). */
 static void *link_watcher(void *arg)
 {
     if (!seg_self()->nadapters)
@@ -542,7 +667,8 @@ static void *link_watcher(void *arg)
     while (!atomic_load(&agent.stop)) {
         uint32_t now = atomic_load(seq);
         aseg_sweep();
-        fab_futex_wait(seq, now, -1);
+        bool more = seg_send_deferred();
+        fab_futex_wait(seq, now, more ? 200000000ll : 1000000000ll);
     }
     return NULL;
 }
@@ -552,6 +678,7 @@ void aseg_register(void)
     mbox_register(MBOX_SEG_CONNECT, h_seg_connect);
     mbox_register(MBOX_SEG_DISCONNECT, h_seg_disconnect);
     mbox_register(MBOX_SEG_NOTIFY, h_seg_notify);
+    mbox_register(MBOX_SEG_CANCEL, h_seg_cancel);
     aintr_register();
     aplace_register();
 }

@@ -7,6 +7,9 @@
 #ifndef NTBLEND_AGENT_SEG_INT_H
 #define NTBLEND_AGENT_SEG_INT_H
 
+#include <errno.h>
+#include <stddef.h>
+
 #include "agent.h"
 
 #define SEG_OWNER (-1) /* allocation owner tag: held by a segment or an interrupt */
@@ -22,12 +25,14 @@ struct aseg {
     uint64_t iommu_mapped;        /* adapters whose inbound domain maps it */
     bool removed;
     uint32_t nconn;
+    uint32_t token; /* created for a host (place.c): its request's token (struct seg_req) */
 };
 
 struct conn_in { /* another host's connection to one of our segments */
     struct conn_in *next;
     struct aseg *seg; /* stays allocated while connected (quarantine) */
     uint32_t conn_id, from_host, from_boot, via; /* via: our adapter index on host */
+    uint32_t token; /* the connector's name for its request (struct seg_req), 0: none */
 };
 
 struct conn_out { /* one of our processes' connections to another host's segment */
@@ -53,6 +58,14 @@ struct aintr {
 
 struct seg_req { /* MBOX_SEG_CONNECT, MBOX_INTR_CONNECT */
     uint32_t id, from_adapter, boot_gen;
+    /* MBOX_SEG_CONNECT: the connector's name for this request, unique in its life (0: none;
+     * a sender may leave it out): a connection whose answer it never got is cancelled by it,
+     * and a request handled twice yields one connection. */
+    uint32_t token;
+};
+#define SEG_REQ_MIN offsetof(struct seg_req, token)
+struct seg_cancel { /* MBOX_SEG_CANCEL: drop the connection made by request `token` */
+    uint32_t token, boot_gen;
 };
 struct seg_rsp {
     uint64_t bus, size;
@@ -65,13 +78,26 @@ struct seg_note { /* MBOX_SEG_DISCONNECT, MBOX_SEG_NOTIFY */
 /* Segments created here for another host carry this creator tag instead of a pid. */
 #define FOR_HOST(h) (-100 - (int32_t)(h))
 
+/* A request that releases something a peer holds for us (a disconnect, a cancelled connect,
+ * a placed segment's removal) and that did not get through: sent again until the peer answers
+ * it, or until the peer's life it was meant for is over (its state went with it). Without
+ * this, a link down at the wrong moment would leave the peer holding memory for us until we
+ * reboot. */
+struct seg_deferred {
+    struct seg_deferred *next;
+    uint32_t host, boot; /* the peer and its life */
+    uint32_t type, len;
+    uint8_t msg[16];
+};
+
 struct seg_table {
     pthread_mutex_t lock;
     struct aseg *segs;
     struct conn_in *in;
     struct conn_out *out;
     struct aintr *intrs;
-    uint32_t next_conn;
+    struct seg_deferred *deferred;
+    uint32_t next_conn, next_token;
     pthread_t watcher;
 };
 
@@ -85,6 +111,17 @@ int seg_adapter_facing(uint32_t remote_adapter);
 uint64_t seg_granule(void);
 void seg_reap(void);
 void seg_post_event(uint64_t event_phys, uint32_t ev);
+/* A new request token (struct seg_req): never 0. */
+uint32_t seg_new_token(void);
+/* A mailbox call's result that is no answer of the peer's (no port, path down, no answer in
+ * time): whether it acted on the request is not known. */
+static inline bool seg_unanswered(int rc)
+{
+    return rc == -ENOLINK || rc == -ETIMEDOUT || rc == -ENOTCONN;
+}
+/* Send request `type` to host `host` (in its life `boot`) from the link watcher until it gets
+ * through (struct seg_deferred). Any thread; not under the lock. */
+void seg_defer(uint32_t host, uint32_t boot, uint32_t type, const void *msg, uint32_t len);
 
 /* ---- intr.c ---- */
 void aintr_retire(struct aintr *it);
@@ -93,5 +130,7 @@ void aintr_register(void);
 /* ---- place.c ---- */
 void aplace_client_gone(int32_t client);
 void aplace_register(void);
+/* MBOX_SEG_CANCEL of a placement request: remove the segment made for it. Lock held. */
+int aplace_cancel(uint32_t from, uint32_t token);
 
 #endif

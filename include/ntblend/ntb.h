@@ -56,6 +56,14 @@ int ntb_peer_port_idx(const struct ntb_dev *ntb, int port);    /* -EINVAL if not
  * such node).
  */
 int ntb_fabric_peers(uint32_t node, uint32_t *peers, int max);
+/** ntb_fabric_link_up() - The same fabric manager's view of the direct link between the hosts
+ * with node ids node_a and node_b: 1 up, 0 down, -ENOLINK (they are not direct peers), -ENOENT
+ * (no such node). If signature is not NULL it gets a value that changes whenever the link goes
+ * down or up (compare two readings to see that it went down meanwhile, even if it is up again).
+ * Any process may ask about any pair: a job spread over a ring learns of a link that went down
+ * far from its own host.
+ */
+int ntb_fabric_link_up(uint32_t node_a, uint32_t node_b, uint64_t *signature);
 /** ntb_node_name() - The name of the host with node id `node`, copied into name (at most len
  * bytes with the NUL). 0, -ENOENT (no such node), -EOPNOTSUPP (the backend has no names).
  */

@@ -118,6 +118,34 @@ int ntb_fabric_peers(uint32_t node, uint32_t *peers, int max)
     return n;
 }
 
+int ntb_fabric_link_up(uint32_t node_a, uint32_t node_b, uint64_t *signature)
+{
+    struct rt *rt = rt_get();
+    if (!rt)
+        return -errno;
+    if (!rt->ops->adapter_info || !rt->ops->path_up) {
+        rt_put(rt);
+        return -EOPNOTSUPP;
+    }
+    int ha = rt->ops->host_by_node(rt, node_a), hb = rt->ops->host_by_node(rt, node_b);
+    int rc = ha < 0 || hb < 0 ? -ENOENT : -ENOLINK;
+    struct ntb_adapter_info a, b;
+    for (int i = 0, ai; rc == -ENOLINK && (ai = rt->ops->adapter(rt, (uint32_t)ha, i)) >= 0; i++) {
+        if (rt->ops->adapter_info(rt, (uint32_t)ai, &a))
+            break;
+        for (uint32_t p = 0; p < a.npeers; p++)
+            if (!rt->ops->adapter_info(rt, a.peers[p], &b) && (int)b.host == hb) {
+                rc = rt->ops->path_up(rt, (uint32_t)ai, a.peers[p]) ? 1 : 0;
+                if (signature)
+                    *signature = rt->ops->path_signature
+                                     ? rt->ops->path_signature(rt, (uint32_t)ai, a.peers[p]) : 0;
+                break;
+            }
+    }
+    rt_put(rt);
+    return rc;
+}
+
 int ntb_node_name(uint32_t node, char *name, size_t len)
 {
     struct rt *rt = rt_get();

@@ -82,6 +82,23 @@ void shm_path_lost(int host)
     _exit(SHM_EXIT_LOST);
 }
 
+void shm_ring_cut(int a, int b, const char *dead)
+{
+    char na[64], nb[64];
+    if (ntb_node_name(shm.hosts[a].node, na, sizeof na))
+        snprintf(na, sizeof na, "node %u", shm.hosts[a].node);
+    if (ntb_node_name(shm.hosts[b].node, nb, sizeof nb))
+        snprintf(nb, sizeof nb, "node %u", shm.hosts[b].node);
+    fflush(NULL);
+    if (shm.me >= 0)
+        fprintf(stderr, "shmem: PE %d: the ring is cut in two (links down: %s): hosts %s and %s "
+                "cannot reach each other; ending\n", shm.me, dead, na, nb);
+    else
+        fprintf(stderr, "shmem: relay: the ring is cut in two (links down: %s): hosts %s and %s "
+                "cannot reach each other; ending\n", dead, na, nb);
+    _exit(SHM_EXIT_LOST);
+}
+
 /* A failed path is someone's loss, but whose is for the connections' states to say (ours may
  * be the host that went down, and every path of ours with it): wait for shm_check_peers to
  * name the PE, or for oshrun to end us, as a blocked wait would; name this one only if

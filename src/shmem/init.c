@@ -171,6 +171,9 @@ static void print_info(void)
            "  SHMEM_RING_THREADS    transfer threads per adapter of each node (1-8, default 2)\n"
            "  SHMEM_RING_CHUNK      bytes per forwarded message (default 512k or 256k, as the\n"
            "                        adapters' LUTs allow)\n"
+           "  SHMEM_RING_FAILOVER   on: a ring job survives a link going down (traffic goes the\n"
+           "                        other way round; every operation on another host is a\n"
+           "                        message through the nodes); off (default)\n"
            "  SHMEM_DMA_MIN         forwarded hops of at least this size use DMA (default 32k)\n"
            "  SHMEM_COPY_HELPER     0: large puts and gets to mapped PEs by one thread (default 1:\n"
            "                        a helper thread copies half, with fewer PEs than CPUs)\n"
@@ -267,12 +270,14 @@ void shmem_init(void)
     }
 
     /* Every PE on this host or on a host one of our adapters reaches is mapped; the others
-     * (on a ring) are reached through the nodes in between. */
+     * (on a ring) are reached through the nodes in between. With failover, only the PEs on
+     * this host: a store through a window that a failing link cuts may or may not have
+     * landed, a message in an inbox has (its consumer knows). */
     for (int i = 1; i < shm.npes; i++) {
         int pe = (shm.me + i) % shm.npes; /* spread the connects */
         struct shm_pe *p = &shm.pes[pe];
         int ad = p->host == shm.myhost ? 0 : shm.hosts[p->host].adapter;
-        if (ad < 0)
+        if (ad < 0 || (shm.failover && p->host != shm.myhost))
             continue;
         rc = shm_connect(shm.sd, &p->remote, p->node, seg_id_of(shm.job, pe), ad);
         if (rc == -ENOENT || rc == -ECONNREFUSED)

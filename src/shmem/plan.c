@@ -112,7 +112,8 @@ static struct plan_limit largest_segment(size_t *granule)
             if (a < 0)
                 continue;
             rsv[a]++; /* h's agent's mailbox window toward o's agent */
-            segs[a] += (long)mappers * pes[o];
+            if (!shm.failover)
+                segs[a] += (long)mappers * pes[o];
             if (shm_xport_needed()) {
                 if (shm.routed || pes[o] > 0)
                     inb[a] += pes[h]; /* each PE's link to o's node */

@@ -60,10 +60,47 @@ static struct xp_link *nlinks;  /* by host: neighbours' inboxes */
 static struct xp_prod *nprods;  /* [host * nrings + ring] */
 static _Atomic bool stop;
 
+/* Failover (SHMEM_RING_FAILOVER): this node applies the requests to its own host's PEs, each
+ * (source, target) stream's numbers once and in order, and delivers the replies to them; under
+ * fo_mu, as both adapters' threads do it. By [src * npes + dst]: the last number applied, the
+ * last AMO's number and old value (a resent AMO gets the same answer), an acknowledgement due. */
+static pthread_mutex_t fo_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t *fo_applied, *fo_amo_seq, *fo_amo_val;
+static uint8_t *fo_ackdue;
+static bool fo_any_due;
+
 static struct xp_prod *prod_for(int host, uint32_t ring)
 {
     struct xp_prod *p = &nprods[(size_t)host * nrings + ring];
     return p->link ? p : NULL;
+}
+
+/* Failover: a reply to a PE of this host; a late copy of one (sent again) changes nothing. */
+static void fo_apply_reply(const struct xp_msg *m, const void *data)
+{
+    int pe = (int)m->dst_pe;
+    struct shm_ctrl *c = shm_ctrl_of(pe);
+    _Atomic uint64_t *acked = (_Atomic uint64_t *)((char *)shm.pes[pe].base + shm_fo_acks_off());
+    pthread_mutex_lock(&fo_mu);
+    uint64_t done = m->type == XP_ACK ? m->v : m->sseq;
+    switch (m->type) {
+    case XP_GET_DATA:
+        if (atomic_load(&c->rbuf_seq[m->token]) < m->seq) {
+            memcpy((char *)shm.pes[pe].base + shm.rbuf_off + (size_t)m->token * shm.chunk, data, m->len);
+            atomic_store_explicit(&c->rbuf_seq[m->token], m->seq, memory_order_release);
+        }
+        break;
+    case XP_AMO_VAL:
+        if (atomic_load(&c->amo_seq) < m->seq) {
+            c->amo_val = m->v;
+            atomic_store_explicit(&c->amo_seq, m->seq, memory_order_release);
+        }
+        break;
+    }
+    if (atomic_load(&acked[m->src_pe]) < done)
+        atomic_store_explicit(&acked[m->src_pe], done, memory_order_release);
+    pthread_mutex_unlock(&fo_mu);
+    shm_poke_direct(pe);
 }
 
 /* Apply a reply to a PE mapped here. */
@@ -71,6 +108,10 @@ static void apply_reply(const struct xp_msg *m, const void *data)
 {
     int pe = (int)m->dst_pe;
     struct shm_ctrl *c = shm_ctrl_of(pe);
+    if (shm.failover) {
+        fo_apply_reply(m, data);
+        return;
+    }
     switch (m->type) {
     case XP_ACK:
         atomic_fetch_add(&c->acks, m->v);
@@ -94,8 +135,11 @@ static int reply_begin(int pe, size_t dlen, struct xp_prod **pp)
     *pp = NULL;
     if (shm.pes[pe].base)
         return 0;
+    if (shm.failover)
+        xp_route_refresh(false);
     int h = xp_next_hop(shm.myhost, shm.pes[pe].host);
-    struct xp_prod *p = prod_for(h, (uint32_t)shm.npes + (uint32_t)shm.myhost);
+    struct xp_prod *p = h >= 0 ? prod_for(h, xp_ring_of((uint32_t)shm.npes + (uint32_t)shm.myhost,
+                                                        shm.myhost, h)) : NULL;
     if (!p)
         shm_fatal("relay: no way to host node %u", shm.hosts[shm.pes[pe].host].node);
     pthread_mutex_lock(&p->lock);
@@ -118,10 +162,47 @@ static void reply_end(struct xp_prod *p, struct xp_msg *rm, const void *data)
     pthread_mutex_unlock(&p->lock);
 }
 
+/* Failover: send the acknowledgements due (the last number applied, by stream). false if
+ * some must wait. */
+static bool fo_pay_acks(void)
+{
+    bool all = true;
+    pthread_mutex_lock(&fo_mu);
+    if (fo_any_due) {
+        fo_any_due = false;
+        for (size_t i = 0; i < (size_t)shm.npes * (size_t)shm.npes; i++) {
+            if (!fo_ackdue[i])
+                continue;
+            int src = (int)(i / (size_t)shm.npes), dst = (int)(i % (size_t)shm.npes);
+            struct xp_prod *p;
+            if (reply_begin(src, 0, &p)) {
+                all = false;
+                fo_any_due = true;
+                continue;
+            }
+            struct xp_msg rm = { .type = XP_ACK, .src_pe = (uint32_t)dst, .dst_pe = (uint32_t)src,
+                                 .v = fo_applied[i] };
+            fo_ackdue[i] = 0;
+            if (!p) { /* src is on this host: as a reply would be, without fo_mu taken again */
+                _Atomic uint64_t *acked = (_Atomic uint64_t *)((char *)shm.pes[src].base + shm_fo_acks_off());
+                if (atomic_load(&acked[dst]) < rm.v)
+                    atomic_store_explicit(&acked[dst], rm.v, memory_order_release);
+                shm_poke_direct(src);
+                continue;
+            }
+            reply_end(p, &rm, NULL);
+        }
+    }
+    pthread_mutex_unlock(&fo_mu);
+    return all;
+}
+
 /* Send the acks we owe (batched: one message per source), with t->mu held. false if some
  * must wait. */
 static bool pay_acks(struct rthread *t)
 {
+    if (shm.failover)
+        return fo_pay_acks();
     bool all = true;
     for (int pe = 0; pe < shm.npes; pe++) {
         if (!t->owed[pe])
@@ -139,9 +220,17 @@ static bool pay_acks(struct rthread *t)
     return all;
 }
 
+static int side_host[2]; /* failover: our neighbours, by the side of ours they are on */
+
+/* Failover: the host a message in ring r goes on to (away from the side it came from). */
+static int fo_onward(uint32_t ring)
+{
+    return side_host[1 - ring / ((uint32_t)shm.npes + (uint32_t)shm.nhosts)];
+}
+
 static struct xp_prod *next_prod(const struct xp_msg *m, uint32_t ring)
 {
-    int h = xp_next_hop(shm.myhost, shm.pes[m->dst_pe].host);
+    int h = shm.failover ? fo_onward(ring) : xp_next_hop(shm.myhost, shm.pes[m->dst_pe].host);
     struct xp_prod *p = prod_for(h, ring);
     if (!p)
         shm_fatal("relay: no way to host node %u", shm.hosts[h].node);
@@ -150,6 +239,9 @@ static struct xp_prod *next_prod(const struct xp_msg *m, uint32_t ring)
 
 static int forward(const struct xp_msg *m, const void *data, uint32_t ring)
 {
+    /* Failover: not across a link that is down; its source sends it again the other way. */
+    if (shm.failover && xp_link_dead(shm.myhost, fo_onward(ring)))
+        return 0;
     struct xp_prod *p = next_prod(m, ring);
     pthread_mutex_lock(&p->lock);
     if (!xp_has_room(p, xp_data_len(m))) {
@@ -167,10 +259,82 @@ static bool msg_sane(const struct xp_msg *m)
            m->len <= shm.chunk && m->lead < XP_SLOTS;
 }
 
+/* Failover: a request for a PE of this host, applied if it is the next of its stream (one
+ * that came early is dropped: its source sends the ones before it again first); one applied
+ * before is acknowledged again, or answered again (a get re-read, an AMO's old value kept). */
+static int fo_perform(const struct xp_msg *m, const void *data)
+{
+    int dst = (int)m->dst_pe, src = (int)m->src_pe;
+    if (shm.pes[src].host == shm.myhost)
+        return 0; /* PEs of one host map each other: not a message */
+    size_t i = (size_t)src * (size_t)shm.npes + (size_t)dst;
+    char *base = shm.pes[dst].base;
+    pthread_mutex_lock(&fo_mu);
+    uint64_t applied = fo_applied[i];
+    bool fresh = m->sseq == applied + 1;
+    int rc = 0;
+    if (m->type == XP_PUT) {
+        if (fresh) {
+            if (m->off + m->len <= shm.seg_size)
+                memcpy(base + m->off, data, m->len);
+            fo_applied[i] = m->sseq;
+        }
+        if (m->sseq <= fo_applied[i]) {
+            fo_ackdue[i] = 1;
+            fo_any_due = true;
+        }
+    } else if (m->type == XP_GET || m->type == XP_AMO) {
+        bool again = m->type == XP_GET ? m->sseq <= applied : m->sseq == fo_amo_seq[i] && m->sseq <= applied;
+        struct xp_prod *p;
+        if (!fresh && !again) {
+            ;
+        } else if (reply_begin(src, m->type == XP_GET ? m->len : 0, &p)) {
+            rc = -EAGAIN;
+        } else {
+            struct xp_msg rm = { .src_pe = (uint32_t)dst, .dst_pe = (uint32_t)src, .seq = m->seq,
+                                 .sseq = m->sseq };
+            const void *rdata = NULL;
+            if (m->type == XP_GET) {
+                rm.type = XP_GET_DATA;
+                rm.token = m->token;
+                if (m->off + m->len <= shm.seg_size && m->token < SHM_RBUF_SLOTS) {
+                    rm.len = m->len;
+                    rdata = base + m->off;
+                }
+            } else {
+                rm.type = XP_AMO_VAL;
+                if (fresh && m->off + m->size <= shm.seg_size && (m->size == 4 || m->size == 8) &&
+                    m->off % m->size == 0) {
+                    fo_amo_val[i] = shm_amo_at(base + m->off, m->op, m->size, m->v, m->cond);
+                    if (m->op & SHM_AMO_WAKE)
+                        shm_poke_direct(dst);
+                }
+                if (fresh)
+                    fo_amo_seq[i] = m->sseq;
+                rm.v = fo_amo_val[i];
+            }
+            if (fresh)
+                fo_applied[i] = m->sseq;
+            reply_end(p, &rm, rdata);
+        }
+    }
+    pthread_mutex_unlock(&fo_mu);
+    return rc;
+}
+
 static int handle(struct rthread *t, const struct xp_msg *m, const void *data, uint32_t ring)
 {
     if (!msg_sane(m))
         return 0; /* not from this job's library: dropped */
+    if (shm.failover) {
+        if (shm.pes[m->dst_pe].host != shm.myhost)
+            return forward(m, data, ring);
+        if (xp_is_reply(m->type)) {
+            apply_reply(m, data);
+            return 0;
+        }
+        return fo_perform(m, data);
+    }
     int dst = (int)m->dst_pe, src = (int)m->src_pe;
     char *base = shm.pes[dst].base;
     struct xp_prod *p;
@@ -251,11 +415,21 @@ static void *completer_thread(void *arg)
         int rc = seg_dma_wait_first(q, -1);
         pthread_mutex_lock(&t->mu);
         struct xp_pend *e = xp_fifo_first(&t->fifo);
-        if (rc == -ENOLINK) /* the link to the next hop (or to the PE's host) went down */
+        bool lost = false;
+        if (rc == -ENOLINK && shm.failover && e->fwd) {
+            /* The link to the next host went down: the message is dropped here and its
+             * source sends it again the other way (it is routed around once the fabric says
+             * which link it was). */
+            xp_route_refresh(true);
+            lost = true;
+        } else if (rc == -ENOLINK) { /* the link to the next hop (or to the PE's host) went down */
             shm_path_lost(e->fwd ? e->fwd->link->host : shm.pes[e->m.dst_pe].host);
-        if (rc)
+        } else if (rc) {
             shm_fatal("relay: DMA of a forwarded put failed: %s", seg_strerror(rc));
-        if (e->fwd) {
+        }
+        if (e->fwd && (lost || xp_link_dead(shm.myhost, e->fwd->link->host))) {
+            ; /* not published: that ring is not used again */
+        } else if (e->fwd) {
             pthread_mutex_lock(&e->fwd->lock);
             xp_publish(e->fwd, e->idx, &e->m);
             pthread_mutex_unlock(&e->fwd->lock);
@@ -300,6 +474,8 @@ static int start_dma(struct rthread *t, uint32_t r, uint64_t pos, uint64_t end, 
         roff = m->off;
         out = shm.pes[dst].host == shm.myhost ? -1 : shm.hosts[shm.pes[dst].host].adapter;
     } else {
+        if (shm.failover && xp_link_dead(shm.myhost, fo_onward(r)))
+            return 1; /* dropped by handle */
         fwd = next_prod(m, r);
         to = fwd->link->remote;
         out = shm.hosts[fwd->link->host].adapter;
@@ -334,6 +510,14 @@ static int start_dma(struct rthread *t, uint32_t r, uint64_t pos, uint64_t end, 
     }
     pthread_mutex_lock(&t->mu);
     int rc = seg_dma_transfer(dq->q, inbox_seg, xp_slot_off(r, pos + m->lead), to, roff, m->len, 0);
+    if (rc == -ENOLINK && shm.failover && fwd) {
+        /* As in the completer: dropped, and that ring is not used again. */
+        pthread_mutex_unlock(&t->mu);
+        xp_route_refresh(true);
+        flush(t);
+        advance(xp_ring_at(inbox, r), end);
+        return 0;
+    }
     if (rc == -ENOLINK)
         shm_path_lost(fwd ? fwd->link->host : shm.pes[dst].host);
     if (rc)
@@ -415,6 +599,7 @@ static void *transfer_thread(void *arg)
 {
     struct rthread *t = arg;
     while (!atomic_load(&stop)) {
+        xp_route_refresh(false);
         ntb_db_clear(t->dev, t->bit);
         bool stuck;
         if (drain(t, &stuck))
@@ -493,7 +678,7 @@ int shmemi_relay_main(void)
     for (int pe = 0; pe < shm.npes; pe++) {
         struct shm_pe *p = &shm.pes[pe];
         int ad = p->host == shm.myhost ? 0 : shm.hosts[p->host].adapter;
-        if (ad < 0)
+        if (ad < 0 || (shm.failover && p->host != shm.myhost))
             continue;
         rc = shm_connect(shm.sd, &p->remote, p->node, seg_id_of(shm.job, pe), ad);
         if (rc)
@@ -530,6 +715,19 @@ int shmemi_relay_main(void)
         }
     }
 
+    if (shm.failover) {
+        for (int h = 0; h < shm.nhosts; h++)
+            if (h != shm.myhost && shm.hosts[h].adapter >= 0)
+                side_host[xp_ring_side(h, shm.myhost)] = h;
+        size_t n = (size_t)shm.npes * (size_t)shm.npes;
+        fo_applied = calloc(n, sizeof *fo_applied);
+        fo_amo_seq = calloc(n, sizeof *fo_amo_seq);
+        fo_amo_val = calloc(n, sizeof *fo_amo_val);
+        fo_ackdue = calloc(n, 1);
+        if (!fo_applied || !fo_amo_seq || !fo_amo_val || !fo_ackdue)
+            shm_fatal("out of memory");
+    }
+
     /* Transfer threads: per adapter that faces a host of the job, SHMEM_RING_THREADS. */
     sigset_t sigs;
     sigemptyset(&sigs);
@@ -553,13 +751,16 @@ int shmemi_relay_main(void)
             x->dq = calloc((size_t)nad, sizeof *x->dq);
             if (!x->rings || !x->owed || !x->dq)
                 shm_fatal("out of memory");
+            uint32_t nb = (uint32_t)(shm.npes + shm.nhosts);
             for (uint32_t r = 0; r < nrings; r++) {
-                int from = r < (uint32_t)shm.npes ? shm.pes[r].host : (int)(r - (uint32_t)shm.npes);
+                uint32_t b = r % nb;
+                int from = b < (uint32_t)shm.npes ? shm.pes[b].host : (int)(b - (uint32_t)shm.npes);
                 if (from == shm.myhost || (r % (uint32_t)shm.threads) != (uint32_t)t)
                     continue;
                 if (!shm.routed && !xp_direct(from, shm.myhost))
                     continue;
-                int prev = xp_prev_hop(from, shm.myhost);
+                /* Failover: the ring's side says which neighbour writes it. */
+                int prev = shm.failover ? side_host[r / nb] : xp_prev_hop(from, shm.myhost);
                 if (shm.hosts[prev].adapter == a)
                     x->rings[x->nrings++] = r;
             }
@@ -582,6 +783,7 @@ int shmemi_relay_main(void)
         int sig = sigtimedwait(&sigs, NULL, &ts);
         if (sig > 0)
             break;
+        xp_route_refresh(false);
         if (launcher > 0 && kill(launcher, 0) && errno == ESRCH)
             break;
     }

@@ -5,6 +5,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <limits.h>
 #include <sched.h>
 #include <linux/futex.h>
@@ -20,6 +22,13 @@
 static uint8_t *adj;  /* adj[a * nhosts + b]: host a reaches host b directly */
 static int ring_n;    /* hosts around the ring (0: not routed) */
 static int *ring_host; /* ring position -> host index */
+/* Failover: dead[p] says the link between ring positions p and p + 1 is down; route_gen bumps
+ * whenever another one is found. Once down, a link stays out of the routes for the job. */
+static _Atomic uint8_t *dead;
+static uint64_t *link_sig; /* each ring link's signature when the job started */
+static _Atomic uint32_t route_gen;
+static _Atomic uint64_t route_next_check; /* ns: when the fabric is asked again */
+static pthread_mutex_t route_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ------------------------------------------------------------------------ job geometry */
 
@@ -176,6 +185,27 @@ void shm_xport_init(uint32_t self)
         shm_fatal("SHMEM_ATOMICS=\"%s\": give hardware (in place, PCIe AtomicOps through the "
                   "NTB) or software (done by the target host's node)", at);
     shm.sw_atomics = at && strcmp(at, "software") == 0;
+    const char *fo = getenv("SHMEM_RING_FAILOVER");
+    bool fo_on = false;
+    if (fo && *fo) {
+        if (!strcmp(fo, "on") || !strcmp(fo, "1") || !strcmp(fo, "yes"))
+            fo_on = true;
+        else if (strcmp(fo, "off") && strcmp(fo, "0") && strcmp(fo, "no"))
+            shm_fatal("SHMEM_RING_FAILOVER=\"%s\": give on (a ring job survives a link going "
+                      "down: every operation on another host goes through the nodes) or off", fo);
+    }
+    shm.failover = fo_on && shm.routed;
+    if (shm.failover) {
+        dead = calloc((size_t)ring_n, sizeof *dead);
+        link_sig = calloc((size_t)ring_n, sizeof *link_sig);
+        if (!dead || !link_sig)
+            shm_fatal("out of memory");
+        for (int p = 0; p < ring_n; p++) {
+            int a = ring_host[p], b = ring_host[(p + 1) % ring_n];
+            if (ntb_fabric_link_up(shm.hosts[a].node, shm.hosts[b].node, &link_sig[p]) != 1)
+                atomic_store(&dead[p], 1);
+        }
+    }
     shm.threads = (int)env_num("SHMEM_RING_THREADS", 2, 1, XP_MAX_THREADS);
     const char *ck = getenv("SHMEM_RING_CHUNK");
     shm.chunk_given = ck && *ck;
@@ -196,17 +226,54 @@ void shm_set_chunk(size_t chunk)
     /* Routed jobs: get replies, then staging for DMA'd put chunks (two sides). Only routed
      * puts and gets use them, so a job whose PEs all map each other has none. */
     shm.rbuf_size = shm.routed ? (SHM_RBUF_SLOTS + 2 * SHM_PUT_STAGES) * shm.chunk : 0;
+    /* Failover: no staging (every put is kept until acknowledged, and sent from that copy),
+     * and after the get replies the acknowledgements by target PE. */
+    if (shm.failover)
+        shm.rbuf_size = SHM_RBUF_SLOTS * shm.chunk + shm_fo_acks_size() + SHM_FO_POOL * shm.chunk;
+    shm.rbuf_size = (shm.rbuf_size + 4095) & ~(size_t)4095; /* the globals after it: page aligned */
 }
 
 bool shm_xport_needed(void) { return shm.routed || (shm.sw_atomics && shm.nhosts > 1); }
 
+/* Failover: does the way from ring position pf, dist hops to the right (dir 1) or left
+ * (dir -1), use a link that is down? */
+static bool way_blocked(int pf, int dist, int dir)
+{
+    for (int i = 0; i < dist; i++) {
+        int link = dir > 0 ? (pf + i) % ring_n : (pf - 1 - i + 2 * ring_n) % ring_n;
+        if (atomic_load_explicit(&dead[link], memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
+/* The direction from host `from` to host `to` around the ring (1 right, -1 left): the shorter
+ * (ties go right), or the other when a link on it is down; 0 when both are cut. */
+static int ring_dir(int from, int to)
+{
+    int pf = shm.hosts[from].ring_pos, pt = shm.hosts[to].ring_pos;
+    int right = (pt - pf + ring_n) % ring_n, left = ring_n - right;
+    bool r_ok = true, l_ok = true;
+    if (shm.failover) {
+        r_ok = !way_blocked(pf, right, 1);
+        l_ok = !way_blocked(pf, left, -1);
+    }
+    if (r_ok && (right <= left || !l_ok))
+        return 1;
+    return l_ok ? -1 : 0;
+}
+
 int xp_next_hop(int from, int to)
 {
-    if (xp_direct(from, to))
+    if (!shm.failover && xp_direct(from, to))
         return to;
-    int pf = shm.hosts[from].ring_pos, pt = shm.hosts[to].ring_pos;
-    int right = (pt - pf + ring_n) % ring_n;
-    return ring_host[right <= ring_n - right ? (pf + 1) % ring_n : (pf - 1 + ring_n) % ring_n];
+    if (from == to)
+        return to;
+    int dir = ring_dir(from, to);
+    if (!dir)
+        return -1;
+    int pf = shm.hosts[from].ring_pos;
+    return ring_host[(pf + dir + ring_n) % ring_n];
 }
 
 int xp_prev_hop(int from, int at)
@@ -218,6 +285,93 @@ int xp_prev_hop(int from, int at)
     return ring_host[right <= ring_n - right ? (pa - 1 + ring_n) % ring_n : (pa + 1) % ring_n];
 }
 
+int xp_ring_side(int from, int at)
+{
+    int pa = shm.hosts[at].ring_pos;
+    return ring_host[(pa - 1 + ring_n) % ring_n] == from ? 0 : 1;
+}
+
+int xp_onward(int from, int at)
+{
+    int pa = shm.hosts[at].ring_pos;
+    return ring_host[(pa + (xp_ring_side(from, at) ? -1 : 1) + ring_n) % ring_n];
+}
+
+uint32_t xp_ring_of(uint32_t base, int from, int at)
+{
+    if (!shm.failover)
+        return base;
+    return (uint32_t)xp_ring_side(from, at) * (uint32_t)(shm.npes + shm.nhosts) + base;
+}
+
+bool xp_link_dead(int a, int b)
+{
+    if (!shm.failover)
+        return false;
+    int pa = shm.hosts[a].ring_pos, pb = shm.hosts[b].ring_pos;
+    int link = (pa + 1) % ring_n == pb ? pa : pb;
+    return atomic_load_explicit(&dead[link], memory_order_relaxed) != 0;
+}
+
+uint32_t xp_route_gen(void) { return atomic_load_explicit(&route_gen, memory_order_acquire); }
+
+static const char *host_label(int h, char *buf, size_t len)
+{
+    if (ntb_node_name(shm.hosts[h].node, buf, len))
+        snprintf(buf, len, "node %u", shm.hosts[h].node);
+    return buf;
+}
+
+bool xp_route_refresh(bool force)
+{
+    if (!shm.failover)
+        return false;
+    uint64_t now = shm_now_ns();
+    if (!force && now < atomic_load_explicit(&route_next_check, memory_order_relaxed))
+        return false;
+    atomic_store_explicit(&route_next_check, now + 20000000u, memory_order_relaxed);
+    pthread_mutex_lock(&route_lock);
+    bool changed = false;
+    for (int p = 0; p < ring_n; p++) {
+        if (atomic_load(&dead[p]))
+            continue;
+        int a = ring_host[p], b = ring_host[(p + 1) % ring_n];
+        uint64_t sig = 0;
+        /* Down now, or down and up again since the job started: either way, what was in
+         * flight across it may be lost and its rings' state is unknown. */
+        if (ntb_fabric_link_up(shm.hosts[a].node, shm.hosts[b].node, &sig) == 1 && sig == link_sig[p])
+            continue;
+        atomic_store(&dead[p], 1);
+        changed = true;
+        char na[64], nb[64];
+        if (shm.me == 0 || (shm.me < 0 && (a == shm.myhost || b == shm.myhost)))
+            fprintf(stderr, "shmem: %s: the ring link between hosts %s and %s is down: traffic "
+                    "goes the other way round\n", shm.me < 0 ? "relay" : "PE 0",
+                    host_label(a, na, sizeof na), host_label(b, nb, sizeof nb));
+    }
+    if (changed) {
+        /* Every host with PEs must still reach every other. */
+        for (int a = 0; a < shm.nhosts; a++)
+            for (int b = 0; b < shm.nhosts; b++)
+                if (a != b && shm.hosts[a].first_pe >= 0 && shm.hosts[b].first_pe >= 0 &&
+                    !ring_dir(a, b)) {
+                    char na[64], nb[64], list[512] = "";
+                    size_t n = 0;
+                    for (int p = 0; p < ring_n && n < sizeof list; p++)
+                        if (atomic_load(&dead[p]))
+                            n += (size_t)snprintf(list + n, sizeof list - n, "%s%s---%s",
+                                                  n ? ", " : "",
+                                                  host_label(ring_host[p], na, sizeof na),
+                                                  host_label(ring_host[(p + 1) % ring_n], nb,
+                                                             sizeof nb));
+                    shm_ring_cut(a, b, list);
+                }
+        atomic_fetch_add_explicit(&route_gen, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&route_lock);
+    return changed;
+}
+
 bool xp_is_reply(uint8_t type) { return type >= XP_ACK; }
 
 uint32_t xp_inbox_id(uint32_t job, uint32_t node)
@@ -225,5 +379,9 @@ uint32_t xp_inbox_id(uint32_t job, uint32_t node)
     return 0x80000000u | ((job & 0x3ffffu) << 12) | (node & 0xfffu);
 }
 
-uint32_t xp_nrings(void) { return (uint32_t)(shm.npes + shm.nhosts); }
+uint32_t xp_nrings(void)
+{
+    /* Failover: a ring per arrival side, so that each keeps one producer when routes change. */
+    return (uint32_t)(shm.npes + shm.nhosts) * (shm.failover ? 2u : 1u);
+}
 

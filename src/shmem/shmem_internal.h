@@ -71,6 +71,9 @@ struct shm_state {
     int nhosts, myhost;
     struct shm_host *hosts;
     bool routed;      /* some PEs are not directly reachable: ring transport */
+    bool failover;    /* SHMEM_RING_FAILOVER on a ring: no other host's PE is mapped, every
+                       * cross-host operation is a message that survives a ring link going
+                       * down (route.c, xport.c, relay.c) */
     bool sw_atomics;  /* SHMEM_ATOMICS=software: cross-host AMOs by the target's node */
     int threads;      /* SHMEM_RING_THREADS: transfer threads per adapter of each node */
     size_t chunk;     /* SHMEM_RING_CHUNK, or chosen by shm_plan */
@@ -184,6 +187,13 @@ void shm_futex_wait(_Atomic uint32_t *w, uint32_t seen, long ms);
 void shm_xport_init(uint32_t self);
 /* The routed transport's chunk: shm.chunk and what depends on it (shm.rbuf_size). */
 void shm_set_chunk(size_t chunk);
+/* Failover: where the nodes write each target PE's last acknowledged request (in a PE's
+ * segment, after the get replies), and how large that is. */
+static inline size_t shm_fo_acks_size(void) { return ((size_t)shm.npes * 8 + 4095) & ~(size_t)4095; }
+static inline size_t shm_fo_acks_off(void) { return shm.rbuf_off + SHM_RBUF_SLOTS * shm.chunk; }
+/* ... and then the chunks that keep large puts' data until acknowledged (the DMA source). */
+#define SHM_FO_POOL 32
+static inline size_t shm_fo_pool_off(void) { return shm_fo_acks_off() + shm_fo_acks_size(); }
 void shm_xport_connect(void);
 void shm_xport_fini(void);
 bool shm_xport_needed(void);
@@ -232,6 +242,9 @@ void shm_check_paths(void);
 /* A transfer to host index `host` found its link down (-ENOLINK): stop the same way (naming
  * the first PE of that host, if it has one). */
 _Noreturn void shm_path_lost(int host);
+/* Failover: hosts a and b (with PEs) no longer reach each other around the ring (links `dead`
+ * are down): stop with a message. */
+_Noreturn void shm_ring_cut(int a, int b, const char *dead);
 
 /* util */
 int shm_parse_size(const char *s, size_t *out);

@@ -126,7 +126,7 @@ void shm_xport_connect(void)
             shm_fatal("cannot reach the node of host node %u (%s): is oshrelay running there? "
                       "(oshrun starts it)", shm.hosts[h].node, seg_strerror(rc));
         prods[h].link = &links[h];
-        prods[h].ring = (uint32_t)shm.me;
+        prods[h].ring = xp_ring_of((uint32_t)shm.me, shm.myhost, h);
         pthread_mutex_init(&prods[h].lock, NULL);
         pthread_cond_init(&senders[h].cond, NULL);
         senders[h].host = h;
@@ -205,14 +205,22 @@ static void *sender_thread(void *arg)
         if (sd->fifo.n) {
             pthread_mutex_unlock(&p->lock);
             int rc = seg_dma_wait_first(q, -1);
-            if (rc == -ENOLINK)
+            bool lost = false;
+            if (rc == -ENOLINK && shm.failover) {
+                /* The link went down: not published (that ring is not used again); the
+                 * request is sent again the other way round. */
+                xp_route_refresh(true);
+                lost = true;
+            } else if (rc == -ENOLINK) {
                 shm_path_lost(sd->host);
-            if (rc)
+            } else if (rc) {
                 shm_fatal("DMA to the node of host node %u failed: %s",
                           shm.hosts[sd->host].node, seg_strerror(rc));
+            }
             pthread_mutex_lock(&p->lock);
             struct xp_pend *e = xp_fifo_first(&sd->fifo);
-            xp_publish(p, e->idx, &e->m);
+            if (!lost && !xp_link_dead(shm.myhost, sd->host))
+                xp_publish(p, e->idx, &e->m);
             xp_fifo_pop(&sd->fifo);
             pthread_cond_broadcast(&sd->cond);
             continue;
@@ -239,6 +247,271 @@ static bool sender_ready(int hop)
     return true;
 }
 
+/* ------------------------------------------------------------------------ failover */
+
+/* With SHMEM_RING_FAILOVER every request to another host carries the next number of its
+ * (us, target PE) stream and stays here, with a copy of its data, until the target's node has
+ * acknowledged it (the node writes the last number it applied into fo_acked[target] of our
+ * segment; a get's or AMO's reply counts as its acknowledgement). The node applies each number
+ * once and in order, and drops one that comes early. When a ring link is found down, or when
+ * nothing was acknowledged for a while after a failure (an acknowledgement can be lost too),
+ * every request not yet acknowledged is sent again the way that is up. */
+struct fo_ent {
+    struct xp_msg m;
+    char *data;
+    int slot; /* its pool chunk (data there), or -1 (data malloc'd, or none) */
+};
+static struct {
+    pthread_mutex_t lock; /* every routed send, and the list */
+    struct fo_ent *e;
+    size_t cap, head, n, bytes;
+    uint64_t *sent;     /* last number sent, by target PE */
+    int *free_slots, nfree; /* pool chunks not in use */
+    uint32_t gen;       /* the routes the sends took (xp_route_gen) */
+    uint64_t progress;  /* sum of the acknowledgements last seen */
+    uint64_t quiet_ns;  /* when they last moved */
+} fo = { .lock = PTHREAD_MUTEX_INITIALIZER };
+#define FO_MAX_BYTES (16u << 20) /* small puts' data kept for resending, at most */
+#define FO_RESEND_NS 200000000u  /* no acknowledgement this long after a failure: resend */
+
+static _Atomic uint64_t *fo_acked(void)
+{
+    return (_Atomic uint64_t *)((char *)shm.pes[shm.me].base + shm_fo_acks_off());
+}
+
+static size_t fo_pool_off(int slot) { return shm_fo_pool_off() + (size_t)slot * shm.chunk; }
+
+/* Send (or send again) one request the way that is up now, waiting for room. Data in a pool
+ * chunk goes by DMA the first time (dma), as the ordinary transport's staged chunks do: the
+ * hop's sender thread publishes it; anything else is copied into the slot here. fo.lock held. */
+static void fo_transmit(struct fo_ent *e, bool dma)
+{
+    int dh = shm.pes[e->m.dst_pe].host;
+    for (unsigned round = 0;; round++) {
+        xp_route_refresh(false);
+        int hop = xp_next_hop(shm.myhost, dh);
+        struct xp_prod *p = hop >= 0 ? &prods[hop] : NULL;
+        if (!p || !p->link)
+            shm_fatal("no connection to the node of host node %u", shm.hosts[dh].node);
+        struct xp_sender *sd = &senders[hop];
+        pthread_mutex_lock(&p->lock);
+        if (dma && e->slot >= 0 && sender_ready(hop)) {
+            while (sd->fifo.n == SHM_PUT_STAGES)
+                pthread_cond_wait(&sd->cond, &p->lock);
+            wait_room(hop, false, e->m.len);
+            struct xp_msg m = e->m;
+            uint64_t idx = xp_reserve(p, m.len, &m.lead);
+            int rc = seg_dma_transfer(pe_dmaq[hop].q, shm.local, fo_pool_off(e->slot), p->link->remote,
+                                      xp_slot_off(p->ring, idx + m.lead), m.len, 0);
+            if (rc == -ENOLINK) { /* that ring is not used again: the other way round */
+                pthread_mutex_unlock(&p->lock);
+                xp_route_refresh(true);
+                dma = false;
+                continue;
+            }
+            if (rc)
+                shm_fatal("cannot queue a DMA to the node of host node %u: %s",
+                          shm.hosts[hop].node, seg_strerror(rc));
+            *xp_fifo_add(&sd->fifo) = (struct xp_pend){ .idx = idx, .m = m };
+            pthread_cond_broadcast(&sd->cond);
+            pthread_mutex_unlock(&p->lock);
+            return;
+        }
+        bool room = xp_has_room(p, e->m.len) && !(senders && sd->fifo.n);
+        if (room)
+            xp_push(p, &e->m, e->data, xp_data_len(&e->m));
+        pthread_mutex_unlock(&p->lock);
+        if (room)
+            return;
+        if (round > 100) {
+            struct timespec ts = { 0, round < 1000 ? 2000 : 100000 };
+            nanosleep(&ts, NULL);
+            if ((round & 1023) == 0)
+                shm_check_exit();
+        }
+    }
+}
+
+/* Drop the acknowledged requests at the front of the list. fo.lock held. */
+static void fo_reap(void)
+{
+    _Atomic uint64_t *acked = fo_acked();
+    while (fo.n) {
+        struct fo_ent *e = &fo.e[fo.head % fo.cap];
+        if (atomic_load_explicit(&acked[e->m.dst_pe], memory_order_acquire) < e->m.sseq)
+            break;
+        if (e->slot >= 0)
+            fo.free_slots[fo.nfree++] = e->slot;
+        else if (e->data) {
+            fo.bytes -= e->m.len;
+            free(e->data);
+        }
+        e->data = NULL;
+        fo.head++;
+        fo.n--;
+    }
+}
+
+/* Resend what is not acknowledged after a route change, or after FO_RESEND_NS without any
+ * acknowledgement once a link has failed. fo.lock held. */
+static void fo_maintain(void)
+{
+    xp_route_refresh(false);
+    uint32_t gen = xp_route_gen();
+    bool resend = gen != fo.gen;
+    if (!resend && gen && fo.n) {
+        _Atomic uint64_t *acked = fo_acked();
+        uint64_t sum = 0;
+        for (int pe = 0; pe < shm.npes; pe++)
+            sum += atomic_load_explicit(&acked[pe], memory_order_relaxed);
+        uint64_t now = shm_now_ns();
+        if (sum != fo.progress || !fo.quiet_ns) {
+            fo.progress = sum;
+            fo.quiet_ns = now;
+        } else if (now - fo.quiet_ns > FO_RESEND_NS) {
+            resend = true;
+            fo.quiet_ns = now;
+        }
+    }
+    if (!resend)
+        return;
+    fo.gen = gen;
+    fo_reap();
+    _Atomic uint64_t *acked = fo_acked();
+    size_t again = 0;
+    for (size_t i = 0; i < fo.n; i++) {
+        struct fo_ent *e = &fo.e[(fo.head + i) % fo.cap];
+        if (atomic_load_explicit(&acked[e->m.dst_pe], memory_order_acquire) < e->m.sseq) {
+            fo_transmit(e, false);
+            again++;
+        }
+    }
+    shm_debug("failover: %zu requests sent again", again);
+}
+
+/* Room in the list for a request with len bytes of data (a pool chunk for a large one). */
+static bool fo_has_room(size_t len)
+{
+    if (fo.n == fo.cap)
+        return false;
+    if (len >= xp_dma_min && xp_dma_min)
+        return fo.nfree > 0;
+    return fo.bytes + len <= FO_MAX_BYTES || !fo.bytes;
+}
+
+static bool fo_room(void *arg)
+{
+    size_t len = *(size_t *)arg;
+    pthread_mutex_lock(&fo.lock);
+    fo_reap();
+    fo_maintain();
+    bool ok = fo_has_room(len);
+    pthread_mutex_unlock(&fo.lock);
+    return ok;
+}
+
+/* Number, keep and send one request to PE pe (data: a put's, copied). */
+static void fo_send(int pe, struct xp_msg *m, const void *data)
+{
+    size_t len = data ? m->len : 0;
+    pthread_mutex_lock(&fo.lock);
+    if (!fo.e) {
+        fo.cap = 4096;
+        fo.e = calloc(fo.cap, sizeof *fo.e);
+        fo.sent = calloc((size_t)shm.npes, sizeof *fo.sent);
+        fo.free_slots = calloc(SHM_FO_POOL, sizeof *fo.free_slots);
+        if (!fo.e || !fo.sent || !fo.free_slots)
+            shm_fatal("out of memory");
+        for (int i = SHM_FO_POOL - 1; i >= 0; i--)
+            fo.free_slots[fo.nfree++] = i;
+    }
+    fo_reap();
+    fo_maintain();
+    while (!fo_has_room(len)) {
+        pthread_mutex_unlock(&fo.lock);
+        shm_wait_notify(fo_room, &len);
+        pthread_mutex_lock(&fo.lock);
+    }
+    struct fo_ent *e = &fo.e[(fo.head + fo.n) % fo.cap];
+    e->m = *m;
+    e->m.sseq = ++fo.sent[pe];
+    e->data = NULL;
+    e->slot = -1;
+    bool dma = len >= xp_dma_min && xp_dma_min;
+    if (dma) {
+        e->slot = fo.free_slots[--fo.nfree];
+        e->data = (char *)shm.pes[shm.me].base + fo_pool_off(e->slot);
+    } else if (len) {
+        if (!(e->data = malloc(len)))
+            shm_fatal("out of memory");
+        fo.bytes += len;
+    }
+    if (len)
+        memcpy(e->data, data, len);
+    fo.n++;
+    *m = e->m;
+    fo_transmit(e, dma);
+    pthread_mutex_unlock(&fo.lock);
+}
+
+/* From any wait about to sleep: resend if it is time (unless another thread is sending). */
+static void fo_poll(void)
+{
+    if (pthread_mutex_trylock(&fo.lock))
+        return;
+    if (fo.e) {
+        fo_reap();
+        fo_maintain();
+    }
+    pthread_mutex_unlock(&fo.lock);
+}
+
+/* Wait until *word >= want, resending as above meanwhile. */
+struct fo_wait {
+    _Atomic uint64_t *word;
+    uint64_t want;
+};
+
+static bool fo_reached(void *arg)
+{
+    struct fo_wait *w = arg;
+    if (atomic_load_explicit(w->word, memory_order_acquire) >= w->want)
+        return true;
+    pthread_mutex_lock(&fo.lock);
+    fo_maintain();
+    pthread_mutex_unlock(&fo.lock);
+    return atomic_load_explicit(w->word, memory_order_acquire) >= w->want;
+}
+
+static void fo_wait_u64(_Atomic uint64_t *word, uint64_t want)
+{
+    struct fo_wait w = { word, want };
+    shm_wait_notify(fo_reached, &w);
+}
+
+static bool fo_all_acked(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&fo.lock);
+    fo_reap();
+    if (fo.n)
+        fo_maintain();
+    bool done = fo.n == 0;
+    pthread_mutex_unlock(&fo.lock);
+    return done;
+}
+
+static void fo_put(int pe, size_t off, const void *src, size_t len)
+{
+    for (size_t done = 0; done < len;) {
+        size_t n = len - done < shm.chunk ? len - done : shm.chunk;
+        struct xp_msg m = { .type = XP_PUT, .src_pe = (uint32_t)shm.me, .dst_pe = (uint32_t)pe,
+                            .len = (uint32_t)n, .off = off + done };
+        fo_send(pe, &m, (const char *)src + done);
+        done += n;
+    }
+}
+
 void shm_put(int pe, size_t off, const void *src, size_t len)
 {
     if (!len)
@@ -246,6 +519,10 @@ void shm_put(int pe, size_t off, const void *src, size_t len)
     void *d = shm_direct(pe, off);
     if (d) {
         shm_copy(d, src, len);
+        return;
+    }
+    if (shm.failover) {
+        fo_put(pe, off, src, len);
         return;
     }
     int hop = first_hop(pe);
@@ -316,7 +593,7 @@ void shm_get(int pe, void *dst, size_t off, size_t len)
     }
     struct shm_ctrl *c = shm_ctrl_of(shm.me);
     char *rbuf = (char *)shm.pes[shm.me].base + shm.rbuf_off;
-    int hop = first_hop(pe);
+    int hop = shm.failover ? -1 : first_hop(pe);
     pthread_mutex_lock(&get_lock);
     /* Up to SHM_RBUF_SLOTS requests in flight, each with its own reply slot. */
     size_t nchunks = (len + shm.chunk - 1) / shm.chunk, sent = 0, recvd = 0;
@@ -327,11 +604,17 @@ void shm_get(int pe, void *dst, size_t off, size_t len)
             struct xp_msg m = { .type = XP_GET, .src_pe = (uint32_t)shm.me, .dst_pe = (uint32_t)pe,
                                 .len = (uint32_t)n, .off = off + o,
                                 .token = (uint32_t)(sent % SHM_RBUF_SLOTS), .seq = first + sent };
-            send_msg(hop, &m, NULL, 0);
+            if (shm.failover)
+                fo_send(pe, &m, NULL);
+            else
+                send_msg(hop, &m, NULL, 0);
             sent++;
         }
         unsigned slot = (unsigned)(recvd % SHM_RBUF_SLOTS);
-        shm_wait_u64(&c->rbuf_seq[slot], first + recvd);
+        if (shm.failover)
+            fo_wait_u64(&c->rbuf_seq[slot], first + recvd);
+        else
+            shm_wait_u64(&c->rbuf_seq[slot], first + recvd);
         size_t o = recvd * shm.chunk, n = len - o < shm.chunk ? len - o : shm.chunk;
         memcpy((char *)dst + o, rbuf + (size_t)slot * shm.chunk, n);
         recvd++;
@@ -398,15 +681,20 @@ uint64_t shm_amo(int pe, size_t off, unsigned op, unsigned size, uint64_t v, uin
         return old;
     }
     /* Software path: the target host's node does it and replies with the old value. */
-    int hop = xp_next_hop(shm.myhost, shm.pes[pe].host);
+    int hop = shm.failover ? -1 : xp_next_hop(shm.myhost, shm.pes[pe].host);
     struct xp_msg m = { .type = XP_AMO, .op = (uint8_t)op, .size = (uint8_t)size,
                         .src_pe = (uint32_t)shm.me, .dst_pe = (uint32_t)pe, .off = off, .v = v,
                         .cond = cond };
     pthread_mutex_lock(&amo_lock);
     m.seq = ++amo_seq;
-    send_msg(hop, &m, NULL, 0);
     struct shm_ctrl *c = shm_ctrl_of(shm.me);
-    shm_wait_u64(&c->amo_seq, m.seq);
+    if (shm.failover) {
+        fo_send(pe, &m, NULL);
+        fo_wait_u64(&c->amo_seq, m.seq);
+    } else {
+        send_msg(hop, &m, NULL, 0);
+        shm_wait_u64(&c->amo_seq, m.seq);
+    }
     uint64_t old = c->amo_val;
     pthread_mutex_unlock(&amo_lock);
     return old;
@@ -415,6 +703,11 @@ uint64_t shm_amo(int pe, size_t off, unsigned op, unsigned size, uint64_t v, uin
 void shm_quiet_all(void)
 {
     atomic_thread_fence(memory_order_seq_cst);
+    if (shm.failover) {
+        if (!fo_all_acked(NULL))
+            shm_wait_notify(fo_all_acked, NULL);
+        return;
+    }
     uint64_t want = atomic_load(&issued);
     if (!want)
         return;
@@ -445,6 +738,8 @@ void shm_wait_notify(bool (*pred)(void *), void *arg)
             continue;
         }
         shm_check_exit();
+        if (shm.failover) /* what we wait for may hang on a request of ours that was lost */
+            fo_poll();
         atomic_fetch_add(&c->sleeping, 1);
         if (!pred(arg))
             shm_futex_wait(&c->notify, seen, 100);

@@ -25,7 +25,7 @@
 #include <ntblend/ntb.h>
 #include <ntblend/seg.h>
 
-#define XP_MAGIC 0x58504f32u /* "XPO2" */
+#define XP_MAGIC 0x58504f33u /* "XPO3" */
 /* Descriptors and data slots per ring. A data slot is half a chunk: a message's data takes
  * one or two consecutive slots (its descriptor is in the first), so messages of half a chunk
  * or less (a 256 KiB put with 512 KiB chunks) have twice as many in flight in the same memory
@@ -51,6 +51,8 @@ struct xp_msg {
     uint32_t src_pe, dst_pe;
     uint32_t len, token;
     uint64_t off, v, cond, seq;
+    uint64_t sseq; /* failover: the request's number in its (src_pe, dst_pe) stream; a reply
+                    * carries its request's */
 };
 
 struct xp_ring {
@@ -176,6 +178,20 @@ size_t xp_slot_off(uint32_t r, uint64_t idx);
 int xp_next_hop(int from, int to);
 /* The host a message from `from` arrives from at host `at` (at is on its way). */
 int xp_prev_hop(int from, int at);
+/* Failover (SHMEM_RING_FAILOVER, route.c). A ring job then has a ring per producer and arrival
+ * side in every inbox: base ring b (PE b's requests, or host b - npes's replies) arriving at
+ * host `at` from its neighbour `from` is ring xp_ring_of(b, from, at), and keeps that index on
+ * its way (xp_onward: the next host the same way round). Links found down stay out of the
+ * routes (xp_next_hop returns -1 when a host cannot be reached); xp_route_refresh asks the
+ * fabric for the ring links' states (at most every 20 ms unless forced), ends the process with
+ * a message if the hosts with PEs no longer reach each other, and says whether a link was
+ * found down (xp_route_gen() then changed). */
+int xp_ring_side(int from, int at);
+int xp_onward(int from, int at);
+uint32_t xp_ring_of(uint32_t base, int from, int at);
+bool xp_link_dead(int a, int b);
+bool xp_route_refresh(bool force);
+uint32_t xp_route_gen(void);
 bool xp_direct(int a, int b);
 bool xp_is_reply(uint8_t type);
 

@@ -11,7 +11,9 @@
 # PE three hops away is reached through two nodes, the first passing each message (large put
 # chunks by DMA) on to the second's inbox. Then on four-hosts-switch.ini with
 # SHMEM_ATOMICS=software the AMO-heavy programs run with the target hosts' relays doing the
-# atomics, which SHMEM_DEBUG's "routed transport" lines confirm.
+# atomics, which SHMEM_DEBUG's "routed transport" lines confirm. Every program also runs with
+# SHMEM_RING_FAILOVER=on (ring5 at 5 PEs and 2 per host, ring7 with the four above);
+# test_shmem_failover.sh pulls links under it.
 set -euo pipefail
 fabric="t-shmem-ring-$$"
 . "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/shmem/common.sh"
@@ -48,6 +50,10 @@ done
 SHMEM_RING_THREADS=1 run_all "5 PEs, 1 thread" -np 5
 SHMEM_RING_THREADS=4 run_all "5 PEs, 4 threads" -np 5
 SHMEM_RING_CHUNK=4096 run_all "5 PEs, 4 KiB chunks" -np 5
+# Failover (no other host's PE mapped: every operation there is a numbered message, applied
+# by the target's own node) with every program, and with two PEs per host.
+SHMEM_RING_FAILOVER=on run_all "5 PEs, failover" -np 5
+SHMEM_RING_FAILOVER=on SHMEM_SYMMETRIC_SIZE=8M run_all "10 PEs, 2 per host, failover" -np 10 --ppn 2
 n down >/dev/null
 
 # Seven hosts: messages to the PE three hops away are passed on from node to node (large put
@@ -56,6 +62,8 @@ n up "$src/tests/topologies/ring7.ini" >/dev/null
 for p in putget ring_order bigcopy atomics; do
     timeout 120 "$bin/oshrun" --fabric "$fabric" -np 7 "$work/$p" >"$work/out" 2>&1 ||
         fail "$p (7 PEs, ring7): $(cat "$work/out")"
+    SHMEM_RING_FAILOVER=on timeout 120 "$bin/oshrun" --fabric "$fabric" -np 7 "$work/$p" \
+        >"$work/out" 2>&1 || fail "$p (7 PEs, ring7, failover): $(cat "$work/out")"
 done
 n down >/dev/null
 

@@ -585,8 +585,7 @@ static int drain(struct rthread *t, bool *stuck)
             pos = end;
             done++;
         }
-        if (*stuck)
-            break;
+        /* A ring whose next message must wait does not hold up the thread's other rings. */
     }
     pthread_mutex_lock(&t->mu);
     if (!pay_acks(t))

@@ -196,6 +196,9 @@ static inline size_t shm_fo_acks_off(void) { return shm.rbuf_off + SHM_RBUF_SLOT
 static inline size_t shm_fo_pool_off(void) { return shm_fo_acks_off() + shm_fo_acks_size(); }
 void shm_xport_connect(void);
 void shm_xport_fini(void);
+/* Failover: from every wait about to sleep (shm_check_exit), as what it waits for may hang on
+ * a request of ours that was lost: send again what is due (xport.c). */
+void shm_xport_poll(void);
 bool shm_xport_needed(void);
 uint64_t shm_amo_at(void *p, unsigned op, unsigned size, uint64_t v, uint64_t cond);
 /* The job from oshrun's environment: shm.npes/me/job/heap and seg sizes/pes[].node; opens

@@ -40,6 +40,8 @@ void shm_check_exit(void)
         _exit(code - 1);
     }
     shm_check_peers();
+    if (shm.failover)
+        shm_xport_poll();
 }
 
 /* With more PEs than CPUs a waiting PE must give its CPU to the PE it waits for, and every

@@ -269,10 +269,14 @@ static struct {
     int *free_slots, nfree; /* pool chunks not in use */
     uint32_t gen;       /* the routes the sends took (xp_route_gen) */
     uint64_t progress;  /* sum of the acknowledgements last seen */
-    uint64_t quiet_ns;  /* when they last moved */
+    uint64_t quiet_ns;  /* when they last moved, or when we last sent again */
+    uint64_t backoff_ns; /* how long nothing may move before we send again */
 } fo = { .lock = PTHREAD_MUTEX_INITIALIZER };
 #define FO_MAX_BYTES (16u << 20) /* small puts' data kept for resending, at most */
-#define FO_RESEND_NS 200000000u  /* no acknowledgement this long after a failure: resend */
+/* No acknowledgement this long after a failure: send again; each time in vain, wait twice as
+ * long (up to 5 s), so that a slow ring (a loaded machine) is not flooded with copies. */
+#define FO_RESEND_NS 200000000u
+#define FO_RESEND_MAX_NS 5000000000u
 
 static _Atomic uint64_t *fo_acked(void)
 {
@@ -368,9 +372,11 @@ static void fo_maintain(void)
         if (sum != fo.progress || !fo.quiet_ns) {
             fo.progress = sum;
             fo.quiet_ns = now;
-        } else if (now - fo.quiet_ns > FO_RESEND_NS) {
+            fo.backoff_ns = FO_RESEND_NS;
+        } else if (now - fo.quiet_ns > fo.backoff_ns) {
             resend = true;
             fo.quiet_ns = now;
+            fo.backoff_ns = fo.backoff_ns * 2 < FO_RESEND_MAX_NS ? fo.backoff_ns * 2 : FO_RESEND_MAX_NS;
         }
     }
     if (!resend)
@@ -455,7 +461,7 @@ static void fo_send(int pe, struct xp_msg *m, const void *data)
 }
 
 /* From any wait about to sleep: resend if it is time (unless another thread is sending). */
-static void fo_poll(void)
+void shm_xport_poll(void)
 {
     if (pthread_mutex_trylock(&fo.lock))
         return;
@@ -738,8 +744,6 @@ void shm_wait_notify(bool (*pred)(void *), void *arg)
             continue;
         }
         shm_check_exit();
-        if (shm.failover) /* what we wait for may hang on a request of ours that was lost */
-            fo_poll();
         atomic_fetch_add(&c->sleeping, 1);
         if (!pred(arg))
             shm_futex_wait(&c->notify, seen, 100);

@@ -76,14 +76,7 @@ wait_round() {
     done
 }
 # no_leftovers LABEL: no PE process and no relay of this fabric left.
-no_leftovers() {
-    ! pgrep -f "$work/failover" >/dev/null || fail "$1: processes left: $(pgrep -af "$work/failover")"
-    local p
-    for p in $(pgrep -x oshrelay || true); do # ours: on this fabric
-        ! tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qx "NTBLEND_FABRIC=$fabric" ||
-            fail "$1: a relay is left: $(ps -o pid,args -p "$p")"
-    done
-}
+no_leftovers() { no_job_left "$1" failover; }
 # clean_run LABEL OSHRUN-ARGS...: the job with failover on and no fault, a few rounds; then the
 # fabric's entries with no job, for settled.
 clean_run() {
@@ -92,6 +85,7 @@ clean_run() {
     SHMEM_RING_FAILOVER=on FAILOVER_MAX_ROUNDS=5 timeout -k 5 120 "$bin/oshrun" --fabric "$fabric" \
         "$@" "$work/failover" >"$work/out" 2>&1 || fail "$label, no link pulled: $(out)"
     grep -q "failover: verified 5 rounds" "$work/out" || fail "$label, no link pulled: $(out)"
+    no_job_ram
     base=$(tables)
 }
 

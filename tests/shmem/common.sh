@@ -33,3 +33,24 @@ run_all() {
         fi
     done
 }
+
+# no_job_left LABEL PROG: no process of $work/PROG and no relay of this fabric is left.
+no_job_left() {
+    ! pgrep -f "$work/$2" >/dev/null || fail "$1: processes left: $(pgrep -af "$work/$2")"
+    local p
+    for p in $(pgrep -x oshrelay || true); do # ours: on this fabric
+        ! tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qx "NTBLEND_FABRIC=$fabric" ||
+            fail "$1: a relay is left: $(ps -o pid,args -p "$p")"
+    done
+}
+
+# no_job_ram: wait (up to 5 s) until no host has RAM allocated, as after a job once its agents
+# have released its segments; a baseline taken earlier would count them.
+no_job_ram() {
+    local i
+    for i in $(seq 100); do
+        [[ "$(n status --json | jq '[.hosts[].allocated_bytes] | add')" == 0 ]] && return 0
+        sleep 0.05
+    done
+    fail "segments of a finished job still hold RAM: $(n status --json | jq -c '[.hosts[] | {name, allocated_bytes}]')"
+}

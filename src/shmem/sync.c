@@ -32,13 +32,20 @@
 #include "shmem.h"
 #include "shmem_internal.h"
 
+/* shmem_global_exit is telling the PEs: those that leave meanwhile are no loss. */
+static _Atomic bool exiting;
+
 void shm_check_exit(void)
 {
-    int32_t code = atomic_load(&shm_ctrl_of(shm.me)->exit_code);
+    struct shm_ctrl *c = shm_ctrl_of(shm.me);
+    int32_t code = atomic_load(&c->exit_code);
     if (code) {
         fflush(NULL);
+        atomic_store(&c->finished, 1); /* leaving as asked: our heap's removal is no loss */
         _exit(code - 1);
     }
+    if (atomic_load(&exiting))
+        return;
     shm_check_peers();
     if (shm.failover)
         shm_xport_poll();
@@ -177,6 +184,9 @@ void shmem_global_exit(int status)
 {
     fflush(NULL);
     if (shm.initialized && !shm.finalized) {
+        /* The first PEs told may be gone before the last are (routed AMOs wait for replies):
+         * not a loss to stop on. */
+        atomic_store(&exiting, true);
         for (int pe = 0; pe < shm.npes; pe++)
             if (pe != shm.me)
                 shm_amo(pe, offsetof(struct shm_ctrl, exit_code), SHM_AMO_SET | SHM_AMO_WAKE, 4,

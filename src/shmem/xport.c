@@ -135,6 +135,8 @@ void shm_xport_connect(void)
     }
 }
 
+static void fo_fini(void);
+
 void shm_xport_fini(void)
 {
     if (links)
@@ -151,6 +153,7 @@ void shm_xport_fini(void)
             if (links[h].remote)
                 xp_link_close(&links[h]);
         }
+    fo_fini();
     free(pe_dmaq);
     pe_dmaq = NULL;
     free(senders);
@@ -277,6 +280,25 @@ static struct {
  * long (up to 5 s), so that a slow ring (a loaded machine) is not flooded with copies. */
 #define FO_RESEND_NS 200000000u
 #define FO_RESEND_MAX_NS 5000000000u
+
+static void fo_fini(void)
+{
+    pthread_mutex_lock(&fo.lock);
+    for (size_t i = 0; fo.e && i < fo.n; i++) { /* none after the finalize's quiet */
+        struct fo_ent *e = &fo.e[(fo.head + i) % fo.cap];
+        if (e->slot < 0)
+            free(e->data);
+    }
+    free(fo.e);
+    free(fo.sent);
+    free(fo.free_slots);
+    fo.e = NULL;
+    fo.sent = NULL;
+    fo.free_slots = NULL;
+    fo.head = fo.n = fo.bytes = 0;
+    fo.nfree = 0;
+    pthread_mutex_unlock(&fo.lock);
+}
 
 static _Atomic uint64_t *fo_acked(void)
 {

@@ -183,14 +183,7 @@ static bool fo_pay_acks(void)
             struct xp_msg rm = { .type = XP_ACK, .src_pe = (uint32_t)dst, .dst_pe = (uint32_t)src,
                                  .v = fo_applied[i] };
             fo_ackdue[i] = 0;
-            if (!p) { /* src is on this host: as a reply would be, without fo_mu taken again */
-                _Atomic uint64_t *acked = (_Atomic uint64_t *)((char *)shm.pes[src].base + shm_fo_acks_off());
-                if (atomic_load(&acked[dst]) < rm.v)
-                    atomic_store_explicit(&acked[dst], rm.v, memory_order_release);
-                shm_poke_direct(src);
-                continue;
-            }
-            reply_end(p, &rm, NULL);
+            reply_end(p, &rm, NULL); /* p is not NULL: src is on another host (fo_perform) */
         }
     }
     pthread_mutex_unlock(&fo_mu);

@@ -291,12 +291,6 @@ int xp_ring_side(int from, int at)
     return ring_host[(pa - 1 + ring_n) % ring_n] == from ? 0 : 1;
 }
 
-int xp_onward(int from, int at)
-{
-    int pa = shm.hosts[at].ring_pos;
-    return ring_host[(pa + (xp_ring_side(from, at) ? -1 : 1) + ring_n) % ring_n];
-}
-
 uint32_t xp_ring_of(uint32_t base, int from, int at)
 {
     if (!shm.failover)

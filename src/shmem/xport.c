@@ -60,6 +60,18 @@ void shm_futex_wake(_Atomic uint32_t *w)
     syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
+/* A producer waiting for room in a ring the node drains on its own: spin a little, then
+ * sleep a little more (2 us, later 100 us), looking for a global exit now and then. */
+static void room_backoff(unsigned round)
+{
+    if (round <= 100)
+        return;
+    struct timespec ts = { 0, round < 1000 ? 2000 : 100000 };
+    nanosleep(&ts, NULL);
+    if ((round & 1023) == 0)
+        shm_check_exit();
+}
+
 /* With prods[host].lock held: wait until the sender thread has published every staged chunk
  * (in_order: messages go behind them) and the ring has room for dlen bytes of data (the node
  * drains it on its own). */
@@ -74,12 +86,7 @@ static void wait_room(int host, bool in_order, size_t dlen)
             pthread_cond_wait(&sd->cond, &p->lock);
             continue;
         }
-        if (round > 100) {
-            struct timespec ts = { 0, round < 1000 ? 2000 : 100000 };
-            nanosleep(&ts, NULL);
-            if ((round & 1023) == 0)
-                shm_check_exit();
-        }
+        room_backoff(round);
     }
 }
 
@@ -343,18 +350,13 @@ static void fo_transmit(struct fo_ent *e, bool dma)
             pthread_mutex_unlock(&p->lock);
             return;
         }
-        bool room = xp_has_room(p, e->m.len) && !(senders && sd->fifo.n);
+        bool room = !sd->fifo.n && xp_has_room(p, e->m.len); /* behind our DMA'd chunks */
         if (room)
             xp_push(p, &e->m, e->data, xp_data_len(&e->m));
         pthread_mutex_unlock(&p->lock);
         if (room)
             return;
-        if (round > 100) {
-            struct timespec ts = { 0, round < 1000 ? 2000 : 100000 };
-            nanosleep(&ts, NULL);
-            if ((round & 1023) == 0)
-                shm_check_exit();
-        }
+        room_backoff(round);
     }
 }
 

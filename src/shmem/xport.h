@@ -181,13 +181,12 @@ int xp_prev_hop(int from, int at);
 /* Failover (SHMEM_RING_FAILOVER, route.c). A ring job then has a ring per producer and arrival
  * side in every inbox: base ring b (PE b's requests, or host b - npes's replies) arriving at
  * host `at` from its neighbour `from` is ring xp_ring_of(b, from, at), and keeps that index on
- * its way (xp_onward: the next host the same way round). Links found down stay out of the
+ * its way onward, the same way round. Links found down stay out of the
  * routes (xp_next_hop returns -1 when a host cannot be reached); xp_route_refresh asks the
  * fabric for the ring links' states (at most every 20 ms unless forced), ends the process with
  * a message if the hosts with PEs no longer reach each other, and says whether a link was
  * found down (xp_route_gen() then changed). */
 int xp_ring_side(int from, int at);
-int xp_onward(int from, int at);
 uint32_t xp_ring_of(uint32_t base, int from, int at);
 bool xp_link_dead(int a, int b);
 bool xp_route_refresh(bool force);

@@ -54,6 +54,7 @@ out() { cat "$work/out"; }
 # watchdog; its output in $work/out.
 start_job() {
     rm -f "$work/stop"
+    : >"$work/out" # before the job starts: wait_round must not read the last job's rounds
     SHMEM_RING_FAILOVER=on FAILOVER_STOP="$work/stop" timeout -k 5 120 \
         "$bin/oshrun" --fabric "$fabric" "$@" "$work/failover" >"$work/out" 2>&1 &
     job=$!

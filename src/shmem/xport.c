@@ -262,7 +262,8 @@ static bool sender_ready(int hop)
 /* With SHMEM_RING_FAILOVER every request to another host carries the next number of its
  * (us, target PE) stream and stays here, with a copy of its data, until the target's node has
  * acknowledged it (the node writes the last number it applied into fo_acked[target] of our
- * segment; a get's or AMO's reply counts as its acknowledgement). The node applies each number
+ * segment, also on a get's or AMO's reply), or, for a get or an AMO, until its reply is here
+ * (fo_done). The node applies each number
  * once and in order, and drops one that comes early. When a ring link is found down, or when
  * nothing was acknowledged for a while after a failure (an acknowledgement can be lost too),
  * every request not yet acknowledged is sent again the way that is up. */
@@ -360,13 +361,30 @@ static void fo_transmit(struct fo_ent *e, bool dma)
     }
 }
 
-/* Drop the acknowledged requests at the front of the list. fo.lock held. */
+/* Whether request e is done with: a put once acknowledged; a get or an AMO once its reply is
+ * here. An acknowledgement's number covers every request of the stream the node applied, gets
+ * and AMOs too, but their replies travel apart from it: one lost at a link that went down
+ * while the acknowledgement came the other way round must still be asked for again. */
+static bool fo_done(const struct fo_ent *e, _Atomic uint64_t *acked)
+{
+    struct shm_ctrl *c = shm_ctrl_of(shm.me);
+    switch (e->m.type) {
+    case XP_GET:
+        return atomic_load_explicit(&c->rbuf_seq[e->m.token], memory_order_acquire) >= e->m.seq;
+    case XP_AMO:
+        return atomic_load_explicit(&c->amo_seq, memory_order_acquire) >= e->m.seq;
+    default:
+        return atomic_load_explicit(&acked[e->m.dst_pe], memory_order_acquire) >= e->m.sseq;
+    }
+}
+
+/* Drop the requests done with at the front of the list. fo.lock held. */
 static void fo_reap(void)
 {
     _Atomic uint64_t *acked = fo_acked();
     while (fo.n) {
         struct fo_ent *e = &fo.e[fo.head % fo.cap];
-        if (atomic_load_explicit(&acked[e->m.dst_pe], memory_order_acquire) < e->m.sseq)
+        if (!fo_done(e, acked))
             break;
         if (e->slot >= 0)
             fo.free_slots[fo.nfree++] = e->slot;
@@ -411,7 +429,7 @@ static void fo_maintain(void)
     size_t again = 0;
     for (size_t i = 0; i < fo.n; i++) {
         struct fo_ent *e = &fo.e[(fo.head + i) % fo.cap];
-        if (atomic_load_explicit(&acked[e->m.dst_pe], memory_order_acquire) < e->m.sseq) {
+        if (!fo_done(e, acked)) {
             fo_transmit(e, false);
             again++;
         }

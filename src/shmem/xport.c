@@ -34,13 +34,10 @@ static struct xp_dmaq *pe_dmaq; /* DMA queues of the adapter reaching each host 
 /* Puts by DMA: the caller copies each chunk into a staging chunk of our segment and hands it
  * to the hop's sender thread, which queues the DMAs and publishes each message the moment its
  * data has landed; the put returns as soon as its data is staged, so the next put's chunks
- * are queued before the link goes idle. The producers of the hop's ring take turns on order
- * and hold the ring's lock only to reserve and to queue: a chunk is staged without it, so the
- * sender thread publishes the chunk that has just landed meanwhile, not after the copy. */
+ * are queued before the link goes idle. */
 struct xp_sender {
     pthread_t tid;
     bool started, stop;
-    pthread_mutex_t order; /* one producer of the hop's ring at a time, slots taken in turn */
     pthread_cond_t cond; /* new chunks (for the thread); a chunk done (for the callers) */
     struct xp_fifo fifo; /* chunks staged and queued on the DMA engine, in order */
     uint64_t staged;     /* chunks staged so far: the next takes staging chunk staged % SHM_PUT_STAGES */
@@ -99,12 +96,10 @@ static void send_msg(int host, const struct xp_msg *m, const void *data, size_t 
     struct xp_prod *p = &prods[host];
     if (!p->link)
         shm_fatal("no connection to the node of host node %u", shm.hosts[host].node);
-    pthread_mutex_lock(&senders[host].order);
     pthread_mutex_lock(&p->lock);
     wait_room(host, true, len);
     xp_push(p, m, data, len);
     pthread_mutex_unlock(&p->lock);
-    pthread_mutex_unlock(&senders[host].order);
 }
 
 /* Where a PE sends a message for PE pe: its host's node for AMOs on a direct host, else the
@@ -141,7 +136,6 @@ void shm_xport_connect(void)
         prods[h].ring = xp_ring_of((uint32_t)shm.me, shm.myhost, h);
         pthread_mutex_init(&prods[h].lock, NULL);
         pthread_cond_init(&senders[h].cond, NULL);
-        pthread_mutex_init(&senders[h].order, NULL);
         senders[h].host = h;
         shm_debug("routed transport: node on host node %u via adapter %d", shm.hosts[h].node,
                   shm.hosts[h].adapter);
@@ -334,7 +328,6 @@ static void fo_transmit(struct fo_ent *e, bool dma)
         if (!p || !p->link)
             shm_fatal("no connection to the node of host node %u", shm.hosts[dh].node);
         struct xp_sender *sd = &senders[hop];
-        pthread_mutex_lock(&sd->order);
         pthread_mutex_lock(&p->lock);
         if (dma && e->slot >= 0 && sender_ready(hop)) {
             while (sd->fifo.n == SHM_PUT_STAGES)
@@ -346,7 +339,6 @@ static void fo_transmit(struct fo_ent *e, bool dma)
                                       xp_slot_off(p->ring, idx + m.lead), m.len, 0);
             if (rc == -ENOLINK) { /* that ring is not used again: the other way round */
                 pthread_mutex_unlock(&p->lock);
-                pthread_mutex_unlock(&sd->order);
                 xp_route_refresh(true);
                 dma = false;
                 continue;
@@ -357,14 +349,12 @@ static void fo_transmit(struct fo_ent *e, bool dma)
             *xp_fifo_add(&sd->fifo) = (struct xp_pend){ .idx = idx, .m = m };
             pthread_cond_broadcast(&sd->cond);
             pthread_mutex_unlock(&p->lock);
-            pthread_mutex_unlock(&sd->order);
             return;
         }
         bool room = !sd->fifo.n && xp_has_room(p, e->m.len); /* behind our DMA'd chunks */
         if (room)
             xp_push(p, &e->m, e->data, xp_data_len(&e->m));
         pthread_mutex_unlock(&p->lock);
-        pthread_mutex_unlock(&sd->order);
         if (room)
             return;
         room_backoff(round);
@@ -588,7 +578,6 @@ void shm_put(int pe, size_t off, const void *src, size_t len)
     if (!p->link)
         shm_fatal("no connection to the node of host node %u", shm.hosts[hop].node);
     struct xp_sender *sd = &senders[hop];
-    pthread_mutex_lock(&sd->order);
     pthread_mutex_lock(&p->lock);
     for (size_t done = 0; done < len;) {
         size_t n = len - done < shm.chunk ? len - done : shm.chunk;
@@ -608,11 +597,7 @@ void shm_put(int pe, size_t off, const void *src, size_t len)
             /* The sender's fifo holds at most SHM_PUT_STAGES chunks, so the staging chunks of
              * those in flight are distinct. */
             uint64_t idx = xp_reserve(p, n, &m.lead), stage = sd->staged++;
-            /* The ring's lock is free while the chunk is staged (order keeps the other
-             * producers out): the sender thread publishes the chunk that lands meanwhile. */
-            pthread_mutex_unlock(&p->lock);
             memcpy((char *)shm.pes[shm.me].base + stage_off(hop, stage), (const char *)src + done, n);
-            pthread_mutex_lock(&p->lock);
             int rc = seg_dma_transfer(pe_dmaq[hop].q, shm.local, stage_off(hop, stage), p->link->remote,
                                       xp_slot_off(p->ring, idx + m.lead), n, 0);
             if (rc == -ENOLINK)
@@ -626,7 +611,6 @@ void shm_put(int pe, size_t off, const void *src, size_t len)
         done += n;
     }
     pthread_mutex_unlock(&p->lock);
-    pthread_mutex_unlock(&sd->order);
 }
 
 struct u64_wait {

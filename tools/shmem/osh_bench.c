@@ -28,6 +28,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,6 +168,19 @@ static int parse_args(int argc, char **argv, struct opts *o)
 }
 
 /* Print "key":median,"key_best":best for one figure (low = smaller is better). */
+/* A check that failed: says which and how on stderr (the JSON line says only "verified":false);
+ * returns 0, the new verdict. */
+static int unverified(int me, const char *what, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "osh_bench: PE %d: %s not verified: ", me, what);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 0;
+}
+
 static void emit(const char *key, double *v, int n, int low)
 {
     char best_key[128];
@@ -262,8 +276,10 @@ int main(int argc, char **argv)
             shmem_barrier_all();
             if (me == 1) {
                 if ((unsigned char)dst[size - 1] != 0xa5 || dst[0] != (char)(reps - 1))
-                    verified = 0;
+                    verified = unverified(me, "put", "last byte 0x%02x (want 0xa5), first %d (want %d) of %zu",
+                                          (unsigned char)dst[size - 1], dst[0], reps - 1, size);
             }
+            shmem_barrier_all(); /* checked before the next size's puts rewrite dst */
             if (me == 0) {
                 char key[64];
                 snprintf(key, sizeof key, "put_%zu_mbps", size);
@@ -295,7 +311,7 @@ int main(int argc, char **argv)
         }
         shmem_barrier_all();
         if (me == 1 && words[0] != (long)reps * o.iters)
-            verified = 0;
+            verified = unverified(me, "long_p", "%ld (want %ld)", words[0], (long)reps * o.iters);
     }
 
     /* ---- shmem_long_g */
@@ -314,7 +330,8 @@ int main(int argc, char **argv)
                 v[r] = (now_ns() - t0) / (double)o.iters;
             }
             if (sum != 42 * (o.warmup + (long)reps * o.iters))
-                verified = 0;
+                verified = unverified(me, "long_g", "sum %ld (want %ld)", sum,
+                                      42 * (o.warmup + (long)reps * o.iters));
             emit("g_ns", v, reps, 1);
             fflush(stdout);
         }
@@ -327,7 +344,7 @@ int main(int argc, char **argv)
             long expect = 0, last = -1;
             for (long i = 0; i < o.warmup; i++)
                 if (shmem_long_atomic_fetch_add(&words[2], 1, 1) != expect++)
-                    verified = 0;
+                    verified = unverified(me, "fetch_add (warm-up)", "not %ld", expect - 1);
             for (int r = 0; r < reps; r++) {
                 double t0 = now_ns();
                 for (long i = 0; i < o.iters; i++)
@@ -335,13 +352,15 @@ int main(int argc, char **argv)
                 v[r] = (now_ns() - t0) / (double)o.iters;
             }
             if (last != o.warmup + (long)reps * o.iters - 1)
-                verified = 0;
+                verified = unverified(me, "fetch_add", "last %ld (want %ld)", last,
+                                      o.warmup + (long)reps * o.iters - 1);
             emit("fadd_ns", v, reps, 1);
             fflush(stdout);
         }
         shmem_barrier_all();
         if (me == 1 && words[2] != o.warmup + (long)reps * o.iters)
-            verified = 0;
+            verified = unverified(me, "fetch_add", "counter %ld (want %ld)", words[2],
+                                  o.warmup + (long)reps * o.iters);
     }
 
     /* ---- shmem_barrier_all on every PE */

@@ -28,10 +28,13 @@
 #   -h, --help         this text
 #
 # Open MPI (Debian 12: 4.1.4, OpenSHMEM 1.4, UCX 1.13 as its only SPML) is run as
-#   OMPI_MCA_osc=^rdma /usr/bin/oshrun [--allow-run-as-root] --oversubscribe --bind-to none -np N
+#   OMPI_MCA_osc=^rdma /usr/bin/oshrun [--allow-run-as-root] --oversubscribe --bind-to B -np N
 # (osc=^rdma: 4.1.4's osc/rdma leaves a memory hook behind that segfaults every job in
-# shmem_finalize; --oversubscribe: 4 PEs on a 2-core machine; --bind-to none: neither side is
-# pinned). Both get SHMEM_SYMMETRIC_SIZE=64M.
+# shmem_finalize; --oversubscribe: 4 PEs on a 2-core machine). Both sides are pinned alike:
+# our oshrun pins each PE to a CPU, round-robin, when there are more PEs than CPUs (its
+# default, --bind-to core), and Open MPI's gets B = core:overload-allowed then, which does the
+# same; with no more PEs than CPUs neither is pinned (B = none). Both get
+# SHMEM_SYMMETRIC_SIZE=64M.
 set -euo pipefail
 
 me=bench-shmem-oshmem
@@ -120,7 +123,8 @@ ompi_version=$(dpkg-query -W -f='${Version}' openmpi-bin 2>/dev/null || echo unk
 ucx_version=$(dpkg-query -W -f='${Version}' libucx0 2>/dev/null || echo unknown)
 ompi_run=(/usr/bin/oshrun)
 [ "$(id -u)" -eq 0 ] && ompi_run+=(--allow-run-as-root)
-ompi_run+=(--oversubscribe --bind-to none)
+ompi_run+=(--oversubscribe)
+ncpus=$(nproc)
 ompi_env=(OMPI_MCA_osc=^rdma)
 
 # ---------------------------------------------------------------- build osh_bench twice
@@ -154,7 +158,9 @@ run() {
     line=$(timeout 600 "$bin/oshrun" -np "$np" --fabric "$fabric" "$ours_bin" --test "$tests" \
       "${bench_args[@]}" 2>"$err") || rc=$?
   else
-    line=$(env "${ompi_env[@]}" timeout 600 "${ompi_run[@]}" -np "$np" "$theirs_bin" \
+    local bind=none
+    ((np > ncpus)) && bind=core:overload-allowed # as our oshrun does by default
+    line=$(env "${ompi_env[@]}" timeout 600 "${ompi_run[@]}" --bind-to "$bind" -np "$np" "$theirs_bin" \
       --test "$tests" "${bench_args[@]}" 2>"$err") || rc=$?
   fi
   { echo "== $impl -np $np --test $tests (exit $rc)"; cat "$err"; } >>"$log"
@@ -242,9 +248,9 @@ done
   printf '{"benchmark":"shmem-vs-oshmem","date":"%s","cpus":%d,"rounds":%d,"iters":%d,"reps":%d,\n' \
     "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(nproc)" "$rounds" "$iters" "$reps"
   printf ' "ours":{"impl":"%s","spec":"%s","launcher":"%s","topology":"examples/topologies/four-hosts-switch.ini","placement":"round-robin, one PE per host"},\n' \
-    "$ours_name" "$ours_spec" "build/bin/oshrun -np N --fabric F"
+    "$ours_name" "$ours_spec" "build/bin/oshrun -np N --fabric F (pins PEs to CPUs when N > $ncpus)"
   printf ' "theirs":{"impl":"Open MPI OSHMEM","openmpi":"%s","ucx":"%s","spec":"%s","launcher":"%s","env":"%s"},\n' \
-    "$ompi_version" "$ucx_version" "$theirs_spec" "${ompi_run[*]} -np N" "${ompi_env[*]} SHMEM_SYMMETRIC_SIZE=64M"
+    "$ompi_version" "$ucx_version" "$theirs_spec" "${ompi_run[*]} --bind-to B -np N (B: core:overload-allowed when N > $ncpus, else none)" "${ompi_env[*]} SHMEM_SYMMETRIC_SIZE=64M"
   printf ' "all_targets_met":%s,\n "metrics":[\n' "$all_met"
   for i in "${!metric_json[@]}"; do
     sep=,; [ "$i" -eq $((${#metric_json[@]} - 1)) ] && sep=""

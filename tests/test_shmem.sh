@@ -46,6 +46,26 @@ SHMEM_SYMMETRIC_SIZE=16M team_run "4 PEs, 2 per host" 2 -np 4 --ppn 2
 [[ $(grep -c "^hello from PE" "$work/out") == 4 ]] || fail "hello at 4 PEs: $(cat "$work/out")"
 for pe in 0 1 2 3; do grep -q "hello from PE $pe of 4" "$work/out" || fail "PE $pe missing"; done
 
+# Binding (oshrun --bind-to), with oshrun itself on CPUs 0 and 1: more PEs than CPUs pins PE i
+# to the (i mod 2)-th by default; as many PEs as CPUs, or --bind-to none, leaves them on both.
+if (($(nproc) >= 2)); then
+    affinity() { # OSHRUN-ARGS...: "PE CPUS" per PE, sorted by PE
+        taskset -c 0,1 "$bin/oshrun" --fabric "$fabric" "$@" -- bash -c \
+            'echo "$SHMEM_PE $(awk "/^Cpus_allowed_list:/ { print \$2 }" /proc/self/status)"' | sort -n |
+            tr '\n' ' '
+    }
+    [[ $(affinity -np 4) == "0 0 1 1 2 0 3 1 " ]] || fail "4 PEs on 2 CPUs not pinned round-robin: $(affinity -np 4)"
+    [[ $(affinity -np 2) == "0 0-1 1 0-1 " ]] || fail "2 PEs on 2 CPUs pinned: $(affinity -np 2)"
+    [[ $(affinity -np 4 --bind-to none) == "0 0-1 1 0-1 2 0-1 3 0-1 " ]] ||
+        fail "--bind-to none pinned PEs: $(affinity -np 4 --bind-to none)"
+    [[ $(affinity -np 2 --bind-to core) == "0 0 1 1 " ]] ||
+        fail "--bind-to core did not pin: $(affinity -np 2 --bind-to core)"
+    if "$bin/oshrun" --fabric "$fabric" -np 2 --bind-to socket "$work/hello" >"$work/out" 2>&1; then
+        fail "oshrun ran with --bind-to socket: $(cat "$work/out")"
+    fi
+    grep -q -- "--bind-to takes core or none" "$work/out" || fail "--bind-to socket: $(cat "$work/out")"
+fi
+
 # Exit status: the first failure is oshrun's, and the other PEs do not keep it waiting.
 set +e
 timeout 60 "$bin/oshrun" --fabric "$fabric" -np 3 "$work/hello" 5 >/dev/null 2>&1

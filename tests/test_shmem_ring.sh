@@ -49,10 +49,5 @@ n down >/dev/null
 
 # Seven hosts: messages to the PE three hops away are passed on from node to node (large put
 # chunks by the nodes' DMA engines), and replies come back through a node.
-n up "$src/tests/topologies/ring7.ini" >/dev/null
-for p in putget ring_order bigcopy atomics; do
-    timeout 120 "$bin/oshrun" --fabric "$fabric" -np 7 "$work/$p" >"$work/out" 2>&1 ||
-        fail "$p (7 PEs, ring7): $(cat "$work/out")"
-done
-n down >/dev/null
+ring7_run ""
 echo "test_shmem_ring: ok"

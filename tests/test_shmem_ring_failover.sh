@@ -28,10 +28,5 @@ for i in 1 2 3; do
 done
 n down >/dev/null
 
-n up "$src/tests/topologies/ring7.ini" >/dev/null
-for p in putget ring_order bigcopy atomics; do
-    timeout 120 "$bin/oshrun" --fabric "$fabric" -np 7 "$work/$p" >"$work/out" 2>&1 ||
-        fail "$p (7 PEs, ring7, failover): $(cat "$work/out")"
-done
-n down >/dev/null
+ring7_run ", failover"
 echo "test_shmem_ring_failover: ok"

@@ -1,4 +1,4 @@
-# Sourced by test_shmem.sh and test_shmem_ring.sh: the programs of tests/shmem/ every placement
+# Sourced by the test_shmem*.sh scripts: the programs of tests/shmem/ every placement
 # runs, the fabric, and building and running them. The caller sets `fabric` first.
 bin="${NTBLEND_BIN:?set NTBLEND_BIN to the bin directory of the build}"
 src="${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}"
@@ -32,6 +32,18 @@ run_all() {
             fail "$p ($label): $(cat "$work/out")"
         fi
     done
+}
+
+# ring7_run LABEL: putget, ring_order, bigcopy and atomics at 7 PEs on tests/topologies/ring7.ini,
+# where the PE three hops away is reached through two nodes (the fabric is up only meanwhile).
+ring7_run() {
+    n up "$src/tests/topologies/ring7.ini" >/dev/null
+    local p
+    for p in putget ring_order bigcopy atomics; do
+        timeout 120 "$bin/oshrun" --fabric "$fabric" -np 7 "$work/$p" >"$work/out" 2>&1 ||
+            fail "$p (7 PEs, ring7$1): $(cat "$work/out")"
+    done
+    n down >/dev/null
 }
 
 # no_job_left LABEL PROG: no process of $work/PROG and no relay of this fabric is left.

@@ -246,7 +246,7 @@ done
 
 {
   printf '{"benchmark":"shmem-vs-oshmem","date":"%s","cpus":%d,"rounds":%d,"iters":%d,"reps":%d,\n' \
-    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(nproc)" "$rounds" "$iters" "$reps"
+    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$ncpus" "$rounds" "$iters" "$reps"
   printf ' "ours":{"impl":"%s","spec":"%s","launcher":"%s","topology":"examples/topologies/four-hosts-switch.ini","placement":"round-robin, one PE per host"},\n' \
     "$ours_name" "$ours_spec" "build/bin/oshrun -np N --fabric F (pins PEs to CPUs when N > $ncpus)"
   printf ' "theirs":{"impl":"Open MPI OSHMEM","openmpi":"%s","ucx":"%s","spec":"%s","launcher":"%s","env":"%s"},\n' \

@@ -99,7 +99,7 @@ size_t xp_slot_off(uint32_t r, uint64_t idx)
     return xp_data_off(xp_nrings()) + ((size_t)r * XP_SLOTS + idx % XP_SLOTS) * xp_slot_size(shm.chunk);
 }
 
-void xp_publish(struct xp_prod *p, uint64_t idx, const struct xp_msg *m)
+void xp_publish_silent(struct xp_prod *p, uint64_t idx, const struct xp_msg *m)
 {
     struct xp_ring *r = xp_ring_at(p->link->base, p->ring);
     if (idx != p->head)
@@ -108,7 +108,17 @@ void xp_publish(struct xp_prod *p, uint64_t idx, const struct xp_msg *m)
     r->msg[idx % XP_SLOTS] = *m;
     p->head += xp_span(m, shm.chunk);
     atomic_store_explicit(&r->head, p->head, memory_order_release);
+}
+
+void xp_doorbell(struct xp_prod *p)
+{
     ntb_peer_db_set(p->link->dev, p->link->pidx, xp_bit(p->ring, shm.threads));
+}
+
+void xp_publish(struct xp_prod *p, uint64_t idx, const struct xp_msg *m)
+{
+    xp_publish_silent(p, idx, m);
+    xp_doorbell(p);
 }
 
 void xp_push(struct xp_prod *p, const struct xp_msg *m, const void *data, size_t len)

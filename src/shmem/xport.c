@@ -202,9 +202,26 @@ static size_t stage_off(int host, uint64_t n)
     return shm.rbuf_off + (SHM_RBUF_SLOTS + side * SHM_PUT_STAGES + n % SHM_PUT_STAGES) * shm.chunk;
 }
 
+/* How the oldest chunk's DMA ended (rc): false when it is not to be published (the link went
+ * down and failover sends the request again the other way round); other failures end the job. */
+static bool sender_landed(struct xp_sender *sd, int rc)
+{
+    if (rc == -ENOLINK && shm.failover) {
+        xp_route_refresh(true);
+        return false;
+    }
+    if (rc == -ENOLINK)
+        shm_path_lost(sd->host);
+    else if (rc)
+        shm_fatal("DMA to the node of host node %u failed: %s", shm.hosts[sd->host].node,
+                  seg_strerror(rc));
+    return true;
+}
+
 /* The hop's sender thread: the callers queue each staged chunk's DMA themselves (so the engine
  * goes on to the next chunk without waiting for this thread to wake up); the thread waits for
- * the oldest and publishes its message the moment its data has landed. */
+ * the oldest and publishes its message the moment its data has landed, with every later one
+ * whose data has landed too, and then rings the node's doorbell once, without the lock. */
 static void *sender_thread(void *arg)
 {
     struct xp_sender *sd = arg;
@@ -215,24 +232,24 @@ static void *sender_thread(void *arg)
         if (sd->fifo.n) {
             pthread_mutex_unlock(&p->lock);
             int rc = seg_dma_wait_first(q, -1);
-            bool lost = false;
-            if (rc == -ENOLINK && shm.failover) {
-                /* The link went down: not published (that ring is not used again); the
-                 * request is sent again the other way round. */
-                xp_route_refresh(true);
-                lost = true;
-            } else if (rc == -ENOLINK) {
-                shm_path_lost(sd->host);
-            } else if (rc) {
-                shm_fatal("DMA to the node of host node %u failed: %s",
-                          shm.hosts[sd->host].node, seg_strerror(rc));
-            }
             pthread_mutex_lock(&p->lock);
-            struct xp_pend *e = xp_fifo_first(&sd->fifo);
-            if (!lost && !xp_link_dead(shm.myhost, sd->host))
-                xp_publish(p, e->idx, &e->m);
-            xp_fifo_pop(&sd->fifo);
+            bool published = false;
+            for (;;) {
+                struct xp_pend *e = xp_fifo_first(&sd->fifo);
+                if (sender_landed(sd, rc) && !xp_link_dead(shm.myhost, sd->host)) {
+                    xp_publish_silent(p, e->idx, &e->m);
+                    published = true;
+                }
+                xp_fifo_pop(&sd->fifo);
+                if (!sd->fifo.n || (rc = seg_dma_wait_first(q, 0)) == -ETIMEDOUT)
+                    break;
+            }
             pthread_cond_broadcast(&sd->cond);
+            if (published) {
+                pthread_mutex_unlock(&p->lock);
+                xp_doorbell(p);
+                pthread_mutex_lock(&p->lock);
+            }
             continue;
         }
         if (sd->stop)

@@ -171,6 +171,12 @@ void xp_push(struct xp_prod *p, const struct xp_msg *m, const void *data, size_t
  * message once its data is there, in reserve order. */
 uint64_t xp_reserve(struct xp_prod *p, size_t dlen, uint8_t *lead);
 void xp_publish(struct xp_prod *p, uint64_t idx, const struct xp_msg *m);
+/* xp_publish in two steps: the message (p->lock held), then the consumer's doorbell (the lock
+ * need not be held: a doorbell only wakes the consumer, which then reads the ring's head), so
+ * that a producer publishing several messages rings once, and not while its callers wait for
+ * the lock. */
+void xp_publish_silent(struct xp_prod *p, uint64_t idx, const struct xp_msg *m);
+void xp_doorbell(struct xp_prod *p);
 /* Offset of ring r's data slot idx in an inbox segment. */
 size_t xp_slot_off(uint32_t r, uint64_t idx);
 /* The next host on the way from host `from` to host `to` (a direct peer, or around the ring

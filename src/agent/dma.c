@@ -11,6 +11,7 @@
 #include "agent.h"
 
 #define ENGINE_POLL_NS 5000
+#define ENGINE_POLL_MAX (64u << 10)
 
 static inline void cpu_relax(void)
 {
@@ -32,10 +33,12 @@ static void *engine_thread(void *arg)
     struct engine *e = arg;
     struct fab *f = agent.f;
     struct fab_dma_chan *ch = e->ch;
+    uint64_t last_len = 0;
     while (!atomic_load(&agent.stop)) {
         uint64_t tail = atomic_load(&ch->tail);
         while (tail < atomic_load_explicit(&ch->head, memory_order_acquire)) {
             struct fab_dma_desc *d = &ch->ring[tail % FAB_DMA_RING];
+            last_len = d->len;
             int rc = (atomic_load(&d->flags) & FAB_DMA_CANCEL)
                          ? -ECANCELED
                          : fab_dev_copy_queued(f, agent.host, ch->rid, d->dst, d->src, d->len,
@@ -47,10 +50,12 @@ static void *engine_thread(void *arg)
             if (atomic_load(&ch->waiters)) /* the completion interrupt, if anyone sleeps on it */
                 fab_futex_wake(&ch->done_seq, INT_MAX);
         }
-        /* A submitter streaming descriptors usually has the next one ready within microseconds:
-         * poll briefly before paying for a sleep and a cross-CPU wake-up. Idle engines still
-         * sleep after ENGINE_POLL_NS. */
-        uint64_t until = fab_now_ns() + ENGINE_POLL_NS;
+        /* A submitter streaming small descriptors usually has the next one ready within
+         * microseconds: poll briefly before paying for a sleep and a cross-CPU wake-up. Not
+         * after a large one (ENGINE_POLL_MAX or more): a submitter that keeps up with those has
+         * queued the next before the last ended, and one that did not is seldom that close, so
+         * the poll would only take the CPU from it. Idle engines sleep after ENGINE_POLL_NS. */
+        uint64_t until = last_len < ENGINE_POLL_MAX ? fab_now_ns() + ENGINE_POLL_NS : 0;
         while (tail == atomic_load(&ch->head) && fab_now_ns() < until)
             cpu_relax();
         if (tail != atomic_load(&ch->head))

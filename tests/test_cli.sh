@@ -216,6 +216,40 @@ expect 0 ntblend --fabric "$F" agent-ping a b
 expect 0 ntblend down --fabric "$G"
 has out "fabric '$G' is down \(4 agents stopped"
 
+step "up --dma-cpus: the DMA engines run on the CPUs given, also after a host restart"
+# The engines' threads are named dma<adapter>.<channel>; print their CPU lists, one a line.
+engine_cpus() {
+    local pid t
+    for pid in $(pgrep -f "ntblend-agent --fabric $G --host $1\$"); do
+        for t in /proc/"$pid"/task/*; do
+            case $(cat "$t/comm") in dma*) awk '/^Cpus_allowed_list/ {print $2}' "$t/status" ;; esac
+        done
+    done
+}
+cpu0=$(awk '/^Cpus_allowed_list/ {split($2, a, /[,-]/); print a[1]}' /proc/self/status)
+expect 0 ntblend up "$TOPO/four-hosts-switch.ini" --fabric "$G" --dma-cpus "$cpu0"
+[ "$(engine_cpus 1 | sort -u)" = "$cpu0" ] || fail "host b's DMA engines run on '$(engine_cpus 1 | sort -u)', not CPU $cpu0"
+[ "$(engine_cpus 1 | wc -l)" -ge 1 ] || fail "host b has no DMA engine threads"
+status_of "$G"
+has out "^dma cpus +$cpu0 "
+expect 0 ntblend --fabric "$G" status --json
+has out "\"dma_cpus\": ?\"$cpu0\""
+expect 0 ntblend --fabric "$G" host kill b
+expect 0 ntblend --fabric "$G" host start b
+[ "$(engine_cpus 1 | sort -u)" = "$cpu0" ] || fail "after a restart host b's DMA engines run on '$(engine_cpus 1 | sort -u)'"
+expect 0 ntblend down --fabric "$G"
+expect 0 ntblend up "$TOPO/four-hosts-switch.ini" --fabric "$G"
+status_of "$G"
+hasnt out '^dma cpus'
+expect 0 ntblend down --fabric "$G"
+expect 2 ntblend up "$TOPO/four-hosts-switch.ini" --fabric "$G" --dma-cpus 4096
+has err "CPU 4096 is not one this machine lets ntblend use \(CPUs: "
+expect 2 ntblend up "$TOPO/four-hosts-switch.ini" --fabric "$G" --dma-cpus 1-x
+has err "expected CPU numbers and ranges"
+expect 1 ntblend status --fabric "$G"
+expect 2 ntblend status --fabric "$F" --dma-cpus 0
+has err "unknown option '--dma-cpus'"
+
 step "down: removes the fabric; twice is an error"
 expect 0 ntblend --fabric "$F" down
 has out "fabric '$F' is down \(2 agents stopped"

@@ -6,7 +6,11 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "agent.h"
 
@@ -71,6 +75,20 @@ static void *engine_thread(void *arg)
     return NULL;
 }
 
+/* The CPUs `ntblend up --dma-cpus` gave the engines (false: none, they run anywhere). */
+static bool dma_cpuset(cpu_set_t *set)
+{
+    const struct fab_ctl *ctl = agent.f->ctl;
+    bool any = false;
+    CPU_ZERO(set);
+    for (int c = 0; c < FAB_CPU_WORDS * 64 && c < CPU_SETSIZE; c++)
+        if (ctl->dma_cpus[c / 64] >> (c % 64) & 1) {
+            CPU_SET(c, set);
+            any = true;
+        }
+    return any;
+}
+
 int adma_start(void)
 {
     struct fab *f = agent.f;
@@ -78,6 +96,8 @@ int adma_start(void)
     size_t total = 0;
     for (uint32_t i = 0; i < h->nadapters; i++)
         total += fab_adapter(f, h->adapter_first + i)->dma_channels;
+    cpu_set_t cpus;
+    bool pinned = dma_cpuset(&cpus);
     engines = calloc(total ? total : 1, sizeof *engines);
     if (!engines)
         return -ENOMEM;
@@ -90,6 +110,13 @@ int adma_start(void)
             if (rc)
                 return -rc;
             nengines++;
+            char name[16];
+            snprintf(name, sizeof name, "dma%u.%u", i % 100u, c % 100u); /* adapter, channel */
+            pthread_setname_np(e->thread, name);
+            if (pinned && (rc = pthread_setaffinity_np(e->thread, sizeof cpus, &cpus)))
+                fprintf(stderr, "ntblend-agent[%s/%s]: cannot run DMA engine %s on the CPUs of "
+                        "--dma-cpus (%s); it runs on any CPU\n", agent.fabric,
+                        fab_host(f, agent.host)->name, name, strerror(rc));
         }
     }
     return 0;

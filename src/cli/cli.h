@@ -40,11 +40,13 @@ int cli_help(const char *cmd);
 #define CLI_OPT_HOST 4u
 #define CLI_OPT_SHARED 8u
 #define CLI_OPT_TO 16u
+#define CLI_OPT_DMA_CPUS 32u
 struct cli_opts {
     const char *fabric; /* resolved: --fabric after the command, before it, env, "default" */
     bool json, dot, shared;
     const char *host;
     const char *to; /* --to HOST */
+    const char *dma_cpus; /* up --dma-cpus LIST */
 };
 /* Parse c->argv. With `posix`, stop at the first operand (for `run`, whose command line is
  * not ours to parse). *first_arg = index of the first operand. Returns -1 to go on, else an

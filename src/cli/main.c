@@ -22,15 +22,23 @@ struct command {
 };
 
 static const struct command commands[] = {
-    { "up", cmd_up, "up FILE [--fabric NAME]",
+    { "up", cmd_up, "up FILE [--fabric NAME] [--dma-cpus LIST]",
       "create a fabric from a topology file and boot one agent per host",
       "Parses and checks FILE (errors are reported as FILE:LINE), creates the fabric's shared\n"
       "memory, starts every host's agent in the background (log: <fabric dir>/host<N>.log)\n"
       "and waits until all hosts are up. If a host does not come up within 60 s, the tail of\n"
       "its log is shown and the fabric is taken down again.\n"
+      "\noptions:\n"
+      "  --dma-cpus LIST  run the adapters' DMA engines (one thread per channel in the hosts'\n"
+      "                   agents) on these CPUs only, e.g. 1 or 2-3,6 (as taskset -c), also\n"
+      "                   after an agent restart. The engines are hardware on a real fabric;\n"
+      "                   on a machine with few CPUs this keeps their copies off the CPUs of\n"
+      "                   the software under test (pin that elsewhere, e.g. with taskset or\n"
+      "                   oshrun's binding). Default: any CPU.\n"
       "\nexamples:\n"
       "  ntblend up examples/topologies/two-hosts.ini\n"
-      "  ntblend up examples/topologies/cluster60.ini --fabric big\n" },
+      "  ntblend up examples/topologies/cluster60.ini --fabric big\n"
+      "  ntblend up examples/topologies/ring5-latency.ini --dma-cpus 1\n" },
     { "down", cmd_down, "down [--fabric NAME]",
       "stop every agent of a fabric and remove its shared memory",
       "Agents get SIGTERM and 5 s to exit, then SIGKILL. Applications still running on the\n"
@@ -52,8 +60,10 @@ static const struct command commands[] = {
       "SWITCHES  PORTS USED cables plugged/ports; LATENCY per traversal (latency model).\n"
       "LINKS     each cable, its two ends and whether it is up.\n"
       "DEVICES   as 'ntblend device list' (see 'ntblend help device').\n"
+      "A 'dma cpus' line under the header gives the CPUs of the DMA engines (ntblend up\n"
+      "--dma-cpus); without it they run on any CPU.\n"
       "\noptions:\n"
-      "  --json   one JSON document (keys: fabric, topology, dir, latency_model, hosts,\n"
+      "  --json   one JSON document (keys: fabric, topology, dir, latency_model, dma_cpus, hosts,\n"
       "           adapters, switches, links, devices); docs/cli.md lists every field\n"
       "\nexamples:\n"
       "  ntblend status\n"
@@ -256,6 +266,7 @@ int cli_parse(struct cli *c, unsigned allowed, bool posix, struct cli_opts *o, i
         { "host", required_argument, NULL, 'H' },
         { "shared", no_argument, NULL, 's' },
         { "to", required_argument, NULL, 't' },
+        { "dma-cpus", required_argument, NULL, 'D' },
         { "help", no_argument, NULL, 'h' },
         { 0 },
     };
@@ -288,6 +299,11 @@ int cli_parse(struct cli *c, unsigned allowed, bool posix, struct cli_opts *o, i
             if (!(allowed & CLI_OPT_TO))
                 return cli_usage_error(cmd, "unknown option '--to'");
             o->to = optarg;
+            break;
+        case 'D':
+            if (!(allowed & CLI_OPT_DMA_CPUS))
+                return cli_usage_error(cmd, "unknown option '--dma-cpus'");
+            o->dma_cpus = optarg;
             break;
         case 's':
             if (!(allowed & CLI_OPT_SHARED))

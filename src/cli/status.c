@@ -181,6 +181,26 @@ static json_object *used_total(uint32_t used, uint32_t total)
     return o;
 }
 
+/* ctl->dma_cpus as a CPU list (taskset -c style: 1 or 0,2-3); "" when not set. */
+static void dma_cpu_list(const struct fab_ctl *ctl, char *out, size_t len)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (int c = 0; c < FAB_CPU_WORDS * 64; c++) {
+        if (!(ctl->dma_cpus[c / 64] >> (c % 64) & 1))
+            continue;
+        int e = c;
+        while (e + 1 < FAB_CPU_WORDS * 64 && ctl->dma_cpus[(e + 1) / 64] >> ((e + 1) % 64) & 1)
+            e++;
+        int w = e > c ? snprintf(out + n, len - n, "%s%d-%d", n ? "," : "", c, e)
+                      : snprintf(out + n, len - n, "%s%d", n ? "," : "", c);
+        if (w < 0 || (size_t)w >= len - n)
+            break;
+        n += (size_t)w;
+        c = e;
+    }
+}
+
 static int print_json(struct fab *f, const struct health *hs)
 {
     const struct fab_ctl *ctl = f->ctl;
@@ -189,6 +209,9 @@ static int print_json(struct fab *f, const struct health *hs)
     json_object_object_add(root, "topology", jstr(ctl->topo_path));
     json_object_object_add(root, "dir", jstr(f->dir));
     json_object_object_add(root, "latency_model", jbool(ctl->latency.enabled));
+    char cpus[256];
+    dma_cpu_list(ctl, cpus, sizeof cpus);
+    json_object_object_add(root, "dma_cpus", cpus[0] ? jstr(cpus) : NULL);
 
     json_object *hosts = json_object_new_array();
     for (uint32_t i = 0; i < ctl->nhosts; i++) {
@@ -296,6 +319,10 @@ static int print_table(struct fab *f, const struct health *hs)
     const struct fab_ctl *ctl = f->ctl;
     printf("fabric    %s\ntopology  %s\nstate     %s\nlatency   %s\n", ctl->name,
            ctl->topo_path, f->dir, ctl->latency.enabled ? "model on" : "off");
+    char cpus[256];
+    dma_cpu_list(ctl, cpus, sizeof cpus);
+    if (cpus[0])
+        printf("dma cpus  %s (ntblend up --dma-cpus)\n", cpus);
 
     int hw = 4;
     for (uint32_t i = 0; i < ctl->nhosts; i++)

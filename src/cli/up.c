@@ -5,10 +5,14 @@
  * fabric boots in parallel even on two cores.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,12 +120,56 @@ static void explain_exists(const char *fabric)
     fab_detach(f);
 }
 
+/* --dma-cpus LIST (taskset -c style: 1 or 0,2-3) into the fabric's dma_cpus words; every CPU
+ * must be one this process may run on. Returns -1 to go on, else the exit status after a
+ * message. */
+static int parse_dma_cpus(const char *list, uint64_t words[FAB_CPU_WORDS])
+{
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) < 0)
+        CPU_ZERO(&allowed);
+    memset(words, 0, FAB_CPU_WORDS * sizeof *words);
+    const char *p = list;
+    for (;;) {
+        char *end;
+        errno = 0;
+        unsigned long lo = strtoul(p, &end, 10), hi = lo;
+        bool ok = end != p && isdigit((unsigned char)*p) && !errno;
+        if (ok && *end == '-') {
+            p = end + 1;
+            hi = strtoul(p, &end, 10);
+            ok = end != p && isdigit((unsigned char)*p) && !errno && hi >= lo;
+        }
+        if (!ok || (*end != ',' && *end != '\0'))
+            return cli_usage_error("up", "--dma-cpus '%s': expected CPU numbers and ranges, "
+                                   "e.g. 1 or 0,2-3", list);
+        for (unsigned long cpu = lo; cpu <= hi; cpu++) {
+            if (cpu >= FAB_CPU_WORDS * 64 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed)) {
+                char avail[256] = "";
+                size_t n = 0;
+                for (int k = 0; k < CPU_SETSIZE && n + 8 < sizeof avail; k++)
+                    if (CPU_ISSET(k, &allowed))
+                        n += (size_t)snprintf(avail + n, sizeof avail - n, "%s%d", n ? "," : "", k);
+                return cli_usage_error("up", "--dma-cpus: CPU %lu is not one this machine lets "
+                                       "ntblend use (CPUs: %s)", cpu, avail);
+            }
+            words[cpu / 64] |= UINT64_C(1) << (cpu % 64);
+        }
+        if (*end == '\0')
+            return -1;
+        p = end + 1;
+    }
+}
+
 int cmd_up(struct cli *c)
 {
     struct cli_opts o;
     int first;
-    int rc = cli_parse(c, 0, false, &o, &first);
+    int rc = cli_parse(c, CLI_OPT_DMA_CPUS, false, &o, &first);
     if (rc >= 0)
+        return rc;
+    uint64_t dma_cpus[FAB_CPU_WORDS] = { 0 };
+    if (o.dma_cpus && (rc = parse_dma_cpus(o.dma_cpus, dma_cpus)) >= 0)
         return rc;
     if (c->argc - first != 1)
         return cli_usage_error("up", c->argc == first ? "which topology file? (see "
@@ -149,6 +197,7 @@ int cmd_up(struct cli *c)
         free(t);
         return CLI_FAIL;
     }
+    memcpy(f->ctl->dma_cpus, dma_cpus, sizeof dma_cpus);
     uint32_t n = f->ctl->nhosts;
     uint32_t *hosts = calloc(n ? n : 1, sizeof *hosts);
     pid_t *pids = calloc(n ? n : 1, sizeof *pids);

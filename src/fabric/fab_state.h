@@ -18,7 +18,8 @@
 #include "topo.h"
 
 #define FAB_MAGIC 0x4e54424cu /* "NTBL" */
-#define FAB_VERSION 7
+#define FAB_VERSION 8
+#define FAB_CPU_WORDS 16 /* dma_cpus: CPUs 0..1023, as cpu_set_t */
 #define FAB_NAME_MAX 64
 #define FAB_MAX_PROCS 512
 #define FAB_IOMMU_MAPS 4096   /* per host */
@@ -257,6 +258,9 @@ struct fab_ctl {
     _Atomic uint32_t ctl_lock; /* serialises map_gen changes (spin + futex) */
     struct fab_proc procs[FAB_MAX_PROCS];
     _Atomic uint32_t down;     /* the fabric is being torn down */
+    /* CPUs the agents run the adapters' DMA engines on (bit c of word c / 64: CPU c), set
+     * by `ntblend up --dma-cpus`; none set: wherever the scheduler likes. */
+    uint64_t dma_cpus[FAB_CPU_WORDS];
 };
 
 /* A process's attachment to a fabric. */

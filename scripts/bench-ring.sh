@@ -25,6 +25,16 @@
 #          median over rounds (seed 0.80-0.85; target >= 0.90). Also the ratio to the modelled
 #          wire rate (link_mbps, 6000 unless --link-mbps).
 #
+# Where the emulated DMA engines run: on real adapters they are hardware and take no CPU; here
+# each is a thread of a host's agent that copies the data. A put to a non-neighbour keeps two
+# of them busy (host a's and the relaying host b's), and when the scheduler puts them on the
+# CPU of the PE that feeds them, the emulation competes with the software it measures (on 2
+# CPUs that alone moved the 256 KiB ratio between 0.6 and 0.97 from run to run). So the ring5
+# fabric of fig4a, fig6 and the summary comes up with `ntblend up --dma-cpus` = the last CPU
+# this script may use, and oshrun's binding puts PE 0 on the first: raw link and library
+# alike (--dma-cpus none: anywhere, as before). Figs. 5 and 7 (every PE busy in fig7) run on
+# fabrics without it.
+#
 # Usage: scripts/bench-ring.sh [options]
 #   -o, --outdir DIR   where JSON, TSV, PNG, binary and logs go (default build/bench/ring)
 #   -b, --bin DIR      ntblend's build/bin (default $NTBLEND_BIN, else ./build/bin)
@@ -38,6 +48,8 @@
 #                      6000 MB/s (one thread per engine, each a memcpy at a few GB/s) can be
 #                      what limits the emulation rather than the transport; a slower link
 #                      leaves CPU to spare and shows the transport's own efficiency
+#   --dma-cpus LIST    the CPUs of the DMA engines for fig4a, fig6 and the summary (ntblend up
+#                      --dma-cpus; default: the last CPU this script may use; none: any CPU)
 #   --quick            fewer sizes (4K,16K,64K,256K,1M), repetitions and rounds: a few minutes
 #   --no-plot          skip the PNGs
 #   -h, --help         this text
@@ -58,6 +70,7 @@ turn_size=256K
 distance=""
 latency=1
 link_mbps=""
+dma_cpus=auto
 quick=0
 plot=1
 while (($#)); do
@@ -70,6 +83,7 @@ while (($#)); do
     --distance) (($# >= 2)) || die "$1 needs a number"; distance=$2; shift 2 ;;
     --no-latency) latency=0; shift ;;
     --link-mbps) (($# >= 2)) || die "$1 needs a rate in MB/s"; link_mbps=$2; shift 2 ;;
+    --dma-cpus) (($# >= 2)) || die "$1 needs a CPU list or none"; dma_cpus=$2; shift 2 ;;
     --quick) quick=1; shift ;;
     --no-plot) plot=0; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -82,6 +96,13 @@ done
 [ -z "$distance" ] || [[ $distance =~ ^[1-9]$ ]] || die "--distance needs a number from 1 to 4"
 [ -z "$link_mbps" ] || [[ $link_mbps =~ ^[1-9][0-9]*$ ]] || die "--link-mbps needs a rate in MB/s"
 [ -z "$link_mbps" ] || [ $latency = 1 ] || die "--link-mbps needs the latency model (not --no-latency)"
+if [ "$dma_cpus" = auto ]; then # the last CPU we may use; none with only one
+  allowed=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)
+  last=${allowed##*,}; last=${last##*-}
+  dma_cpus=$([ "$allowed" = "$last" ] && echo none || echo "$last")
+fi
+[ "$dma_cpus" = none ] || [[ $dma_cpus =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] ||
+  die "--dma-cpus needs a CPU list like 1 or 2-3, or none"
 IFS=, read -r -a threads <<<"$threads_list"
 for t in "${threads[@]}"; do
   [[ $t =~ ^[1-8]$ ]] || die "--threads takes values from 1 to 8 (SHMEM_RING_THREADS)"
@@ -136,11 +157,11 @@ fabric=""
 down() { [ -z "$fabric" ] || "$bin/ntblend" --fabric "$fabric" down >/dev/null 2>&1 || true; fabric=""; }
 trap down EXIT
 trap 'exit 130' INT TERM
-up() { # HOSTS
+up() { # HOSTS [ntblend up options]
   down
   fabric="ring$1-$$-$RANDOM"
-  "$bin/ntblend" --fabric "$fabric" up "$(topo_of "$1")" >/dev/null ||
-    { fabric=""; die "cannot bring up $(topo_of "$1")"; }
+  "$bin/ntblend" --fabric "$fabric" up "$(topo_of "$1")" "${@:2}" >/dev/null ||
+    { fabric=""; die "cannot bring up $(topo_of "$1")${2:+ $*}"; }
   nhosts=$1
 }
 
@@ -199,16 +220,20 @@ raw() {
 
 model=$([ $latency = 1 ] && echo true || echo false)
 stamp=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-header() { printf '"date":"%s","cpus":%d,"latency_model":%s,"link_mbps":%s,"quick":%s,"topologies":"%s"' \
-  "$stamp" "$(nproc)" "$model" "$([ $latency = 1 ] && echo "${link_mbps:-6000}" || echo null)" \
+header() { # [none: a figure of the fabrics without --dma-cpus]
+  local d=${1:-$dma_cpus}
+  printf '"date":"%s","cpus":%d,"dma_cpus":%s,"latency_model":%s,"link_mbps":%s,"quick":%s,"topologies":"%s"' \
+  "$stamp" "$(nproc)" "$([ "$d" = none ] && echo null || echo "\"$d\"")" "$model" "$([ $latency = 1 ] && echo "${link_mbps:-6000}" || echo null)" \
   "$([ $quick = 1 ] && echo true || echo false)" \
   "examples/topologies/ring{3,4,5}$([ $latency = 1 ] && echo -latency).ini${link_mbps:+ with link_mbps = $link_mbps}"; }
 secs0=$SECONDS
 echo "$me: $(nproc) CPUs, latency model $([ $latency = 1 ] && echo on || echo off)," \
-  "threads ${threads[*]}, $rounds ratio rounds$([ $quick = 1 ] && echo ', quick'); results in $outdir" >&2
+  "threads ${threads[*]}, $rounds ratio rounds$([ $quick = 1 ] && echo ', quick')," \
+  "DMA engines $([ "$dma_cpus" = none ] && echo 'on any CPU' || echo "on CPU $dma_cpus") for fig4a, fig6 and the ratio;" \
+  "results in $outdir" >&2
 
 # ================================================================ ring5: fig4a, fig6, ratios
-up 5
+if [ "$dma_cpus" = none ]; then up 5; else up 5 --dma-cpus "$dma_cpus"; fi
 echo "$me: [ring5] fig4a: raw link (ntb_perf a -> b, DMA and CPU) at ${#sizes[@]} sizes" >&2
 declare -A rawd rawc
 raw_json=()
@@ -252,7 +277,7 @@ done
 # ================================================================ figs 5 and 7 on 5, 4, 3 hosts
 declare -A f5 f7
 for n in 5 4 3; do
-  [ "$n" = 5 ] || up "$n"
+  [ "$n" = 5 ] && [ "$dma_cpus" = none ] || up "$n"
   dist=${distance:-$((n / 2))}
   ((dist < n)) || die "--distance $dist is not below $n hosts"
   for t in "${threads[@]}"; do
@@ -306,7 +331,7 @@ for t in "${threads[@]}"; do
   } >"$outdir/fig5-t$t.tsv"
 done
 {
-  printf '{"figure":"fig5","mirrors":"seed Fig. 5(a)-(d): put + quiet latency to the farthest PE vs size, hosts 3-5, per thread count",%s,"runs":[\n' "$(header)"
+  printf '{"figure":"fig5","mirrors":"seed Fig. 5(a)-(d): put + quiet latency to the farthest PE vs size, hosts 3-5, per thread count",%s,"runs":[\n' "$(header none)"
   i=0; for n in 3 4 5; do for t in "${threads[@]}"; do
     printf '%s {"hosts":%s,"threads":%s,"result":%s}\n' "$([ $i = 0 ] || echo ,)" "$n" "$t" "${f5[$n,$t]}"; i=1
   done; done
@@ -320,7 +345,7 @@ done
   done
 } >"$outdir/fig7.tsv"
 {
-  printf '{"figure":"fig7","mirrors":"seed Fig. 7: turn-around latency of simultaneous puts from every PE vs hosts and threads","size":"%s",%s,"runs":[\n' "$turn_size" "$(header)"
+  printf '{"figure":"fig7","mirrors":"seed Fig. 7: turn-around latency of simultaneous puts from every PE vs hosts and threads","size":"%s",%s,"runs":[\n' "$turn_size" "$(header none)"
   i=0; for n in 3 4 5; do for t in "${threads[@]}"; do
     printf '%s {"hosts":%s,"threads":%s,"result":%s}\n' "$([ $i = 0 ] || echo ,)" "$n" "$t" "${f7[$n,$t]}"; i=1
   done; done

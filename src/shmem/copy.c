@@ -14,9 +14,8 @@
  * affinity leaves that one out: a wake-up would often put it next to its waker), where it
  * could only take turns with the caller. It spins for COPY_SPIN_NS after a job, so a stream
  * of large puts keeps it awake, and then sleeps on a futex; a job of COPY_WAKE_MIN bytes or
- * more wakes it. A helper that does not pay is left out for a while (COPY_PROBE).
- * SHMEM_COPY_HELPER=0 turns it off; =slow makes the helper pause 2 ms before each piece it
- * takes, so that tests see callers wait for it (and never leaves it out).
+ * more wakes it. SHMEM_COPY_HELPER=0 turns it off; =slow makes the helper pause 2 ms before
+ * each piece it takes, so that tests see callers wait for it.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -33,15 +32,6 @@
 #define COPY_MIN (256u << 10)     /* smaller copies are one memcpy */
 #define COPY_WAKE_MIN (1u << 20)  /* worth a futex wake of a sleeping helper */
 #define COPY_SPIN_NS 20000u
-/* The helper is used while it pays. Every COPY_PROBE-th job the caller copies alone, which
- * keeps a running estimate of its own rate (solo_ps: picoseconds per byte). If the jobs shared
- * with the helper since the last probe took longer than the caller alone would have, the
- * helper is left out for COPY_OFF_NS (those jobs refresh the estimate). At times the two CPUs
- * of a VM reach each other's caches slowly, or the helper's CPU is busy with another process
- * and the helper loses it in the middle of a piece: the caller then waits for that piece, and
- * one CPU alone is faster. */
-#define COPY_PROBE 64
-#define COPY_OFF_NS 50000000u
 
 enum { ST_OPEN, ST_JOINED, ST_CLOSED, ST_LEFT };
 
@@ -58,16 +48,11 @@ static struct {
     size_t len, pieces;
     _Atomic int cpu;     /* the caller's: a helper on the same CPU would only slow it down */
     _Atomic size_t next; /* the next piece to take */
-    uint64_t off_until; /* no helper before then */
-    uint64_t solo_ps;   /* the caller's own copy rate, ps per byte (0: not known yet) */
-    uint64_t win_ns, win_alone_ns; /* shared jobs since the last probe: took, alone would take */
-    unsigned long jobs, shared, backoffs; /* for SHMEM_DEBUG */
+    unsigned long jobs, shared; /* for SHMEM_DEBUG */
 } cp = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-/* Copy pieces until none is left; how many bytes this thread copied. */
-static size_t take_pieces(bool helper)
+static void take_pieces(bool helper)
 {
-    size_t bytes = 0;
     for (size_t i; (i = atomic_fetch_add(&cp.next, 1)) < cp.pieces;) {
         size_t off = i * COPY_PIECE, n = cp.len - off < COPY_PIECE ? cp.len - off : COPY_PIECE;
         if (helper && shm.copy_helper == 2) { /* SHMEM_COPY_HELPER=slow, for the tests */
@@ -75,9 +60,7 @@ static size_t take_pieces(bool helper)
             nanosleep(&ts, NULL);
         }
         memcpy(cp.dst + off, cp.src + off, n);
-        bytes += n;
     }
-    return bytes;
 }
 
 /* Keep off the caller's CPU: a wake-up would otherwise often put us there (next to the
@@ -146,19 +129,9 @@ void shm_copy(void *dst, const void *src, size_t len)
         else
             cp.started = true;
     }
-    uint64_t t0 = shm_now_ns();
-    if (!cp.started || t0 < cp.off_until || (shm.copy_helper != 2 && cp.jobs++ % COPY_PROBE == 0)) {
-        memcpy(dst, src, len);
-        if (cp.started) { /* a probe, or left out: how fast are we alone? */
-            uint64_t now = shm_now_ns(), ps = (now - t0) * 1000 / len;
-            cp.solo_ps = cp.solo_ps ? (3 * cp.solo_ps + ps) / 4 : ps;
-            if (cp.win_ns > cp.win_alone_ns) { /* the helper did not pay since the last probe */
-                cp.off_until = now + COPY_OFF_NS;
-                cp.backoffs++;
-            }
-            cp.win_ns = cp.win_alone_ns = 0;
-        }
+    if (!cp.started) {
         pthread_mutex_unlock(&cp.lock);
+        memcpy(dst, src, len);
         return;
     }
     cp.dst = dst;
@@ -173,10 +146,11 @@ void shm_copy(void *dst, const void *src, size_t len)
         atomic_fetch_add(&cp.wake, 1);
         shm_futex_wake(&cp.wake);
     }
-    size_t mine = take_pieces(false);
+    take_pieces(false);
     uint64_t s = open;
     /* The helper finishes its last piece in a microsecond or two, unless the scheduler has
      * put it on our CPU since it joined: then it needs our CPU to finish. */
+    cp.jobs++;
     if (!atomic_compare_exchange_strong(&cp.state, &s, (open & ~UINT64_C(3)) | ST_CLOSED) && ++cp.shared)
         for (unsigned spins = 0; (atomic_load_explicit(&cp.state, memory_order_acquire) & 3) != ST_LEFT; spins++) {
             if (spins < 2000)
@@ -184,18 +158,13 @@ void shm_copy(void *dst, const void *src, size_t len)
             else
                 sched_yield();
         }
-    if (mine < len && cp.solo_ps) { /* the helper copied some: what did that save? */
-        cp.win_ns += shm_now_ns() - t0;
-        cp.win_alone_ns += cp.solo_ps * len / 1000;
-    }
     pthread_mutex_unlock(&cp.lock);
 }
 
 void shm_copy_fini(void)
 {
     if (cp.jobs)
-        shm_debug("large copies: %lu, %lu of them shared with the helper thread; it was left "
-                  "out %lu times for not paying", cp.jobs, cp.shared, cp.backoffs);
+        shm_debug("large copies: %lu, %lu of them shared with the helper thread", cp.jobs, cp.shared);
     if (!cp.started)
         return;
     atomic_store(&cp.stop, true);

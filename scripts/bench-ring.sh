@@ -29,7 +29,7 @@
 # each is a thread of a host's agent that copies the data. A put to a non-neighbour keeps two
 # of them busy (host a's and the relaying host b's), and when the scheduler puts them on the
 # CPU of the PE that feeds them, the emulation competes with the software it measures (on 2
-# CPUs that alone moved the 256 KiB ratio between 0.6 and 0.97 from run to run). So the ring5
+# CPUs that alone moved the 256 KiB ratio between about 0.5 and 0.97 from run to run). So the ring5
 # fabric of fig4a, fig6 and the summary comes up with `ntblend up --dma-cpus` = the last CPU
 # this script may use, and oshrun's binding puts PE 0 on the first: raw link and library
 # alike (--dma-cpus none: anywhere, as before). Figs. 5 and 7 (every PE busy in fig7) run on

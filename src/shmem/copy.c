@@ -1,7 +1,8 @@
 /*
  * Large copies to and from a mapped PE (a put or get through an NTB window, or to a PE on our
- * own host): the calling thread and one helper thread copy COPY_PIECE pieces taken from a
- * shared counter, so a large put moves at the rate of two CPUs instead of one when the
+ * own host): the calling thread and one helper thread copy COPY_PIECE pieces, the caller
+ * taking them from the front and the helper from the back (cp.left), so a large put moves at
+ * the rate of two CPUs instead of one when the
  * machine has a CPU to spare (not with more PEs than CPUs, where the helper would only take
  * the CPU of a PE). Work is taken, not handed out: when the helper is late, or asleep, the
  * caller copies every piece itself and nothing waits for the helper.
@@ -47,13 +48,27 @@ static struct {
     const char *src;
     size_t len, pieces;
     _Atomic int cpu;     /* the caller's: a helper on the same CPU would only slow it down */
-    _Atomic size_t next; /* the next piece to take */
+    /* The pieces not taken yet: [front, back) as front << 32 | back. The caller takes from
+     * the front and the helper from the back, so from one put of a stream to the next each
+     * copies about the same half, whose source and target lines are still in its own CPU's
+     * cache; pieces handed out in turn would have the lines of the target move between the
+     * CPUs' caches at every put (slow whenever the VM's CPUs reach each other's caches
+     * slowly, see the 2-PE barrier). */
+    _Atomic uint64_t left;
     unsigned long jobs, shared; /* for SHMEM_DEBUG */
 } cp = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void take_pieces(bool helper)
 {
-    for (size_t i; (i = atomic_fetch_add(&cp.next, 1)) < cp.pieces;) {
+    for (;;) {
+        uint64_t l = atomic_load_explicit(&cp.left, memory_order_relaxed), front, back, i;
+        do {
+            front = l >> 32;
+            back = l & UINT32_MAX;
+            if (front >= back)
+                return;
+            i = helper ? back - 1 : front;
+        } while (!atomic_compare_exchange_weak(&cp.left, &l, helper ? l - 1 : l + (UINT64_C(1) << 32)));
         size_t off = i * COPY_PIECE, n = cp.len - off < COPY_PIECE ? cp.len - off : COPY_PIECE;
         if (helper && shm.copy_helper == 2) { /* SHMEM_COPY_HELPER=slow, for the tests */
             struct timespec ts = { 0, 2000000 };
@@ -139,7 +154,7 @@ void shm_copy(void *dst, const void *src, size_t len)
     cp.len = len;
     cp.pieces = (len + COPY_PIECE - 1) / COPY_PIECE;
     atomic_store_explicit(&cp.cpu, sched_getcpu(), memory_order_relaxed);
-    atomic_store(&cp.next, 0);
+    atomic_store(&cp.left, (uint64_t)cp.pieces); /* front 0, back pieces */
     uint64_t open = ((atomic_load(&cp.state) >> 2) + 1) << 2 | ST_OPEN;
     atomic_store_explicit(&cp.state, open, memory_order_release);
     if (len >= COPY_WAKE_MIN && atomic_load(&cp.sleeping)) {

@@ -15,7 +15,6 @@
 #include "agent.h"
 
 #define ENGINE_POLL_NS 5000
-#define ENGINE_POLL_MAX (64u << 10)
 
 static inline void cpu_relax(void)
 {
@@ -56,10 +55,11 @@ static void *engine_thread(void *arg)
         }
         /* A submitter streaming small descriptors usually has the next one ready within
          * microseconds: poll briefly before paying for a sleep and a cross-CPU wake-up. Not
-         * after a large one (ENGINE_POLL_MAX or more): a submitter that keeps up with those has
-         * queued the next before the last ended, and one that did not is seldom that close, so
-         * the poll would only take the CPU from it. Idle engines sleep after ENGINE_POLL_NS. */
-        uint64_t until = last_len < ENGINE_POLL_MAX ? fab_now_ns() + ENGINE_POLL_NS : 0;
+         * after a large one (FAB_DMA_POLL_MAX or more): a submitter that keeps up with those
+         * has queued the next before the last ended, and one that did not is seldom that
+         * close, so the poll would only take the CPU from it. Idle engines sleep after
+         * ENGINE_POLL_NS. */
+        uint64_t until = last_len < FAB_DMA_POLL_MAX ? fab_now_ns() + ENGINE_POLL_NS : 0;
         while (tail == atomic_load(&ch->head) && fab_now_ns() < until)
             cpu_relax();
         if (tail != atomic_load(&ch->head))
@@ -111,7 +111,7 @@ int adma_start(void)
                 return -rc;
             nengines++;
             char name[16];
-            snprintf(name, sizeof name, "dma%u.%u", i % 100u, c % 100u); /* adapter, channel */
+            snprintf(name, sizeof name, "dma%u.%u", (unsigned char)i, (unsigned char)c); /* adapter, channel */
             pthread_setname_np(e->thread, name);
             if (pinned && (rc = pthread_setaffinity_np(e->thread, sizeof cpus, &cpus)))
                 fprintf(stderr, "ntblend-agent[%s/%s]: cannot run DMA engine %s on the CPUs of "

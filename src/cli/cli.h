@@ -52,6 +52,9 @@ struct cli_opts {
  * not ours to parse). *first_arg = index of the first operand. Returns -1 to go on, else an
  * exit status: CLI_OK after printing help, CLI_USAGE after a usage message. */
 int cli_parse(struct cli *c, unsigned allowed, bool posix, struct cli_opts *o, int *first_arg);
+/* A CPU set (bit c of words[c / 64]: CPU c; fab_ctl's dma_cpus) as taskset -c writes it,
+ * e.g. "0-3,6"; "" when empty, cut short when it does not fit (status.c). */
+void cli_cpu_list(const uint64_t words[FAB_CPU_WORDS], char *out, size_t len);
 
 /* ---- agents.c: attaching, host lookup, agent processes, topology files ---- */
 /* Attach as an administrator; on failure print how to start the fabric and return -errno. */

@@ -181,16 +181,15 @@ static json_object *used_total(uint32_t used, uint32_t total)
     return o;
 }
 
-/* ctl->dma_cpus as a CPU list (taskset -c style: 1 or 0,2-3); "" when not set. */
-static void dma_cpu_list(const struct fab_ctl *ctl, char *out, size_t len)
+void cli_cpu_list(const uint64_t words[FAB_CPU_WORDS], char *out, size_t len)
 {
     size_t n = 0;
     out[0] = '\0';
     for (int c = 0; c < FAB_CPU_WORDS * 64; c++) {
-        if (!(ctl->dma_cpus[c / 64] >> (c % 64) & 1))
+        if (!(words[c / 64] >> (c % 64) & 1))
             continue;
         int e = c;
-        while (e + 1 < FAB_CPU_WORDS * 64 && ctl->dma_cpus[(e + 1) / 64] >> ((e + 1) % 64) & 1)
+        while (e + 1 < FAB_CPU_WORDS * 64 && words[(e + 1) / 64] >> ((e + 1) % 64) & 1)
             e++;
         int w = e > c ? snprintf(out + n, len - n, "%s%d-%d", n ? "," : "", c, e)
                       : snprintf(out + n, len - n, "%s%d", n ? "," : "", c);
@@ -210,7 +209,7 @@ static int print_json(struct fab *f, const struct health *hs)
     json_object_object_add(root, "dir", jstr(f->dir));
     json_object_object_add(root, "latency_model", jbool(ctl->latency.enabled));
     char cpus[256];
-    dma_cpu_list(ctl, cpus, sizeof cpus);
+    cli_cpu_list(ctl->dma_cpus, cpus, sizeof cpus);
     json_object_object_add(root, "dma_cpus", cpus[0] ? jstr(cpus) : NULL);
 
     json_object *hosts = json_object_new_array();
@@ -320,7 +319,7 @@ static int print_table(struct fab *f, const struct health *hs)
     printf("fabric    %s\ntopology  %s\nstate     %s\nlatency   %s\n", ctl->name,
            ctl->topo_path, f->dir, ctl->latency.enabled ? "model on" : "off");
     char cpus[256];
-    dma_cpu_list(ctl, cpus, sizeof cpus);
+    cli_cpu_list(ctl->dma_cpus, cpus, sizeof cpus);
     if (cpus[0])
         printf("dma cpus  %s (ntblend up --dma-cpus)\n", cpus);
 

@@ -125,9 +125,12 @@ static void explain_exists(const char *fabric)
  * message. */
 static int parse_dma_cpus(const char *list, uint64_t words[FAB_CPU_WORDS])
 {
-    cpu_set_t allowed;
-    if (sched_getaffinity(0, sizeof allowed, &allowed) < 0)
-        CPU_ZERO(&allowed);
+    cpu_set_t set;
+    uint64_t allowed[FAB_CPU_WORDS] = { 0 };
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        for (int c = 0; c < FAB_CPU_WORDS * 64 && c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &set))
+                allowed[c / 64] |= UINT64_C(1) << (c % 64);
     memset(words, 0, FAB_CPU_WORDS * sizeof *words);
     const char *p = list;
     for (;;) {
@@ -144,12 +147,9 @@ static int parse_dma_cpus(const char *list, uint64_t words[FAB_CPU_WORDS])
             return cli_usage_error("up", "--dma-cpus '%s': expected CPU numbers and ranges, "
                                    "e.g. 1 or 0,2-3", list);
         for (unsigned long cpu = lo; cpu <= hi; cpu++) {
-            if (cpu >= FAB_CPU_WORDS * 64 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed)) {
-                char avail[256] = "";
-                size_t n = 0;
-                for (int k = 0; k < CPU_SETSIZE && n + 8 < sizeof avail; k++)
-                    if (CPU_ISSET(k, &allowed))
-                        n += (size_t)snprintf(avail + n, sizeof avail - n, "%s%d", n ? "," : "", k);
+            if (cpu >= FAB_CPU_WORDS * 64 || !(allowed[cpu / 64] >> (cpu % 64) & 1)) {
+                char avail[256];
+                cli_cpu_list(allowed, avail, sizeof avail);
                 return cli_usage_error("up", "--dma-cpus: CPU %lu is not one this machine lets "
                                        "ntblend use (CPUs: %s)", cpu, avail);
             }

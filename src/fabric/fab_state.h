@@ -25,6 +25,10 @@
 #define FAB_IOMMU_MAPS 4096   /* per host */
 #define FAB_FAULT_RING 64     /* per host */
 #define FAB_DMA_RING 256      /* descriptors per DMA channel */
+/* Copies shorter than this end within microseconds, so waiting for one (the submitter for its
+ * completion, the engine for the next descriptor after one) polls before it sleeps; longer
+ * ones take longer than such a poll, which would only take the CPU from everybody else. */
+#define FAB_DMA_POLL_MAX (64u << 10)
 #define FAB_MSI_VECTORS 256   /* per host */
 #define FAB_PATH_MAX 16       /* links on one adapter-to-adapter path */
 #define FAB_MAX_CHAIN 8       /* windows one access may chain through */

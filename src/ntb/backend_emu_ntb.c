@@ -70,8 +70,6 @@ void emu_spad_write(struct rt *rt, uint32_t a, uint32_t i, uint32_t v) { atomic_
 
 /* ---------------------------------------------------------------- DMA engine */
 
-#define DMA_POLL_MAX (64u << 10)
-
 void *emu_dma_chan_get(struct rt *rt, uint32_t adapter)
 {
     struct fab_adapter *a = A(rt, adapter);
@@ -137,13 +135,13 @@ int emu_dma_wait(struct rt *rt, void *chan, int64_t cookie, int timeout_ms)
         return -EINVAL;
     uint64_t idx = (uint64_t)cookie - 1;
     /* Like Linux dma_sync_wait, poll a little first: most copies finish within microseconds,
-     * and a futex sleep plus wake-up costs more than that. Not when DMA_POLL_MAX bytes or
+     * and a futex sleep plus wake-up costs more than that. Not when FAB_DMA_POLL_MAX bytes or
      * more are still to be copied up to ours: that takes longer than the poll, which would
      * only take the CPU from the engines and everybody else. */
     uint64_t ahead = 0;
-    for (uint64_t i = atomic_load(&ch->tail); i <= idx && ahead < DMA_POLL_MAX; i++)
+    for (uint64_t i = atomic_load(&ch->tail); i <= idx && ahead < FAB_DMA_POLL_MAX; i++)
         ahead += ch->ring[i % FAB_DMA_RING].len;
-    uint64_t poll_until = timeout_ms == 0 || ahead >= DMA_POLL_MAX ? 0 : fab_now_ns() + 10000;
+    uint64_t poll_until = timeout_ms == 0 || ahead >= FAB_DMA_POLL_MAX ? 0 : fab_now_ns() + 10000;
     while (atomic_load(&ch->tail) <= idx && fab_now_ns() < poll_until)
         ;
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : fab_now_ns() + (uint64_t)timeout_ms * 1000000ull;

@@ -30,6 +30,8 @@ int fab_link_between(const struct fab *f, const char *a, const char *b, char *wh
 int fab_host_set_state(struct fab *f, uint32_t host, enum fab_host_state st); /* power.c */
 /* Bump the reachability generation and wake everyone who watches it (link_seq futexes). */
 void fab_reachability_changed(struct fab *f);
+/* Bump path_gen: call before and after changing what fab_path_up or fab_path_signature read. */
+static inline void fab_path_bump(struct fab *f) { atomic_fetch_add(&f->ctl->path_gen, 1); }
 
 
 /* The adapter of a host's that reaches host `target` directly (its first such port), and the

@@ -18,7 +18,7 @@
 #include "topo.h"
 
 #define FAB_MAGIC 0x4e54424cu /* "NTBL" */
-#define FAB_VERSION 8
+#define FAB_VERSION 9
 #define FAB_CPU_WORDS 16 /* dma_cpus: CPUs 0..1023, as cpu_set_t */
 #define FAB_NAME_MAX 64
 #define FAB_MAX_PROCS 512
@@ -260,6 +260,10 @@ struct fab_ctl {
     _Atomic uint32_t map_gen;  /* futex: bump on any change of LUT, IOMMU or reachability */
     _Atomic uint32_t tlb_gen;  /* bumps on requester-ID table changes (cached translations) */
     _Atomic uint32_t ctl_lock; /* serialises map_gen changes (spin + futex) */
+    /* Bumped before and after every change of a host's power state, a link or a port enable
+     * (fab_path_bump): a reader that sees the same value before and after reading paths read
+     * them unchanged. Segment sequences compare it instead of walking their path. */
+    _Atomic uint32_t path_gen;
     struct fab_proc procs[FAB_MAX_PROCS];
     _Atomic uint32_t down;     /* the fabric is being torn down */
     /* CPUs the agents run the adapters' DMA engines on (bit c of word c / 64: CPU c), set

@@ -19,6 +19,7 @@ int fab_host_set_state(struct fab *f, uint32_t host, enum fab_host_state st)
     if (host >= f->ctl->nhosts)
         return -EINVAL;
     struct fab_host *h = fab_host(f, host);
+    fab_path_bump(f);
     if (st == FAB_HOST_BOOTING) {
         /* Power-on: RAM and every register of the host start from zero. Punching holes keeps
          * other processes' mappings of the RAM file valid (they read zeros, as after a reboot). */
@@ -45,6 +46,7 @@ int fab_host_set_state(struct fab *f, uint32_t host, enum fab_host_state st)
         atomic_fetch_add(&h->boot_gen, 1);
     }
     atomic_store(&h->state, (uint32_t)st);
+    fab_path_bump(f);
     fab_reachability_changed(f);
     return 0;
 }

@@ -181,8 +181,10 @@ int fab_link_set(struct fab *f, uint32_t link, bool up)
     if (link >= f->ctl->nlinks)
         return -EINVAL;
     struct fab_link *l = fab_link(f, link);
+    fab_path_bump(f);
     if (atomic_exchange(&l->up, up ? 1u : 0u) != (up ? 1u : 0u))
         atomic_fetch_add(&l->changes, 1);
+    fab_path_bump(f);
     fab_reachability_changed(f);
     return 0;
 }
@@ -190,8 +192,10 @@ int fab_link_set(struct fab *f, uint32_t link, bool up)
 void fab_port_enable(struct fab *f, uint32_t a, bool on)
 {
     struct fab_adapter *ad = fab_adapter(f, a);
+    fab_path_bump(f);
     if (atomic_exchange(&ad->link_enabled, on ? 1u : 0u) != (on ? 1u : 0u))
         atomic_fetch_add(&ad->enable_changes, 1);
+    fab_path_bump(f);
     fab_reachability_changed(f);
 }
 

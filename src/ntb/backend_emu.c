@@ -78,6 +78,8 @@ static uint64_t emu_path_signature(struct rt *rt, uint32_t adapter, uint32_t pee
     return fab_path_signature(rt->f, adapter, peer);
 }
 
+static _Atomic uint32_t *emu_path_word(struct rt *rt) { return &rt->f->ctl->path_gen; }
+
 /* ---------------------------------------------------------------- windows */
 
 /* With this host's IOMMU on, its adapters' DMA engines reach a window only through a mapping
@@ -280,6 +282,7 @@ const struct ntb_backend_ops ntb_backend_emu = {
     .peer_on = emu_peer_on,
     .path_up = emu_path_up,
     .path_signature = emu_path_signature,
+    .path_word = emu_path_word,
     .window_map = emu_window_map,
     .window_unmap = emu_window_unmap,
     .window_cpu_map = emu_window_cpu_map,

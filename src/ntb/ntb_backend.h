@@ -122,12 +122,17 @@ struct ntb_backend_ops {
      * (directly or through switches), its peer adapter in *peer; -EHOSTUNREACH if none.
      * peer_on: the adapter on `host` that `adapter`'s link reaches, -ENOTCONN if none.
      * path_up: the link(s) between adapter and peer are up. path_signature: a value that
-     * changes whenever the path goes down and up again (segment sequences compare it). */
+     * changes whenever the path goes down and up again (segment sequences compare it).
+     * path_word: a word that changes before and after every change of what path_up,
+     * path_signature or boot_gen answer for any path, so a reader that finds it the same
+     * before and after reading them knows nothing changed (a sequence check reads only it);
+     * may be NULL (sequence checks then read the path every time). */
     int (*adapter)(struct rt *rt, uint32_t host, int index);
     int (*adapter_toward)(struct rt *rt, uint32_t host, uint32_t target, uint32_t *peer);
     int (*peer_on)(struct rt *rt, uint32_t adapter, uint32_t host);
     bool (*path_up)(struct rt *rt, uint32_t adapter, uint32_t peer);
     uint64_t (*path_signature)(struct rt *rt, uint32_t adapter, uint32_t peer);
+    _Atomic uint32_t *(*path_word)(struct rt *rt);
 
     /* ---- windows ----
      * window_map: make [peer_addr, peer_addr+len) of peer_host reachable through `adapter`

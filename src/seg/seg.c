@@ -411,14 +411,26 @@ void seg_seq_remove(seg_seq_t *s) { free(s); }
 
 static bool seq_remote(const seg_seq_t *s) { return s->map->remote && !s->map->remote->local; }
 
+/* A check that finds the path up and unchanged remembers the path word it read first: while
+ * the word stays the same (ntb_backend.h: it changes before and after every path change), the
+ * path is as found, and a check is a flush and one load. */
+#define SEQ_SEEN (1ull << 32)
+
+static uint64_t seq_word(struct rt *rt)
+{
+    return rt->ops->path_word ? SEQ_SEEN | atomic_load(rt->ops->path_word(rt)) : 0;
+}
+
 int seg_seq_start(seg_seq_t *s)
 {
     if (!seq_remote(s))
         return 0;
     const seg_remote_t *r = s->map->remote;
     struct rt *rt = r->sd->rt;
+    uint64_t word = seq_word(rt);
     s->sig = rt->ops->path_signature(rt, r->ai, r->peer_ai);
     s->owner_boot = rt->ops->boot_gen(rt, r->owner);
+    atomic_store(&s->seen, rt->ops->path_up(rt, r->ai, r->peer_ai) ? word : 0);
     return 0;
 }
 
@@ -429,7 +441,13 @@ int seg_seq_check(seg_seq_t *s)
         return SEG_SEQ_OK;
     const seg_remote_t *r = s->map->remote;
     struct rt *rt = r->sd->rt;
+    uint64_t word = seq_word(rt), seen = atomic_load(&s->seen);
+    if (word && word == seen)
+        return SEG_SEQ_OK;
     if (!rt->ops->path_up(rt, r->ai, r->peer_ai) || rt->ops->boot_gen(rt, r->owner) != s->owner_boot)
         return SEG_SEQ_NOT_RETRIABLE;
-    return rt->ops->path_signature(rt, r->ai, r->peer_ai) == s->sig ? SEG_SEQ_OK : SEG_SEQ_RETRIABLE;
+    if (rt->ops->path_signature(rt, r->ai, r->peer_ai) != s->sig)
+        return SEG_SEQ_RETRIABLE;
+    atomic_compare_exchange_strong(&s->seen, &seen, word);
+    return SEG_SEQ_OK;
 }

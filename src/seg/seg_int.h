@@ -51,6 +51,9 @@ struct seg_seq {
     seg_map_t *map;
     uint64_t sig;
     uint32_t owner_boot;
+    /* SEQ_SEEN | the backend's path word, read before the path was last found up and as at
+     * the start; 0: not found so (yet). While the word stays the same, a check reads only it. */
+    _Atomic uint64_t seen;
 };
 
 /* Open (once) and return this descriptor's handle on adapter `index` of this host. */

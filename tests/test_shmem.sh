@@ -64,6 +64,13 @@ if (($(nproc) >= 2)); then
         fail "oshrun ran with --bind-to socket: $(cat "$work/out")"
     fi
     grep -q -- "--bind-to takes core or none" "$work/out" || fail "--bind-to socket: $(cat "$work/out")"
+    # Barriers count by CPU when every PE is pinned to one (the default above), else with one
+    # counter; unpinned, or with only some PEs pinned, every PE must take the same way.
+    timeout 120 "$bin/oshrun" --fabric "$fabric" -np 4 --bind-to none "$work/barrier" >"$work/out" 2>&1 ||
+        fail "barrier, 4 PEs unpinned: $(cat "$work/out")"
+    timeout 120 "$bin/oshrun" --fabric "$fabric" -np 5 --bind-to none -- bash -c \
+        '((SHMEM_PE % 2)) && exec taskset -c $((SHMEM_PE / 2 % 2)) "$0"; exec "$0"' "$work/barrier" \
+        >"$work/out" 2>&1 || fail "barrier, 5 PEs, some pinned: $(cat "$work/out")"
 fi
 
 # Exit status: the first failure is oshrun's, and the other PEs do not keep it waiting.

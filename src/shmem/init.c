@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,6 +226,18 @@ void shm_job_env(uint32_t *self, bool relay)
     shm.seg_size = shm.globals_off + (relay ? 0 : shm_globals_size()); /* relay: learnt later */
 }
 
+/* The one CPU this process may run on (oshrun --bind-to core), -1 if more or unknown. */
+static int pinned_cpu(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) || CPU_COUNT(&set) != 1)
+        return -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set))
+            return c;
+    return -1;
+}
+
 /* A PE that leaves with status 0 without shmem_finalize (after its last barrier, say) is no
  * loss to the others still finishing theirs (health.c): it says so as it exits. */
 static void exit_hook(int status, void *arg)
@@ -262,6 +275,7 @@ void shmem_init(void)
     mine->base = shm_heap_place(mine->base);
     memset(mine->base, 0, SHM_CTRL_SIZE);
     atomic_store(&shm_ctrl_of(shm.me)->magic, SHM_MAGIC);
+    shm_ctrl_of(shm.me)->pin_cpu = pinned_cpu();
     shm_globals_init();
     int nad = ntb_adapter_count();
     for (int a = 0; a < nad; a++) {
@@ -304,6 +318,7 @@ void shmem_init(void)
     shm_team_init();
     on_exit(exit_hook, NULL);
     shm_barrier();
+    shm_barrier_setup();
     shm_debug("initialized: %d PEs, heap %zu bytes%s", shm.npes, shm.heap_size,
               shm.routed ? ", routed around the ring" : "");
 }

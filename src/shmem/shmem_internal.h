@@ -44,7 +44,13 @@ struct shm_ctrl {
      * CPU. Own cache line: every waiter reads it, only this PE writes it. */
     _Alignas(64) _Atomic uint64_t bar_arrived;
     _Atomic int32_t bar_cpu;
+    int32_t pin_cpu; /* the one CPU this PE may run on, -1 if more; set before the first barrier */
+    /* Counter barrier of pinned PEs (sync.c), each in its own cache line: in the first PE of
+     * each CPU, arrivals of that CPU's PEs; in PE 0, CPUs all of whose PEs have arrived. */
+    _Alignas(64) _Atomic uint64_t bar_local;
+    _Alignas(64) _Atomic uint64_t bar_cpus;
 };
+_Static_assert(sizeof(struct shm_ctrl) <= SHM_CTRL_SIZE, "the control region is one page");
 
 struct shm_pe {
     uint32_t node;
@@ -177,6 +183,8 @@ void shm_poke_direct(int pe);
 /* Wait until pred(arg) holds: a short spin, then sleeps on our notify word (100 ms timeouts
  * to look for a global exit). */
 void shm_wait_notify(bool (*pred)(void *), void *arg);
+/* After the first barrier (every PE has published its pin_cpu): choose how later ones count. */
+void shm_barrier_setup(void);
 /* The same until *word >= want (counters and sequence numbers written by other PEs). */
 void shm_wait_u64(_Atomic uint64_t *word, uint64_t want);
 /* Staging chunks per side for routed puts by DMA (a ring host has two); at most XP_SLOTS. */

@@ -19,6 +19,7 @@
  * signal_wait_until sleeps on our notify word, which put-with-signal wakes.
  */
 #define _GNU_SOURCE
+#include <inttypes.h>
 #include <limits.h>
 #include <sched.h>
 #include <stddef.h>
@@ -137,13 +138,94 @@ static void counter_barrier(uint64_t epoch)
     shm_wait_u64(&c->bar_release, epoch);
 }
 
+/* Pinned PEs (oshrun pins them when there are more than CPUs) count by CPU: a PE adds 1 to its
+ * CPU's count, in the cache line of the CPU's first PE, and the last of the CPU's PEs adds 1 to
+ * PE 0's count of CPUs; everyone waits for that to count all the CPUs. A PE that is not the
+ * last of its CPU yields at once (the others need the CPU), the last one spins (the PEs it waits
+ * for run elsewhere). Against one counter for all, the CPUs share one cache line touched once
+ * by each per barrier, not one that every arrival and every spinning waiter pulls across. */
+static struct {
+    bool on;
+    int leader;     /* the first PE pinned to our CPU: its bar_local counts our CPU's arrivals */
+    uint64_t local; /* PEs pinned to our CPU */
+    uint64_t cpus;  /* CPUs with PEs */
+    uint64_t epoch; /* barriers counted this way */
+} grp;
+
+void shm_barrier_setup(void)
+{
+    if (!shm.crowded || shm.routed || (shm.sw_atomics && shm.nhosts > 1))
+        return;
+    int mine = shm_ctrl_of(shm.me)->pin_cpu;
+    uint64_t cpus = 0, local = 0;
+    int leader = -1;
+    for (int pe = 0; pe < shm.npes; pe++) {
+        int cpu = shm_ctrl_of(pe)->pin_cpu;
+        if (cpu < 0)
+            return; /* every PE takes the same path: the counter of all arrivals */
+        bool first = true;
+        for (int q = 0; q < pe && first; q++)
+            first = shm_ctrl_of(q)->pin_cpu != cpu;
+        cpus += first;
+        if (cpu == mine) {
+            local++;
+            if (leader < 0)
+                leader = pe;
+        }
+    }
+    grp.leader = leader;
+    grp.local = local;
+    grp.cpus = cpus;
+    grp.on = true;
+    shm_debug("barrier: %" PRIu64 " PEs on our CPU %d, %" PRIu64 " CPUs", local, mine, cpus);
+}
+
+static void cpu_barrier(void)
+{
+    uint64_t e = ++grp.epoch;
+    _Atomic uint64_t *mine = shm_direct(grp.leader, offsetof(struct shm_ctrl, bar_local));
+    _Atomic uint64_t *cpus = shm_direct(0, offsetof(struct shm_ctrl, bar_cpus));
+    struct count_wait w = { cpus, e * grp.cpus };
+    if (atomic_fetch_add(mine, 1) + 1 < e * grp.local) {
+        for (int round = 0; round < 64; round++) {
+            if (count_reached(&w))
+                return;
+            sched_yield();
+        }
+        shm_wait_notify(count_reached, &w);
+        return;
+    }
+    /* seq_cst: before the loads of the sleepers' flags (see counter_barrier) */
+    if (atomic_fetch_add(cpus, 1) + 1 == w.want) {
+        for (int i = 1; i < shm.npes; i++) {
+            int pe = (shm.me + i) % shm.npes;
+            if (atomic_load(&shm_ctrl_of(pe)->sleeping))
+                shm_poke_direct(pe);
+        }
+        return;
+    }
+    for (int round = 0; round < 64; round++) {
+        for (uint64_t until = shm_now_ns() + BAR_SPIN_NS; shm_now_ns() < until;)
+            for (int i = 0; i < 32; i++) {
+                if (count_reached(&w))
+                    return;
+                shm_relax();
+            }
+        sched_yield();
+    }
+    shm_wait_notify(count_reached, &w);
+}
+
 void shm_barrier(void)
 {
     static uint64_t epoch;
     shm_quiet_all(); /* our puts are done before we arrive */
     epoch++;
     if (shm.crowded) {
-        counter_barrier(epoch);
+        if (grp.on)
+            cpu_barrier();
+        else
+            counter_barrier(epoch);
         atomic_thread_fence(memory_order_seq_cst);
         shm_check_paths();
         return;

@@ -416,10 +416,7 @@ static bool seq_remote(const seg_seq_t *s) { return s->map->remote && !s->map->r
  * path is as found, and a check is a flush and one load. */
 #define SEQ_SEEN (1ull << 32)
 
-static uint64_t seq_word(struct rt *rt)
-{
-    return rt->ops->path_word ? SEQ_SEEN | atomic_load(rt->ops->path_word(rt)) : 0;
-}
+static uint64_t seq_word(const seg_seq_t *s) { return s->word ? SEQ_SEEN | atomic_load(s->word) : 0; }
 
 int seg_seq_start(seg_seq_t *s)
 {
@@ -427,7 +424,8 @@ int seg_seq_start(seg_seq_t *s)
         return 0;
     const seg_remote_t *r = s->map->remote;
     struct rt *rt = r->sd->rt;
-    uint64_t word = seq_word(rt);
+    s->word = rt->ops->path_word ? rt->ops->path_word(rt) : NULL;
+    uint64_t word = seq_word(s);
     s->sig = rt->ops->path_signature(rt, r->ai, r->peer_ai);
     s->owner_boot = rt->ops->boot_gen(rt, r->owner);
     atomic_store(&s->seen, rt->ops->path_up(rt, r->ai, r->peer_ai) ? word : 0);
@@ -436,14 +434,14 @@ int seg_seq_start(seg_seq_t *s)
 
 int seg_seq_check(seg_seq_t *s)
 {
-    seg_flush();
+    atomic_thread_fence(memory_order_seq_cst); /* seg_flush, without a call through the PLT */
+    uint64_t word = seq_word(s), seen = atomic_load(&s->seen);
+    if (word && word == seen)
+        return SEG_SEQ_OK;
     if (!seq_remote(s))
         return SEG_SEQ_OK;
     const seg_remote_t *r = s->map->remote;
     struct rt *rt = r->sd->rt;
-    uint64_t word = seq_word(rt), seen = atomic_load(&s->seen);
-    if (word && word == seen)
-        return SEG_SEQ_OK;
     if (!rt->ops->path_up(rt, r->ai, r->peer_ai) || rt->ops->boot_gen(rt, r->owner) != s->owner_boot)
         return SEG_SEQ_NOT_RETRIABLE;
     if (rt->ops->path_signature(rt, r->ai, r->peer_ai) != s->sig)

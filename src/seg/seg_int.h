@@ -51,8 +51,10 @@ struct seg_seq {
     seg_map_t *map;
     uint64_t sig;
     uint32_t owner_boot;
-    /* SEQ_SEEN | the backend's path word, read before the path was last found up and as at
-     * the start; 0: not found so (yet). While the word stays the same, a check reads only it. */
+    /* The backend's path word (NULL if it has none), and SEQ_SEEN | its value read before the
+     * path was last found up and as at the start (0: not found so yet). While the word stays
+     * the same, a check reads only it. */
+    _Atomic uint32_t *word;
     _Atomic uint64_t seen;
 };
 

@@ -25,7 +25,7 @@
 
 struct shm_ctrl {
     _Atomic uint32_t magic;
-    _Atomic uint32_t notify;    /* futex word: bumped by every wake-up sent to this PE */
+    _Atomic uint32_t notify;    /* futex word: bumped by every wake-up sent to this PE asleep */
     _Atomic uint32_t sleeping;  /* someone sleeps on notify: senders must FUTEX_WAKE */
     _Atomic int32_t exit_code;  /* set by shmem_global_exit: status + 1 */
     _Atomic uint32_t finished;  /* shmem_finalize passed its barrier: the heap goes away */
@@ -178,7 +178,7 @@ void shm_copy_fini(void);
 void shm_get(int pe, void *dst, size_t off, size_t len);
 uint64_t shm_amo(int pe, size_t off, unsigned op, unsigned size, uint64_t v, uint64_t cond);
 void shm_quiet_all(void);
-/* Wake-ups: bump PE pe's notify word and FUTEX_WAKE it if it sleeps (direct PEs only). */
+/* Wake-ups: if PE pe sleeps, bump its notify word and FUTEX_WAKE it (direct PEs only). */
 void shm_poke_direct(int pe);
 /* Wait until pred(arg) holds: a short spin, then sleeps on our notify word (100 ms timeouts
  * to look for a global exit). */

@@ -10,7 +10,9 @@
  * own bar_flag[k] has counted this barrier; ceil(log2 n) rounds, no central counter, and every
  * PE waits on its own page (a short spin, then FUTEX_WAIT; the waker's FUTEX_WAKE reaches it
  * through the same host RAM page). Waits time out every 100 ms to look for a global exit.
- * With more PEs than CPUs it is a counter in PE 0's control page instead (counter_barrier).
+ * With more PEs than CPUs it is a counter in PE 0's control page instead (counter_barrier),
+ * or, when every PE is pinned to one CPU, a count of arrivals per CPU and one of CPUs
+ * (cpu_barrier).
  * Either way it ends with shm_check_paths (health.c): a path that failed meanwhile may have
  * lost a store before the barrier, or let a wait read all ones.
  *
@@ -226,7 +228,6 @@ void shm_barrier(void)
             cpu_barrier();
         else
             counter_barrier(epoch);
-        atomic_thread_fence(memory_order_seq_cst);
         shm_check_paths();
         return;
     }
@@ -237,7 +238,6 @@ void shm_barrier(void)
                 SHM_AMO_ADD | SHM_AMO_WAKE, 8, 1, 0);
         shm_wait_u64(&c->bar_flag[k], epoch);
     }
-    atomic_thread_fence(memory_order_seq_cst);
     shm_check_paths();
 }
 

@@ -727,12 +727,17 @@ uint64_t shm_amo_at(void *p, unsigned op, unsigned size, uint64_t v, uint64_t co
     return amo_local(p, op, size, v, cond);
 }
 
+/* Only a sleeper needs notify bumped: a waiter counts itself in `sleeping` before its last
+ * look at what it waits for, and we changed that (seq_cst) before looking at `sleeping`, so
+ * either it sees our change or we see it and bump the word it is about to sleep on. A PE that
+ * spins finds the line it waits on changed once, not twice. */
 void shm_poke_direct(int pe)
 {
     struct shm_ctrl *c = shm_ctrl_of(pe);
-    atomic_fetch_add(&c->notify, 1);
-    if (atomic_load(&c->sleeping))
+    if (atomic_load(&c->sleeping)) {
+        atomic_fetch_add(&c->notify, 1);
         shm_futex_wake(&c->notify);
+    }
 }
 
 uint64_t shm_amo(int pe, size_t off, unsigned op, unsigned size, uint64_t v, uint64_t cond)
@@ -782,7 +787,7 @@ void shm_quiet_all(void)
 /* Wait for pred: spin briefly (the other PE is usually running on another core), then yield
  * the CPU for a while (with more PEs than cores the one we wait for may need ours: then we
  * yield at once, as a spin only delays the PE that has to run), and only then sleep on our
- * notify word, which every remote wake-up bumps. */
+ * notify word, which a remote wake-up bumps when we sleep. */
 void shm_wait_notify(bool (*pred)(void *), void *arg)
 {
     struct shm_ctrl *c = shm_ctrl_of(shm.me);

@@ -31,7 +31,8 @@ Builds the tests-sos programs with build/bin/oshcc (and oshc++) and runs each wi
 The fabric is brought up under its own name (conf-PID) and brought down at the end; set
 NTBLEND_SHM_DIR as for any other fabric. Build and run logs are in the work directory:
 NAME.build.log and NAME.log. Programs are rebuilt only when their sources, the headers or
-the compiler wrappers changed.
+the compiler wrappers changed, and all of them when --bin names another build than last time
+(they link that build's libraries).
 
 Example:
   scripts/conformance.sh ../tests-sos --np 4
@@ -155,6 +156,12 @@ total=$(wc -l <"$list")
 common=(-I"$sos/test/include")
 [[ $deprecated == yes ]] && common+=(-DENABLE_DEPRECATED_TESTS)
 
+# Programs built by another --bin link that build's libraries (its RUNPATH): rebuild them all.
+bin_abs=$(cd "$bin" && pwd)
+rebuild=no
+[[ "$(cat "$work/.bin" 2>/dev/null)" == "$bin_abs" ]] || rebuild=yes
+echo "$bin_abs" >"$work/.bin"
+
 fabric="conf-$$"
 n() { "$bin/ntblend" --fabric "$fabric" "$@"; }
 trap 'n down >/dev/null 2>&1 || true' EXIT
@@ -182,7 +189,7 @@ while read -r dir name lang rest; do
     exe="$work/$name"
     cc="$bin/oshcc"
     [[ $lang == cxx ]] && cc="$bin/oshc++"
-    stale=no
+    stale=$rebuild
     [[ -x "$exe" ]] || stale=yes
     for f in "${files[@]}" "$here/include/shmem.h" "$here/include/shmemx.h" "$cc"; do
         [[ $stale == yes || "$f" -nt "$exe" ]] && stale=yes

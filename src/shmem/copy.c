@@ -2,10 +2,11 @@
  * Large copies to and from a mapped PE (a put or get through an NTB window, or to a PE on our
  * own host): the calling thread and one helper thread copy COPY_PIECE pieces, the caller
  * taking them from the front and the helper from the back (cp.left), so a large put moves at
- * the rate of two CPUs instead of one when the
- * machine has a CPU to spare (not with more PEs than CPUs, where the helper would only take
- * the CPU of a PE). Work is taken, not handed out: when the helper is late, or asleep, the
- * caller copies every piece itself and nothing waits for the helper.
+ * the rate of two CPUs instead of one when the machine has a CPU to spare (not with more PEs
+ * than CPUs, where the helper would only take the CPU of a PE). On the two hardware threads
+ * of one core, where a VM's host may put its two CPUs at any time, the two copy no faster
+ * than one. Work is taken, not handed out: when the helper is late,
+ * or asleep, the caller copies every piece itself and nothing waits for the helper.
  *
  * A job's state word holds its generation and where the helper stands: the caller opens the
  * job; the helper joins it (OPEN -> JOINED) or finds it closed; the caller, once no piece is

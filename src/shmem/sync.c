@@ -93,6 +93,37 @@ static bool mate_pending(uint64_t epoch)
     return false;
 }
 
+/* The last arrival at a counter barrier whose waiters read the count itself: wake those that
+ * went to sleep. Its increment was seq_cst, so it is ordered before these loads of the
+ * sleepers' flags, as a sleeper's flag is before its last look at the count
+ * (shm_wait_notify); shm_poke_direct wakes only a PE that sleeps. */
+static void wake_sleepers(void)
+{
+    for (int i = 1; i < shm.npes; i++)
+        shm_poke_direct((shm.me + i) % shm.npes);
+}
+
+/* Wait until w is reached: spin while the PEs still to come run elsewhere (at most BAR_SPIN_NS
+ * at a time), then yield, to one that needs our CPU or that has come to it since; after 64
+ * rounds, wait as any wait does (shm_wait_notify). Whether a PE still to come needs our CPU:
+ * mates > 0 yes, 0 no, < 0 ask mate_pending(epoch). */
+static void wait_count(struct count_wait *w, int mates, uint64_t epoch)
+{
+    for (int round = 0; round < 64; round++) {
+        for (uint64_t until = shm_now_ns() + BAR_SPIN_NS;
+             !(mates < 0 ? mate_pending(epoch) : mates) && shm_now_ns() < until;)
+            for (int i = 0; i < 32; i++) {
+                if (count_reached(w))
+                    return;
+                shm_relax();
+            }
+        if (count_reached(w))
+            return;
+        sched_yield();
+    }
+    shm_wait_notify(count_reached, w);
+}
+
 static void counter_barrier(uint64_t epoch)
 {
     struct shm_ctrl *c = shm_ctrl_of(shm.me);
@@ -102,32 +133,12 @@ static void counter_barrier(uint64_t epoch)
         _Atomic uint64_t *count = shm_direct(0, off);
         atomic_store_explicit(&c->bar_cpu, sched_getcpu(), memory_order_relaxed);
         atomic_store_explicit(&c->bar_arrived, epoch, memory_order_relaxed);
-        /* seq_cst: the increment is ordered before the loads of the sleepers' flags, as a
-         * sleeper's flag is before its last look at the count (shm_wait_notify). */
         if (atomic_fetch_add(count, 1) + 1 == all) {
-            for (int i = 1; i < shm.npes; i++) {
-                int pe = (shm.me + i) % shm.npes;
-                if (atomic_load(&shm_ctrl_of(pe)->sleeping))
-                    shm_poke_direct(pe);
-            }
+            wake_sleepers();
             return;
         }
         struct count_wait w = { count, all };
-        /* Spin while the PEs still to come run elsewhere (at most BAR_SPIN_NS at a time), then
-         * yield: to one that needs our CPU, or that has come to it since; after 64 rounds,
-         * wait as any wait does (shm_wait_notify). */
-        for (int round = 0; round < 64; round++) {
-            for (uint64_t until = shm_now_ns() + BAR_SPIN_NS; !mate_pending(epoch) && shm_now_ns() < until;)
-                for (int i = 0; i < 32; i++) {
-                    if (count_reached(&w))
-                        return;
-                    shm_relax();
-                }
-            if (count_reached(&w))
-                return;
-            sched_yield();
-        }
-        shm_wait_notify(count_reached, &w);
+        wait_count(&w, -1, epoch);
         return;
     }
     uint64_t arrived = shm_amo(0, off, SHM_AMO_ADD, 8, 1, 0) + 1;
@@ -148,7 +159,8 @@ static void counter_barrier(uint64_t epoch)
  * by each per barrier, not one that every arrival and every spinning waiter pulls across. */
 static struct {
     bool on;
-    int leader;     /* the first PE pinned to our CPU: its bar_local counts our CPU's arrivals */
+    _Atomic uint64_t *local_count; /* bar_local of the first PE pinned to our CPU */
+    _Atomic uint64_t *cpus_count;  /* PE 0's bar_cpus */
     uint64_t local; /* PEs pinned to our CPU */
     uint64_t cpus;  /* CPUs with PEs */
     uint64_t epoch; /* barriers counted this way */
@@ -175,7 +187,8 @@ void shm_barrier_setup(void)
                 leader = pe;
         }
     }
-    grp.leader = leader;
+    grp.local_count = shm_direct(leader, offsetof(struct shm_ctrl, bar_local));
+    grp.cpus_count = shm_direct(0, offsetof(struct shm_ctrl, bar_cpus));
     grp.local = local;
     grp.cpus = cpus;
     grp.on = true;
@@ -185,37 +198,13 @@ void shm_barrier_setup(void)
 static void cpu_barrier(void)
 {
     uint64_t e = ++grp.epoch;
-    _Atomic uint64_t *mine = shm_direct(grp.leader, offsetof(struct shm_ctrl, bar_local));
-    _Atomic uint64_t *cpus = shm_direct(0, offsetof(struct shm_ctrl, bar_cpus));
-    struct count_wait w = { cpus, e * grp.cpus };
-    if (atomic_fetch_add(mine, 1) + 1 < e * grp.local) {
-        for (int round = 0; round < 64; round++) {
-            if (count_reached(&w))
-                return;
-            sched_yield();
-        }
-        shm_wait_notify(count_reached, &w);
-        return;
-    }
-    /* seq_cst: before the loads of the sleepers' flags (see counter_barrier) */
-    if (atomic_fetch_add(cpus, 1) + 1 == w.want) {
-        for (int i = 1; i < shm.npes; i++) {
-            int pe = (shm.me + i) % shm.npes;
-            if (atomic_load(&shm_ctrl_of(pe)->sleeping))
-                shm_poke_direct(pe);
-        }
-        return;
-    }
-    for (int round = 0; round < 64; round++) {
-        for (uint64_t until = shm_now_ns() + BAR_SPIN_NS; shm_now_ns() < until;)
-            for (int i = 0; i < 32; i++) {
-                if (count_reached(&w))
-                    return;
-                shm_relax();
-            }
-        sched_yield();
-    }
-    shm_wait_notify(count_reached, &w);
+    struct count_wait w = { grp.cpus_count, e * grp.cpus };
+    if (atomic_fetch_add(grp.local_count, 1) + 1 < e * grp.local)
+        wait_count(&w, 1, 0); /* PEs of our CPU still to come: they need it */
+    else if (atomic_fetch_add(grp.cpus_count, 1) + 1 == w.want)
+        wake_sleepers();
+    else
+        wait_count(&w, 0, 0); /* the PEs still to come run on other CPUs */
 }
 
 void shm_barrier(void)

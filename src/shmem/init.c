@@ -27,16 +27,24 @@ struct shm_state shm;
 #define DEFAULT_BOOT_TIMEOUT_MS 60000
 #define MAX_PES 4096
 
+/* One line on stderr in one write (one fprintf on the unbuffered stream), so that the lines
+ * of PEs sharing a terminal do not run into each other. */
+static void say(const char *head, int pe, const char *fmt, va_list ap)
+{
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (pe >= 0)
+        fprintf(stderr, "%s: PE %d: %s\n", head, pe, msg);
+    else
+        fprintf(stderr, "%s: %s\n", head, msg);
+}
+
 void shm_fatal(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    if (shm.initialized && shm.me >= 0)
-        fprintf(stderr, "shmem: PE %d: ", shm.me);
-    else
-        fputs("shmem: ", stderr); /* before we know, or a node (oshrelay) */
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    /* Without a PE number before we know it, or in a node (oshrelay). */
+    say("shmem", shm.initialized ? shm.me : -1, fmt, ap);
     va_end(ap);
     fflush(stderr);
     _exit(1);
@@ -48,12 +56,7 @@ void shm_debug(const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    if (shm.me >= 0)
-        fprintf(stderr, "shmem debug: PE %d: ", shm.me);
-    else
-        fputs("shmem debug: node: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    say(shm.me >= 0 ? "shmem debug" : "shmem debug: node", shm.me, fmt, ap);
     va_end(ap);
 }
 
@@ -177,7 +180,8 @@ static void print_info(void)
            "                        message through the nodes); off (default)\n"
            "  SHMEM_DMA_MIN         forwarded hops of at least this size use DMA (default 32k)\n"
            "  SHMEM_COPY_HELPER     0: large puts and gets to mapped PEs by one thread (default 1:\n"
-           "                        a helper thread copies half, with fewer PEs than CPUs)\n"
+           "                        a helper thread copies half, with no more PEs than CPUs,\n"
+           "                        when timing shows that the two copy faster than one)\n"
            "  set by oshrun: SHMEM_JOB, SHMEM_PE, SHMEM_NPES, SHMEM_PE_NODES\n"
            "  (SMA_* spellings are honoured too)\n",
            SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION, SHMEM_VENDOR_STRING);

@@ -3,10 +3,8 @@
  * own host): the calling thread and one helper thread copy COPY_PIECE pieces, the caller
  * taking them from the front and the helper from the back (cp.left), so a large put moves at
  * the rate of two CPUs instead of one when the machine has a CPU to spare (not with more PEs
- * than CPUs, where the helper would only take the CPU of a PE). On the two hardware threads
- * of one core, where a VM's host may put its two CPUs at any time, the two copy no faster
- * than one. Work is taken, not handed out: when the helper is late,
- * or asleep, the caller copies every piece itself and nothing waits for the helper.
+ * than CPUs, where the helper would only take the CPU of a PE). Work is taken, not handed
+ * out: when the helper is late, or asleep, the caller copies every piece itself.
  *
  * A job's state word holds its generation and where the helper stands: the caller opens the
  * job; the helper joins it (OPEN -> JOINED) or finds it closed; the caller, once no piece is
@@ -18,6 +16,20 @@
  * of large puts keeps it awake, and then sleeps on a futex; a job of COPY_WAKE_MIN bytes or
  * more wakes it. SHMEM_COPY_HELPER=0 turns it off; =slow makes the helper pause 2 ms before
  * each piece it takes, so that tests see callers wait for it.
+ *
+ * Whether the helper helps is measured, not assumed. Two threads can copy a large block more
+ * slowly than one: when another program keeps the second CPU busy, and when the two run on
+ * the two hardware threads of one core, where a VM's host may put its two CPUs for a few
+ * seconds. So every job is timed, per size class (struct pick), and now and then the other
+ * way is tried. With the helper, one job in PICK_ALONE_EVERY is copied alone, and when it
+ * beats the helped jobs' moving average by PICK_GO_ALONE the class goes alone. Alone, the
+ * helper is tried PICK_HELP_FIRST jobs later, then ever more rarely (the interval doubles up
+ * to PICK_HELP_MAX), for two jobs: the first wakes it, the second is timed (or a later one
+ * while it is still waking, up to PICK_WAKE_JOBS), and the helper takes the class back when it
+ * beats the moving average alone by PICK_TAKE_BACK: a tie stays alone. While a class goes
+ * alone the helper does not spin (cp.spin) on a hardware thread the caller may need. Where the
+ * helper wins, it wins by far (1.6-1.9x), so a wrong choice is undone at the next try, and a
+ * try alone costs the class about one job's worth of time in PICK_ALONE_EVERY.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -35,6 +47,24 @@
 #define COPY_WAKE_MIN (1u << 20)  /* worth a futex wake of a sleeping helper */
 #define COPY_SPIN_NS 20000u
 
+#define PICK_CLASSES 8         /* 256 KiB, 512 KiB, ... 16 MiB, 32 MiB and more */
+#define PICK_ALONE_FIRST 16    /* with the helper: the first try alone, once the average settles */
+#define PICK_ALONE_EVERY 64    /* ... and then one job in this many */
+#define PICK_HELP_FIRST 16     /* alone: the helper tried this many jobs after going alone */
+#define PICK_HELP_MAX 128      /* ... then after twice as many each time, up to this many */
+#define PICK_GO_ALONE 1.05     /* how much the other way must beat the moving average by */
+#define PICK_TAKE_BACK 1.15
+#define PICK_WAKE_JOBS 8       /* a try of the helper waits this many jobs at most for it */
+
+/* What the two ways of copying a size class have given: bytes per ns, as a moving average for
+ * the way in use and as the latest try for the other. */
+struct pick {
+    double helped, alone;
+    unsigned jobs, next_try, help_every; /* the job that tries the other way next */
+    unsigned waited;                     /* jobs the current try has waited for the helper */
+    bool go_alone;
+};
+
 enum { ST_OPEN, ST_JOINED, ST_CLOSED, ST_LEFT };
 
 static struct {
@@ -45,6 +75,7 @@ static struct {
     _Atomic uint32_t wake;  /* futex: bumped to wake the helper */
     _Atomic uint32_t sleeping;
     _Atomic bool stop;
+    _Atomic bool spin;      /* the helper spins after a job (false while copies go alone) */
     char *dst;
     const char *src;
     size_t len, pieces;
@@ -56,7 +87,8 @@ static struct {
      * CPUs' caches at every put (slow whenever the VM's CPUs reach each other's caches
      * slowly, see the 2-PE barrier). */
     _Atomic uint64_t left;
-    unsigned long jobs, shared; /* for SHMEM_DEBUG */
+    struct pick pick[PICK_CLASSES];
+    unsigned long jobs, shared, solo, turns; /* for SHMEM_DEBUG */
 } cp = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void take_pieces(bool helper)
@@ -120,7 +152,8 @@ static void *helper(void *arg)
             continue;
         }
         /* Spin a little for the next job of a stream; then sleep. */
-        if (shm_now_ns() - idle_since < COPY_SPIN_NS && sched_getcpu() != caller) {
+        if (atomic_load_explicit(&cp.spin, memory_order_relaxed) &&
+            shm_now_ns() - idle_since < COPY_SPIN_NS && sched_getcpu() != caller) {
             shm_relax();
             continue;
         }
@@ -131,6 +164,66 @@ static void *helper(void *arg)
         idle_since = shm_now_ns();
     }
     return NULL;
+}
+
+/* The copy with the helper: the caller's part of the job, and the wait for the helper's. */
+static void copy_helped(void *dst, const void *src, size_t len, bool wake)
+{
+    cp.dst = dst;
+    cp.src = src;
+    cp.len = len;
+    cp.pieces = (len + COPY_PIECE - 1) / COPY_PIECE;
+    atomic_store_explicit(&cp.cpu, sched_getcpu(), memory_order_relaxed);
+    atomic_store(&cp.left, (uint64_t)cp.pieces); /* front 0, back pieces */
+    uint64_t open = ((atomic_load(&cp.state) >> 2) + 1) << 2 | ST_OPEN;
+    atomic_store_explicit(&cp.state, open, memory_order_release);
+    if (wake && atomic_load(&cp.sleeping)) {
+        atomic_fetch_add(&cp.wake, 1);
+        shm_futex_wake(&cp.wake);
+    }
+    take_pieces(false);
+    uint64_t s = open;
+    /* The helper finishes its last piece in a microsecond or two, unless the scheduler has
+     * put it on our CPU since it joined: then it needs our CPU to finish. */
+    if (!atomic_compare_exchange_strong(&cp.state, &s, (open & ~UINT64_C(3)) | ST_CLOSED) && ++cp.shared)
+        for (unsigned spins = 0; (atomic_load_explicit(&cp.state, memory_order_acquire) & 3) != ST_LEFT; spins++) {
+            if (spins < 2000)
+                shm_relax();
+            else
+                sched_yield();
+        }
+}
+
+static struct pick *pick_of(size_t len)
+{
+    unsigned c = 0;
+    for (size_t l = len / COPY_MIN; l > 1 && c < PICK_CLASSES - 1; l >>= 1)
+        c++;
+    return &cp.pick[c];
+}
+
+/* A timed job's rate into its class, and the class's choice from then on. */
+static void pick_learn(struct pick *pk, bool helped, double rate)
+{
+    double *r = helped ? &pk->helped : &pk->alone;
+    bool trial = helped == pk->go_alone;
+    if (!trial && *r > 0)
+        *r += (rate - *r) / 4;
+    else
+        *r = rate; /* a try of the other way, or the first job of the class */
+    if (!trial)
+        return;
+    bool turn = pk->go_alone ? pk->helped > pk->alone * PICK_TAKE_BACK
+                             : pk->alone > pk->helped * PICK_GO_ALONE;
+    if (turn) {
+        pk->go_alone = !pk->go_alone;
+        pk->help_every = PICK_HELP_FIRST;
+        cp.turns++;
+    } else if (pk->go_alone && pk->help_every < PICK_HELP_MAX) {
+        pk->help_every *= 2;
+    }
+    pk->next_try = pk->jobs + (pk->go_alone ? pk->help_every : PICK_ALONE_EVERY);
+    pk->waited = 0;
 }
 
 void shm_copy(void *dst, const void *src, size_t len)
@@ -150,37 +243,48 @@ void shm_copy(void *dst, const void *src, size_t len)
         memcpy(dst, src, len);
         return;
     }
-    cp.dst = dst;
-    cp.src = src;
-    cp.len = len;
-    cp.pieces = (len + COPY_PIECE - 1) / COPY_PIECE;
-    atomic_store_explicit(&cp.cpu, sched_getcpu(), memory_order_relaxed);
-    atomic_store(&cp.left, (uint64_t)cp.pieces); /* front 0, back pieces */
-    uint64_t open = ((atomic_load(&cp.state) >> 2) + 1) << 2 | ST_OPEN;
-    atomic_store_explicit(&cp.state, open, memory_order_release);
-    if (len >= COPY_WAKE_MIN && atomic_load(&cp.sleeping)) {
-        atomic_fetch_add(&cp.wake, 1);
-        shm_futex_wake(&cp.wake);
+    struct pick *pk = pick_of(len);
+    unsigned k = pk->jobs++;
+    if (!k)
+        pk->next_try = PICK_ALONE_FIRST;
+    /* Alone, the helper's try is two jobs: the first wakes it, the second is timed, or
+     * the next one, while the helper is still waking up (up to PICK_WAKE_JOBS more). */
+    if (pk->go_alone && k == pk->next_try && atomic_load(&cp.sleeping) &&
+        pk->waited < PICK_WAKE_JOBS) {
+        pk->next_try++;
+        pk->waited++;
     }
-    take_pieces(false);
-    uint64_t s = open;
-    /* The helper finishes its last piece in a microsecond or two, unless the scheduler has
-     * put it on our CPU since it joined: then it needs our CPU to finish. */
+    bool trying = k == pk->next_try || (pk->go_alone && k + 1 == pk->next_try);
+    bool helped = pk->go_alone == trying, timed = !(pk->go_alone && k + 1 == pk->next_try);
+    /* While the class goes alone the helper does not spin, which beside a copy alone would
+     * slow it down on one core's two hardware threads (a try alone lets it spin: waking it
+     * for the next job would cost that job the helper); one that did not spin may sleep. */
+    bool spun = atomic_exchange_explicit(&cp.spin, !pk->go_alone || trying, memory_order_relaxed);
     cp.jobs++;
-    if (!atomic_compare_exchange_strong(&cp.state, &s, (open & ~UINT64_C(3)) | ST_CLOSED) && ++cp.shared)
-        for (unsigned spins = 0; (atomic_load_explicit(&cp.state, memory_order_acquire) & 3) != ST_LEFT; spins++) {
-            if (spins < 2000)
-                shm_relax();
-            else
-                sched_yield();
-        }
+    uint64_t t0 = shm_now_ns();
+    if (helped) {
+        copy_helped(dst, src, len, len >= COPY_WAKE_MIN || !spun);
+    } else {
+        cp.solo++;
+        memcpy(dst, src, len);
+    }
+    if (timed)
+        pick_learn(pk, helped, (double)len / (double)(shm_now_ns() - t0 + 1));
     pthread_mutex_unlock(&cp.lock);
 }
 
 void shm_copy_fini(void)
 {
     if (cp.jobs)
-        shm_debug("large copies: %lu, %lu of them shared with the helper thread", cp.jobs, cp.shared);
+        shm_debug("large copies: %lu, %lu of them shared with the helper thread, %lu copied alone "
+                  "(%lu changes of the choice)", cp.jobs, cp.shared, cp.solo, cp.turns);
+    for (int c = 0; c < PICK_CLASSES; c++) {
+        const struct pick *pk = &cp.pick[c];
+        if (pk->jobs)
+            shm_debug("large copies of %u KiB or more: %u, lately %.1f GB/s with the helper, "
+                      "%.1f alone, now %s", (COPY_MIN >> 10) << c, pk->jobs, pk->helped,
+                      pk->alone, pk->go_alone ? "alone" : "with the helper");
+    }
     if (!cp.started)
         return;
     atomic_store(&cp.stop, true);

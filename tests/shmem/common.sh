@@ -8,7 +8,7 @@ trap 'n down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 progs=(hello putget malloc atomics barrier wait teams coll rma_ext amo_ext signal p2p lock ctx
-    api15 globals quiet_fwd progress ring_order align compat cxx profile bigcopy failover)
+    api15 globals quiet_fwd progress ring_order align compat cxx profile bigcopy putstream failover)
 
 # build PROG...: each tests/shmem/PROG.c with oshcc (PROG.cpp with oshc++) into $work.
 build() {

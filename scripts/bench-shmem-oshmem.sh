@@ -15,6 +15,16 @@
 # Each run warms up and times every figure REPS times (median of those is the run's figure);
 # the report's figure is the median over the rounds.
 #
+# Right before and right after every 2-PE run, tools/shmem/cpu_pair.c (built with cc) measures
+# what a second CPU adds to a copy of the first --sizes size (64K at least) at that moment (the
+# median over a few repetitions of two threads' rate over one's). Ours copies a large put
+# with two threads when that pays, and two CPUs of their own copy nearly twice as fast as one;
+# when a virtual machine's host runs both CPUs on one core, or other guests hold the second,
+# they copy no faster than one, and no library can beat one memcpy. The report gives every
+# round's putmem ratio with the lowest speedup measured around its runs, and whether every
+# round met the target: all of them, and those in which the machine had two cores (speedup
+# >= 1.25).
+#
 # Usage: scripts/bench-shmem-oshmem.sh [options]
 #   -o, --output FILE  JSON report (default build/bench/shmem-vs-oshmem.json); the binaries
 #                      and each run's stderr go to the report's directory
@@ -135,6 +145,17 @@ theirs_bin=$outdir/osh_bench.oshmem
 "$bin/oshcc" "${cflags[@]}" -o "$ours_bin" "$prog" || die "building $prog with $bin/oshcc failed"
 /usr/bin/oshcc "${cflags[@]}" -o "$theirs_bin" "$prog" || die "building $prog with /usr/bin/oshcc failed"
 
+# The machine's two CPUs, probed around every 2-PE run (see the top of this file).
+ONE_CORE_BELOW=1.25
+probe_bin=$outdir/cpu_pair
+cc -std=c11 -O2 -Wall -Wextra -pthread -o "$probe_bin" "$src/tools/shmem/cpu_pair.c" ||
+  die "building tools/shmem/cpu_pair.c with cc failed"
+probe_size=$((size_bytes_list[0] < 65536 ? 65536 : size_bytes_list[0])) # cpu_pair: 64K to 64M
+probe() {
+  "$probe_bin" --size "$probe_size" ||
+    die "$probe_bin failed (it measures the machine's CPUs between runs)"
+}
+
 # ---------------------------------------------------------------- the fabric
 topo=$src/examples/topologies/four-hosts-switch.ini
 fabric="oshb-$$"
@@ -187,7 +208,10 @@ metrics+=("long_p_quiet|p_quiet_ns|np2|ns|lower|1.0" "long_g|g_ns|np2|ns|lower|1
   "barrier_all_2pe|barrier_ns|np2|ns|lower|0.5" "barrier_all_4pe|barrier_ns|np4|ns|lower|0.5"
   "long_atomic_fetch_add|fadd_ns|np2|ns|lower|")
 declare -A vals=()   # "metric|impl" -> space-separated per-round values
+declare -A round_ratios=() # metric -> space-separated per-round ratios ours / theirs
+declare -A round_met=()    # metric -> "every_round_met worst two_core_rounds_met worst_two_core"
 runs=()              # every run's JSON line, tagged
+speedups=()          # per round: the lowest copy speedup probed around its 2-PE runs
 
 echo "$me: fabric '$fabric' ($(basename "$topo")), $(nproc) CPUs, $rounds rounds;" \
   "Open MPI $ompi_version (UCX $ucx_version)" >&2
@@ -197,8 +221,20 @@ for ((r = 1; r <= rounds; r++)); do
     IFS='|' read -r jname np tests <<<"$job"
     for impl in "${order[@]}"; do
       echo "$me: round $r/$rounds: $impl, $np PEs ($tests)" >&2
-      line=$(run "$impl" "$np" "$tests")
-      runs+=("{\"round\":$r,\"side\":\"$impl\",\"pes\":$np,\"result\":$line}")
+      cpus=""
+      if [ "$jname" = np2 ]; then
+        before=$(probe)
+        line=$(run "$impl" "$np" "$tests")
+        after=$(probe)
+        cpus=",\"cpus_before\":$before,\"cpus_after\":$after"
+        for sp in "$(jget copy_speedup "$before")" "$(jget copy_speedup "$after")"; do
+          [ "$sp" = null ] && sp=1
+          speedups[r]=$(awk -v a="${speedups[r]:-$sp}" -v b="$sp" 'BEGIN { print (b < a ? b : a) }')
+        done
+      else
+        line=$(run "$impl" "$np" "$tests")
+      fi
+      runs+=("{\"round\":$r,\"side\":\"$impl\",\"pes\":$np,\"result\":$line$cpus}")
       for m in "${metrics[@]}"; do
         IFS='|' read -r name key mjob _ <<<"$m"
         [ "$mjob" = "$jname" ] || continue
@@ -241,7 +277,63 @@ for m in "${metrics[@]}"; do
   fi
   printf '%-24s %6s %14.1f %14.1f %9.2f %9s %5s\n' "$name" "$unit" "$o" "$t" "$ratio" "$tgt_txt" \
     "$([ "$met" = null ] && echo - || { [ "$met" = true ] && echo yes || echo NO; })"
-  metric_json+=("{\"name\":\"$name\",\"unit\":\"$unit\",\"better\":\"$better\",\"pes\":${mjob#np},\"ours\":$o,\"theirs\":$t,\"ratio\":$ratio,\"target\":$tgt_json,\"met\":$met,\"ours_rounds\":[$(json_list <<<"${vals["$name|ours"]}")],\"theirs_rounds\":[$(json_list <<<"${vals["$name|theirs"]}")]}")
+  # Every round's ratio, and whether each met the target: all rounds, and (for the puts, which
+  # a second CPU speeds up) the rounds in which the machine had two cores.
+  read -r -a ov <<<"${vals["$name|ours"]}"
+  read -r -a tv <<<"${vals["$name|theirs"]}"
+  rr=() every=null worst=null every2=null worst2=null
+  for i in "${!ov[@]}"; do
+    rr+=("$(awk -v o="${ov[i]}" -v t="${tv[i]}" 'BEGIN { printf "%.3f", (t > 0 ? o / t : 0) }')")
+  done
+  round_ratios["$name"]="${rr[*]}"
+  if [ -n "$target" ]; then
+    read -r every worst every2 worst2 < <(printf '%s\n' "${!rr[@]}" | while read -r i; do
+      echo "${rr[i]} ${speedups[i + 1]}"; done |
+      awk -v g="$target" -v hi="$([ "$better" = higher ] && echo 1 || echo 0)" -v one="$ONE_CORE_BELOW" '
+        function ok(r) { return hi ? r >= g : r <= g }
+        function worse(r, w) { return w == "" || (hi ? r < w : r > w) }
+        { if (worse($1, w)) w = $1; if (!ok($1)) bad = 1
+          if ($2 >= one) { n2++; if (worse($1, w2)) w2 = $1; if (!ok($1)) bad2 = 1 } }
+        END { printf "%s %s %s %s\n", bad ? "false" : "true", w,
+              n2 ? (bad2 ? "false" : "true") : "null", n2 ? w2 : "null" }')
+    [[ $name == putmem_* ]] || every2=null worst2=null
+  fi
+  round_met["$name"]="$every $worst $every2 $worst2"
+  metric_json+=("{\"name\":\"$name\",\"unit\":\"$unit\",\"better\":\"$better\",\"pes\":${mjob#np},\"ours\":$o,\"theirs\":$t,\"ratio\":$ratio,\"target\":$tgt_json,\"met\":$met,\"every_round_met\":$every,\"worst_round_ratio\":$worst,\"two_core_rounds_met\":$every2,\"worst_two_core_round_ratio\":$worst2,\"round_ratios\":[$(json_list <<<"${rr[*]}")],\"ours_rounds\":[$(json_list <<<"${vals["$name|ours"]}")],\"theirs_rounds\":[$(json_list <<<"${vals["$name|theirs"]}")]}")
+done
+
+# The puts round by round, with what a second CPU added to a copy around the round's runs.
+put_names=()
+for m in "${metrics[@]}"; do [[ $m == putmem_* ]] && put_names+=("${m%%|*}"); done
+echo
+echo "putmem per round (ours / OSHMEM) and the copy speedup of a second CPU, the lowest measured"
+echo "right before and after the round's 2-PE runs (tools/shmem/cpu_pair.c). Below $ONE_CORE_BELOW the"
+echo "machine had one core's worth for copying (the host ran both CPUs on one core, or other guests"
+echo "held the second), and no put can beat one memcpy there."
+printf '%5s' round
+for n in "${put_names[@]}"; do printf ' %13s' "$n"; done
+printf ' %13s\n' "copy speedup"
+one_core=()
+for ((r = 1; r <= rounds; r++)); do
+  printf '%5d' "$r"
+  for n in "${put_names[@]}"; do
+    read -r -a rr <<<"${round_ratios["$n"]}"
+    printf ' %13s' "${rr[r - 1]}"
+  done
+  sp=${speedups[r]}
+  printf ' %13s' "$sp"
+  if awk -v s="$sp" -v g="$ONE_CORE_BELOW" 'BEGIN { exit !(s < g) }'; then
+    printf '   one core'
+    one_core+=("$r")
+  fi
+  echo
+done
+echo "one-core rounds: ${#one_core[@]} of $rounds${one_core[*]:+ (${one_core[*]})}"
+yn() { case $1 in true) echo yes ;; false) echo NO ;; *) echo "-" ;; esac; }
+for n in "${put_names[@]}"; do
+  read -r every worst every2 worst2 <<<"${round_met["$n"]}"
+  printf '%s >= 1.0 in every round: %s (lowest %s); in every two-core round: %s (lowest %s)\n' \
+    "$n" "$(yn "$every")" "$worst" "$(yn "$every2")" "$worst2"
 done
 
 {
@@ -251,6 +343,8 @@ done
     "$ours_name" "$ours_spec" "build/bin/oshrun -np N --fabric F (pins PEs to CPUs when N > $ncpus)"
   printf ' "theirs":{"impl":"Open MPI OSHMEM","openmpi":"%s","ucx":"%s","spec":"%s","launcher":"%s","env":"%s"},\n' \
     "$ompi_version" "$ucx_version" "$theirs_spec" "${ompi_run[*]} --bind-to B -np N (B: core:overload-allowed when N > $ncpus, else none)" "${ompi_env[*]} SHMEM_SYMMETRIC_SIZE=64M"
+  printf ' "one_core_below":%s,"copy_speedup_rounds":[%s],"one_core_rounds":[%s],\n' \
+    "$ONE_CORE_BELOW" "$(json_list <<<"${speedups[*]}")" "$(json_list <<<"${one_core[*]}")"
   printf ' "all_targets_met":%s,\n "metrics":[\n' "$all_met"
   for i in "${!metric_json[@]}"; do
     sep=,; [ "$i" -eq $((${#metric_json[@]} - 1)) ] && sep=""

@@ -21,7 +21,8 @@ grep -q "not up" "$work/err" || fail "no 'not up' message: $(cat "$work/err")"
 n up "$src/examples/topologies/four-hosts-switch.ini" >/dev/null
 run_all "2 PEs, switch" -np 2
 # Callers of large copies wait for the helper's last piece: with a helper that dawdles, a
-# second put to the same bytes must still win.
+# second put to the same bytes must still win. (bigcopy copies fewer than 16 blocks of each
+# size class, so the helper's choice has not tried copying alone yet: every copy has help.)
 SHMEM_COPY_HELPER=slow timeout 120 "$bin/oshrun" --fabric "$fabric" -np 2 "$work/bigcopy" >"$work/out" 2>&1 ||
     fail "bigcopy with a slow copy helper: $(cat "$work/out")"
 # Whether the helper helps is measured (src/shmem/copy.c): with one that dawdles, the jobs

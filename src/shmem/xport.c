@@ -45,6 +45,11 @@ struct xp_sender {
 };
 static struct xp_sender *senders; /* by host */
 static _Atomic uint64_t issued; /* routed puts and posted AMOs sent */
+/* Acks come back as counts, in no particular order between destinations: a quiet that counted
+ * while other threads sent puts could take the ack of a later put, gone a shorter way, for that
+ * of an earlier one. So routed puts are sent under the read side of this lock and a quiet
+ * counts under the write side (writers first: a stream of puts cannot hold a quiet off). */
+static pthread_rwlock_t issue_gate = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 static pthread_mutex_t get_lock = PTHREAD_MUTEX_INITIALIZER, amo_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t get_seq, amo_seq;
 
@@ -595,6 +600,7 @@ void shm_put(int pe, size_t off, const void *src, size_t len)
     if (!p->link)
         shm_fatal("no connection to the node of host node %u", shm.hosts[hop].node);
     struct xp_sender *sd = &senders[hop];
+    pthread_rwlock_rdlock(&issue_gate);
     pthread_mutex_lock(&p->lock);
     for (size_t done = 0; done < len;) {
         size_t n = len - done < shm.chunk ? len - done : shm.chunk;
@@ -628,6 +634,7 @@ void shm_put(int pe, size_t off, const void *src, size_t len)
         done += n;
     }
     pthread_mutex_unlock(&p->lock);
+    pthread_rwlock_unlock(&issue_gate);
 }
 
 struct u64_wait {
@@ -778,10 +785,11 @@ void shm_quiet_all(void)
             shm_wait_notify(fo_all_acked, NULL);
         return;
     }
-    uint64_t want = atomic_load(&issued);
-    if (!want)
+    if (!atomic_load(&issued))
         return;
-    shm_wait_u64(&shm_ctrl_of(shm.me)->acks, want);
+    pthread_rwlock_wrlock(&issue_gate);
+    shm_wait_u64(&shm_ctrl_of(shm.me)->acks, atomic_load(&issued));
+    pthread_rwlock_unlock(&issue_gate);
 }
 
 /* Wait for pred: spin briefly (the other PE is usually running on another core), then yield

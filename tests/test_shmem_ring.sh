@@ -7,15 +7,16 @@
 # and 256 KiB where they do not (a 72M heap), the same in every process. quiet_fwd, progress
 # and ring_order pick non-neighbours on purpose: quiet waits for forwarded puts, the relays
 # serve a target that sleeps outside the library, and fence/put-with-signal keep their order
-# across the hops. On tests/topologies/ring7.ini the PE three hops away is reached through two
-# nodes, the first passing each message (large put chunks by DMA) on to the second's inbox.
+# across the hops; quietmt and mtlock quiet while other threads put. On
+# tests/topologies/ring7.ini the PE three hops away is reached through two nodes, the first
+# passing each message (large put chunks by DMA) on to the second's inbox.
 # The same programs with other transfer threads and chunks, and software atomics through the
 # relays of a switched fabric, are test_shmem_ring_knobs.sh; with SHMEM_RING_FAILOVER=on,
 # test_shmem_ring_failover.sh; test_shmem_failover.sh pulls links under it.
 set -euo pipefail
 fabric="t-shmem-ring-$$"
 . "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/shmem/common.sh"
-build "${progs[@]}"
+build "${progs[@]}" quietmt mtlock
 
 n up "$src/examples/topologies/ring5.ini" >/dev/null
 # The job is routed: non-neighbours are reached through the relays.
@@ -37,6 +38,14 @@ SHMEM_SYMMETRIC_SIZE=72M SHMEM_DEBUG=1 timeout 60 "$bin/oshrun" --fabric "$fabri
     "$work/hello" >"$work/out" 2>&1 || fail "hello, 72M heap: $(cat "$work/out")"
 chunk_is "5 PEs, 72M heap (512 KiB inboxes do not fit next to it)" 256
 run_all "5 PEs, ring" -np 5
+# A quiet waits for the puts issued before it even while other threads' later puts, gone a
+# shorter way, are acknowledged first: the nodes hold puts to PE 2 for 2 ms, and PE 1 (which
+# maps PE 2) checks that PE 0's put is there once PE 0 says it quieted.
+SHMEM_RELAY_SLOW_PE=2 timeout 60 "$bin/oshrun" --fabric "$fabric" -np 5 "$work/quietmt" \
+    >"$work/out" 2>&1 || fail "quietmt: $(cat "$work/out")"
+# Locks and increments from 4 threads of every PE (tests-sos's mt_lock_test, harder).
+timeout 120 "$bin/oshrun" --fabric "$fabric" -np 5 "$work/mtlock" >"$work/out" 2>&1 ||
+    fail "mtlock: $(cat "$work/out")"
 run_all "3 PEs on a,c,e" -np 3 --hosts a,c,e
 run_all "4 PEs, ring" -np 4
 run_all "2 PEs on a,c" -np 2 --hosts a,c

@@ -200,6 +200,9 @@ void shm_job_env(uint32_t *self, bool relay)
         shm_fatal("SHMEM_COPY_HELPER=\"%s\" is not 0 or 1", ch);
     shm.npes = (int)env_long("SHMEM_NPES", 1, 1, MAX_PES);
     shm.me = relay ? -1 : (int)env_long("SHMEM_PE", 0, 0, shm.npes - 1);
+    /* For tests: a node holds every routed put it delivers to this PE for 2 ms first, so that
+     * acknowledgements of puts to other PEs overtake it (tests/shmem/quietmt.c). */
+    shm.relay_slow_pe = relay ? (int)env_long("SHMEM_RELAY_SLOW_PE", -1, -1, shm.npes - 1) : -1;
     shm.job = (uint32_t)env_long("SHMEM_JOB", (long)getpid(), 0, 0x7fffffff);
     shm.heap_size = DEFAULT_HEAP_SIZE;
     const char *hs = env("SHMEM_SYMMETRIC_SIZE");

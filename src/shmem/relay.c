@@ -340,6 +340,10 @@ static int handle(struct rthread *t, const struct xp_msg *m, const void *data, u
         if (!base)
             return forward(m, data, ring);
         if (m->off + m->len <= shm.seg_size) {
+            if (dst == shm.relay_slow_pe) { /* SHMEM_RELAY_SLOW_PE, for tests */
+                struct timespec ts = { 0, 2000000 };
+                nanosleep(&ts, NULL);
+            }
             memcpy(base + m->off, data, m->len);
             t->owed[src]++;
         }

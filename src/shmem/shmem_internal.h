@@ -64,6 +64,7 @@ struct shm_pe {
 struct shm_state {
     bool initialized, finalized;
     int me, npes;
+    int relay_slow_pe;  /* for tests: a node holds routed puts to this PE 2 ms (-1: none) */
     uint32_t job;
     size_t heap_size; /* user part, SHMEM_SYMMETRIC_SIZE */
     size_t seg_size;  /* control region + heap */
@@ -246,6 +247,8 @@ void shm_check_exit(void);
 #define SHM_HEALTH_MS 20
 #define SHM_EXIT_LOST 75 /* a PE's exit status when it stopped on a lost PE (oshrun knows it) */
 void shm_check_peers(void);
+/* Fatal when the job's launcher (SHMEM_LAUNCHER_PID) is gone; at most every 200 ms. */
+void shm_check_launcher(void);
 /* After a barrier: did the path to a PE mapped here fail since the last one (a store through
  * its window may have gone nowhere, and a load read all ones)? Then that PE is lost, as
  * above, before anyone reads what it was sent. A sequence check per PE: loads only. */

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # OpenSHMEM failures (docs/openshmem.md, "Failures"): a job that checks its data (steady.c)
 # has a fault injected while it runs: its PE process killed (SIGKILL), its host crashed
-# (ntblend host kill), a link down on the switched fabric and on a switchless ring. Each time oshrun exits non-zero
-# with a message naming the lost PE and the cause (the link, for a link), the PEs that were
-# waiting name the lost PE too, no process of the job is left, and the LUT and requester-ID
-# entries and the hosts' allocated RAM are back to what they were before the job (a ring link
-# pulled while the job starts, too). oshrun is given 30 s as a hang guard only; the time from
-# the fault to oshrun's exit is printed, not asserted. Bad environment values are refused
-# before anything starts.
+# (ntblend host kill), a link down on the switched fabric and on a switchless ring. Each time
+# oshrun exits non-zero with a message naming the lost PE and the cause (the link, for a
+# link), the PEs that were waiting name the lost PE too, no process of the job is left, and
+# the LUT and requester-ID entries and the hosts' allocated RAM are back to what they were
+# before the job (a ring link pulled while the job starts, too). With oshrun itself killed
+# the PEs end themselves, saying why; hung up on, oshrun ends the job. oshrun is given 30 s as
+# a hang guard only; the time from the fault to oshrun's exit is printed, not asserted. Bad
+# environment values are refused before anything starts.
 set -euo pipefail
 fabric="t-shmem-fail-$$"
 . "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/shmem/common.sh"
@@ -94,6 +95,30 @@ grep -q "PE 3 on host d was lost: the path to host d is down" "$work/out" ||
     fail "link down: no PE names PE 3: $(cat "$work/out")"
 n link up d sw0 >/dev/null
 settled "link down"
+
+# ---- oshrun itself killed: nobody is left to end the job, so each PE ends itself once it
+# sees its launcher gone, and each relay too (none here: no ring). And oshrun hung up on (its
+# terminal gone) ends the job as if interrupted.
+start
+osh=$(pgrep -P "$job" -f oshrun) || fail "oshrun killed: no oshrun under timeout $job"
+fault=$(now_ms)
+kill -KILL "$osh"
+{ wait "$job" || true; } 2>/dev/null # timeout reports its child's SIGKILL
+for _ in $(seq 200); do pgrep -f "$work/steady" >/dev/null || break; sleep 0.05; done
+echo "oshrun killed: the PEs ended $(($(now_ms) - fault)) ms after"
+no_job_left "oshrun killed" steady
+grep -q "the job's launcher (oshrun, process $osh) is gone: ending" "$work/out" ||
+    fail "oshrun killed: the PEs do not say why they end: $(cat "$work/out")"
+settled "oshrun killed"
+start
+osh=$(pgrep -P "$job" -f oshrun) || fail "oshrun hung up: no oshrun under timeout $job"
+fault=$(now_ms)
+kill -HUP "$osh"
+st=0
+wait "$job" || st=$?
+[[ $st == 129 ]] || fail "oshrun hung up: status $st, not 129: $(cat "$work/out")"
+no_job_left "oshrun hung up" steady
+settled "oshrun hung up"
 
 # ---- bad environment values: one message, nothing started
 refuse() {

@@ -15,9 +15,13 @@
  * lost (killed, or exited otherwise) rather than one that noticed.
  *
  * PEs reached only through the ring's nodes have no connection here: their loss ends the job
- * through oshrun, which watches every PE's process and ends the others.
+ * through oshrun, which watches every PE's process and ends the others. A PE whose oshrun is
+ * gone ends itself (shm_check_launcher).
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -32,6 +36,32 @@ static uint64_t mono_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* oshrun ends a job whose PE is lost; a job whose oshrun is gone (killed, or its terminal or
+ * pipe closed under it) has no one to end it, so each PE ends itself when it sees that the
+ * launcher (SHMEM_LAUNCHER_PID) is gone, at most every SHM_LAUNCHER_MS, from its waits, also
+ * those of shmem_init. */
+#define SHM_LAUNCHER_MS 200
+
+void shm_check_launcher(void)
+{
+    static _Atomic long launcher = -1;
+    static _Atomic uint64_t next;
+    long pid = atomic_load(&launcher);
+    if (pid < 0) {
+        const char *s = getenv("SHMEM_LAUNCHER_PID");
+        pid = s ? strtol(s, NULL, 10) : 0;
+        atomic_store(&launcher, pid > 0 ? pid : 0);
+    }
+    if (pid <= 0)
+        return;
+    uint64_t now = mono_ms();
+    if (now < atomic_load(&next))
+        return;
+    atomic_store(&next, now + SHM_LAUNCHER_MS);
+    if (kill((pid_t)pid, 0) && errno == ESRCH)
+        shm_fatal("the job's launcher (oshrun, process %ld) is gone: ending", pid);
 }
 
 static void host_name(int pe, char *buf, size_t len)

@@ -47,6 +47,7 @@ void shm_check_exit(void)
         atomic_store(&c->finished, 1); /* leaving as asked: our heap's removal is no loss */
         _exit(code - 1);
     }
+    shm_check_launcher();
     if (atomic_load(&exiting))
         return;
     shm_check_peers();

@@ -20,12 +20,13 @@
  * Whether the helper helps is measured, not assumed. Two threads can copy a large block more
  * slowly than one: when another program keeps the second CPU busy, and when the two run on
  * the two hardware threads of one core, where a VM's host may put its two CPUs for a few
- * seconds. So every job is timed, per size class (struct pick), and now and then the other
- * way is tried. With the helper, one job in PICK_ALONE_EVERY is copied alone, and when it
- * beats the helped jobs' moving average by PICK_GO_ALONE the class goes alone. Alone, the
- * helper is tried PICK_HELP_FIRST jobs later, then ever more rarely (the interval doubles up
- * to PICK_HELP_MAX), for two jobs: the first wakes it, the second is timed (or a later one
- * while it is still waking, up to PICK_WAKE_JOBS), and the helper takes the class back when it
+ * seconds. So every job is timed, per size class of puts and of gets (struct pick: a get
+ * reads through the window, a put writes into it), and now and then the other way is tried.
+ * With the helper, one job in PICK_ALONE_EVERY is copied alone, and when it beats the helped
+ * jobs' moving average by PICK_GO_ALONE the class goes alone. Alone, the helper is tried
+ * PICK_HELP_FIRST jobs later, then ever more rarely (the interval doubles up to
+ * PICK_HELP_MAX), for two jobs: the first wakes it, the second is timed (or a later one while
+ * it is still waking, up to PICK_WAKE_JOBS), and the helper takes the class back when it
  * beats the moving average alone by PICK_TAKE_BACK: a tie stays alone. While a class goes
  * alone the helper does not spin (cp.spin) on a hardware thread the caller may need. Where the
  * helper wins, it wins by far (1.6-1.9x), so a wrong choice is undone at the next try, and a
@@ -87,7 +88,7 @@ static struct {
      * CPUs' caches at every put (slow whenever the VM's CPUs reach each other's caches
      * slowly, see the 2-PE barrier). */
     _Atomic uint64_t left;
-    struct pick pick[PICK_CLASSES];
+    struct pick pick[2][PICK_CLASSES]; /* puts, gets */
     unsigned long jobs, shared, solo, turns; /* for SHMEM_DEBUG */
 } cp = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -194,12 +195,12 @@ static void copy_helped(void *dst, const void *src, size_t len, bool wake)
         }
 }
 
-static struct pick *pick_of(size_t len)
+static struct pick *pick_of(size_t len, bool get)
 {
     unsigned c = 0;
     for (size_t l = len / COPY_MIN; l > 1 && c < PICK_CLASSES - 1; l >>= 1)
         c++;
-    return &cp.pick[c];
+    return &cp.pick[get][c];
 }
 
 /* A timed job's rate into its class, and the class's choice from then on. */
@@ -226,7 +227,7 @@ static void pick_learn(struct pick *pk, bool helped, double rate)
     pk->waited = 0;
 }
 
-void shm_copy(void *dst, const void *src, size_t len)
+void shm_copy(void *dst, const void *src, size_t len, bool get)
 {
     if (len < COPY_MIN || shm.crowded || !shm.copy_helper || pthread_mutex_trylock(&cp.lock)) {
         memcpy(dst, src, len);
@@ -243,7 +244,7 @@ void shm_copy(void *dst, const void *src, size_t len)
         memcpy(dst, src, len);
         return;
     }
-    struct pick *pk = pick_of(len);
+    struct pick *pk = pick_of(len, get);
     unsigned k = pk->jobs++;
     if (!k)
         pk->next_try = PICK_ALONE_FIRST;
@@ -278,13 +279,15 @@ void shm_copy_fini(void)
     if (cp.jobs)
         shm_debug("large copies: %lu, %lu of them shared with the helper thread, %lu copied alone "
                   "(%lu changes of the choice)", cp.jobs, cp.shared, cp.solo, cp.turns);
-    for (int c = 0; c < PICK_CLASSES; c++) {
-        const struct pick *pk = &cp.pick[c];
-        if (pk->jobs)
-            shm_debug("large copies of %u KiB or more: %u, lately %.1f GB/s with the helper, "
-                      "%.1f alone, now %s", (COPY_MIN >> 10) << c, pk->jobs, pk->helped,
-                      pk->alone, pk->go_alone ? "alone" : "with the helper");
-    }
+    for (int g = 0; g < 2; g++)
+        for (int c = 0; c < PICK_CLASSES; c++) {
+            const struct pick *pk = &cp.pick[g][c];
+            if (pk->jobs)
+                shm_debug("large %s of %u KiB or more: %u, lately %.1f GB/s with the helper, "
+                          "%.1f alone, now %s", g ? "gets" : "puts", (COPY_MIN >> 10) << c,
+                          pk->jobs, pk->helped, pk->alone,
+                          pk->go_alone ? "alone" : "with the helper");
+        }
     if (!cp.started)
         return;
     atomic_store(&cp.stop, true);

@@ -173,8 +173,9 @@ void shm_globals_fini(void);
 static inline void *shm_direct(int pe, size_t off)
 { return shm.pes[pe].base ? (char *)shm.pes[pe].base + off : NULL; }
 void shm_put(int pe, size_t off, const void *src, size_t len);
-/* A copy to or from a mapped PE: large ones with a helper thread too (copy.c). */
-void shm_copy(void *dst, const void *src, size_t len);
+/* A copy to (a put) or from (get) a mapped PE: large ones with a helper thread too, when
+ * that pays (copy.c). */
+void shm_copy(void *dst, const void *src, size_t len, bool get);
 void shm_copy_fini(void);
 void shm_get(int pe, void *dst, size_t off, size_t len);
 uint64_t shm_amo(int pe, size_t off, unsigned op, unsigned size, uint64_t v, uint64_t cond);

@@ -588,7 +588,7 @@ void shm_put(int pe, size_t off, const void *src, size_t len)
         return;
     void *d = shm_direct(pe, off);
     if (d) {
-        shm_copy(d, src, len);
+        shm_copy(d, src, len, false);
         return;
     }
     if (shm.failover) {
@@ -660,7 +660,7 @@ void shm_get(int pe, void *dst, size_t off, size_t len)
         return;
     void *s = shm_direct(pe, off);
     if (s) {
-        shm_copy(dst, s, len);
+        shm_copy(dst, s, len, true);
         return;
     }
     struct shm_ctrl *c = shm_ctrl_of(shm.me);

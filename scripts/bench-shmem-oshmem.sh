@@ -279,16 +279,12 @@ for m in "${metrics[@]}"; do
     "$([ "$met" = null ] && echo - || { [ "$met" = true ] && echo yes || echo NO; })"
   # Every round's ratio, and whether each met the target: all rounds, and (for the puts, which
   # a second CPU speeds up) the rounds in which the machine had two cores.
-  read -r -a ov <<<"${vals["$name|ours"]}"
-  read -r -a tv <<<"${vals["$name|theirs"]}"
-  rr=() every=null worst=null every2=null worst2=null
-  for i in "${!ov[@]}"; do
-    rr+=("$(awk -v o="${ov[i]}" -v t="${tv[i]}" 'BEGIN { printf "%.3f", (t > 0 ? o / t : 0) }')")
-  done
+  every=null worst=null every2=null worst2=null
+  mapfile -t rr < <(paste -d' ' <(printf '%s\n' ${vals["$name|ours"]}) <(printf '%s\n' ${vals["$name|theirs"]}) |
+    awk '{ printf "%.3f\n", ($2 > 0 ? $1 / $2 : 0) }')
   round_ratios["$name"]="${rr[*]}"
   if [ -n "$target" ]; then
-    read -r every worst every2 worst2 < <(printf '%s\n' "${!rr[@]}" | while read -r i; do
-      echo "${rr[i]} ${speedups[i + 1]}"; done |
+    read -r every worst every2 worst2 < <(paste -d' ' <(printf '%s\n' "${rr[@]}") <(printf '%s\n' "${speedups[@]}") |
       awk -v g="$target" -v hi="$([ "$better" = higher ] && echo 1 || echo 0)" -v one="$ONE_CORE_BELOW" '
         function ok(r) { return hi ? r >= g : r <= g }
         function worse(r, w) { return w == "" || (hi ? r < w : r > w) }

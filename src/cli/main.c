@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,6 +187,54 @@ static const struct command *find_command(const char *name)
     return NULL;
 }
 
+/* Optimal string alignment distance (Levenshtein plus swapping two neighbours): "stauts" is
+ * one step from "status". Command names are short, so a row of 32 is plenty. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 31 || lb > 31)
+        return SIZE_MAX;
+    size_t d[32][32];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cost = a[i - 1] != b[j - 1];
+            size_t v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < v)
+                v = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[la][lb];
+}
+
+/* An unknown command: name the closest one when it is close enough to be a typo (at most two
+ * edits, fewer than half the name), or one that starts with what was typed. */
+static void unknown_command(const char *name)
+{
+    const struct command *best = NULL;
+    size_t best_d = SIZE_MAX, len = strlen(name);
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        size_t d = edit_distance(name, commands[i].name);
+        if (len >= 2 && strncmp(commands[i].name, name, len) == 0)
+            d = 1;
+        if (d < best_d) {
+            best_d = d;
+            best = &commands[i];
+        }
+    }
+    if (best && best_d <= 2 && best_d * 2 < len + 1)
+        cli_err("unknown command '%s'; did you mean '%s'?", name, best->name);
+    else
+        cli_err("unknown command '%s'", name);
+}
+
 static void usage(FILE *to)
 {
     fprintf(to, "usage: ntblend [--fabric NAME] COMMAND [ARGS...]\n\ncommands:\n");
@@ -215,7 +264,7 @@ int cli_help(const char *name)
 {
     const struct command *cmd = find_command(name);
     if (!cmd) {
-        cli_err("no command '%s'", name);
+        unknown_command(name);
         usage(stderr);
         return CLI_USAGE;
     }
@@ -369,7 +418,7 @@ int main(int argc, char **argv)
     }
     const struct command *cmd = find_command(name);
     if (!cmd) {
-        cli_err("unknown command '%s'", name);
+        unknown_command(name);
         usage(stderr);
         return CLI_USAGE;
     }

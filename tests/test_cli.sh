@@ -54,7 +54,12 @@ expect 0 ntblend link --help
 has out 'link down.up A B'
 expect 2 ntblend no-such-command
 has err "unknown command 'no-such-command'"
+hasnt err 'did you mean'
 has err 'usage: ntblend'
+expect 2 ntblend stauts
+has err "unknown command 'stauts'; did you mean 'status'\?"
+expect 2 ntblend help lnk
+has err "did you mean 'link'\?"
 expect 2 ntblend status --no-such-option
 has err "unknown option '--no-such-option'"
 expect 2 ntblend --fabric "$F" run -- true
@@ -195,6 +200,17 @@ expect 1 ntblend status --fabric "t-cli-bad-$$"
 has err 'is not up; start it with: ntblend up FILE'
 expect 1 ntblend topology --dot "$bad"
 has err "$(basename "$bad"):[0-9]+: "
+# A device of no known type: the same one message from up and from topology --dot, and
+# nothing about where fabrics live (up never got that far).
+printf '[host a]\nnode_id = 4\nram = 1G\n[device nvme0]\nhost = a\ntype = nvm\n' >"$tmp/nvm.ini"
+expect 1 ntblend up "$tmp/nvm.ini" --fabric "t-cli-bad-$$"
+has err "nvm.ini:4: \[device nvme0\]: no model for type 'nvm'"
+hasnt err 'NTBLEND_SHM_DIR'
+[ "$(grep -c "no model for type" "$tmp/err")" = 1 ] || fail "the type error was printed more than once"
+[ ! -e "/dev/shm/ntblend.t-cli-bad-$$" ] || fail "a rejected topology left a fabric directory"
+expect 1 ntblend topology --dot "$tmp/nvm.ini"
+has err "nvm.ini:4: \[device nvme0\]: no model for type 'nvm'"
+hasnt out 'graph'
 
 step "two fabrics at once are independent"
 expect 0 ntblend up "$TOPO/four-hosts-switch.ini" --fabric "$G"

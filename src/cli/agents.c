@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "registry.h"
 
 void cli_sleep_ms(int ms)
 {
@@ -311,8 +312,19 @@ struct topo *cli_load_topology(const char *file)
         return NULL;
     }
     int rc = topo_load(file, t, stderr);
-    if (rc == 0)
-        return t;
+    if (rc == 0) {
+        /* The devices too, as `up` will lay them out: every command that reads a topology
+         * accepts exactly what `up` accepts. */
+        int nfuncs = devreg_layout(t, NULL, FAB_MAX_FUNCS, stderr);
+        if (nfuncs > FAB_MAX_FUNCS) {
+            fprintf(stderr, "%s: %d PCIe functions in all; a fabric holds at most %d (fewer "
+                    "devices, functions or vfs)\n", file, nfuncs, FAB_MAX_FUNCS);
+            nfuncs = -EINVAL;
+        }
+        if (nfuncs >= 0)
+            return t;
+        rc = nfuncs;
+    }
     /* topo_load already said what is wrong with the file (FILE:LINE) or why it cannot be
      * opened; add the summary only where that helps. */
     if (rc == -EINVAL)

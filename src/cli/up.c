@@ -191,6 +191,8 @@ int cmd_up(struct cli *c)
         fab_dir(o.fabric, dir, sizeof dir);
         if (rc == -EEXIST)
             explain_exists(o.fabric);
+        else if (rc == -EINVAL) /* the lines above said what is wrong with the topology */
+            cli_err("%s is not a valid topology; fix the lines above (see docs/topology.md)", file);
         else
             cli_err("cannot create fabric '%s' in %s: %s (is NTBLEND_SHM_DIR a writable "
                     "directory with enough space?)", o.fabric, dir, strerror(-rc));

@@ -36,6 +36,9 @@ grep -q "nvme0 .* (manager: a pid [0-9]*)" <<<"$(n device list)" || fail "device
 err=$(n nvme manager nvme0 --host b 2>&1) && fail "a second manager started"
 grep -q "nvme0 has a manager already: pid [0-9]* on host a (ntblend nvme stop nvme0 first)" <<<"$err" \
   || fail "second manager: $err"
+err=$(n device lend nvme0 --to c 2>&1) && fail "nvme0 was lent while its manager shares it"
+grep -q "an NVMe manager (pid [0-9]* on host a) shares it .*: ntblend nvme stop nvme0" <<<"$err" \
+  || fail "lend under a manager: $err"
 err=$(on b ntblend-nvme-manager nvme0 2>&1) && fail "a second manager (direct) started"
 grep -q "has a manager already" <<<"$err" || fail "second manager (direct): $err"
 err=$(n nvme manager nvme9 --host a 2>&1) && fail "a manager of nvme9 started"

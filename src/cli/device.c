@@ -155,6 +155,14 @@ static int device_lend(struct fab *f, uint32_t fn, const char *to)
     int rc = ask(f, x->host, AGENT_DEV_AVAILABLE, fn, 1, 0);
     if (!rc)
         rc = ask(f, (uint32_t)h, AGENT_DEV_HOTADD, fn, 0, 0);
+    uint32_t mgr = atomic_load(&x->lend_manager);
+    if (rc == -EBUSY && mgr && mgr - 1 < f->ctl->nhosts) {
+        /* Lending hands the whole function to one host: not while a manager shares it. */
+        cli_err("cannot lend %s to %s: an NVMe manager (pid %u on host %s) shares it with its "
+                "clients; stop it first with: ntblend nvme stop %s", x->name, to,
+                atomic_load(&x->lend_manager_pid), fab_host(f, mgr - 1)->name, x->name);
+        return CLI_FAIL;
+    }
     if (rc) {
         cli_err("cannot lend %s to %s: %s", x->name, to, why(rc));
         return CLI_FAIL;

@@ -48,6 +48,11 @@ status_of() { expect 0 ntblend status --fabric "$1"; }
 step "help and usage errors"
 expect 0 ntblend --help
 has out 'usage: ntblend'
+# docs/cli.md's command table names every command the CLI has.
+[ "$(awk '/^commands:/ {s = 1; next} /^$/ {s = 0} s' "$tmp/out" | wc -l)" -ge 10 ] || fail "--help lists too few commands"
+for cmd in $(awk '/^commands:/ {s = 1; next} /^$/ {s = 0} s {print $1}' "$tmp/out"); do
+    grep -Eq "^\| \[\`$cmd[ \`]" "$NTBLEND_SRC/docs/cli.md" || fail "docs/cli.md's command table lacks '$cmd'"
+done
 expect 0 ntblend help up
 has out 'ntblend up FILE'
 expect 0 ntblend link --help

@@ -126,6 +126,18 @@ fusermount3 -u "$mnt"
 for _ in $(seq 200); do returned && break; sleep 0.05; done
 returned || fail "nvme0 not returned after the daemon's unmount"
 
+# --- ntblend nvme unmount: returns once the device is back ----------------------------------
+n run --host b -- ntblend-nvmefs --daemon nvme0 "$mnt" 2>"$tmp/log" || fail "--daemon: exit $?"
+grep -Eq " $mnt .* - fuse.nvmefs ntblend:nvme0:[0-9]+ " /proc/self/mountinfo || fail "no nvmefs mount in mountinfo"
+out=$(n nvme unmount "$mnt") || fail "nvme unmount: $out"
+grep -q "unmounted $mnt: nvme0 is returned" <<<"$out" || fail "nvme unmount said: $out"
+mounted && fail "$mnt still mounted after nvme unmount"
+returned || fail "nvme0 not returned when nvme unmount came back"
+err=$(n nvme unmount "$mnt" 2>&1) && fail "unmounting nothing succeeded"
+grep -q "nothing is mounted at $mnt" <<<"$err" || fail "unmount of nothing: $err"
+err=$(n nvme unmount /dev 2>&1) && fail "unmounting a non-nvmefs mount succeeded"
+grep -q "/dev is not an ntblend NVMe mount" <<<"$err" || fail "unmount of /dev: $err"
+
 # --- a bad device name: a clear message, no mount -------------------------------------------
 for mode in --foreground --daemon; do
   rc=0

@@ -144,7 +144,7 @@ static const struct command commands[] = {
       "  ntblend lspci -t\n"
       "  ntblend lspci -s nvme0 -vv\n"
       "  ntblend lspci --host a -xxx > a.dump && lspci -F a.dump -vv\n" },
-    { "nvme", cmd_nvme, "nvme manager|stop|status|mount ... [--fabric NAME]",
+    { "nvme", cmd_nvme, "nvme manager|stop|status|mount|unmount ... [--fabric NAME]",
       "share one NVMe among many hosts: its manager, its clients, a FUSE mount",
       "  nvme manager DEVICE --host H [--max-clients N] [--foreground]\n"
       "                        host H runs the manager of DEVICE: it borrows the controller,\n"
@@ -163,12 +163,15 @@ static const struct command commands[] = {
       "                        OPTIONS go to ntblend-nvmefs (see ntblend-nvmefs --help);\n"
       "                        DEVICE may be pci:BB:DD.F, an NVMe function of H's PCIe tree\n"
       "                        (its own, or one lent to it: ntblend lspci --host H)\n"
+      "  nvme unmount DIR      unmount DIR and wait until its device is returned (after a\n"
+      "                        plain fusermount3 -u the device is still held for a moment)\n"
       "\nexamples:\n"
       "  ntblend device add nvme0 && ntblend nvme manager nvme0 --host a\n"
       "  ntblend run --host b -- nvme_bench --device nvme0 --qd 32\n"
       "  ntblend nvme status\n"
       "  ntblend nvme stop nvme0\n"
-      "  ntblend device lend nvme0 --to c && ntblend nvme --host c mount pci:80:00.0 /tmp/n\n" },
+      "  ntblend device lend nvme0 --to c && ntblend nvme --host c mount pci:80:00.0 /tmp/n\n"
+      "  ntblend nvme unmount /tmp/n && ntblend device reclaim nvme0\n" },
     { "agent-ping", cmd_agent_ping, "agent-ping A B [--fabric NAME]",
       "ping host B's agent from host A's agent over the NTB",
       "A's agent sends a message through its NTB window into B's mailbox and rings B's\n"

@@ -10,11 +10,13 @@
 #include <getopt.h>
 #include <json-c/json.h>
 #include <libgen.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -337,6 +339,79 @@ static int mount_fs(const char *fabric, const char *host, int argc, char **argv)
     return CLI_FAIL;
 }
 
+/* The nvmefs mount at dir (as /proc/self/mountinfo has it): its device and the pid of the
+ * ntblend-nvmefs that serves it, from the fs name "ntblend:DEVICE:PID". */
+static int find_mount(const char *dir, char *dev, size_t len, pid_t *pid)
+{
+    FILE *m = fopen("/proc/self/mountinfo", "r");
+    if (!m)
+        return -errno;
+    char line[4096];
+    int rc = -ENOENT;
+    while (rc == -ENOENT && fgets(line, sizeof line, m)) {
+        /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER */
+        char point[PATH_MAX], type[64], source[256];
+        const char *sep = strstr(line, " - ");
+        if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1 ||
+            sscanf(sep + 3, "%63s %255s", type, source) != 2 || strcmp(point, dir))
+            continue;
+        char *colon = strrchr(source, ':');
+        rc = -EMEDIUMTYPE;
+        if (!strcmp(type, "fuse.nvmefs") && !strncmp(source, "ntblend:", 8) && colon &&
+            colon > source + 8) {
+            *colon = '\0';
+            snprintf(dev, len, "%.*s", (int)(len - 1), source + 8);
+            *pid = (pid_t)strtol(colon + 1, NULL, 10);
+            rc = 0;
+        }
+    }
+    fclose(m);
+    return rc;
+}
+
+/* fusermount3 -u DIR, then wait until the ntblend-nvmefs serving it has returned the device
+ * and exited: the unmount alone comes back before that, and a device still held cannot be
+ * lent or borrowed exclusively. */
+static int unmount_fs(const char *path)
+{
+    char dir[PATH_MAX], dev[64];
+    pid_t pid = 0;
+    if (!realpath(path, dir)) {
+        cli_err("%s: %s", path, strerror(errno));
+        return CLI_FAIL;
+    }
+    int rc = find_mount(dir, dev, sizeof dev, &pid);
+    if (rc) {
+        cli_err(rc == -EMEDIUMTYPE ? "%s is not an ntblend NVMe mount (see mount(8))"
+                : rc == -ENOENT ? "nothing is mounted at %s" : "%s: cannot read the mount table",
+                dir);
+        return CLI_FAIL;
+    }
+    pid_t child = fork();
+    if (child == 0) {
+        execlp("fusermount3", "fusermount3", "-u", dir, (char *)NULL);
+        fprintf(stderr, "ntblend: cannot run fusermount3 (package fuse3): %s\n", strerror(errno));
+        _exit(127);
+    }
+    int st = 0;
+    if (child < 0 || waitpid(child, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+        cli_err("could not unmount %s (busy? a program still has a file open there)", dir);
+        return CLI_FAIL;
+    }
+    /* The daemon returns the device on its way out: a device reset and a request to its
+     * lender, well under a second; ten seconds means it is stuck. */
+    for (int waited = 0; pid > 0 && kill(pid, 0) == 0; waited += 10) {
+        if (waited >= 10000) {
+            cli_err("unmounted %s, but ntblend-nvmefs (pid %d) has not exited after 10 s",
+                    dir, (int)pid);
+            return CLI_FAIL;
+        }
+        usleep(10000);
+    }
+    printf("unmounted %s: %s is returned\n", dir, dev);
+    return CLI_OK;
+}
+
 static bool takes_value(const char *a)
 {
     return !strcmp(a, "--fabric") || !strcmp(a, "--host") || !strcmp(a, "--max-clients");
@@ -381,7 +456,7 @@ int cmd_nvme(struct cli *c)
     if (fab_dir(fabric, dir, sizeof dir) < 0)
         return cli_usage_error("nvme", "invalid fabric name '%s'", fabric);
     if (optind >= c->argc)
-        return cli_usage_error("nvme", "what? manager, stop, status or mount");
+        return cli_usage_error("nvme", "what? manager, stop, status, mount or unmount");
     const char *what = c->argv[optind++];
     int ops = c->argc - optind;
     char **operand = c->argv + optind;
@@ -416,5 +491,11 @@ int cmd_nvme(struct cli *c)
             return cli_usage_error("nvme", "which host mounts it? give --host H before 'mount'");
         return mount_fs(fabric, host, ops, operand);
     }
-    return cli_usage_error("nvme", "unknown action '%s' (manager, stop, status or mount)", what);
+    if (!strcmp(what, "unmount")) {
+        if (ops != 1)
+            return cli_usage_error("nvme", "unmount takes the mounted directory");
+        return unmount_fs(operand[0]);
+    }
+    return cli_usage_error("nvme", "unknown action '%s' (manager, stop, status, mount or "
+                           "unmount)", what);
 }

@@ -720,9 +720,11 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    /* fuse_new takes its options as a command line; the fs name shows in mount(8). */
+    /* fuse_new takes its options as a command line; the fs name shows in mount(8), and
+     * carries our pid so that `ntblend nvme unmount` can wait until the device is returned. */
     char fsname[128];
-    snprintf(fsname, sizeof fsname, "-ofsname=ntblend:%s,subtype=nvmefs", fs.device);
+    snprintf(fsname, sizeof fsname, "-ofsname=ntblend:%s:%d,subtype=nvmefs", fs.device,
+             (int)getpid());
     char *fargv[4] = { argv[0], fsname, NULL, NULL };
     int fargc = 2;
     char *extra = NULL;

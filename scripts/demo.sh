@@ -16,17 +16,23 @@ case "${1:-}" in
   *) echo "demo.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
 esac
 
-bash scripts/build.sh >/dev/null
-export PATH=$PWD/build/bin:$PATH
-export NTBLEND_FABRIC=demo
-topo=examples/topologies/two-hosts.ini
-
 # Headings in bold only on a terminal, and not when NO_COLOR is set (https://no-color.org).
 if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
   step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 else
   step() { printf '\n== %s\n' "$*"; }
 fi
+
+# The first run installs packages and builds for a minute or two: show what it installs and
+# why, and the build's progress in steps of 10% (warnings and errors in full).
+step "Install what is missing (scripts/install-deps.sh) and build (scripts/build.sh)"
+bash scripts/build.sh 2>&1 | awk '
+  /^\[ *[0-9]+%\]/ { p = substr($0, 2) + 0; if (p >= shown + 10 || p == 100) { shown = p - p % 10
+                      printf "build: %d%%\n", p; fflush() } next }
+  { print; fflush() }'
+export PATH=$PWD/build/bin:$PATH
+export NTBLEND_FABRIC=demo
+topo=examples/topologies/two-hosts.ini
 
 ntblend down >/dev/null 2>&1 || true
 [ $keep = 1 ] || trap 'ntblend down >/dev/null 2>&1 || true' EXIT

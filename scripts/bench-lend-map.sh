@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The per-I/O DMA mapping experiment of device-lending-2019 (Fig. 21) on the emulated fabric:
+# The per-I/O DMA mapping experiment of smartio-tocs-2021 (Fig. 21, §7.1.1) on the emulated fabric:
 # fio 4 KiB random reads at QD 1 through the ntbnvme engine on a driver-model NVMe
 # (examples/fio/lent-randread-map.fio), with the buffers mapped once (ntb_map=once) and mapped
 # around every I/O (ntb_map=per-io), side by side in one fio run, on the lender's own NVMe

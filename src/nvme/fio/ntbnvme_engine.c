@@ -9,8 +9,8 @@
  * nvme_qpair_poll (rings it) and nvme_qpair_wait. With ntb_map=per-io on a "pci:" device
  * (the driver model) the buffers are plain host RAM (dma_host_alloc) and every read and
  * write maps its buffer (dma_map_single) before submission and unmaps it on completion, as
- * Linux's streaming DMA API does for O_DIRECT (the per-I/O cost of device-lending-2019
- * Fig. 21).
+ * Linux's streaming DMA API does for O_DIRECT (the per-I/O cost of smartio-tocs-2021
+ * Fig. 21, §7.1.1).
  *
  * Built against the headers of the fio that is installed (scripts/fio-src.sh) and loaded
  * with ioengine=external:/path/to/ntbnvme-fio.so. Nothing of fio's code is here.

@@ -1,14 +1,13 @@
 /*
- * The synchronisation every layer of the fabric uses, and nothing above it: the clock,
- * futexes on shared memory, and locks that hold their owner's pid so that a lock of a dead
- * process can be taken over.
+ * The synchronisation every layer of the fabric uses, and nothing above it: the clock and
+ * futexes on shared memory (the wait policy's, src/wait), and locks that hold their owner's
+ * pid so that a lock of a dead process can be taken over.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,41 +15,24 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 #include <dirent.h>
 
 #include "fab_sync.h"
+#include "wpol.h"
 
 /* ---------------------------------------------------------------- time and futexes */
 
-uint64_t fab_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+/* The wait policy's (src/wait) clock and futexes, under the fabric's names. */
+uint64_t fab_now_ns(void) { return wpol_now_ns(); }
 
 int fab_futex_wait(_Atomic uint32_t *addr, uint32_t expected, int64_t timeout_ns)
 {
-    struct timespec ts, *tp = NULL;
-    if (timeout_ns >= 0) {
-        ts.tv_sec = timeout_ns / 1000000000ll;
-        ts.tv_nsec = timeout_ns % 1000000000ll;
-        tp = &ts;
-    }
     /* Shared (not PRIVATE) futexes: waiters and wakers are different processes. */
-    long r = syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT, expected, tp, NULL, 0);
-    if (r == 0 || errno == EAGAIN)
-        return 0;
-    return -errno;
+    return wpol_futex_wait(addr, expected, timeout_ns, false);
 }
 
-void fab_futex_wake(_Atomic uint32_t *addr, int n)
-{
-    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE, n, NULL, NULL, 0);
-}
+void fab_futex_wake(_Atomic uint32_t *addr, int n) { wpol_futex_wake(addr, n, false); }
 
 /* A zombie (dead, not yet reaped by its parent) counts as dead: it will never acknowledge. */
 bool fab_pid_alive(int32_t pid)

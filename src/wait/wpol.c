@@ -1,0 +1,376 @@
+/*
+ * The wait policy (wpol.h): spin as long as waits at a site have lately taken, yield while that
+ * lets another thread run, then sleep; the futex calls and the clock under it; what the policy
+ * observes of the machine (the CPUs it may use, spins that lost their CPU) and what each site
+ * learnt (NTBLEND_WAIT_DEBUG=1 prints it at exit).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wpol.h"
+
+/* The least spin a site keeps (a change a few hundred ns away is caught without a system
+ * call), and how often a site whose waits went long spins to its ceiling again to find out
+ * whether they are short once more (a sleep's wake-up hides how soon the change came). */
+#define SPIN_MIN_NS 1000u
+#define PROBE_EVERY 16u
+/* A spin whose clock jumps this far between two looks lost its CPU (another thread, or the
+ * hypervisor running another virtual CPU there): spins stay short for CONTENDED_NS after. */
+#define LOST_CPU_NS 30000u
+#define CONTENDED_NS 50000000u
+/* A sched_yield that returns sooner ran nobody else (a no-op yield costs ~0.3 us in a VM, a
+ * switch away and back several); FAST_YIELDS of them in a row end the yield phase. */
+#define FAST_YIELD_NS 1500u
+#define FAST_YIELDS 8u
+#define SLEEP_DEFAULT_NS 100000000ull
+#define NAP_FIRST_NS 2000u
+#define NAP_MAX_NS 1000000u
+#define IDLE_EVERY_NS 1000000u
+
+enum { PH_SPIN, PH_YIELD, PH_SLEEP };
+
+uint64_t wpol_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int wpol_futex_wait(_Atomic uint32_t *addr, uint32_t expected, int64_t timeout_ns, bool private_futex)
+{
+    struct timespec ts, *tp = NULL;
+    if (timeout_ns >= 0) {
+        ts.tv_sec = timeout_ns / 1000000000ll;
+        ts.tv_nsec = timeout_ns % 1000000000ll;
+        tp = &ts;
+    }
+    /* Shared futexes unless told: waiters and wakers are usually different processes. */
+    long r = syscall(SYS_futex, (uint32_t *)addr, private_futex ? FUTEX_WAIT_PRIVATE : FUTEX_WAIT,
+                     expected, tp, NULL, 0);
+    if (r == 0 || errno == EAGAIN)
+        return 0;
+    return -errno;
+}
+
+void wpol_futex_wake(_Atomic uint32_t *addr, int n, bool private_futex)
+{
+    syscall(SYS_futex, (uint32_t *)addr, private_futex ? FUTEX_WAKE_PRIVATE : FUTEX_WAKE, n, NULL,
+            NULL, 0);
+}
+
+void wpol_wake(_Atomic uint32_t *word, _Atomic uint32_t *sleepers, bool private_futex)
+{
+    atomic_fetch_add(word, 1);
+    if (!sleepers || atomic_load(sleepers))
+        wpol_futex_wake(word, INT_MAX, private_futex);
+}
+
+/* ---------------------------------------------------------------- what the policy sees */
+
+static _Atomic int ncpus;
+static _Atomic uint64_t ncpus_until, contended_until;
+
+int wpol_cpus(void)
+{
+    uint64_t now = wpol_now_ns();
+    int n = atomic_load_explicit(&ncpus, memory_order_relaxed);
+    if (n && now < atomic_load_explicit(&ncpus_until, memory_order_relaxed))
+        return n;
+    /* Re-read now and then: `taskset -p` may change it under a running process. */
+    cpu_set_t set;
+    n = sched_getaffinity(0, sizeof set, &set) ? 2 : CPU_COUNT(&set);
+    atomic_store_explicit(&ncpus, n > 0 ? n : 1, memory_order_relaxed);
+    atomic_store_explicit(&ncpus_until, now + 100000000ull, memory_order_relaxed);
+    return n > 0 ? n : 1;
+}
+
+bool wpol_contended(void)
+{
+    return wpol_now_ns() < atomic_load_explicit(&contended_until, memory_order_relaxed);
+}
+
+enum wpol_mode wpol_mode(void)
+{
+    static _Atomic int mode = -1;
+    int m = atomic_load_explicit(&mode, memory_order_relaxed);
+    if (m >= 0)
+        return (enum wpol_mode)m;
+    const char *e = getenv("NTBLEND_WAIT");
+    m = WPOL_ADAPTIVE;
+    if (e && !strcmp(e, "spin"))
+        m = WPOL_SPIN;
+    else if (e && !strcmp(e, "sleep"))
+        m = WPOL_SLEEP;
+    else if (e && *e && strcmp(e, "adaptive"))
+        fprintf(stderr, "ntblend: NTBLEND_WAIT=%s is not adaptive, spin or sleep; waiting "
+                "adaptively\n", e);
+    atomic_store_explicit(&mode, m, memory_order_relaxed);
+    return (enum wpol_mode)m;
+}
+
+/* ---------------------------------------------------------------- the debug report */
+
+/* Sites carry no link of their own (WPOL_SITE stays a plain initialiser): a small table. */
+#define REPORT_SITES 64
+static struct wpol_site *_Atomic reported[REPORT_SITES];
+
+static void report(void)
+{
+    for (int i = 0; i < REPORT_SITES; i++) {
+        struct wpol_site *s = atomic_load(&reported[i]);
+        if (!s)
+            break;
+        char line[256];
+        int n = snprintf(line, sizeof line,
+                         "ntblend[%d] wait %s: %llu waits (%llu in the spin, %llu yielding, "
+                         "%llu asleep), %llu yields, %llu sleeps, spin now %u ns of %u\n",
+                         (int)getpid(), s->name, (unsigned long long)s->n_waits,
+                         (unsigned long long)s->n_spun, (unsigned long long)s->n_yielded,
+                         (unsigned long long)s->n_slept, (unsigned long long)s->n_yields,
+                         (unsigned long long)s->n_sleeps, (unsigned)s->spin_ns, s->spin_max_ns);
+        if (n > 0 && write(STDERR_FILENO, line, (size_t)n) < 0)
+            break;
+    }
+}
+
+static void note_site(struct wpol_site *s)
+{
+    static _Atomic int debug = -1;
+    int d = atomic_load_explicit(&debug, memory_order_relaxed);
+    if (d < 0) {
+        const char *e = getenv("NTBLEND_WAIT_DEBUG");
+        d = e && *e && strcmp(e, "0");
+        atomic_store(&debug, d);
+        if (d)
+            atexit(report);
+    }
+    if (!d)
+        return;
+    for (int i = 0; i < REPORT_SITES; i++) {
+        struct wpol_site *cur = NULL;
+        if (atomic_compare_exchange_strong(&reported[i], &cur, s) || cur == s)
+            return;
+    }
+}
+
+/* ---------------------------------------------------------------- the policy */
+
+static uint32_t initial_budget(struct wpol_site *s, const struct wpol_how *how, uint64_t now,
+                               bool *probe)
+{
+    enum wpol_mode mode = wpol_mode();
+    *probe = false;
+    if (mode == WPOL_SLEEP || !s->spin_max_ns || wpol_cpus() < 2)
+        return 0; /* one CPU: whatever we wait for needs it */
+    if (how->needs_cpu && how->needs_cpu(how->arg))
+        return 0;
+    if (mode == WPOL_SPIN)
+        return s->spin_max_ns;
+    uint32_t b = atomic_load_explicit(&s->spin_ns, memory_order_relaxed);
+    if (!b)
+        b = s->spin_max_ns; /* nothing learnt yet */
+    if (now < atomic_load_explicit(&contended_until, memory_order_relaxed))
+        return b / 4;
+    /* A probe spins four times the budget (the ceiling at most): long enough to find out
+     * whether waits got shorter, not so long that a probe costs what a sleep would. */
+    if (atomic_fetch_add_explicit(&s->waits, 1, memory_order_relaxed) % PROBE_EVERY == 0 &&
+        b < s->spin_max_ns) {
+        *probe = true;
+        uint64_t p = 4ull * (b > SPIN_MIN_NS ? b : SPIN_MIN_NS);
+        b = p < s->spin_max_ns ? (uint32_t)p : s->spin_max_ns;
+    }
+    return b;
+}
+
+void wpol_begin(struct wpol *w, struct wpol_site *s, const struct wpol_how *how)
+{
+    static const struct wpol_how none;
+    *w = (struct wpol){ .site = s, .how = how ? how : &none };
+}
+
+static void enter(struct wpol *w, int phase)
+{
+    w->phase = (uint8_t)phase;
+    if (phase == PH_YIELD)
+        w->phase_end = w->now + w->site->yield_max_ns;
+    w->fast_yields = 0;
+}
+
+/* The first pause of a wait: the clock starts, and the spin gets its budget. */
+static void first(struct wpol *w)
+{
+    w->t0 = w->now = wpol_now_ns();
+    w->budget = initial_budget(w->site, w->how, w->t0, &w->probe);
+    w->phase_end = w->t0 + w->budget;
+    w->nap_ns = NAP_FIRST_NS;
+    if (!w->budget)
+        enter(w, wpol_mode() == WPOL_SLEEP || !w->site->yield_max_ns ? PH_SLEEP : PH_YIELD);
+}
+
+static int sleep_once(struct wpol *w, uint32_t seen)
+{
+    const struct wpol_how *h = w->how;
+    uint64_t max = h->sleep_ns ? h->sleep_ns : SLEEP_DEFAULT_NS;
+    if (h->deadline_ns) {
+        if (w->now >= h->deadline_ns)
+            return -ETIMEDOUT;
+        if (h->deadline_ns - w->now < max)
+            max = h->deadline_ns - w->now;
+    }
+    int rc = 0;
+    w->slept = true;
+    atomic_fetch_add_explicit(&w->site->n_sleeps, 1, memory_order_relaxed);
+    if (h->word) {
+        if (h->sleepers)
+            atomic_fetch_add(h->sleepers, 1);
+        /* Counted first, looked at second: a waker that bumps only for sleepers either sees
+         * us here or changed the condition before this look. */
+        if (!(h->sleepers && h->ready && h->ready(h->arg)))
+            wpol_futex_wait(h->word, seen, (int64_t)max, h->private_futex);
+        if (h->sleepers)
+            atomic_fetch_sub(h->sleepers, 1);
+    } else if (h->sleep) {
+        rc = h->sleep(h->arg, max);
+    } else {
+        /* Nobody wakes us: a nap that grows (a nanosleep costs ~50-100 us of timer slack on
+         * most machines anyway). */
+        uint64_t ns = w->nap_ns < max ? w->nap_ns : max;
+        struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+        nanosleep(&ts, NULL);
+        if (w->nap_ns < NAP_MAX_NS)
+            w->nap_ns *= 2;
+    }
+    w->now = wpol_now_ns();
+    return rc < 0 ? rc : 0;
+}
+
+int wpol_pause(struct wpol *w, uint32_t seen)
+{
+    const struct wpol_how *h = w->how;
+    if (!w->n++)
+        first(w);
+    switch (w->phase) {
+    case PH_SPIN: {
+        w->spun = true;
+        /* A few pauses per look at the clock (~30 ns) keep the look cheap. */
+        if (w->n & 15) {
+            wpol_relax();
+            return 0;
+        }
+        uint64_t prev = w->now;
+        w->now = wpol_now_ns();
+        if (w->now - prev > LOST_CPU_NS) {
+            /* This spin lost its CPU for a while: the CPUs are shared, and a spin may be
+             * keeping the thread we wait for from running. Yield from here on. */
+            atomic_store_explicit(&contended_until, w->now + CONTENDED_NS, memory_order_relaxed);
+            enter(w, w->site->yield_max_ns ? PH_YIELD : PH_SLEEP);
+        } else if (w->now >= w->phase_end) {
+            enter(w, w->site->yield_max_ns && wpol_mode() != WPOL_SLEEP ? PH_YIELD : PH_SLEEP);
+        }
+        break;
+    }
+    case PH_YIELD: {
+        w->yielded = true;
+        atomic_fetch_add_explicit(&w->site->n_yields, 1, memory_order_relaxed);
+        uint64_t t = w->now;
+        sched_yield();
+        w->now = wpol_now_ns();
+        if (w->now - t < FAST_YIELD_NS) {
+            w->fast_yields++;
+        } else {
+            w->fast_yields = 0;
+            w->ran_other = true;
+        }
+        /* Yields that come straight back ran nobody: what we wait for is not on this CPU's
+         * queue, and sleeping frees the CPU (a VM's virtual CPU halts, and the host may run
+         * the other one there). */
+        if (w->now >= w->phase_end || w->fast_yields >= FAST_YIELDS)
+            enter(w, PH_SLEEP);
+        break;
+    }
+    default: {
+        if (h->idle && w->now >= w->next_idle) {
+            w->next_idle = w->now + IDLE_EVERY_NS;
+            int rc = h->idle(h->arg);
+            if (rc)
+                return rc;
+        }
+        int rc = sleep_once(w, seen);
+        if (rc)
+            return rc;
+        break;
+    }
+    }
+    if (h->deadline_ns && w->now >= h->deadline_ns)
+        return -ETIMEDOUT;
+    return 0;
+}
+
+void wpol_end(struct wpol *w)
+{
+    struct wpol_site *s = w->site;
+    if (!w->n)
+        return; /* held at the first look: nothing to learn */
+    uint64_t d = wpol_now_ns() - w->t0;
+    atomic_fetch_add_explicit(&s->n_waits, 1, memory_order_relaxed);
+    if (w->slept)
+        atomic_fetch_add_explicit(&s->n_slept, 1, memory_order_relaxed);
+    else if (w->yielded)
+        atomic_fetch_add_explicit(&s->n_yielded, 1, memory_order_relaxed);
+    else
+        atomic_fetch_add_explicit(&s->n_spun, 1, memory_order_relaxed);
+    if (s->n_waits == 1)
+        note_site(s);
+    if (wpol_mode() != WPOL_ADAPTIVE || !s->spin_max_ns)
+        return;
+    /* Learn: a wait that a spin would have caught (it ended within the ceiling, awake, and no
+     * yield of it ran another thread) sets the budget to twice its length at once. One that
+     * slept lowers the budget by a quarter, towards SPIN_MIN_NS (how soon the change came is
+     * hidden behind the wake-up; the probes find out), and so does one whose yield ran another
+     * thread: that thread needed this CPU, and a longer spin would only have kept it waiting. */
+    uint32_t b = atomic_load_explicit(&s->spin_ns, memory_order_relaxed);
+    if (!b)
+        b = s->spin_max_ns;
+    if (!w->slept && !w->ran_other && d <= s->spin_max_ns) {
+        uint64_t want = 2 * d + SPIN_MIN_NS;
+        uint32_t t = want < s->spin_max_ns ? (uint32_t)want : s->spin_max_ns;
+        b = t > b ? t : b - (b - t) / 8;
+    } else {
+        b -= b / 4;
+    }
+    if (b < SPIN_MIN_NS)
+        b = s->spin_max_ns < SPIN_MIN_NS ? s->spin_max_ns : SPIN_MIN_NS;
+    atomic_store_explicit(&s->spin_ns, b, memory_order_relaxed);
+}
+
+int wpol_wait(struct wpol_site *s, const struct wpol_how *how)
+{
+    if (how->ready(how->arg))
+        return 0;
+    struct wpol w;
+    wpol_begin(&w, s, how);
+    for (;;) {
+        uint32_t seen = how->word ? atomic_load(how->word) : 0;
+        if (how->ready(how->arg))
+            break;
+        int rc = wpol_pause(&w, seen);
+        if (rc) {
+            if (how->ready(how->arg))
+                break;
+            wpol_end(&w);
+            return rc;
+        }
+    }
+    wpol_end(&w);
+    return 0;
+}

@@ -1,0 +1,117 @@
+/*
+ * The wait policy (wpol.c): how every thread of ntblend waits for memory that another thread,
+ * process or device model changes — barriers, quiet, the relays, NVMe completions, the device
+ * models' doorbells, the DMA engines, the agent's event words. One policy, in three phases:
+ *
+ *   spin   look at the condition with a pause in between, for as long as waits at this site
+ *          have recently taken (learnt per site, at most spin_max_ns); none with one CPU to run
+ *          on, or when the thread waited for needs this CPU (how->needs_cpu);
+ *   yield  sched_yield between looks while that lets someone else run (the thread waited for
+ *          may be the one); yields that come straight back say nobody wanted the CPU, and the
+ *          wait moves on;
+ *   sleep  a futex on a word the waker bumps (or the caller's own sleep, or a nap that grows),
+ *          counted in a sleepers word so that a waker makes the system call only when someone
+ *          sleeps.
+ *
+ * It lives below every layer (a static library of its own: the fabric, libntblend, libshmem,
+ * libntbnvme and the agent link it) and knows nothing of them. docs/benchmarks.md, *The wait
+ * policy*, says why each threshold is what it is.
+ */
+#ifndef NTBLEND_WPOL_H
+#define NTBLEND_WPOL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A place that waits, with what it has learnt: one per call site (static), process-local.
+ * WPOL_SITE fills in the name and ceilings; the rest starts at zero. */
+struct wpol_site {
+    const char *name;
+    uint32_t spin_max_ns;  /* the spin's ceiling (0: never spin) */
+    uint32_t yield_max_ns; /* how long at most to yield before sleeping (0: never yield) */
+    /* learnt */
+    _Atomic uint32_t spin_ns; /* the spin budget now */
+    _Atomic uint32_t waits;   /* waits so far (wraps): every 16th spins to the ceiling */
+    /* what happened, for tests and NTBLEND_WAIT_DEBUG */
+    _Atomic uint64_t n_waits, n_spun, n_yielded, n_slept, n_yields, n_sleeps;
+};
+#define WPOL_SITE(nm, spin_max, yield_max) { .name = (nm), .spin_max_ns = (spin_max), .yield_max_ns = (yield_max) }
+
+/* How a wait sleeps and what else it looks at. Everything may be 0 / NULL. */
+struct wpol_how {
+    /* The condition, for wpol_wait, and for the sleep phase's last look after the waiter has
+     * counted itself in *sleepers (needed when the waker bumps *word only for sleepers). */
+    bool (*ready)(void *arg);
+    void *arg;
+    /* Sleep on this futex word (shared between processes unless private is set); the waker
+     * bumps it and wakes. *sleepers is incremented around the sleep. */
+    _Atomic uint32_t *word;
+    _Atomic uint32_t *sleepers;
+    bool private_futex;
+    /* Or sleep this way (at most max_ns; returns early when woken): an interrupt wait. A
+     * negative return ends the wait with it. */
+    int (*sleep)(void *arg, uint64_t max_ns);
+    /* Does the thread we wait for need this CPU to get on (it runs here, or last did)? Then the
+     * wait yields at once instead of spinning. */
+    bool (*needs_cpu)(void *arg);
+    /* Called between sleeps (a health check, a look for an exit); non-zero ends the wait with
+     * that value. */
+    int (*idle)(void *arg);
+    uint64_t deadline_ns; /* absolute (wpol_now_ns); 0: none. Past it: -ETIMEDOUT */
+    uint64_t sleep_ns;    /* longest single sleep (0: 100 ms), so that idle and the deadline are seen */
+};
+
+/* One wait in progress, on the waiter's stack (wpol_begin ... wpol_pause ... wpol_end). */
+struct wpol {
+    struct wpol_site *site;
+    const struct wpol_how *how;
+    uint64_t t0, now, phase_end, nap_ns, next_idle;
+    uint32_t budget, n, fast_yields;
+    uint8_t phase;
+    bool probe, spun, yielded, slept, ran_other;
+};
+
+/* The clock every layer uses (CLOCK_MONOTONIC, ns). */
+uint64_t wpol_now_ns(void);
+/* A spin loop's pause instruction. */
+static inline void wpol_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* The whole wait: until how->ready(how->arg) holds (0), the deadline passes (-ETIMEDOUT), or
+ * sleep or idle end it with their value. */
+int wpol_wait(struct wpol_site *s, const struct wpol_how *how);
+
+/* The same, for loops the caller keeps: wpol_begin, then per turn read the word (seen, when
+ * there is one), look at the condition, and wpol_pause(seen) if it does not hold yet (non-zero:
+ * the wait ends with that); wpol_end once it holds (the site learns how long it took). */
+void wpol_begin(struct wpol *w, struct wpol_site *s, const struct wpol_how *how);
+int wpol_pause(struct wpol *w, uint32_t seen);
+void wpol_end(struct wpol *w);
+
+/* The waker's side: bump *word, and FUTEX_WAKE it when *sleepers says someone sleeps (a NULL
+ * sleepers: always). The caller's change comes first, seq_cst. */
+void wpol_wake(_Atomic uint32_t *word, _Atomic uint32_t *sleepers, bool private_futex);
+
+/* Futexes on shared (or private) memory: waits return 0 (woken, or the word was not `expected`),
+ * -ETIMEDOUT or -EINTR; timeout_ns < 0 waits for ever. */
+int wpol_futex_wait(_Atomic uint32_t *addr, uint32_t expected, int64_t timeout_ns, bool private_futex);
+void wpol_futex_wake(_Atomic uint32_t *addr, int n, bool private_futex);
+
+/* What the policy sees of the machine: CPUs this thread may run on (re-read every 100 ms),
+ * and whether a spin lately lost its CPU for a while (then spins stay short for 50 ms). */
+int wpol_cpus(void);
+bool wpol_contended(void);
+
+/* NTBLEND_WAIT=adaptive (the default) | spin (spin to each site's ceiling, never learn) |
+ * sleep (no spin, no yield): read once per process. */
+enum wpol_mode { WPOL_ADAPTIVE, WPOL_SPIN, WPOL_SLEEP };
+enum wpol_mode wpol_mode(void);
+
+#endif

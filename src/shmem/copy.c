@@ -12,9 +12,9 @@
  * (LEFT): the copy into the target is complete when the call returns, as a put's source may
  * be reused and the target rewritten at once. The helper keeps off the caller's CPU (its
  * affinity leaves that one out: a wake-up would often put it next to its waker), where it
- * could only take turns with the caller. It spins for COPY_SPIN_NS after a job, so a stream
- * of large puts keeps it awake, and then sleeps on a futex; a job of COPY_WAKE_MIN bytes or
- * more wakes it. SHMEM_COPY_HELPER=0 turns it off; =slow makes the helper pause 2 ms before
+ * could only take turns with the caller. After a job it waits by the wait policy (src/wait),
+ * spinning up to COPY_SPIN_NS, so a stream of large puts keeps it awake, and then sleeps on a
+ * futex; a job of COPY_WAKE_MIN bytes or more wakes it. SHMEM_COPY_HELPER=0 turns it off; =slow makes the helper pause 2 ms before
  * each piece it takes, so that tests see callers wait for it.
  *
  * Whether the helper helps is measured, not assumed. Two threads can copy a large block more
@@ -128,6 +128,28 @@ static bool avoid_cpu(int cpu, const cpu_set_t *allowed, int *avoided)
     return true;
 }
 
+/* The helper's waits: for the next job of a stream, spinning for COPY_SPIN_NS at most (while
+ * copies take the helper, cp.spin) and never on the caller's CPU; then asleep on cp.wake. */
+static struct wpol_site helper_spin_site = WPOL_SITE("shmem copy helper", COPY_SPIN_NS, 0);
+static struct wpol_site helper_sleep_site = WPOL_SITE("shmem copy helper (copies alone)", 0, 0);
+/* The caller's wait for the helper's last piece: a microsecond or two, unless the scheduler
+ * has put the helper on the caller's CPU since it joined; nothing wakes the caller. */
+static struct wpol_site join_site = WPOL_SITE("shmem copy join", 20000, 10000000);
+
+struct helper_wait {
+    uint64_t done_gen;
+    int caller;
+};
+
+static bool job_or_stop(void *arg)
+{
+    struct helper_wait *h = arg;
+    return atomic_load_explicit(&cp.state, memory_order_acquire) >> 2 != h->done_gen ||
+           atomic_load(&cp.stop);
+}
+
+static bool on_caller_cpu(void *arg) { return sched_getcpu() == ((struct helper_wait *)arg)->caller; }
+
 static void *helper(void *arg)
 {
     (void)arg;
@@ -135,36 +157,35 @@ static void *helper(void *arg)
     if (pthread_getaffinity_np(pthread_self(), sizeof allowed, &allowed))
         return NULL;
     int avoided = -2;
-    uint64_t done_gen = atomic_load(&cp.state) >> 2;
-    uint64_t idle_since = shm_now_ns();
+    struct helper_wait h = { .done_gen = atomic_load(&cp.state) >> 2 };
+    struct wpol_how how = { .ready = job_or_stop, .arg = &h, .word = &cp.wake,
+                            .sleepers = &cp.sleeping, .private_futex = true,
+                            .needs_cpu = on_caller_cpu, .sleep_ns = 1000000000 };
     while (!atomic_load(&cp.stop)) {
-        uint32_t w = atomic_load(&cp.wake);
         uint64_t s = atomic_load_explicit(&cp.state, memory_order_acquire);
         int caller = atomic_load_explicit(&cp.cpu, memory_order_relaxed);
-        if (s >> 2 != done_gen) {
+        if (s >> 2 != h.done_gen) {
             uint64_t open = s & ~UINT64_C(3);
             if ((s & 3) == ST_OPEN && avoid_cpu(caller, &allowed, &avoided) && sched_getcpu() != caller &&
                 atomic_compare_exchange_strong(&cp.state, &open, open | ST_JOINED)) {
                 take_pieces(true);
                 atomic_store_explicit(&cp.state, open | ST_LEFT, memory_order_release);
             }
-            done_gen = s >> 2;
-            idle_since = shm_now_ns();
+            h.done_gen = s >> 2;
             continue;
         }
-        /* Spin a little for the next job of a stream; then sleep. */
-        if (atomic_load_explicit(&cp.spin, memory_order_relaxed) &&
-            shm_now_ns() - idle_since < COPY_SPIN_NS && sched_getcpu() != caller) {
-            shm_relax();
-            continue;
-        }
-        atomic_store(&cp.sleeping, 1);
-        if (atomic_load(&cp.state) >> 2 == done_gen && !atomic_load(&cp.stop))
-            shm_futex_wait(&cp.wake, w, 1000);
-        atomic_store(&cp.sleeping, 0);
-        idle_since = shm_now_ns();
+        h.caller = caller;
+        wpol_wait(atomic_load_explicit(&cp.spin, memory_order_relaxed) ? &helper_spin_site
+                                                                        : &helper_sleep_site,
+                  &how);
     }
     return NULL;
+}
+
+static bool helper_left(void *arg)
+{
+    (void)arg;
+    return (atomic_load_explicit(&cp.state, memory_order_acquire) & 3) == ST_LEFT;
 }
 
 /* The copy with the helper: the caller's part of the job, and the wait for the helper's. */
@@ -180,19 +201,14 @@ static void copy_helped(void *dst, const void *src, size_t len, bool wake)
     atomic_store_explicit(&cp.state, open, memory_order_release);
     if (wake && atomic_load(&cp.sleeping)) {
         atomic_fetch_add(&cp.wake, 1);
-        shm_futex_wake(&cp.wake);
+        wpol_futex_wake(&cp.wake, 1, true);
     }
     take_pieces(false);
     uint64_t s = open;
-    /* The helper finishes its last piece in a microsecond or two, unless the scheduler has
-     * put it on our CPU since it joined: then it needs our CPU to finish. */
-    if (!atomic_compare_exchange_strong(&cp.state, &s, (open & ~UINT64_C(3)) | ST_CLOSED) && ++cp.shared)
-        for (unsigned spins = 0; (atomic_load_explicit(&cp.state, memory_order_acquire) & 3) != ST_LEFT; spins++) {
-            if (spins < 2000)
-                shm_relax();
-            else
-                sched_yield();
-        }
+    if (!atomic_compare_exchange_strong(&cp.state, &s, (open & ~UINT64_C(3)) | ST_CLOSED) && ++cp.shared) {
+        static const struct wpol_how join = { .ready = helper_left };
+        wpol_wait(&join_site, &join);
+    }
 }
 
 static struct pick *pick_of(size_t len, bool get)

@@ -51,7 +51,7 @@ struct rthread {
     uint32_t pring;
     struct xp_dmaq *pdq;
     uint64_t next_pos;   /* the next message of pring to look at */
-    int poll_credit;     /* transfer_thread: whether polling for the next message pays */
+    struct wpol_site wait; /* transfer_thread's wait for messages: what it learnt */
 };
 
 static void *inbox;
@@ -592,12 +592,33 @@ static int drain(struct rthread *t, bool *stuck)
     return done;
 }
 
+/* A producer streaming small messages has the next one ready within microseconds, one
+ * streaming large ones (a 256 KiB put takes 44 us at 6 GB/s) has not, and polling through its
+ * gaps takes the CPU the DMA engines need: the wait policy learns which (per thread), spinning
+ * up to RELAY_POLL_NS, then sleeping on the doorbell bit, whose ring ends the wait. */
 #define RELAY_POLL_NS 20000u
-#define RELAY_POLL_MISSES 4
+
+static bool any_new(void *arg)
+{
+    struct rthread *t = arg;
+    bool other, busy = false;
+    for (int k = 0; k < t->nrings && !busy; k++)
+        busy = next_new(t, t->rings[k], xp_ring_at(inbox, t->rings[k]), &other) <
+               atomic_load(&xp_ring_at(inbox, t->rings[k])->head);
+    return busy;
+}
+
+static int bell_wait(void *arg, uint64_t max_ns)
+{
+    struct rthread *t = arg;
+    return ntb_db_vector_wait(t->dev, t->bit, (int)(max_ns / 1000000u) + 1) > 0 ? -EINTR : 0;
+}
 
 static void *transfer_thread(void *arg)
 {
     struct rthread *t = arg;
+    const struct wpol_how how = { .ready = any_new, .arg = t, .sleep = bell_wait,
+                                  .sleep_ns = 100000000 };
     while (!atomic_load(&stop)) {
         xp_route_refresh(false);
         ntb_db_clear(t->dev, t->bit);
@@ -609,31 +630,7 @@ static void *transfer_thread(void *arg)
             nanosleep(&ts, NULL);
             continue;
         }
-        /* Poll a little before sleeping when that pays: a producer streaming small messages
-         * has the next one ready within microseconds. One streaming large messages (a 256 KiB
-         * put takes 44 us on a 6 GB/s link) has not, and polling through every gap would take
-         * the CPU the DMA engines and the other hops need: the thread stops polling after
-         * RELAY_POLL_MISSES polls in vain, and polls again once a message came within the
-         * poll's time after it went to sleep. DMAs in flight are the completer's. */
-        uint64_t idle_at = shm_now_ns();
-        bool busy = false, polled = t->poll_credit > 0;
-        while (polled && !busy) {
-            for (int k = 0; k < t->nrings && !busy; k++) {
-                struct xp_ring *ring = xp_ring_at(inbox, t->rings[k]);
-                bool other;
-                busy = next_new(t, t->rings[k], ring, &other) < atomic_load(&ring->head);
-            }
-            if (!busy && shm_now_ns() - idle_at > RELAY_POLL_NS)
-                break;
-        }
-        if (busy) {
-            t->poll_credit = RELAY_POLL_MISSES;
-            continue;
-        }
-        if (polled)
-            t->poll_credit--;
-        if (ntb_db_vector_wait(t->dev, t->bit, 100) > 0 && shm_now_ns() - idle_at <= RELAY_POLL_NS)
-            t->poll_credit = RELAY_POLL_MISSES;
+        wpol_wait(&t->wait, &how); /* DMAs in flight are the completer's */
     }
     return NULL;
 }
@@ -747,7 +744,7 @@ int shmemi_relay_main(void)
         for (int t = 0; t < shm.threads; t++) {
             struct rthread *x = &th[a * shm.threads + t];
             x->bit = UINT64_C(1) << t;
-            x->poll_credit = RELAY_POLL_MISSES;
+            x->wait = (struct wpol_site)WPOL_SITE("shmem relay transfer", RELAY_POLL_NS, 0);
             pthread_mutex_init(&x->mu, NULL);
             pthread_cond_init(&x->cv, NULL);
             x->rings = calloc(nrings, sizeof *x->rings);

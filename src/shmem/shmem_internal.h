@@ -14,6 +14,7 @@
 #include <ntblend/seg.h>
 
 #include "shmem.h"
+#include "wpol.h"
 
 /* The control region at the start of every heap: barriers, global exit. One page, so the
  * user heap after it stays page aligned. */
@@ -92,19 +93,9 @@ struct shm_state {
 
 extern struct shm_state shm;
 
-/* CLOCK_MONOTONIC in ns, and a spin loop's pause. */
-static inline uint64_t shm_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-static inline void shm_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
+/* CLOCK_MONOTONIC in ns, and a spin loop's pause: the wait policy's (src/wait). */
+static inline uint64_t shm_now_ns(void) { return wpol_now_ns(); }
+static inline void shm_relax(void) { wpol_relax(); }
 
 static inline struct shm_ctrl *shm_ctrl_of(int pe) { return (struct shm_ctrl *)shm.pes[pe].base; }
 static inline char *shm_heap_of(int pe) { return (char *)shm.pes[pe].base + SHM_CTRL_SIZE; }
@@ -182,13 +173,26 @@ uint64_t shm_amo(int pe, size_t off, unsigned op, unsigned size, uint64_t v, uin
 void shm_quiet_all(void);
 /* Wake-ups: if PE pe sleeps, bump its notify word and FUTEX_WAKE it (direct PEs only). */
 void shm_poke_direct(int pe);
-/* Wait until pred(arg) holds: a short spin, then sleeps on our notify word (100 ms timeouts
- * to look for a global exit). */
+/* Waiting (wait.c, the wait policy of src/wait). Until pred(arg) holds: spin, yield, then
+ * sleep on our notify word (100 ms at a time, looking for a global exit); no spin when more
+ * PEs than CPUs share the machine or, with pe >= 0, when PE pe (the one that will end the
+ * wait) last ran on our CPU; needs_cpu, if given, decides that instead. */
+void shm_wait_for(bool (*pred)(void *), void *arg, bool (*needs_cpu)(void *), int pe);
 void shm_wait_notify(bool (*pred)(void *), void *arg);
+/* Did PE pe, at its last barrier, run on the CPU we run on now? */
+bool shm_pe_here(int pe);
+/* Publish our CPU for shm_pe_here (at every barrier; a store only when it changed). */
+void shm_note_cpu(void);
+/* Waits that nothing wakes (puts into a variable, lock words, ring room): the caller's loop,
+ * with wpol_end once its condition holds. Naps when long; looks for a global exit. */
+void shm_poll_begin(struct wpol *w);
+void shm_poll_pause(struct wpol *w);
 /* After the first barrier (every PE has published its pin_cpu): choose how later ones count. */
 void shm_barrier_setup(void);
-/* The same until *word >= want (counters and sequence numbers written by other PEs). */
+/* The same until *word >= want (counters and sequence numbers written by other PEs); _from:
+ * PE pe writes it. */
 void shm_wait_u64(_Atomic uint64_t *word, uint64_t want);
+void shm_wait_u64_from(_Atomic uint64_t *word, uint64_t want, int pe);
 /* Staging chunks per side for routed puts by DMA (a ring host has two); at most XP_SLOTS. */
 #define SHM_PUT_STAGES 8u
 void shm_futex_wake(_Atomic uint32_t *w);

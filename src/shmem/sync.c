@@ -8,8 +8,9 @@
  * The barrier is a dissemination barrier over the control pages: in round k each PE adds 1 to
  * bar_flag[k] of PE (me + 2^k) mod n with a remote atomic that wakes it, and waits until its
  * own bar_flag[k] has counted this barrier; ceil(log2 n) rounds, no central counter, and every
- * PE waits on its own page (a short spin, then FUTEX_WAIT; the waker's FUTEX_WAKE reaches it
- * through the same host RAM page). Waits time out every 100 ms to look for a global exit.
+ * PE waits on its own page (the wait policy, wait.c: a spin unless the PE that signals it
+ * shares its CPU, yields, then FUTEX_WAIT; the waker's FUTEX_WAKE reaches it through the same
+ * host RAM page). Waits time out every 100 ms to look for a global exit.
  * With more PEs than CPUs it is a counter in PE 0's control page instead (counter_barrier),
  * or, when every PE is pinned to one CPU, a count of arrivals per CPU and one of CPUs
  * (cpu_barrier).
@@ -17,7 +18,7 @@
  * lost a store before the barrier, or let a wait read all ones.
  *
  * wait_until/test poll the local variable (a put from another PE is a plain store into our
- * memory, which wakes nobody): a short spin, then sleeps from 1 us doubling to 1 ms.
+ * memory, which wakes nobody): the wait policy's spin and yields, then naps (wait.c).
  * signal_wait_until sleeps on our notify word, which put-with-signal wakes.
  */
 #define _GNU_SOURCE
@@ -65,8 +66,6 @@ void shm_check_exit(void)
  * they run): no release is written into every PE's page while they wait for the CPU.
  * Otherwise (a ring, or software atomics between hosts) the last one sets bar_release in
  * every PE. Every PE takes the same path. */
-#define BAR_SPIN_NS 20000u
-
 struct count_wait {
     _Atomic uint64_t *count;
     uint64_t want;
@@ -104,25 +103,27 @@ static void wake_sleepers(void)
         shm_poke_direct((shm.me + i) % shm.npes);
 }
 
-/* Wait until w is reached: spin while the PEs still to come run elsewhere (at most BAR_SPIN_NS
- * at a time), then yield, to one that needs our CPU or that has come to it since; after 64
- * rounds, wait as any wait does (shm_wait_notify). Whether a PE still to come needs our CPU:
- * mates > 0 yes, 0 no, < 0 ask mate_pending(epoch). */
+/* Wait until w is reached, as every wait does (shm_wait_for), except that whether a PE still
+ * to come needs our CPU (then we yield at once instead of spinning) is: mates > 0 yes, 0 no,
+ * < 0 ask mate_pending(epoch). */
+struct count_ctx {
+    struct count_wait *w;
+    int mates;
+    uint64_t epoch;
+};
+
+static bool count_ready(void *arg) { return count_reached(((struct count_ctx *)arg)->w); }
+
+static bool count_needs_cpu(void *arg)
+{
+    struct count_ctx *x = arg;
+    return x->mates < 0 ? mate_pending(x->epoch) : x->mates > 0;
+}
+
 static void wait_count(struct count_wait *w, int mates, uint64_t epoch)
 {
-    for (int round = 0; round < 64; round++) {
-        for (uint64_t until = shm_now_ns() + BAR_SPIN_NS;
-             !(mates < 0 ? mate_pending(epoch) : mates) && shm_now_ns() < until;)
-            for (int i = 0; i < 32; i++) {
-                if (count_reached(w))
-                    return;
-                shm_relax();
-            }
-        if (count_reached(w))
-            return;
-        sched_yield();
-    }
-    shm_wait_notify(count_reached, w);
+    struct count_ctx x = { w, mates, epoch };
+    shm_wait_for(count_ready, &x, count_needs_cpu, -1);
 }
 
 static void counter_barrier(uint64_t epoch)
@@ -222,11 +223,13 @@ void shm_barrier(void)
         return;
     }
     struct shm_ctrl *c = shm_ctrl_of(shm.me);
+    shm_note_cpu(); /* for the PEs that wait for us, in case we share their CPU */
     for (int k = 0, dist = 1; dist < shm.npes; k++, dist <<= 1) {
         int to = (shm.me + dist) % shm.npes;
         shm_amo(to, offsetof(struct shm_ctrl, bar_flag) + (size_t)k * sizeof(uint64_t),
                 SHM_AMO_ADD | SHM_AMO_WAKE, 8, 1, 0);
-        shm_wait_u64(&c->bar_flag[k], epoch);
+        /* PE me - 2^k arrives here: a spin is no use while it waits for our CPU. */
+        shm_wait_u64_from(&c->bar_flag[k], epoch, (shm.me - dist % shm.npes + shm.npes) % shm.npes);
     }
     shm_check_paths();
 }
@@ -267,21 +270,6 @@ void shmem_global_exit(int status)
     _exit(status);
 }
 
-/* Sleep a little more each time: 1 us doubling to 1 ms (after a short spin). */
-static void backoff(unsigned *round)
-{
-    if (++*round < 100)
-        return;
-    unsigned n = *round - 100;
-    long ns = 1000L << (n < 10 ? n : 10);
-    if (ns > 1000000L)
-        ns = 1000000L;
-    struct timespec ts = { 0, ns };
-    nanosleep(&ts, NULL);
-    if ((*round & 63) == 0)
-        shm_check_exit();
-}
-
 #define CMP_OP(v, cmp, ref)                                                                    \
     ((cmp) == SHMEM_CMP_EQ   ? (v) == (ref)                                                    \
      : (cmp) == SHMEM_CMP_NE ? (v) != (ref)                                                    \
@@ -312,9 +300,13 @@ static _Thread_local size_t any_next;
     }                                                                                          \
     void shmem_##N##_wait_until(T *ivar, int cmp, T cmp_value)                                 \
     {                                                                                          \
-        unsigned round = 0;                                                                    \
+        if (shmem_##N##_test(ivar, cmp, cmp_value))                                            \
+            return; /* (test's load was seq_cst) */                                            \
+        struct wpol w;                                                                         \
+        shm_poll_begin(&w);                                                                    \
         while (!shmem_##N##_test(ivar, cmp, cmp_value))                                        \
-            backoff(&round);                                                                   \
+            shm_poll_pause(&w);                                                                \
+        wpol_end(&w);                                                                          \
         atomic_thread_fence(memory_order_acquire);                                             \
     }                                                                                          \
     void shmem_##N##_wait(T *ivar, T value) { shmem_##N##_wait_until(ivar, SHMEM_CMP_NE, value); } \
@@ -355,37 +347,42 @@ static _Thread_local size_t any_next;
     static size_t any_##N(T *ivars, size_t nelems, const int *status, int cmp, const T *refs,  \
                           int vec, int wait)                                                   \
     {                                                                                          \
-        unsigned round = 0;                                                                    \
-        for (;;) {                                                                             \
-            size_t i, act;                                                                     \
+        struct wpol w;                                                                         \
+        size_t i, act, ret = SIZE_MAX;                                                         \
+        shm_poll_begin(&w);                                                                    \
+        for (;; shm_poll_pause(&w)) {                                                          \
             if (scan_##N(ivars, nelems, status, cmp, refs, vec, &i, 1, &act)) {                \
                 atomic_thread_fence(memory_order_acquire);                                     \
-                return i;                                                                      \
+                ret = i;                                                                       \
+                break;                                                                         \
             }                                                                                  \
             if (!wait || act == 0)                                                             \
-                return SIZE_MAX;                                                               \
-            backoff(&round);                                                                   \
+                break;                                                                         \
         }                                                                                      \
+        wpol_end(&w);                                                                          \
+        return ret;                                                                            \
     }                                                                                          \
     static size_t some_##N(T *ivars, size_t nelems, size_t *indices, const int *status,        \
                            int cmp, const T *refs, int vec, int wait)                          \
     {                                                                                          \
-        unsigned round = 0;                                                                    \
-        for (;;) {                                                                             \
-            size_t act, hits = scan_##N(ivars, nelems, status, cmp, refs, vec, indices, 0, &act); \
-            if (hits || !wait || act == 0) {                                                   \
-                atomic_thread_fence(memory_order_acquire);                                     \
-                return hits;                                                                   \
-            }                                                                                  \
-            backoff(&round);                                                                   \
-        }                                                                                      \
+        struct wpol w;                                                                         \
+        size_t act, hits;                                                                      \
+        shm_poll_begin(&w);                                                                    \
+        while (!(hits = scan_##N(ivars, nelems, status, cmp, refs, vec, indices, 0, &act)) &&  \
+               wait && act)                                                                    \
+            shm_poll_pause(&w);                                                                \
+        wpol_end(&w);                                                                          \
+        atomic_thread_fence(memory_order_acquire);                                             \
+        return hits;                                                                           \
     }                                                                                          \
     static void wait_all_##N(T *ivars, size_t nelems, const int *status, int cmp,              \
                              const T *refs, int vec)                                           \
     {                                                                                          \
-        unsigned round = 0;                                                                    \
+        struct wpol w;                                                                         \
+        shm_poll_begin(&w);                                                                    \
         while (!all_##N(ivars, nelems, status, cmp, refs, vec))                                \
-            backoff(&round);                                                                   \
+            shm_poll_pause(&w);                                                                \
+        wpol_end(&w);                                                                          \
         atomic_thread_fence(memory_order_acquire);                                             \
     }                                                                                          \
     void shmem_##N##_wait_until_all(T *ivars, size_t nelems, const int *status, int cmp,       \
@@ -476,7 +473,7 @@ uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value
 /*
  * Locks: a ticket lock in PE 0's copy of the symmetric long. The upper 32 bits are the next
  * ticket, the lower 32 the ticket being served (each wraps on its own). set_lock takes a ticket
- * with a remote fetch-add and waits (backoff, reading PE 0's word) until it is served.
+ * with a remote fetch-add and waits (shm_poll_pause, reading PE 0's word) until it is served.
  */
 #define LOCK_TICKET (UINT64_C(1) << 32)
 static size_t lock_off(const char *who, long *lock) { return shm_off(who, lock, 0); }
@@ -489,9 +486,11 @@ void shmem_set_lock(long *lock)
 {
     size_t off = lock_off("shmem_set_lock", lock);
     uint32_t t = (uint32_t)(lock_amo(off, SHM_AMO_ADD, LOCK_TICKET, 0) >> 32);
-    unsigned round = 0;
+    struct wpol w;
+    shm_poll_begin(&w);
     while ((uint32_t)lock_amo(off, SHM_AMO_FETCH, 0, 0) != t)
-        backoff(&round);
+        shm_poll_pause(&w);
+    wpol_end(&w);
     atomic_thread_fence(memory_order_seq_cst);
 }
 

@@ -53,30 +53,6 @@ static pthread_rwlock_t issue_gate = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALI
 static pthread_mutex_t get_lock = PTHREAD_MUTEX_INITIALIZER, amo_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t get_seq, amo_seq;
 
-void shm_futex_wait(_Atomic uint32_t *w, uint32_t seen, long ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    /* Not FUTEX_PRIVATE: the waiters are different processes sharing the page. */
-    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, seen, &ts, NULL, 0);
-}
-
-void shm_futex_wake(_Atomic uint32_t *w)
-{
-    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-}
-
-/* A producer waiting for room in a ring the node drains on its own: spin a little, then
- * sleep a little more (2 us, later 100 us), looking for a global exit now and then. */
-static void room_backoff(unsigned round)
-{
-    if (round <= 100)
-        return;
-    struct timespec ts = { 0, round < 1000 ? 2000 : 100000 };
-    nanosleep(&ts, NULL);
-    if ((round & 1023) == 0)
-        shm_check_exit();
-}
-
 /* With prods[host].lock held: wait until the sender thread has published every staged chunk
  * (in_order: messages go behind them) and the ring has room for dlen bytes of data (the node
  * drains it on its own). */
@@ -86,13 +62,16 @@ static void wait_room(int host, bool in_order, size_t dlen)
     struct xp_sender *sd = senders ? &senders[host] : NULL;
     while (in_order && sd && sd->fifo.n)
         pthread_cond_wait(&sd->cond, &p->lock);
-    for (unsigned round = 0; !xp_has_room(p, dlen); round++) {
-        if (sd && sd->fifo.n) { /* our own chunks hold slots: they will be published */
+    /* The node drains the ring on its own, and wakes nobody: a wait with naps. */
+    struct wpol w;
+    shm_poll_begin(&w);
+    while (!xp_has_room(p, dlen)) {
+        if (sd && sd->fifo.n) /* our own chunks hold slots: they will be published */
             pthread_cond_wait(&sd->cond, &p->lock);
-            continue;
-        }
-        room_backoff(round);
+        else
+            shm_poll_pause(&w);
     }
+    wpol_end(&w);
 }
 
 /* A PE's send: wait for room (the node drains the ring on its own). */
@@ -343,7 +322,9 @@ static size_t fo_pool_off(int slot) { return shm_fo_pool_off() + (size_t)slot * 
 static void fo_transmit(struct fo_ent *e, bool dma)
 {
     int dh = shm.pes[e->m.dst_pe].host;
-    for (unsigned round = 0;; round++) {
+    struct wpol w;
+    shm_poll_begin(&w);
+    for (;; shm_poll_pause(&w)) {
         xp_route_refresh(false);
         int hop = xp_next_hop(shm.myhost, dh);
         struct xp_prod *p = hop >= 0 ? &prods[hop] : NULL;
@@ -371,16 +352,16 @@ static void fo_transmit(struct fo_ent *e, bool dma)
             *xp_fifo_add(&sd->fifo) = (struct xp_pend){ .idx = idx, .m = m };
             pthread_cond_broadcast(&sd->cond);
             pthread_mutex_unlock(&p->lock);
-            return;
+            break;
         }
         bool room = !sd->fifo.n && xp_has_room(p, e->m.len); /* behind our DMA'd chunks */
         if (room)
             xp_push(p, &e->m, e->data, xp_data_len(&e->m));
         pthread_mutex_unlock(&p->lock);
         if (room)
-            return;
-        room_backoff(round);
+            break;
     }
+    wpol_end(&w);
 }
 
 /* Whether request e is done with: a put once acknowledged; a get or an AMO once its reply is
@@ -637,23 +618,6 @@ void shm_put(int pe, size_t off, const void *src, size_t len)
     pthread_rwlock_unlock(&issue_gate);
 }
 
-struct u64_wait {
-    _Atomic uint64_t *word;
-    uint64_t want;
-};
-
-static bool u64_reached(void *arg)
-{
-    struct u64_wait *w = arg;
-    return atomic_load_explicit(w->word, memory_order_acquire) >= w->want;
-}
-
-void shm_wait_u64(_Atomic uint64_t *word, uint64_t want)
-{
-    struct u64_wait w = { word, want };
-    shm_wait_notify(u64_reached, &w);
-}
-
 void shm_get(int pe, void *dst, size_t off, size_t len)
 {
     if (!len)
@@ -790,35 +754,4 @@ void shm_quiet_all(void)
     pthread_rwlock_wrlock(&issue_gate);
     shm_wait_u64(&shm_ctrl_of(shm.me)->acks, atomic_load(&issued));
     pthread_rwlock_unlock(&issue_gate);
-}
-
-/* Wait for pred: spin briefly (the other PE is usually running on another core), then yield
- * the CPU for a while (with more PEs than cores the one we wait for may need ours: then we
- * yield at once, as a spin only delays the PE that has to run), and only then sleep on our
- * notify word, which a remote wake-up bumps when we sleep. */
-void shm_wait_notify(bool (*pred)(void *), void *arg)
-{
-    struct shm_ctrl *c = shm_ctrl_of(shm.me);
-    uint64_t yield_until = 0;
-    for (int spins = 0;; spins++) {
-        uint32_t seen = atomic_load(&c->notify);
-        if (pred(arg))
-            return;
-        if (!shm.crowded && spins < 200) {
-            shm_relax();
-            continue;
-        }
-        uint64_t now = shm_now_ns();
-        if (!yield_until)
-            yield_until = now + 200000;
-        if (now < yield_until) {
-            sched_yield();
-            continue;
-        }
-        shm_check_exit();
-        atomic_fetch_add(&c->sleeping, 1);
-        if (!pred(arg))
-            shm_futex_wait(&c->notify, seen, 100);
-        atomic_fetch_sub(&c->sleeping, 1);
-    }
 }

@@ -1,0 +1,118 @@
+/*
+ * How a PE waits (the wait policy of src/wait, with the PE's own words): on its notify word,
+ * which remote wake-ups bump when it sleeps (replies, acknowledgements, barrier arrivals,
+ * put-with-signal), and with naps where nothing wakes it (wait_until on a variable that puts
+ * change, a lock word, room in a node's ring). Every wait looks for a global exit while it
+ * sleeps. With more PEs than CPUs, or when the PE that will end the wait last ran on this
+ * CPU, a wait does not spin: the PE it waits for needs the CPU.
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdint.h>
+
+#include "shmem_internal.h"
+
+/* The spin's ceiling matches what a cross-CPU hand-over costs on a busy VM (a few us) with
+ * room to spare; the site learns the rest. Yields last at most 200 us before a sleep. */
+static struct wpol_site notify_site = WPOL_SITE("shmem notify", 20000, 200000);
+static struct wpol_site poll_site = WPOL_SITE("shmem poll", 20000, 200000);
+
+void shm_futex_wait(_Atomic uint32_t *w, uint32_t seen, long ms)
+{
+    /* Not private: the waiters are different processes sharing the page. */
+    wpol_futex_wait(w, seen, (int64_t)ms * 1000000, false);
+}
+
+void shm_futex_wake(_Atomic uint32_t *w) { wpol_futex_wake(w, 1 << 30, false); }
+
+static int look_for_exit(void *arg)
+{
+    (void)arg;
+    shm_check_exit();
+    return 0;
+}
+
+struct notify_wait {
+    bool (*pred)(void *);
+    bool (*needs_cpu)(void *);
+    void *arg;
+    int pe;
+};
+
+static bool nw_ready(void *a)
+{
+    struct notify_wait *n = a;
+    return n->pred(n->arg);
+}
+
+/* The PE we wait for last arrived at a barrier on this CPU (it publishes that, shm_note_cpu):
+ * if it has not moved since, it can only get on while we do not. */
+bool shm_pe_here(int pe)
+{
+    if (pe < 0 || pe == shm.me || !shm.pes[pe].base)
+        return false;
+    int cpu = atomic_load_explicit(&shm_ctrl_of(pe)->bar_cpu, memory_order_relaxed);
+    return cpu >= 0 && cpu == sched_getcpu();
+}
+
+static bool nw_needs_cpu(void *a)
+{
+    struct notify_wait *n = a;
+    if (n->needs_cpu)
+        return n->needs_cpu(n->arg);
+    return shm.crowded || shm_pe_here(n->pe);
+}
+
+void shm_wait_for(bool (*pred)(void *), void *arg, bool (*needs_cpu)(void *), int pe)
+{
+    struct shm_ctrl *c = shm_ctrl_of(shm.me);
+    struct notify_wait n = { pred, needs_cpu, arg, pe };
+    struct wpol_how how = { .ready = nw_ready, .arg = &n, .word = &c->notify,
+                            .sleepers = &c->sleeping, .needs_cpu = nw_needs_cpu,
+                            .idle = look_for_exit, .sleep_ns = 100000000 };
+    wpol_wait(&notify_site, &how);
+}
+
+void shm_wait_notify(bool (*pred)(void *), void *arg) { shm_wait_for(pred, arg, NULL, -1); }
+
+struct u64_wait {
+    _Atomic uint64_t *word;
+    uint64_t want;
+};
+
+static bool u64_reached(void *arg)
+{
+    struct u64_wait *w = arg;
+    return atomic_load_explicit(w->word, memory_order_acquire) >= w->want;
+}
+
+void shm_wait_u64_from(_Atomic uint64_t *word, uint64_t want, int pe)
+{
+    struct u64_wait w = { word, want };
+    shm_wait_for(u64_reached, &w, NULL, pe);
+}
+
+void shm_wait_u64(_Atomic uint64_t *word, uint64_t want) { shm_wait_u64_from(word, want, -1); }
+
+/* Publish the CPU we run on, for PEs that wait for us (only when it changed: the line stays
+ * shared in their caches otherwise). */
+void shm_note_cpu(void)
+{
+    struct shm_ctrl *c = shm_ctrl_of(shm.me);
+    int cpu = sched_getcpu();
+    if (atomic_load_explicit(&c->bar_cpu, memory_order_relaxed) != cpu)
+        atomic_store_explicit(&c->bar_cpu, cpu, memory_order_relaxed);
+}
+
+static bool poll_needs_cpu(void *arg)
+{
+    (void)arg;
+    return shm.crowded;
+}
+
+static const struct wpol_how poll_how = { .needs_cpu = poll_needs_cpu, .idle = look_for_exit,
+                                          .sleep_ns = 1000000 };
+
+void shm_poll_begin(struct wpol *w) { wpol_begin(w, &poll_site, &poll_how); }
+
+void shm_poll_pause(struct wpol *w) { wpol_pause(w, 0); }

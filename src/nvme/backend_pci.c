@@ -15,7 +15,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <linux/futex.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,15 +63,11 @@ static struct {
     void *cb_arg[MAX_FNS];
 } lib = { .lock = PTHREAD_MUTEX_INITIALIZER, .closed = PTHREAD_COND_INITIALIZER };
 
-static void futex_wake_all(_Atomic uint32_t *w)
-{
-    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, 1 << 30, NULL, NULL, 0);
-}
+static void futex_wake_all(_Atomic uint32_t *w) { wpol_futex_wake(w, 1 << 30, true); }
 
 static void futex_wait(_Atomic uint32_t *w, uint32_t seen, int timeout_ms)
 {
-    struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
-    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+    wpol_futex_wait(w, seen, (int64_t)timeout_ms * 1000000, true);
 }
 
 /* ---------------------------------------------------------------- the ops */

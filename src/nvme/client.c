@@ -3,11 +3,11 @@
  * NVMe shared and drives its own I/O queue pairs, but the admin queue is the manager's, so
  * queue creation and deletion and admin commands are requests to the manager. The client
  * owns a small segment the manager stores answers into, and an interrupt the manager
- * triggers after each answer; it polls the answer briefly, then sleeps in the interrupt.
+ * triggers after each answer; it waits for the answer by the wait policy (src/wait), asleep
+ * in that interrupt once it sleeps.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +21,10 @@
 #define ADAPTERS 8       /* adapters tried for the connection to the manager */
 #define ATTEMPT_MS 1000u /* resend a request not answered within this */
 #define ATTEMPTS 3u
-#define SPIN_NS 200000u  /* poll for an answer this long before sleeping */
+
+/* The answer: polled briefly (the manager answers within microseconds when it runs), yielded
+ * for while that runs another thread (it may be the manager), then slept for in the interrupt. */
+static struct wpol_site answer_site = WPOL_SITE("nvme manager answer", 20000, 200000);
 
 struct nvl_client {
     pthread_mutex_t lock;   /* one request at a time */
@@ -48,6 +51,23 @@ static const char *op_name(uint16_t op)
     }
 }
 
+struct answer {
+    struct nvl_client *c;
+    uint32_t seq;
+};
+
+static bool answered(void *arg)
+{
+    struct answer *a = arg;
+    return __atomic_load_n(&a->c->rsp->seq, __ATOMIC_ACQUIRE) == a->seq;
+}
+
+static int answer_sleep(void *arg, uint64_t max_ns)
+{
+    seg_intr_wait(((struct answer *)arg)->c->intr, (int)(max_ns / 1000000u) + 1);
+    return 0;
+}
+
 /* Send *q and wait for its answer (c->lock held); the manager's rc. */
 static int call(nvme_dev_t *d, struct nvl_mgr_req *q)
 {
@@ -70,28 +90,22 @@ static int call(nvme_dev_t *d, struct nvl_mgr_req *q)
                                        "manager %s), then open the device again",
                             d->name, d->name);
         }
-        uint64_t start = nvl_now_ns();
-        for (;;) {
-            if (__atomic_load_n(&c->rsp->seq, __ATOMIC_ACQUIRE) == q->seq) {
-                int r = c->rsp->rc;
-                if (r) {
-                    if (r == -ENOTCONN && q->op != NVL_MGR_HELLO)
-                        c->gone = true; /* dropped: nothing more to ask it */
-                    char msg[NVL_MGR_MSG];
-                    memcpy(msg, (const void *)c->rsp->msg, sizeof msg);
-                    msg[sizeof msg - 1] = 0;
-                    return nvl_fail(r, "%s: %s", d->name, msg[0] ? msg : strerror(-r));
-                }
-                return 0;
-            }
-            uint64_t el = nvl_now_ns() - start;
-            if (el >= (uint64_t)ATTEMPT_MS * 1000000u)
-                break;
-            if (el < SPIN_NS)
-                sched_yield();
-            else
-                seg_intr_wait(c->intr, 10);
+        struct answer a = { c, q->seq };
+        struct wpol_how how = { .ready = answered, .arg = &a, .sleep = answer_sleep,
+                                .deadline_ns = nvl_now_ns() + (uint64_t)ATTEMPT_MS * 1000000u,
+                                .sleep_ns = 10000000 };
+        if (wpol_wait(&answer_site, &how))
+            continue; /* not within ATTEMPT_MS: send it again */
+        int r = c->rsp->rc;
+        if (r) {
+            if (r == -ENOTCONN && q->op != NVL_MGR_HELLO)
+                c->gone = true; /* dropped: nothing more to ask it */
+            char msg[NVL_MGR_MSG];
+            memcpy(msg, (const void *)c->rsp->msg, sizeof msg);
+            msg[sizeof msg - 1] = 0;
+            return nvl_fail(r, "%s: %s", d->name, msg[0] ? msg : strerror(-r));
         }
+        return 0;
     }
     return nvl_fail(-ETIMEDOUT, "the manager of %s (node %u) did not answer a %s request "
                                 "within %u s: is it running, and is the path to it up?",

@@ -6,7 +6,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,25 +34,34 @@ static void wr64(nvme_dev_t *d, uint32_t off, uint64_t v)
 /* CSTS.RDY becomes want within CAP.TO; -EIO on fatal status or an unreachable device. */
 static int ready_wait(nvme_dev_t *d, bool want)
 {
+    static struct wpol_site site = WPOL_SITE("nvme controller ready", 0, 100000);
     uint64_t end = nvl_now_ns() + (uint64_t)d->to_ms * 1000000ull;
-    for (uint32_t i = 0;; i++) {
+    struct wpol_how how = { .sleep_ns = 100000 }; /* nothing wakes us: naps of up to 100 us */
+    struct wpol w;
+    int rc = 0;
+    wpol_begin(&w, &site, &how);
+    for (;; wpol_pause(&w, 0)) {
         uint32_t csts = d->ops->read32(d->ctx, NVME_REG_CSTS);
-        if (csts == UINT32_MAX)
-            return nvl_fail(-EIO, "%s does not answer (its registers read all ones: link "
-                                  "down or host gone?)", d->name);
-        if (want && (csts & NVME_CSTS_CFS))
-            return nvl_fail(-EIO, "%s reports controller fatal status (CSTS.CFS): it needs "
-                                  "a reset", d->name);
+        if (csts == UINT32_MAX) {
+            rc = nvl_fail(-EIO, "%s does not answer (its registers read all ones: link "
+                                "down or host gone?)", d->name);
+            break;
+        }
+        if (want && (csts & NVME_CSTS_CFS)) {
+            rc = nvl_fail(-EIO, "%s reports controller fatal status (CSTS.CFS): it needs "
+                                "a reset", d->name);
+            break;
+        }
         if (!!(csts & NVME_CSTS_RDY) == want)
-            return 0;
-        if (nvl_now_ns() > end)
-            return nvl_fail(-ETIMEDOUT, "%s did not become %s within CAP.TO (%u ms)", d->name,
-                            want ? "ready" : "disabled", d->to_ms);
-        if (i < 100)
-            sched_yield();
-        else
-            usleep(100);
+            break;
+        if (nvl_now_ns() > end) {
+            rc = nvl_fail(-ETIMEDOUT, "%s did not become %s within CAP.TO (%u ms)", d->name,
+                          want ? "ready" : "disabled", d->to_ms);
+            break;
+        }
     }
+    wpol_end(&w);
+    return rc;
 }
 
 static int admin_locked(nvme_dev_t *d, struct nvme_sqe *sqe, uint64_t io, size_t len,

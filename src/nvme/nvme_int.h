@@ -16,6 +16,7 @@
 
 #include "ntblend/nvme.h"
 #include "nvme_spec.h"
+#include "wpol.h"
 
 /* ---- spec fields nvme_spec.h does not define (NVMe base specification 1.4) ---- */
 #define NVL_CAP_MQES(cap) ((uint32_t)((cap) & 0xffff))
@@ -132,6 +133,7 @@ struct nvl_queue {
     uint32_t irq_seen;
     uint64_t next_expire;     /* when to look for timed-out commands */
     uint64_t next_health;     /* when a waiter next checks the controller (CSTS) */
+    struct wpol_site wait;    /* how waits for this queue's completions went (the wait policy) */
     struct nvme_qpair_stats st;
 };
 
@@ -147,7 +149,8 @@ void nvl_q_post(struct nvl_queue *q, int slot, struct nvme_sqe *sqe, nvme_cb_t c
 void nvl_q_ring(struct nvl_queue *q);
 /* Completions handled (callbacks run), at most max (0: all); fails expired commands. */
 int nvl_q_reap(struct nvl_queue *q, unsigned max);
-/* Wait until *done or timeout_ns (then -ETIMEDOUT); spin, yield, sleep. */
+/* Wait until *done or timeout_ns (then -ETIMEDOUT), by the wait policy (src/wait): spin up
+ * to spin_ns, yield, then sleep in the queue's interrupt, or nap when it has none. */
 int nvl_q_wait(struct nvl_queue *q, const bool *done, uint64_t timeout_ns);
 /* Synchronous commands: nvl_sync_cb as the callback with a struct nvl_sync as its arg. */
 struct nvl_sync {

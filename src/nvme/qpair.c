@@ -4,7 +4,8 @@
  * through the backend ops. Owns the ring indices and phase tag, command identifiers (a FIFO
  * free list, with a generation in the high bits, so a completion for a command that is not
  * outstanding is recognised and dropped), PRP and PRP-list building, completion status
- * decoding, command timeouts, and waiting (spin, then yield or interrupt, then sleep).
+ * decoding, command timeouts, and waiting for completions (the wait policy of src/wait: spin,
+ * yield, then the queue's interrupt or a nap).
  *
  * Memory shared with the device: SQ entries and PRP lists are plain stores published by a
  * release fence before the doorbell write; a CQ entry is read by an acquire load of the dword
@@ -20,19 +21,7 @@
 
 #include "nvme_int.h"
 
-uint64_t nvl_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
+uint64_t nvl_now_ns(void) { return wpol_now_ns(); }
 
 static uint32_t db_off(uint16_t qid, bool cq, uint32_t dstrd)
 {
@@ -53,6 +42,11 @@ int nvl_q_init(struct nvl_queue *q, const struct nvl_queue_params *p)
     q->cq_db = db_off(p->qid, true, p->dstrd);
     q->phase = 1;
     q->nslots = p->depth - 1; /* a full SQ has one entry empty */
+    /* Completions come within the spin (spin_us) at QD 1; without an interrupt to sleep in, a
+     * waiter yields for up to 2 ms (the device model may need this CPU) before it naps. */
+    q->wait = (struct wpol_site)WPOL_SITE("nvme completion",
+                                          p->spin_ns < UINT32_MAX ? (uint32_t)p->spin_ns : UINT32_MAX,
+                                          p->irq && p->ops->irq_wait ? 0 : 2000000);
     while ((1u << q->slot_bits) < q->nslots)
         q->slot_bits++;
     q->slots = calloc(q->nslots, sizeof *q->slots);
@@ -292,39 +286,48 @@ static int health(struct nvl_queue *q, uint64_t now)
     return n ? n : -EIO;
 }
 
+static int q_health(void *arg)
+{
+    struct nvl_queue *q = arg;
+    return health(q, nvl_now_ns());
+}
+
+/* Bounded, so that a timeout and the controller's health are still seen; returns at once if an
+ * interrupt came since the last one taken. */
+static int q_irq_sleep(void *arg, uint64_t max_ns)
+{
+    struct nvl_queue *q = arg;
+    q->p.ops->irq_wait(q->p.ctx, q->p.irq, &q->irq_seen, (int)(max_ns / 1000000u) + 1);
+    return 0;
+}
+
 int nvl_q_wait(struct nvl_queue *q, const bool *done, uint64_t timeout_ns)
 {
-    uint64_t start = nvl_now_ns(), nap = 20000;
+    uint64_t start = nvl_now_ns();
     q->next_health = start + 2 * HEALTH_NS;
+    bool irq = q->p.irq && q->p.ops->irq_wait;
+    /* Long commands without an interrupt nap, growing to 1 ms. */
+    struct wpol_how how = { .arg = q, .sleep = irq ? q_irq_sleep : NULL, .idle = q_health,
+                            .deadline_ns = start + timeout_ns, .sleep_ns = irq ? 10000000 : 1000000 };
+    struct wpol w;
+    wpol_begin(&w, &q->wait, &how);
+    int n;
     for (;;) {
-        int n = nvl_q_reap(q, 0);
+        n = nvl_q_reap(q, 0);
         if (done ? *done : n > 0)
-            return n;
-        if (!done && !q->busy)
-            return 0;
-        uint64_t now = nvl_now_ns(), el = now - start;
-        if (el >= timeout_ns)
-            return -ETIMEDOUT;
-        if (el < q->p.spin_ns) {
-            for (int i = 0; i < 16; i++)
-                cpu_relax();
-        } else if ((n = health(q, now)) != 0) {
-            return n;
-        } else if (q->p.irq && q->p.ops->irq_wait) {
-            /* Bounded, so a timeout is still seen; returns at once if an interrupt came
-             * since the last one taken. */
-            uint64_t left = (timeout_ns - el) / 1000000u + 1;
-            q->p.ops->irq_wait(q->p.ctx, q->p.irq, &q->irq_seen, left < 10 ? (int)left : 10);
-        } else if (el < q->p.spin_ns + 2000000u) {
-            sched_yield(); /* the device may need this core */
-        } else {
-            /* Long commands: sleep, growing to 1 ms, never past the timeout. */
-            struct timespec ts = { 0, (long)nap };
-            nanosleep(&ts, NULL);
-            if (nap < 1000000)
-                nap *= 2;
+            break;
+        if (!done && !q->busy) {
+            n = 0;
+            break;
+        }
+        int rc = wpol_pause(&w, 0);
+        if (rc) {
+            n = rc;
+            break;
         }
     }
+    wpol_end(&w);
+    return n;
 }
 
 void nvl_sync_cb(void *arg, const struct nvme_cpl *cpl)

@@ -22,13 +22,6 @@
 
 #define IDLE_POLL_NS 20000 /* a streaming driver usually rings again within microseconds */
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 struct accel {
     struct accel_core core;
     struct fab *f;
@@ -105,10 +98,29 @@ static const struct accel_host_ops fabric_host_ops = {
     .bus_copy = host_bus_copy,
 };
 
+struct ring_wait {
+    struct accel *a;
+    struct fab_function *fx;
+    uint32_t seen, head;
+};
+
+/* A register write (reg_seq), a descriptor queued (the ring's head) or the end. */
+static bool rang(void *arg)
+{
+    struct ring_wait *r = arg;
+    return atomic_load(&r->fx->reg_seq) != r->seen || accel_core_head(&r->a->core) != r->head ||
+           atomic_load(&r->a->stop);
+}
+
 static void *accel_thread(void *arg)
 {
     struct accel *a = arg;
     struct fab_function *fx = fab_func(a->f, a->fn);
+    /* Idle: the wait policy (src/wait), spinning up to IDLE_POLL_NS, then asleep on reg_seq. */
+    struct wpol_site site = WPOL_SITE("accel model", IDLE_POLL_NS, 0);
+    struct ring_wait r = { a, fx, 0, 0 };
+    const struct wpol_how how = { .ready = rang, .arg = &r, .word = &fx->reg_seq,
+                                  .sleepers = &fx->reg_waiters, .sleep_ns = 1000000000 };
     while (!atomic_load(&a->stop)) {
         uint32_t seen = atomic_load(&fx->reg_seq);
         uint32_t head = accel_core_head(&a->core);
@@ -123,13 +135,9 @@ static void *accel_thread(void *arg)
         case ACCEL_STEP_IDLE:
             break;
         }
-        uint64_t until = fab_now_ns() + IDLE_POLL_NS;
-        while (atomic_load(&fx->reg_seq) == seen && accel_core_head(&a->core) == head &&
-               fab_now_ns() < until)
-            cpu_relax();
-        if (atomic_load(&fx->reg_seq) == seen && accel_core_head(&a->core) == head &&
-            !atomic_load(&a->stop))
-            fab_fn_wait(a->f, a->fn, seen, -1);
+        r.seen = seen;
+        r.head = head;
+        wpol_wait(&site, &how);
     }
     return NULL;
 }

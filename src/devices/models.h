@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "fabric.h"
+#include "wpol.h" /* how the models wait (src/wait) */
 
 /* A model: the behaviour of one device type's functions (the registry says which). */
 struct model_ops {

@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,57 +108,43 @@ static int mkdir_p(const char *path)
 
 /* ---------------------------------------------------------------- thread */
 
-/* How long after a command the polling loop looks at reg_seq with only a pause in between,
- * before it yields between looks (as long as a driver's waiter spins by default, spin_us):
- * the next doorbell of a QD 1 client comes a few microseconds after its completion (more with
- * a DMA map and unmap around each I/O), and a yield on a shared, busy CPU can give the core
- * away for tens of microseconds. */
+/* After a command the next doorbell is likely soon (a QD 1 client submits again as soon as
+ * it sees its completion, a few microseconds later, more with a DMA map and unmap around each
+ * I/O), and catching it awake saves the futex sleep and wake-up on both sides. So the thread
+ * waits by the wait policy (src/wait): a spin of up to SPIN_NS (what it learns the gaps are),
+ * then yields until poll_us has passed (the driver may need this CPU to ring), then sleeps on
+ * reg_seq, which every register write bumps. A disabled controller sleeps at once. */
 #define SPIN_NS 20000u
-static inline void cpu_relax(void)
+
+struct bell_wait {
+    struct nvme_model *m;
+    struct fab_function *fx;
+    uint32_t seen;
+};
+
+static bool rang(void *arg)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
+    struct bell_wait *b = arg;
+    return atomic_load(&b->fx->reg_seq) != b->seen || atomic_load(&b->m->stop);
 }
 
 static void *run(void *arg)
 {
     struct nvme_model *m = arg;
     struct fab_function *fx = fab_func(m->f, m->fn);
-    uint64_t last_work = 0;
+    struct wpol_site polling = WPOL_SITE("nvme model doorbells",
+                                         m->poll_ns < SPIN_NS ? (uint32_t)m->poll_ns : SPIN_NS,
+                                         (uint32_t)m->poll_ns);
+    struct wpol_site idle = WPOL_SITE("nvme model (disabled)", 0, 0);
+    struct bell_wait b = { m, fx, 0 };
+    const struct wpol_how how = { .ready = rang, .arg = &b, .word = &fx->reg_seq,
+                                  .sleepers = &fx->reg_waiters, .sleep_ns = 1000000000 };
     while (!atomic_load(&m->stop)) {
-        uint32_t seen = atomic_load(&fx->reg_seq);
+        b.seen = atomic_load(&fx->reg_seq);
         bool ready = nvme_regs_update(&m->c);
-        int n = ready ? nvme_process(&m->c) : 0;
-        uint64_t now = fab_now_ns();
-        if (n > 0) {
-            last_work = now;
+        if (ready && nvme_process(&m->c) > 0)
             continue;
-        }
-        /* Adaptive polling: right after a command the next doorbell is likely soon (a QD1
-         * client submits again as soon as it sees its completion), and catching it here saves
-         * the futex sleep and wake-up on both sides. Bounded, so an idle controller sleeps. */
-        if (ready && now - last_work < m->poll_ns) {
-            /* Every register write bumps reg_seq: watch that one word, not all doorbells.
-             * First a busy spin (a doorbell is seen within a cache miss, not a system call),
-             * then yield between looks: the driver may need this core to ring it. */
-            uint64_t spin = m->poll_ns < SPIN_NS ? m->poll_ns : SPIN_NS, t = now;
-            for (uint32_t i = 0; atomic_load(&fx->reg_seq) == seen && !atomic_load(&m->stop); i++) {
-                if (t - last_work < spin) {
-                    cpu_relax();
-                    if ((i & 31) == 31)
-                        t = fab_now_ns();
-                    continue;
-                }
-                if ((i & 7) == 0 && (t = fab_now_ns()) - last_work >= m->poll_ns)
-                    break;
-                sched_yield();
-            }
-            continue;
-        }
-        fab_fn_wait(m->f, m->fn, seen, 1000000000ll);
+        wpol_wait(ready ? &polling : &idle, &how);
     }
     return NULL;
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "fabric.h"
+#include "wpol.h"
 
 struct agent {
     struct fab *f;
@@ -107,6 +108,10 @@ bool amem_check(void);
 
 /** mbox_start() - map the mailbox area, start the mailbox thread. 0 or -errno. */
 int mbox_start(void);
+/* The agent's threads wait for an event word (a doorbell count, a link sequence) to move on
+ * from seen, or the agent to stop, by the wait policy at site: 0, or -ETIMEDOUT after max_ns
+ * (0: none). The word's wakers always bump it and wake. */
+int agent_wait_word(struct wpol_site *site, _Atomic uint32_t *word, uint32_t seen, uint64_t max_ns);
 void mbox_stop(void);
 /* Requests agents send each other. */
 enum mbox_type {

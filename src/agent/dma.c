@@ -13,15 +13,9 @@
 #include <string.h>
 
 #include "agent.h"
+#include "wpol.h"
 
 #define ENGINE_POLL_NS 5000
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
 
 struct engine {
     struct fab_dma_chan *ch;
@@ -31,11 +25,34 @@ struct engine {
 static struct engine *engines;
 static size_t nengines;
 
+struct queue_wait {
+    struct fab_dma_chan *ch;
+    uint64_t tail;
+};
+
+static bool queued(void *arg)
+{
+    struct queue_wait *q = arg;
+    return atomic_load_explicit(&q->ch->head, memory_order_acquire) != q->tail ||
+           atomic_load(&agent.stop);
+}
+
 static void *engine_thread(void *arg)
 {
     struct engine *e = arg;
     struct fab *f = agent.f;
     struct fab_dma_chan *ch = e->ch;
+    /* A submitter streaming small descriptors usually has the next one ready within
+     * microseconds: the wait policy (src/wait) spins up to ENGINE_POLL_NS for it, as long as
+     * that pays, before a sleep and a cross-CPU wake-up. Not after a large one (FAB_DMA_POLL_MAX
+     * or more): a submitter that keeps up with those has queued the next before the last ended,
+     * and one that did not is seldom that close, so a spin would only take the CPU from it.
+     * Asleep, the engine counts in engine_idle; a submitter wakes it on submit_seq. */
+    struct wpol_site small = WPOL_SITE("DMA engine", ENGINE_POLL_NS, 0);
+    struct wpol_site large = WPOL_SITE("DMA engine (after a large copy)", 0, 0);
+    struct queue_wait q = { ch, 0 };
+    const struct wpol_how how = { .ready = queued, .arg = &q, .word = &ch->submit_seq,
+                                  .sleepers = &ch->engine_idle, .sleep_ns = 1000000000 };
     uint64_t last_len = 0;
     while (!atomic_load(&agent.stop)) {
         uint64_t tail = atomic_load(&ch->tail);
@@ -53,24 +70,8 @@ static void *engine_thread(void *arg)
             if (atomic_load(&ch->waiters)) /* the completion interrupt, if anyone sleeps on it */
                 fab_futex_wake(&ch->done_seq, INT_MAX);
         }
-        /* A submitter streaming small descriptors usually has the next one ready within
-         * microseconds: poll briefly before paying for a sleep and a cross-CPU wake-up. Not
-         * after a large one (FAB_DMA_POLL_MAX or more): a submitter that keeps up with those
-         * has queued the next before the last ended, and one that did not is seldom that
-         * close, so the poll would only take the CPU from it. Idle engines sleep after
-         * ENGINE_POLL_NS. */
-        uint64_t until = last_len < FAB_DMA_POLL_MAX ? fab_now_ns() + ENGINE_POLL_NS : 0;
-        while (tail == atomic_load(&ch->head) && fab_now_ns() < until)
-            cpu_relax();
-        if (tail != atomic_load(&ch->head))
-            continue;
-        /* Announce the sleep, then look once more: a submitter either sees engine_idle and
-         * wakes us, or we see its descriptor here. */
-        uint32_t seq = atomic_load(&ch->submit_seq);
-        atomic_store(&ch->engine_idle, 1);
-        if (tail == atomic_load(&ch->head) && !atomic_load(&agent.stop))
-            fab_futex_wait(&ch->submit_seq, seq, -1);
-        atomic_store(&ch->engine_idle, 0);
+        q.tail = tail;
+        wpol_wait(last_len < FAB_DMA_POLL_MAX ? &small : &large, &how);
     }
     return NULL;
 }

@@ -181,13 +181,36 @@ void mbox_poll(void)
     }
 }
 
+struct word_wait {
+    _Atomic uint32_t *word;
+    uint32_t seen;
+};
+
+/* The word moved on (a doorbell, a link event), or the agent stops. */
+static bool moved(void *arg)
+{
+    struct word_wait *w = arg;
+    return atomic_load(w->word) != w->seen || atomic_load(&agent.stop);
+}
+
+int agent_wait_word(struct wpol_site *site, _Atomic uint32_t *word, uint32_t seen, uint64_t max_ns)
+{
+    struct word_wait w = { word, seen };
+    struct wpol_how how = { .ready = moved, .arg = &w, .word = word, .sleep_ns = max_ns,
+                            .deadline_ns = max_ns ? wpol_now_ns() + max_ns : 0 };
+    return wpol_wait(site, &how);
+}
+
+/* Requests and answers come in bursts (a job connecting to every PE): the wait policy spins
+ * for the next doorbell while they come that soon, and otherwise sleeps until one rings. */
 static void *mbox_thread(void *arg)
 {
+    static struct wpol_site site = WPOL_SITE("agent mailbox", 20000, 0);
     struct fab_host *h = fab_host(agent.f, agent.host);
     while (!atomic_load(&agent.stop)) {
         uint32_t wake = atomic_load(&h->agent_wake);
         mbox_poll();
-        fab_futex_wait(&h->agent_wake, wake, -1);
+        agent_wait_word(&site, &h->agent_wake, wake, 0);
     }
     return NULL;
 }

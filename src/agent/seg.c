@@ -661,6 +661,7 @@ static bool seg_send_deferred(void)
  * just after a link came back is sent within a second). */
 static void *link_watcher(void *arg)
 {
+    static struct wpol_site site = WPOL_SITE("agent link watcher", 0, 0); /* sleeps only */
     if (!seg_self()->nadapters)
         return NULL;
     _Atomic uint32_t *seq = &fab_adapter(agent.f, seg_self()->adapter_first)->link_seq;
@@ -668,7 +669,7 @@ static void *link_watcher(void *arg)
         uint32_t now = atomic_load(seq);
         aseg_sweep();
         bool more = seg_send_deferred();
-        fab_futex_wait(seq, now, more ? 200000000ll : 1000000000ll);
+        agent_wait_word(&site, seq, now, more ? 200000000ull : 1000000000ull);
     }
     return NULL;
 }

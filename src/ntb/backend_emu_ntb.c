@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "backend_emu.h"
+#include "wpol.h"
 
 static struct fab_adapter *A(struct rt *rt, uint32_t a) { return fab_adapter(rt->f, a); }
 
@@ -128,38 +129,44 @@ int emu_dma_abort(struct rt *rt, void *chan)
     return 0;
 }
 
+struct done_wait {
+    struct fab_dma_chan *ch;
+    uint64_t idx;
+};
+
+static bool done(void *arg)
+{
+    struct done_wait *w = arg;
+    return atomic_load(&w->ch->tail) > w->idx;
+}
+
 int emu_dma_wait(struct rt *rt, void *chan, int64_t cookie, int timeout_ms)
 {
+    /* Like Linux dma_sync_wait, poll a little first: most copies finish within microseconds,
+     * and a futex sleep plus wake-up costs more than that. Not when FAB_DMA_POLL_MAX bytes or
+     * more are still to be copied up to ours: that takes longer than the poll, which would
+     * only take the CPU from the engines and everybody else. The wait policy (src/wait) learns
+     * how long the short ones take; the completion interrupt (done_seq) wakes a sleeper. */
+    static struct wpol_site short_site = WPOL_SITE("DMA wait", 10000, 0);
+    static struct wpol_site long_site = WPOL_SITE("DMA wait (large)", 0, 0);
     struct fab_dma_chan *ch = chan;
     if (cookie <= 0 || (uint64_t)cookie > atomic_load(&ch->head))
         return -EINVAL;
     uint64_t idx = (uint64_t)cookie - 1;
-    /* Like Linux dma_sync_wait, poll a little first: most copies finish within microseconds,
-     * and a futex sleep plus wake-up costs more than that. Not when FAB_DMA_POLL_MAX bytes or
-     * more are still to be copied up to ours: that takes longer than the poll, which would
-     * only take the CPU from the engines and everybody else. */
     uint64_t ahead = 0;
     for (uint64_t i = atomic_load(&ch->tail); i <= idx && ahead < FAB_DMA_POLL_MAX; i++)
         ahead += ch->ring[i % FAB_DMA_RING].len;
-    uint64_t poll_until = timeout_ms == 0 || ahead >= FAB_DMA_POLL_MAX ? 0 : fab_now_ns() + 10000;
-    while (atomic_load(&ch->tail) <= idx && fab_now_ns() < poll_until)
-        ;
-    uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : fab_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-    for (;;) {
-        uint32_t seq = atomic_load(&ch->done_seq);
-        if (atomic_load(&ch->tail) > idx) {
-            struct fab_dma_desc *d = &ch->ring[idx % FAB_DMA_RING];
-            /* A descriptor overwritten by a newer one completed long ago. */
-            return d->cookie == (uint64_t)cookie ? atomic_load(&d->status) : 0;
-        }
-        uint64_t now = fab_now_ns();
-        if (now >= deadline)
-            return -ETIMEDOUT;
-        atomic_fetch_add(&ch->waiters, 1);
-        if (atomic_load(&ch->tail) <= idx) /* re-check once the engine can see us waiting */
-            fab_futex_wait(&ch->done_seq, seq, deadline == UINT64_MAX ? -1 : (int64_t)(deadline - now));
-        atomic_fetch_sub(&ch->waiters, 1);
-    }
+    struct done_wait w = { ch, idx };
+    struct wpol_how how = { .ready = done, .arg = &w, .word = &ch->done_seq, .sleepers = &ch->waiters,
+                            .deadline_ns = timeout_ms < 0 ? 0 : fab_now_ns() + (uint64_t)timeout_ms * 1000000ull,
+                            .sleep_ns = timeout_ms < 0 ? 1000000000ull : 0 };
+    int rc = timeout_ms == 0 ? (done(&w) ? 0 : -ETIMEDOUT)
+                             : wpol_wait(ahead >= FAB_DMA_POLL_MAX ? &long_site : &short_site, &how);
+    if (rc)
+        return rc;
+    struct fab_dma_desc *d = &ch->ring[idx % FAB_DMA_RING];
+    /* A descriptor overwritten by a newer one completed long ago. */
+    return d->cookie == (uint64_t)cookie ? atomic_load(&d->status) : 0;
 }
 
 /* ---------------------------------------------------------------- IOMMU */

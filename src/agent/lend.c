@@ -1086,6 +1086,7 @@ void alend_sweep(void)
  * (a host behind another port, a reboot quicker than a link event). */
 static void *lease_watcher(void *arg)
 {
+    static struct wpol_site site = WPOL_SITE("agent lease watcher", 0, 0); /* sleeps only */
     (void)arg;
     const struct fab_host *self = fab_host(agent.f, agent.host);
     if (!self->nadapters)
@@ -1094,7 +1095,7 @@ static void *lease_watcher(void *arg)
     while (!atomic_load(&agent.stop)) {
         uint32_t now = atomic_load(seq);
         alend_sweep();
-        fab_futex_wait(seq, now, 1000000000ll);
+        agent_wait_word(&site, seq, now, 1000000000ull);
     }
     return NULL;
 }

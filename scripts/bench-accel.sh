@@ -46,6 +46,9 @@ shift $((OPTIND - 1))
 src=$(cd "$(dirname "$0")/.." && pwd)
 abs=$(cd "$bin" 2>/dev/null && pwd) || { echo "bench-accel: no build directory '$bin'; run scripts/build.sh or pass -b DIR" >&2; exit 1; }
 bin=$abs
+. "$src/scripts/bench-floor.sh"
+floor_init "$bin" || exit 1
+floor_start || exit 1
 for b in ntblend accel_bench; do
   [ -x "$bin/$b" ] || { echo "bench-accel: $bin/$b is missing; run scripts/build.sh or pass -b DIR" >&2; exit 1; }
 done
@@ -155,5 +158,6 @@ verified=yes
 for k in "${keys[@]}"; do [ "$(get "$k" verified)" = true ] || verified=no; done
 echo
 echo "data verified in every run: $verified"
+floor_finish "$out"
 echo "JSON: $out"
 [ $verified = yes ]

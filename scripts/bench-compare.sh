@@ -46,6 +46,10 @@ for b in "${benches[@]}"; do
   case $b in seg|nvme|shmem) ;; *) die "unknown benchmark '$b' (seg, nvme, shmem)" ;; esac
 done
 mkdir -p "$out"
+# The machine's floor before and after all rounds (each run's own JSON has its own too).
+. "$(dirname "$0")/bench-floor.sh"
+floor_init "$after/build/bin" || exit 1
+floor_start || exit 1
 
 # run BENCH SIDE TREE ROUND: one benchmark run, its JSON in $out/BENCH-SIDE-ROUND[.json|/]
 run() {
@@ -112,4 +116,5 @@ for b in "${benches[@]}"; do
       ;;
   esac
 done
+floor_finish
 echo "JSON and logs: $out"

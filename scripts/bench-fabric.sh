@@ -32,6 +32,9 @@ shift $((OPTIND - 1))
 src=$(cd "$(dirname "$0")/.." && pwd)
 abs=$(cd "$bin" 2>/dev/null && pwd) || { echo "bench-fabric: no build directory '$bin'; run scripts/build.sh or pass -b DIR" >&2; exit 1; }
 bin=$abs
+. "$src/scripts/bench-floor.sh"
+floor_init "$bin" || exit 1
+floor_start || exit 1
 for b in ntblend ntb_perf ntb_pingpong; do
   [ -x "$bin/$b" ] || { echo "bench-fabric: $bin/$b is missing; run scripts/build.sh or pass -b DIR" >&2; exit 1; }
 done
@@ -80,4 +83,5 @@ printf '%-22s %12s %12s %12s %12s\n' "futex (2 processes)" "$(jget baseline_min_
   done
   printf ']}\n'
 } >"$out"
+floor_finish "$out"
 echo "bench-fabric: JSON written to $out" >&2

@@ -34,6 +34,9 @@ shift $((OPTIND - 1))
 engine=$build/lib/ntbnvme-fio.so
 [ -f "$engine" ] || { echo "bench-lend-map: $engine is missing (the fio engine needs fio and dpkg-dev: scripts/install-deps.sh, then rebuild)" >&2; exit 1; }
 export PATH=$build/bin:$PATH NTBLEND_FIO_ENGINE=$engine
+. "$src/scripts/bench-floor.sh"
+floor_init "$build/bin" || exit 1
+floor_start || exit 1
 fabric="bench-lend-map-$$"
 n() { ntblend --fabric "$fabric" "$@"; }
 trap 'n down >/dev/null 2>&1 || true' EXIT
@@ -69,3 +72,4 @@ for h in a c b; do
     "$(awk -v a="${iops[$h.per-io]}" -v b="${iops[$h.once]}" 'BEGIN { printf "%.2f", a / b }')" \
     "${lat[$h.once]}" "${lat[$h.per-io]}"
 done
+floor_finish

@@ -77,6 +77,9 @@ want() { local p; for p in "${parts[@]}"; do [ "$p" = "$1" ] && return 0; done; 
 src=$(cd "$(dirname "$0")/.." && pwd)
 abs=$(cd "$bin" 2>/dev/null && pwd) || { echo "bench-lending: no build directory '$bin'; run scripts/build.sh or pass -b DIR" >&2; exit 1; }
 bin=$abs
+. "$src/scripts/bench-floor.sh"
+floor_init "$bin" || exit 1
+floor_start || exit 1
 for b in ntblend accel_drv; do
   [ -x "$bin/$b" ] || { echo "bench-lending: $bin/$b is missing; run scripts/build.sh or pass -b DIR" >&2; exit 1; }
 done
@@ -370,4 +373,5 @@ if want fig21 && [ -f "$tmp/cdf-local.json" ]; then
 fi
 printf '%s\n' "${summary[@]}"
 echo
+floor_finish "$out"
 echo "JSON: $out"

@@ -49,6 +49,9 @@ bin=$(cd "$bin" 2>/dev/null && pwd) || { echo "bench-nvme-clients: no build dire
 for b in ntblend nvme_bench ntblend-nvme-manager; do
   [ -x "$bin/$b" ] || { echo "bench-nvme-clients: $bin/$b is missing; run scripts/build.sh or pass -b DIR" >&2; exit 1; }
 done
+. "$src/scripts/bench-floor.sh"
+floor_init "$bin" || exit 1
+floor_start || exit 1
 tmp=$(mktemp -d)
 fabric="nvmec-$$"
 n() { "$bin/ntblend" --fabric "$fabric" "$@"; }
@@ -96,6 +99,7 @@ jq -s --arg qd "$qd" --arg secs "$secs" --arg irq "${irq:+interrupts}" --argjson
     wait: (if $irq == "" then "poll" else $irq end), block: 4096,
     manager: ($mgr[0].manager.state | del(.client_list)), runs: .
   }' "${runs[@]}" >"$out"
+floor_finish "$out"
 echo "bench-nvme-clients: results in $out" >&2
 if command -v gnuplot >/dev/null; then
   png=${out%.json}.png

@@ -43,6 +43,9 @@ shift $((OPTIND - 1))
 src=$(cd "$(dirname "$0")/.." && pwd)
 bin_abs=$(cd "$bin" 2>/dev/null && pwd) || { echo "bench-nvme: no build directory '$bin'; run scripts/build.sh or pass -b DIR" >&2; exit 1; }
 bin=$bin_abs
+. "$src/scripts/bench-floor.sh"
+floor_init "$bin" || exit 1
+floor_start || exit 1
 for b in ntblend nvme_bench; do
   [ -x "$bin/$b" ] || { echo "bench-nvme: $bin/$b is missing; run scripts/build.sh or pass -b DIR" >&2; exit 1; }
 done
@@ -287,5 +290,7 @@ echo "remote/local QD32 IOPS with the model on: x$lat_iops_ratio"
   done
   printf ']}\n'
 } >"$out"
+echo
+floor_finish "$out"
 echo
 echo "JSON: $out ($(( $(date +%s) - start )) s)"

@@ -122,6 +122,9 @@ ratio_arg=$(printf '%s,' "${ratio_sizes[@]}"); ratio_arg=${ratio_arg%,}
 src=$(cd "$(dirname "$0")/.." && pwd)
 bin_abs=$(cd "$bin" 2>/dev/null && pwd) || die "no build directory '$bin'; run scripts/build.sh or pass -b DIR"
 bin=$bin_abs
+. "$src/scripts/bench-floor.sh"
+floor_init "$bin" || exit 1
+floor_start || exit 1
 for b in ntblend oshcc oshrun oshrelay ntb_perf; do
   [ -x "$bin/$b" ] || die "$bin/$b is missing; run scripts/build.sh or pass -b DIR"
 done
@@ -384,6 +387,7 @@ done
   done
   printf ' ]}\n'
 } >"$outdir/summary.json"
+floor_finish "$outdir/summary.json"
 
 # tables of the figures
 echo

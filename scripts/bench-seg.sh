@@ -33,6 +33,9 @@ shift $((OPTIND - 1))
 src=$(cd "$(dirname "$0")/.." && pwd)
 bin_abs=$(cd "$bin" 2>/dev/null && pwd) || { echo "bench-seg: no build directory '$bin'; run scripts/build.sh or pass -b DIR" >&2; exit 1; }
 bin=$bin_abs
+. "$src/scripts/bench-floor.sh"
+floor_init "$bin" || exit 1
+floor_start || exit 1
 for b in ntblend scibench dma_bench intr_bench; do
   [ -x "$bin/$b" ] || { echo "bench-seg: $bin/$b is missing; run scripts/build.sh or pass -b DIR" >&2; exit 1; }
 done
@@ -135,5 +138,6 @@ for f in scibench.json dma-model-off.json dma-model-on.json intr.json; do
 done
 echo
 echo "data verified in every run: $verified"
+floor_finish "$out/intr.json"
 echo "JSON: $out/scibench.json $out/dma-model-off.json $out/dma-model-on.json $out/intr.json"
 [ ${#pngs[@]} -eq 0 ] || echo "plots: ${pngs[*]}"

@@ -15,7 +15,7 @@
 # Each run warms up and times every figure REPS times (median of those is the run's figure);
 # the report's figure is the median over the rounds.
 #
-# Right before and right after every 2-PE run, tools/shmem/cpu_pair.c (built with cc) measures
+# Right before and right after every 2-PE run, tools/shmem/cpu_pair.c (build/bin/cpu_pair) measures
 # what a second CPU adds to a copy of the first --sizes size (64K at least) at that moment (the
 # median over a few repetitions of two threads' rate over one's). Ours copies a large put
 # with two threads when that pays, and two CPUs of their own copy nearly twice as fast as one;
@@ -147,9 +147,10 @@ theirs_bin=$outdir/osh_bench.oshmem
 
 # The machine's two CPUs, probed around every 2-PE run (see the top of this file).
 ONE_CORE_BELOW=1.25
-probe_bin=$outdir/cpu_pair
-cc -std=c11 -O2 -Wall -Wextra -pthread -o "$probe_bin" "$src/tools/shmem/cpu_pair.c" ||
-  die "building tools/shmem/cpu_pair.c with cc failed"
+. "$src/scripts/bench-floor.sh"
+floor_init "$bin" || exit 1
+floor_start || exit 1
+probe_bin=$floor_bin
 probe_size=$((size_bytes_list[0] < 65536 ? 65536 : size_bytes_list[0])) # cpu_pair: 64K to 64M
 probe() {
   "$probe_bin" --size "$probe_size" ||
@@ -211,6 +212,7 @@ declare -A vals=()   # "metric|impl" -> space-separated per-round values
 declare -A round_ratios=() # metric -> space-separated per-round ratios ours / theirs
 declare -A round_met=()    # metric -> "every_round_met worst two_core_rounds_met worst_two_core"
 runs=()              # every run's JSON line, tagged
+rtts=()              # per round: the larger cross-CPU round trip (ns) probed around its 2-PE runs
 speedups=()          # per round: the lowest copy speedup probed around its 2-PE runs
 
 echo "$me: fabric '$fabric' ($(basename "$topo")), $(nproc) CPUs, $rounds rounds;" \
@@ -227,6 +229,11 @@ for ((r = 1; r <= rounds; r++)); do
         line=$(run "$impl" "$np" "$tests")
         after=$(probe)
         cpus=",\"cpus_before\":$before,\"cpus_after\":$after"
+        # The machine's floor around the round: the larger cross-CPU round trip probed.
+        for rt in "$(jget line_rtt_ns "$before")" "$(jget line_rtt_ns "$after")"; do
+          [ -n "$rt" ] && [ "$rt" != null ] || continue
+          rtts[r]=$(awk -v a="${rtts[r]:-0}" -v b="$rt" 'BEGIN { print (b > a ? b : a) }')
+        done
         for sp in "$(jget copy_speedup "$before")" "$(jget copy_speedup "$after")"; do
           [ "$sp" = null ] && sp=1
           speedups[r]=$(awk -v a="${speedups[r]:-$sp}" -v b="$sp" 'BEGIN { print (b < a ? b : a) }')
@@ -305,10 +312,13 @@ echo
 echo "putmem per round (ours / OSHMEM) and the copy speedup of a second CPU, the lowest measured"
 echo "right before and after the round's 2-PE runs (tools/shmem/cpu_pair.c). Below $ONE_CORE_BELOW the"
 echo "machine had one core's worth for copying (the host ran both CPUs on one core, or other guests"
-echo "held the second), and no put can beat one memcpy there."
+echo "held the second), and no put can beat one memcpy there. The 2-PE barrier of both, in ns,"
+echo "and the cross-CPU round trip (the larger of the two probes), the machine's floor, beside them."
 printf '%5s' round
 for n in "${put_names[@]}"; do printf ' %13s' "$n"; done
-printf ' %13s\n' "copy speedup"
+printf ' %13s %13s %13s %10s\n' "copy speedup" "barrier2 ours" "barrier2 OSH" "rtt ns"
+read -r -a bo <<<"${vals["barrier_all_2pe|ours"]:-}"
+read -r -a bt <<<"${vals["barrier_all_2pe|theirs"]:-}"
 one_core=()
 for ((r = 1; r <= rounds; r++)); do
   printf '%5d' "$r"
@@ -317,7 +327,7 @@ for ((r = 1; r <= rounds; r++)); do
     printf ' %13s' "${rr[r - 1]}"
   done
   sp=${speedups[r]}
-  printf ' %13s' "$sp"
+  printf ' %13s %13s %13s %10s' "$sp" "${bo[r - 1]:--}" "${bt[r - 1]:--}" "${rtts[r]:--}"
   if awk -v s="$sp" -v g="$ONE_CORE_BELOW" 'BEGIN { exit !(s < g) }'; then
     printf '   one core'
     one_core+=("$r")
@@ -353,4 +363,5 @@ done
   done
   printf ' ]}\n'
 } >"$out"
+floor_finish "$out"
 echo "$me: report in $out (stderr of every run: $log)" >&2

@@ -4,7 +4,9 @@
  * twice as fast as one. A virtual machine's host may however run its two CPUs on the two
  * hardware threads of one core, for a few seconds at a time; then two threads copy no faster
  * than one, and no library can beat one plain memcpy. scripts/bench-shmem-oshmem.sh runs this
- * around every run, so that its report shows the rounds in which that happened.
+ * around every run, so that its report shows the rounds in which that happened, and every
+ * scripts/bench-*.sh prints its round trip and copy rate as the machine's floor next to its
+ * figures (scripts/bench-floor.sh).
  *
  * Measured, REPS times in turn, on the first two CPUs of the affinity mask (the threads are
  * pinned, one per CPU):
@@ -21,7 +23,7 @@
  *   {"cpus":[0,1],"size":1048576,"reps":5,"copy_one_mbps":46000.0,"copy_two_mbps":88000.0,
  *    "copy_speedup":1.91,"line_rtt_ns":150.2}
  * With fewer than two CPUs it prints {"cpus":[N],"size":...,"copy_speedup":null} and succeeds.
- * Uses only the C library (built by the benchmark script with cc).
+ * Uses only the C library (build/bin/cpu_pair).
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -18,7 +18,7 @@
 #include "topo.h"
 
 #define FAB_MAGIC 0x4e54424cu /* "NTBL" */
-#define FAB_VERSION 9
+#define FAB_VERSION 10
 #define FAB_CPU_WORDS 16 /* dma_cpus: CPUs 0..1023, as cpu_set_t */
 #define FAB_NAME_MAX 64
 #define FAB_MAX_PROCS 512
@@ -140,8 +140,12 @@ struct fab_host {
     struct fab_shadow shadows[FAB_SHADOWS];
 };
 
+/* One cache line per slot: a device's cached translation checks the generation of each
+ * mapping it went through at every access, and a queue's mapping must not share its line with
+ * the slot that per-I/O mappings take and free (the driver's writes would move it to the
+ * driver's CPU and back at every I/O; docs/lending.md). */
 struct fab_iommu_map {
-    uint32_t used;
+    _Alignas(64) uint32_t used;
     uint16_t rid;
     uint16_t perm; /* FAB_PERM_* */
     uint64_t iova, phys, size;
@@ -284,6 +288,7 @@ struct fab {
     int *bar_fd;
     uint64_t ones_size;
     int proc_slot;          /* slot in ctl->procs, -1 when not registered */
+    uint64_t open_id;       /* this opening of a fabric, unique in the process (caches key on it) */
 };
 
 

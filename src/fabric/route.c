@@ -134,7 +134,7 @@ int fab_peer_index(const struct fab *f, uint32_t a, uint32_t b)
     return -1;
 }
 
-bool fab_path_up(const struct fab *f, uint32_t a, uint32_t b, uint32_t *hops)
+static bool path_up_read(const struct fab *f, uint32_t a, uint32_t b, uint32_t *hops)
 {
     int p = fab_peer_index(f, a, b);
     if (p < 0)
@@ -147,9 +147,52 @@ bool fab_path_up(const struct fab *f, uint32_t a, uint32_t b, uint32_t *hops)
     for (uint32_t i = 0; i < aa->peer_nlinks[p]; i++)
         if (!atomic_load(&fab_link(f, aa->peer_path[p][i])->up))
             return false;
-    if (hops)
-        *hops = aa->peer_nlinks[p] - 1u; /* switches crossed */
+    *hops = aa->peer_nlinks[p] - 1u; /* switches crossed */
     return true;
+}
+
+/*
+ * Asked at every posted write through a window (a lent function's doorbells: two per I/O).
+ * The hosts', adapters' and links' words it reads share their cache lines with words that
+ * other traffic writes (a host's MSI counts and mailbox doorbell, an adapter's doorbell bits
+ * and the latency model's link times), so each call would fetch lines another CPU just wrote.
+ * Instead each thread keeps its last answers with the path_gen they were read under: while no
+ * host, link or port changed (path_gen even and the same), an answer costs one read of
+ * path_gen, a line nothing writes then. An odd path_gen is a change in progress (or one whose
+ * writer died half-way): read the words themselves.
+ */
+#define PATH_CACHE 4
+static _Thread_local struct {
+    uint64_t open_id;
+    uint32_t gen, a, b, hops;
+    bool up, valid;
+} path_cache[PATH_CACHE];
+static _Thread_local uint32_t path_next;
+
+bool fab_path_up(const struct fab *f, uint32_t a, uint32_t b, uint32_t *hops)
+{
+    uint32_t gen = atomic_load_explicit(&f->ctl->path_gen, memory_order_acquire), h = 0;
+    for (uint32_t i = 0; !(gen & 1) && i < PATH_CACHE; i++)
+        if (path_cache[i].valid && path_cache[i].open_id == f->open_id && path_cache[i].gen == gen &&
+            path_cache[i].a == a && path_cache[i].b == b) {
+            if (hops && path_cache[i].up)
+                *hops = path_cache[i].hops;
+            return path_cache[i].up;
+        }
+    bool up = path_up_read(f, a, b, &h);
+    if (!(gen & 1) && atomic_load_explicit(&f->ctl->path_gen, memory_order_acquire) == gen) {
+        uint32_t i = path_next++ % PATH_CACHE;
+        path_cache[i].open_id = f->open_id;
+        path_cache[i].gen = gen;
+        path_cache[i].a = a;
+        path_cache[i].b = b;
+        path_cache[i].hops = h;
+        path_cache[i].up = up;
+        path_cache[i].valid = true;
+    }
+    if (hops && up)
+        *hops = h;
+    return up;
 }
 
 uint64_t fab_path_signature(const struct fab *f, uint32_t a, uint32_t b)

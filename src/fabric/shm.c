@@ -122,6 +122,8 @@ int fab_attach(const char *name, int host, struct fab **out)
     f->ctl_size = hdr.size;
     f->self_host = host;
     f->proc_slot = -1;
+    static _Atomic uint64_t opens;
+    f->open_id = atomic_fetch_add(&opens, 1) + 1; /* never 0 */
     snprintf(f->dir, sizeof f->dir, "%s", dir);
     f->ram = calloc(ctl->nhosts, sizeof *f->ram);
     f->ram_fd = malloc(ctl->nhosts * sizeof *f->ram_fd);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +33,11 @@
  * switch away and back several); FAST_YIELDS of them in a row end the yield phase. */
 #define FAST_YIELD_NS 1500u
 #define FAST_YIELDS 8u
+/* Yields that did run others, this many in one wait without the change coming, end the phase
+ * too: the thread we wait for is not among those that ran (under CFS a yielding thread keeps
+ * its place, so a crowd of yielders starves the busy thread they wait for, a device model
+ * serving them all); sleeping gives it the CPU. One or two suffice where it is. */
+#define SLOW_YIELDS 4u
 #define SLEEP_DEFAULT_NS 100000000ull
 #define NAP_FIRST_NS 2000u
 #define NAP_MAX_NS 1000000u
@@ -242,11 +248,17 @@ static int sleep_once(struct wpol *w, uint32_t seen)
     } else if (h->sleep) {
         rc = h->sleep(h->arg, max);
     } else {
-        /* Nobody wakes us: a nap that grows (a nanosleep costs ~50-100 us of timer slack on
-         * most machines anyway). */
+        /* Nobody wakes us: a nap that grows. The thread's timer slack (50 us by default)
+         * would stretch a 2 us nap to 60-110 us, so a short nap asks for an eighth of its
+         * length as slack, and the thread's own comes back after it. */
         uint64_t ns = w->nap_ns < max ? w->nap_ns : max;
         struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+        int slack = ns < 400000 ? prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) : -1;
+        if (slack > 0)
+            prctl(PR_SET_TIMERSLACK, ns / 8 > 1000 ? ns / 8 : 1000, 0, 0, 0);
         nanosleep(&ts, NULL);
+        if (slack > 0)
+            prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
         if (w->nap_ns < NAP_MAX_NS)
             w->nap_ns *= 2;
     }
@@ -289,12 +301,13 @@ int wpol_pause(struct wpol *w, uint32_t seen)
             w->fast_yields++;
         } else {
             w->fast_yields = 0;
+            w->slow_yields++;
             w->ran_other = true;
         }
         /* Yields that come straight back ran nobody: what we wait for is not on this CPU's
          * queue, and sleeping frees the CPU (a VM's virtual CPU halts, and the host may run
          * the other one there). */
-        if (w->now >= w->phase_end || w->fast_yields >= FAST_YIELDS)
+        if (w->now >= w->phase_end || w->fast_yields >= FAST_YIELDS || w->slow_yields >= SLOW_YIELDS)
             enter(w, PH_SLEEP);
         break;
     }

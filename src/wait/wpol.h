@@ -7,8 +7,9 @@
  *          have recently taken (learnt per site, at most spin_max_ns); none with one CPU to run
  *          on, or when the thread waited for needs this CPU (how->needs_cpu);
  *   yield  sched_yield between looks while that lets someone else run (the thread waited for
- *          may be the one); yields that come straight back say nobody wanted the CPU, and the
- *          wait moves on;
+ *          may be the one); yields that come straight back say nobody wanted the CPU, and a
+ *          few that ran others without the change coming say it is not the one: the wait
+ *          moves on;
  *   sleep  a futex on a word the waker bumps (or the caller's own sleep, or a nap that grows),
  *          counted in a sleepers word so that a waker makes the system call only when someone
  *          sleeps.
@@ -67,7 +68,7 @@ struct wpol {
     struct wpol_site *site;
     const struct wpol_how *how;
     uint64_t t0, now, phase_end, nap_ns, next_idle;
-    uint32_t budget, n, fast_yields;
+    uint32_t budget, n, fast_yields, slow_yields;
     uint8_t phase;
     bool probe, spun, yielded, slept, ran_other;
 };

@@ -179,6 +179,12 @@ void shm_poke_direct(int pe);
  * wait) last ran on our CPU; needs_cpu, if given, decides that instead. */
 void shm_wait_for(bool (*pred)(void *), void *arg, bool (*needs_cpu)(void *), int pe);
 void shm_wait_notify(bool (*pred)(void *), void *arg);
+/* A condition for them: *word >= want (arg: a struct shm_u64_wait). */
+struct shm_u64_wait {
+    _Atomic uint64_t *word;
+    uint64_t want;
+};
+bool shm_u64_reached(void *arg);
 /* Did PE pe, at its last barrier, run on the CPU we run on now? */
 bool shm_pe_here(int pe);
 /* Publish our CPU for shm_pe_here (at every barrier; a store only when it changed). */

@@ -66,16 +66,6 @@ void shm_check_exit(void)
  * they run): no release is written into every PE's page while they wait for the CPU.
  * Otherwise (a ring, or software atomics between hosts) the last one sets bar_release in
  * every PE. Every PE takes the same path. */
-struct count_wait {
-    _Atomic uint64_t *count;
-    uint64_t want;
-};
-
-static bool count_reached(void *arg)
-{
-    struct count_wait *w = arg;
-    return atomic_load_explicit(w->count, memory_order_acquire) >= w->want;
-}
 
 /* Does a PE that has not arrived at this barrier yet last run on our CPU? Then it needs our
  * CPU to arrive, and we give it up; otherwise the PEs we wait for run on other CPUs, and a
@@ -107,12 +97,12 @@ static void wake_sleepers(void)
  * to come needs our CPU (then we yield at once instead of spinning) is: mates > 0 yes, 0 no,
  * < 0 ask mate_pending(epoch). */
 struct count_ctx {
-    struct count_wait *w;
+    struct shm_u64_wait *w;
     int mates;
     uint64_t epoch;
 };
 
-static bool count_ready(void *arg) { return count_reached(((struct count_ctx *)arg)->w); }
+static bool count_ready(void *arg) { return shm_u64_reached(((struct count_ctx *)arg)->w); }
 
 static bool count_needs_cpu(void *arg)
 {
@@ -120,7 +110,7 @@ static bool count_needs_cpu(void *arg)
     return x->mates < 0 ? mate_pending(x->epoch) : x->mates > 0;
 }
 
-static void wait_count(struct count_wait *w, int mates, uint64_t epoch)
+static void wait_count(struct shm_u64_wait *w, int mates, uint64_t epoch)
 {
     struct count_ctx x = { w, mates, epoch };
     shm_wait_for(count_ready, &x, count_needs_cpu, -1);
@@ -139,7 +129,7 @@ static void counter_barrier(uint64_t epoch)
             wake_sleepers();
             return;
         }
-        struct count_wait w = { count, all };
+        struct shm_u64_wait w = { count, all };
         wait_count(&w, -1, epoch);
         return;
     }
@@ -200,7 +190,7 @@ void shm_barrier_setup(void)
 static void cpu_barrier(void)
 {
     uint64_t e = ++grp.epoch;
-    struct count_wait w = { grp.cpus_count, e * grp.cpus };
+    struct shm_u64_wait w = { grp.cpus_count, e * grp.cpus };
     if (atomic_fetch_add(grp.local_count, 1) + 1 < e * grp.local)
         wait_count(&w, 1, 0); /* PEs of our CPU still to come: they need it */
     else if (atomic_fetch_add(grp.cpus_count, 1) + 1 == w.want)

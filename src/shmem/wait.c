@@ -75,21 +75,16 @@ void shm_wait_for(bool (*pred)(void *), void *arg, bool (*needs_cpu)(void *), in
 
 void shm_wait_notify(bool (*pred)(void *), void *arg) { shm_wait_for(pred, arg, NULL, -1); }
 
-struct u64_wait {
-    _Atomic uint64_t *word;
-    uint64_t want;
-};
-
-static bool u64_reached(void *arg)
+bool shm_u64_reached(void *arg)
 {
-    struct u64_wait *w = arg;
+    struct shm_u64_wait *w = arg;
     return atomic_load_explicit(w->word, memory_order_acquire) >= w->want;
 }
 
 void shm_wait_u64_from(_Atomic uint64_t *word, uint64_t want, int pe)
 {
-    struct u64_wait w = { word, want };
-    shm_wait_for(u64_reached, &w, NULL, pe);
+    struct shm_u64_wait w = { word, want };
+    shm_wait_for(shm_u64_reached, &w, NULL, pe);
 }
 
 void shm_wait_u64(_Atomic uint64_t *word, uint64_t want) { shm_wait_u64_from(word, want, -1); }

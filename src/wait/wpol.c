@@ -171,11 +171,9 @@ static void note_site(struct wpol_site *s)
 
 /* ---------------------------------------------------------------- the policy */
 
-static uint32_t initial_budget(struct wpol_site *s, const struct wpol_how *how, uint64_t now,
-                               bool *probe)
+static uint32_t initial_budget(struct wpol_site *s, const struct wpol_how *how, uint64_t now)
 {
     enum wpol_mode mode = wpol_mode();
-    *probe = false;
     if (mode == WPOL_SLEEP || !s->spin_max_ns || wpol_cpus() < 2)
         return 0; /* one CPU: whatever we wait for needs it */
     if (how->needs_cpu && how->needs_cpu(how->arg))
@@ -191,7 +189,6 @@ static uint32_t initial_budget(struct wpol_site *s, const struct wpol_how *how, 
      * whether waits got shorter, not so long that a probe costs what a sleep would. */
     if (atomic_fetch_add_explicit(&s->waits, 1, memory_order_relaxed) % PROBE_EVERY == 0 &&
         b < s->spin_max_ns) {
-        *probe = true;
         uint64_t p = 4ull * (b > SPIN_MIN_NS ? b : SPIN_MIN_NS);
         b = p < s->spin_max_ns ? (uint32_t)p : s->spin_max_ns;
     }
@@ -216,7 +213,7 @@ static void enter(struct wpol *w, int phase)
 static void first(struct wpol *w)
 {
     w->t0 = w->now = wpol_now_ns();
-    w->budget = initial_budget(w->site, w->how, w->t0, &w->probe);
+    w->budget = initial_budget(w->site, w->how, w->t0);
     w->phase_end = w->t0 + w->budget;
     w->nap_ns = NAP_FIRST_NS;
     if (!w->budget)

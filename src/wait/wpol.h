@@ -70,7 +70,7 @@ struct wpol {
     uint64_t t0, now, phase_end, nap_ns, next_idle;
     uint32_t budget, n, fast_yields, slow_yields;
     uint8_t phase;
-    bool probe, spun, yielded, slept, ran_other;
+    bool spun, yielded, slept, ran_other;
 };
 
 /* The clock every layer uses (CLOCK_MONOTONIC, ns). */

@@ -332,14 +332,14 @@ void wpol_end(struct wpol *w)
     if (!w->n)
         return; /* held at the first look: nothing to learn */
     uint64_t d = wpol_now_ns() - w->t0;
-    atomic_fetch_add_explicit(&s->n_waits, 1, memory_order_relaxed);
+    bool first_wait = atomic_fetch_add_explicit(&s->n_waits, 1, memory_order_relaxed) == 0;
     if (w->slept)
         atomic_fetch_add_explicit(&s->n_slept, 1, memory_order_relaxed);
     else if (w->yielded)
         atomic_fetch_add_explicit(&s->n_yielded, 1, memory_order_relaxed);
     else
         atomic_fetch_add_explicit(&s->n_spun, 1, memory_order_relaxed);
-    if (s->n_waits == 1)
+    if (first_wait)
         note_site(s);
     if (wpol_mode() != WPOL_ADAPTIVE || !s->spin_max_ns)
         return;

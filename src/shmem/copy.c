@@ -198,7 +198,11 @@ static void copy_helped(void *dst, const void *src, size_t len, bool wake)
     atomic_store_explicit(&cp.cpu, sched_getcpu(), memory_order_relaxed);
     atomic_store(&cp.left, (uint64_t)cp.pieces); /* front 0, back pieces */
     uint64_t open = ((atomic_load(&cp.state) >> 2) + 1) << 2 | ST_OPEN;
-    atomic_store_explicit(&cp.state, open, memory_order_release);
+    /* seq_cst, not release: the helper counts itself in cp.sleeping and then looks at the
+     * state, we store the state and then look at cp.sleeping; a release store could pass
+     * that load (x86 lets a store wait in its buffer), both would miss the other, and the
+     * helper would sleep through the job (up to its 1 s timeout). */
+    atomic_store(&cp.state, open);
     if (wake && atomic_load(&cp.sleeping)) {
         atomic_fetch_add(&cp.wake, 1);
         wpol_futex_wake(&cp.wake, 1, true);
@@ -307,8 +311,7 @@ void shm_copy_fini(void)
     if (!cp.started)
         return;
     atomic_store(&cp.stop, true);
-    atomic_fetch_add(&cp.wake, 1);
-    shm_futex_wake(&cp.wake);
+    wpol_wake(&cp.wake, NULL, true);
     pthread_join(cp.tid, NULL);
     cp.started = false;
     atomic_store(&cp.stop, false);

@@ -1,7 +1,7 @@
 /*
  * The wait policy (src/wait/wpol.c): no wake-up is lost under either waker protocol, waits end
  * at their deadline or when idle or their own sleep says so, a waiter whose peer needs its CPU
- * does not spin, sites learn from their waits, and with one CPU to run on (tests/test_wait_pinned.sh
+ * does not spin, sites learn from their waits (a fixed one does not), and with one CPU to run on (tests/test_wait_pinned.sh
  * runs this under taskset) a waiter never spins, however long its site's ceiling, so the thread
  * it waits for gets the CPU. Behaviour only: no timing is asserted.
  *
@@ -301,6 +301,22 @@ static void test_learns(void **state)
     assert_true(q.spin_ns >= 1000);
 }
 
+/* A fixed site spins to its ceiling every time and learns nothing, however its waits end. */
+static void test_fixed(void **state)
+{
+    (void)state;
+    if (wpol_mode() != WPOL_ADAPTIVE || wpol_cpus() < 2)
+        skip();
+    static struct wpol_site s = WPOL_SITE_FIXED("test fixed", 4000, 0);
+    _Atomic uint32_t dummy;
+    for (int i = 0; i < 8; i++) {
+        struct wpol_how how = { .word = &dummy };
+        assert_int_equal(wait_flag(&s, &how, 3000), 0);
+    }
+    assert_true(s.n_slept > 0);
+    assert_int_equal(s.spin_ns, 0);
+}
+
 /* ---------------------------------------------------------------- one CPU */
 
 /* Pinned to one CPU (test_wait_pinned.sh): with a ceiling of 50 ms a spinning waiter would hold
@@ -336,6 +352,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_needs_cpu),
         cmocka_unit_test(test_nap),
         cmocka_unit_test(test_learns),
+        cmocka_unit_test(test_fixed),
         cmocka_unit_test(test_one_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

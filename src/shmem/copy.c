@@ -128,9 +128,11 @@ static bool avoid_cpu(int cpu, const cpu_set_t *allowed, int *avoided)
     return true;
 }
 
-/* The helper's waits: for the next job of a stream, spinning for COPY_SPIN_NS at most (while
- * copies take the helper, cp.spin) and never on the caller's CPU; then asleep on cp.wake. */
-static struct wpol_site helper_spin_site = WPOL_SITE("shmem copy helper", COPY_SPIN_NS, 0);
+/* The helper's waits: for the next job of a stream, spinning for COPY_SPIN_NS (while copies
+ * take the helper, cp.spin) and never on the caller's CPU; then asleep on cp.wake. The spin is
+ * fixed, not learnt: whether the helper spins at all is the size classes' measured choice,
+ * and their tries of the helper count on it being awake for the job after the one that woke it. */
+static struct wpol_site helper_spin_site = WPOL_SITE_FIXED("shmem copy helper", COPY_SPIN_NS, 0);
 static struct wpol_site helper_sleep_site = WPOL_SITE("shmem copy helper (copies alone)", 0, 0);
 /* The caller's wait for the helper's last piece: a microsecond or two, unless the scheduler
  * has put the helper on the caller's CPU since it joined; nothing wakes the caller. */

@@ -178,7 +178,7 @@ static uint32_t initial_budget(struct wpol_site *s, const struct wpol_how *how, 
         return 0; /* one CPU: whatever we wait for needs it */
     if (how->needs_cpu && how->needs_cpu(how->arg))
         return 0;
-    if (mode == WPOL_SPIN)
+    if (mode == WPOL_SPIN || s->fixed)
         return s->spin_max_ns;
     uint32_t b = atomic_load_explicit(&s->spin_ns, memory_order_relaxed);
     if (!b)
@@ -341,7 +341,7 @@ void wpol_end(struct wpol *w)
         atomic_fetch_add_explicit(&s->n_spun, 1, memory_order_relaxed);
     if (first_wait)
         note_site(s);
-    if (wpol_mode() != WPOL_ADAPTIVE || !s->spin_max_ns)
+    if (wpol_mode() != WPOL_ADAPTIVE || !s->spin_max_ns || s->fixed)
         return;
     /* Learn: a wait that a spin would have caught (it ended within the ceiling, awake, and no
      * yield of it ran another thread) sets the budget to twice its length at once. One that

@@ -31,6 +31,8 @@ struct wpol_site {
     const char *name;
     uint32_t spin_max_ns;  /* the spin's ceiling (0: never spin) */
     uint32_t yield_max_ns; /* how long at most to yield before sleeping (0: never yield) */
+    bool fixed;            /* spin to the ceiling every time, learn nothing: for a caller that
+                            * decides itself whether this site spins (its own measurements) */
     /* learnt */
     _Atomic uint32_t spin_ns; /* the spin budget now */
     _Atomic uint32_t waits;   /* waits so far (wraps): every 16th spins to the ceiling */
@@ -38,6 +40,7 @@ struct wpol_site {
     _Atomic uint64_t n_waits, n_spun, n_yielded, n_slept, n_yields, n_sleeps;
 };
 #define WPOL_SITE(nm, spin_max, yield_max) { .name = (nm), .spin_max_ns = (spin_max), .yield_max_ns = (yield_max) }
+#define WPOL_SITE_FIXED(nm, spin, yield_max) { .name = (nm), .spin_max_ns = (spin), .yield_max_ns = (yield_max), .fixed = true }
 
 /* How a wait sleeps and what else it looks at. Everything may be 0 / NULL. */
 struct wpol_how {

@@ -12,6 +12,7 @@ fabric="t-lendlines-$$"
 work=$(mktemp -d)
 n() { "$bin/ntblend" --fabric "$fabric" "$@"; }
 trap 'n down >/dev/null 2>&1 || true; [ -n "${NTBLEND_NVME_DIR:-}" ] || rm -rf "/var/tmp/ntblend/$fabric"; rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 "$bin/lend_lines" --help | grep -q -- "--device" || fail "lend_lines --help"

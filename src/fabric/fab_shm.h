@@ -43,8 +43,16 @@ void *fab_lazy_map(_Atomic(char *) *slot, int fd, uint64_t size, uint64_t off, u
 /* The RAM file of a host (for mmap), opened on first use; -errno. */
 int fab_ram_fd(struct fab *f, uint32_t host);
 int fab_switch_by_name(const struct fab *f, const char *name); /* -1 if none */
-/* Pointer to host h's RAM at phys (mapping it on first use); NULL + errno. */
+/* Pointer to host h's RAM at phys (mapping it on first use); NULL + errno. phys may also be
+ * in the RAM region of a VM on that host (FAB_VM_BASE...). */
 void *fab_ram(struct fab *f, uint32_t host, uint64_t phys, uint64_t len);
+/* The file behind RAM (or a VM's RAM) at phys on host, for mmap, and the offset in it. */
+int fab_phys_fd(struct fab *f, uint32_t host, uint64_t phys, uint64_t *off);
+/* A VM slot's guest RAM: the file's path, a pointer (mapped on first use, kept current when
+ * the slot is reused), and its descriptor. */
+void fab_vm_ram_name(const struct fab *f, uint32_t slot, uint32_t gen, char *out, size_t n);
+void *fab_vm_ram(struct fab *f, uint32_t slot, uint64_t off, uint64_t len);
+int fab_vm_ram_fd(struct fab *f, uint32_t slot);
 
 /* ---- map generation: every mapping holder acknowledges changes ---- */
 int fab_proc_register(struct fab *f, uint32_t host);   /* slot, or -ENOSPC */

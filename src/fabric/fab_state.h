@@ -18,7 +18,7 @@
 #include "topo.h"
 
 #define FAB_MAGIC 0x4e54424cu /* "NTBL" */
-#define FAB_VERSION 10
+#define FAB_VERSION 11
 #define FAB_CPU_WORDS 16 /* dma_cpus: CPUs 0..1023, as cpu_set_t */
 #define FAB_NAME_MAX 64
 #define FAB_MAX_PROCS 512
@@ -40,6 +40,9 @@
 #define FAB_ADAPTER_BASE (1ull << 40) /* adapter i's window BAR at BASE + i * STRIDE */
 #define FAB_ADAPTER_STRIDE (1ull << 36)
 #define FAB_DEVICE_BASE (1ull << 44) /* device BARs, assigned at enumeration (later layers) */
+/* Guest RAM of the VM in slot s, in its host's map: VM_BASE + s * VM_STRIDE, mem bytes. */
+#define FAB_VM_BASE (1ull << 43)
+#define FAB_VM_STRIDE (1ull << 38) /* the largest guest: 256 GiB */
 
 /* Agent mailboxes: the first FAB_MBOX_SIZE bytes of every host's RAM are reserved. */
 #define FAB_ONES_SIZE (1ull << 20) /* the all-ones file that reads through dead windows map */
@@ -110,6 +113,47 @@ struct fab_shadow {
     uint16_t bdf;            /* where it sits in this host's tree */
     uint16_t pad;
     uint64_t bar_addr[FAB_BARS]; /* its BARs in this host's physical map (NTB windows), 0: none */
+};
+
+/* Virtual machines (src/vm, docs/vm.md): a guest's RAM is a region of its host's physical map
+ * backed by the file vm<slot>-<gen>.ram (QEMU maps that file as the guest's memory), and the
+ * devices given to it. Written only by the VM's process (ntblend-vm on the host), read by
+ * everyone: the fabric resolves device DMA into the RAM, the CLI and drivers in the guest read
+ * the device table. */
+#define FAB_MAX_VMS 16
+#define FAB_VM_DEVS 8
+#define FAB_VM_NAME 32
+enum fab_vm_state { FAB_VM_FREE = 0, FAB_VM_STARTING, FAB_VM_RUNNING, FAB_VM_STOPPING };
+enum fab_vmdev_state {
+    FAB_VMDEV_NONE = 0,
+    FAB_VMDEV_OFFERED,  /* in the guest's tree, still with its lender (no Bus Master yet) */
+    FAB_VMDEV_HELD,     /* borrowed for the guest, guest RAM mapped for it */
+    FAB_VMDEV_GONE,     /* its lender died or withdrew it: the guest sees a surprise removal */
+};
+enum fab_vmdev_kind { FAB_VMDEV_PASS = 0, FAB_VMDEV_VHOST_BLK = 1 };
+struct fab_vm_dev {
+    _Atomic uint32_t state;   /* enum fab_vmdev_state */
+    uint32_t fn;              /* the function (fabric-wide index) */
+    uint32_t kind;            /* enum fab_vmdev_kind: how the guest sees it */
+    uint16_t guest_bdf;       /* where it sits in the guest's tree (bus 0) */
+    uint16_t pad;
+    uint64_t guest_bar[FAB_BARS]; /* its BARs at guest-physical addresses, 0: none */
+    uint64_t ram_io;          /* the device's I/O address of guest-physical address 0 */
+    uint32_t luts;            /* LUT entries that mapping took on the lender's adapter */
+    uint32_t pad2;
+};
+struct fab_vm {
+    _Atomic uint32_t state;   /* enum fab_vm_state */
+    _Atomic int32_t pid;      /* the VM's process on its host */
+    _Atomic uint32_t seq;     /* futex: bumps on every change of the record */
+    uint32_t host;
+    uint32_t gen;             /* names the RAM file; a reused slot gets a new one */
+    int32_t qemu_pid;         /* 0: an emulated guest (no QEMU) */
+    char name[FAB_VM_NAME];
+    char guest[16];           /* "qemu", "emulated" */
+    uint64_t mem;             /* guest RAM bytes, at guest-physical 0 */
+    uint64_t hold;            /* the host RAM accounted to it (an allocation of its agent) */
+    struct fab_vm_dev dev[FAB_VM_DEVS];
 };
 
 struct fab_host {
@@ -273,6 +317,8 @@ struct fab_ctl {
     /* CPUs the agents run the adapters' DMA engines on (bit c of word c / 64: CPU c), set
      * by `ntblend up --dma-cpus`; none set: wherever the scheduler likes. */
     uint64_t dma_cpus[FAB_CPU_WORDS];
+    _Atomic uint32_t vm_gen;   /* the next VM RAM file's generation */
+    struct fab_vm vms[FAB_MAX_VMS];
 };
 
 /* A process's attachment to a fabric. */
@@ -289,6 +335,7 @@ struct fab {
     uint64_t ones_size;
     int proc_slot;          /* slot in ctl->procs, -1 when not registered */
     uint64_t open_id;       /* this opening of a fabric, unique in the process (caches key on it) */
+    struct fab_vm_maps *vm_maps; /* this process's mappings of guest RAM (shm.c) */
 };
 
 
@@ -309,6 +356,20 @@ static inline struct fab_rid_entry *fab_rid(const struct fab *f, const struct fa
 { return (struct fab_rid_entry *)((char *)f->ctl + a->off_rid); }
 static inline struct fab_dma_chan *fab_dma(const struct fab *f, const struct fab_adapter *a)
 { return (struct fab_dma_chan *)((char *)f->ctl + a->off_dma); }
+static inline struct fab_vm *fab_vm(const struct fab *f, uint32_t slot)
+{ return &f->ctl->vms[slot]; }
+/* The VM whose RAM region holds phys on host `host`, with the offset in it; NULL: none. */
+static inline struct fab_vm *fab_vm_at(const struct fab *f, uint32_t host, uint64_t phys,
+                                       uint64_t *off)
+{
+    if (phys < FAB_VM_BASE || phys - FAB_VM_BASE >= (uint64_t)FAB_MAX_VMS * FAB_VM_STRIDE)
+        return NULL;
+    struct fab_vm *v = fab_vm(f, (uint32_t)((phys - FAB_VM_BASE) / FAB_VM_STRIDE));
+    *off = (phys - FAB_VM_BASE) % FAB_VM_STRIDE;
+    uint32_t st = atomic_load_explicit(&v->state, memory_order_acquire);
+    return st != FAB_VM_FREE && v->host == host && *off < v->mem ? v : NULL;
+}
+static inline uint64_t fab_vm_base(uint32_t slot) { return FAB_VM_BASE + slot * FAB_VM_STRIDE; }
 static inline uint32_t fab_agent_bit(const struct fab_adapter *a) { return 1u << (a->db_bits - 1); }
 static inline uint16_t fab_adapter_rid(uint32_t index_on_host) { return (uint16_t)(0x100u | (index_on_host << 3)); }
 static inline uint16_t fab_dma_rid(uint32_t index_on_host) { return (uint16_t)(0x100u | (index_on_host << 3) | 1u); }

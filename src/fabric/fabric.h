@@ -14,5 +14,6 @@
 #include "fab_ntb.h"      /* LUT, windows, requester IDs, doorbells */
 #include "fab_devices.h"  /* PCIe functions */
 #include "fab_resolve.h"  /* address resolution, device DMA, latency model */
+#include "fab_vm.h"       /* virtual machines: guest RAM regions, their devices */
 
 #endif

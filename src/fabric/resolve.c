@@ -44,6 +44,9 @@ static uint64_t next_decoded(const struct fab *f, uint32_t host, uint64_t phys)
             next = s_;                                                                       \
     } while (0)
     CONSIDER(FAB_MSI_BASE);
+    for (uint32_t i = 0; i < FAB_MAX_VMS; i++)
+        if (atomic_load(&fab_vm(f, i)->state) != FAB_VM_FREE && fab_vm(f, i)->host == host)
+            CONSIDER(fab_vm_base(i));
     for (uint32_t i = 0; i < h->nadapters; i++)
         CONSIDER(fab_adapter(f, h->adapter_first + i)->bar_addr);
     for (uint32_t i = 0; i < h->nfuncs; i++)
@@ -141,6 +144,13 @@ static int resolve_walk(struct fab *f, struct walk_start s, bool write, struct f
         if (phys - FAB_RAM_BASE < h->ram_size) { /* RAM starts at 0: one compare */
             t->region = FAB_REGION_RAM;
             t->len = min64(len, h->ram_size - (phys - FAB_RAM_BASE));
+            return 0;
+        }
+        uint64_t vm_off;
+        const struct fab_vm *vm = fab_vm_at(f, host, phys, &vm_off);
+        if (vm) { /* guest RAM: a RAM region of its own (docs/vm.md) */
+            t->region = FAB_REGION_RAM;
+            t->len = min64(len, vm->mem - vm_off);
             return 0;
         }
         for (uint32_t i = 0; i < h->nfuncs; i++) {

@@ -146,6 +146,8 @@ int fab_attach(const char *name, int host, struct fab **out)
     return 0;
 }
 
+static void vm_maps_free(struct fab *f);
+
 void fab_detach(struct fab *f)
 {
     if (!f)
@@ -169,6 +171,7 @@ void fab_detach(struct fab *f)
                 close(f->bar_fd[i]);
     if (f->ones_fd >= 0)
         close(f->ones_fd);
+    vm_maps_free(f);
     free(f->bars);
     free(f->bar_fd);
     free(f->ram);
@@ -242,7 +245,149 @@ void *fab_ram(struct fab *f, uint32_t host, uint64_t phys, uint64_t len)
     if (atomic_load(&f->ram[host]) && phys <= fab_host(f, host)->ram_size &&
         len <= fab_host(f, host)->ram_size - phys)
         return atomic_load(&f->ram[host]) + phys;
+    uint64_t off;
+    const struct fab_vm *v = fab_vm_at(f, host, phys, &off);
+    if (v)
+        return len <= v->mem - off ? fab_vm_ram(f, (uint32_t)(v - f->ctl->vms), off, len)
+                                   : (errno = ERANGE, NULL);
     return fab_lazy_map(&f->ram[host], fab_ram_fd(f, host), fab_host(f, host)->ram_size, phys, len);
+}
+
+int fab_phys_fd(struct fab *f, uint32_t host, uint64_t phys, uint64_t *off)
+{
+    const struct fab_vm *v = fab_vm_at(f, host, phys, off);
+    if (v)
+        return fab_vm_ram_fd(f, (uint32_t)(v - f->ctl->vms));
+    *off = phys;
+    return fab_ram_fd(f, host);
+}
+
+/* ---------------------------------------------------------------- guest RAM */
+
+/* Each slot's RAM is mapped at one place of this process for as long as it lives: a range of
+ * FAB_VM_STRIDE reserved on first use, the slot's current file mapped over its start. When the
+ * slot is reused (a new generation), the new file is mapped over the old with MAP_FIXED, so a
+ * thread still holding a pointer into it never touches an unmapped page. */
+struct fab_vm_maps {
+    _Atomic uint32_t lock;
+    struct vm_map {
+        char *base;
+        _Atomic uint32_t gen; /* of the file mapped, 0: none yet */
+        uint64_t len;
+        int fd;
+    } slot[FAB_MAX_VMS];
+};
+
+void fab_vm_ram_name(const struct fab *f, uint32_t slot, uint32_t gen, char *out, size_t n)
+{
+    snprintf(out, n, "%s/vm%u-%u.ram", f->dir, slot, gen);
+}
+
+static struct fab_vm_maps *vm_maps(struct fab *f)
+{
+    struct fab_vm_maps *m = __atomic_load_n(&f->vm_maps, __ATOMIC_ACQUIRE);
+    if (m)
+        return m;
+    struct fab_vm_maps *n = calloc(1, sizeof *n);
+    if (!n)
+        return NULL;
+    for (int i = 0; i < FAB_MAX_VMS; i++)
+        n->slot[i].fd = -1;
+    if (!__atomic_compare_exchange_n(&f->vm_maps, &m, n, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        free(n);
+        return m;
+    }
+    return n;
+}
+
+/* Bring this process's mapping of slot's RAM to the slot's current file. Lock held. */
+static int vm_remap(struct fab *f, struct vm_map *s, uint32_t slot)
+{
+    const struct fab_vm *v = fab_vm(f, slot);
+    uint32_t gen = v->gen;
+    uint64_t mem = v->mem;
+    if (atomic_load(&s->gen) == gen && s->base)
+        return 0;
+    if (!s->base) {
+        void *r = mmap(NULL, FAB_VM_STRIDE, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (r == MAP_FAILED)
+            return -errno;
+        s->base = r;
+    }
+    char path[192];
+    fab_vm_ram_name(f, slot, gen, path, sizeof path);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (mmap(s->base, mem, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    if (s->len > mem)
+        mmap(s->base + mem, s->len - mem, PROT_NONE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    if (s->fd >= 0)
+        close(s->fd);
+    s->fd = fd;
+    s->len = mem;
+    atomic_store(&s->gen, gen);
+    return 0;
+}
+
+static struct vm_map *vm_slot_current(struct fab *f, uint32_t slot)
+{
+    struct fab_vm_maps *m = slot < FAB_MAX_VMS ? vm_maps(f) : NULL;
+    if (!m) {
+        errno = slot < FAB_MAX_VMS ? ENOMEM : EINVAL;
+        return NULL;
+    }
+    struct vm_map *s = &m->slot[slot];
+    if (atomic_load_explicit(&s->gen, memory_order_acquire) == fab_vm(f, slot)->gen)
+        return s;
+    fab_lock(&m->lock);
+    int rc = vm_remap(f, s, slot);
+    fab_unlock(&m->lock);
+    if (rc) {
+        errno = -rc;
+        return NULL;
+    }
+    return s;
+}
+
+void *fab_vm_ram(struct fab *f, uint32_t slot, uint64_t off, uint64_t len)
+{
+    struct vm_map *s = vm_slot_current(f, slot);
+    if (!s)
+        return NULL;
+    if (off > s->len || len > s->len - off) {
+        errno = ERANGE;
+        return NULL;
+    }
+    return s->base + off;
+}
+
+int fab_vm_ram_fd(struct fab *f, uint32_t slot)
+{
+    struct vm_map *s = vm_slot_current(f, slot);
+    return s ? s->fd : -errno;
+}
+
+static void vm_maps_free(struct fab *f)
+{
+    struct fab_vm_maps *m = f->vm_maps;
+    if (!m)
+        return;
+    for (int i = 0; i < FAB_MAX_VMS; i++) {
+        if (m->slot[i].base)
+            munmap(m->slot[i].base, FAB_VM_STRIDE);
+        if (m->slot[i].fd >= 0)
+            close(m->slot[i].fd);
+    }
+    free(m);
+    f->vm_maps = NULL;
 }
 
 /* ---------------------------------------------------------------- process table */

@@ -84,10 +84,12 @@ static int remap_entry(struct rt *rt, struct rt_map *m, uint32_t k, bool force)
         if (ext[i].region == FAB_REGION_RAM || ext[i].region == FAB_REGION_DEVICE) {
             /* The peer's RAM, or a device BAR (registers are uncached I/O on hardware; here
              * memory the model reads). */
+            uint64_t foff = ext[i].addr;
             int fd = ext[i].region == FAB_REGION_DEVICE ? fab_bar_fd(f, ext[i].fn)
-                                                         : fab_ram_fd(f, ext[i].host);
+                                                         : fab_phys_fd(f, ext[i].host,
+                                                                       ext[i].addr, &foff);
             if (fd < 0 || mmap(at + off, ext[i].len, m->prot, MAP_SHARED | MAP_FIXED,
-                               fd, (off_t)ext[i].addr) == MAP_FAILED)
+                               fd, (off_t)foff) == MAP_FAILED)
                 rc = fd < 0 ? fd : -errno;
         } else {
             rc = map_ones(rt, at + off, ext[i].len, m->prot);

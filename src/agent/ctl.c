@@ -167,4 +167,5 @@ void agent_client_gone(int32_t pid)
     aseg_client_gone(pid); /* before its memory goes: segments outlive it if connected */
     amem_free_owner(pid);
     fab_reap_owner(agent.f, pid);
+    fab_vm_reap(agent.f, pid); /* a VM whose process died leaves its host's map */
 }

@@ -448,9 +448,8 @@ static int h_inbound(uint32_t from, const void *req, uint32_t len, void *rsp,
     if (len < sizeof r)
         return -EINVAL;
     memcpy(&r, req, sizeof r);
-    const struct fab_host *self = fab_host(agent.f, agent.host);
-    if (!r.size || (r.addr | r.size) & 4095 || r.addr > self->ram_size ||
-        r.size > self->ram_size - r.addr || !own_adapter_rid(r.rid))
+    if (!r.size || (r.addr | r.size) & 4095 ||
+        !fab_host_ram_range(agent.f, agent.host, r.addr, r.size) || !own_adapter_rid(r.rid))
         return -EINVAL;
     int rc = 0;
     pthread_mutex_lock(&lending.lock);

@@ -1,0 +1,78 @@
+/*
+ * The VM process (ntblend-vm): one per virtual machine, on the VM's host. It is the VM's
+ * hardware: it holds the guest's RAM (a slot of the fabric, accounted against the host's RAM),
+ * the devices given to the guest (borrowed for it, the guest's RAM mapped for each of them
+ * once) and, for a QEMU guest, QEMU itself and the vhost-user back ends its virtio devices
+ * talk to. Everything it holds goes when it ends, however it ends. docs/vm.md.
+ */
+#ifndef NTBLEND_VM_H
+#define NTBLEND_VM_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "fabric.h"
+#include "ntblend/smartio.h"
+#include "vblk.h"
+
+#define VM_GUEST_QEMU 0
+#define VM_GUEST_EMULATED 1
+
+struct vm_dev {
+    bool used;
+    char name[32];
+    uint32_t fn;
+    struct vblk *blk;          /* a QEMU guest's virtio-blk over this NVMe */
+    sio_dev_t *sio;            /* an emulated guest's device, borrowed for it */
+    sio_dma_t *ram_map;        /* the guest's RAM mapped for the device (emulated guests) */
+    char sock[200];            /* vhost-user socket QEMU connects to */
+    int listen_fd;
+    _Atomic int conn_fd;       /* QEMU's connection, -1: none */
+    pthread_t thread;
+    bool thread_up;
+    _Atomic bool stop;
+    struct vhu session;
+};
+
+struct vm {
+    struct fab *f;             /* this process's own view of the fabric (the VM's slot) */
+    uint32_t slot, host;
+    struct fab_vm *rec;
+    int guest;                 /* VM_GUEST_* */
+    uint64_t mem;
+    char name[FAB_VM_NAME];
+    char ram_path[200];
+    dev_t ram_dev;
+    ino_t ram_ino;
+    int agent_fd;              /* the host's agent: the RAM hold is ours while it is open */
+    pid_t qemu;
+    char qmp[200];             /* QEMU's monitor socket (hot-add, hot-remove) */
+    struct vm_dev dev[FAB_VM_DEVS];
+    pthread_mutex_t lock;
+};
+
+/* vm_dev.c: give a device to the guest / take it back. errbuf gets a message that says what to
+ * do. Attach returns the device's index in vm->dev. */
+int vm_dev_attach(struct vm *vm, const char *name, char *errbuf, size_t len);
+int vm_dev_detach(struct vm *vm, const char *name, char *errbuf, size_t len);
+/* QEMU command-line arguments for device i (a vhost-user-blk-pci on its socket). */
+int vm_dev_qemu_args(const struct vm *vm, int i, char *chardev, char *device, size_t len);
+
+/* vm_qemu.c: QEMU for a VM_GUEST_QEMU guest. */
+struct vm_qemu_opts {
+    const char *image;         /* directory with vmlinuz and the initramfs */
+    const char *initrd;        /* file name in it */
+    const char *run;           /* a script the guest runs (fw_cfg), or NULL: a shell */
+    const char *console_log;
+    const char *console_sock;
+    const char *accel;         /* "kvm", "tcg" or NULL: kvm where /dev/kvm opens */
+    unsigned cpus;
+};
+int vm_qemu_start(struct vm *vm, const struct vm_qemu_opts *o, char *errbuf, size_t len);
+/* QMP: hot-add device i into the running guest, or hot-remove it. 0 or -errno. */
+int vm_qemu_hotadd(struct vm *vm, int i, char *errbuf, size_t len);
+int vm_qemu_hotremove(struct vm *vm, int i, char *errbuf, size_t len);
+
+#endif

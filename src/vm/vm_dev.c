@@ -1,0 +1,256 @@
+/*
+ * Devices given to a VM (vm.h): borrowed for the guest, the guest's RAM mapped for each once
+ * (one mapping per device: its lender programs as few LUT entries as the RAM needs), the
+ * record in the VM's slot that other processes read, and for a QEMU guest the vhost-user
+ * back end that serves an NVMe namespace to the guest's virtio-blk driver.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "vm.h"
+
+/* Guest-physical addresses of the devices' BARs (emulated guests): above any guest's RAM,
+ * 64 GiB per device, each BAR aligned to its size. */
+#define VM_GUEST_MMIO (1ull << 40)
+#define VM_GUEST_MMIO_STRIDE (1ull << 36)
+
+static int say(char *err, size_t len, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int say(char *err, size_t len, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+static int find(const struct vm *vm, const char *name)
+{
+    for (int i = 0; i < FAB_VM_DEVS; i++)
+        if (vm->dev[i].used && !strcmp(vm->dev[i].name, name))
+            return i;
+    return -1;
+}
+
+/* Serve QEMU's connections to device d's vhost-user socket, one at a time. */
+static void *serve(void *arg)
+{
+    struct vm_dev *d = arg;
+    while (!atomic_load(&d->stop)) {
+        int c = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (c < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            break; /* shut down: the device is being detached */
+        }
+        d->conn_fd = c;
+        int rc = 0;
+        while (!atomic_load(&d->stop) && (rc = vhu_serve_one(&d->session, c)) == 0)
+            ;
+        if (!atomic_load(&d->stop) && rc != -EPIPE)
+            fprintf(stderr, "ntblend-vm: %s: vhost-user session ended: %s%s%s\n", d->name,
+                    strerror(-rc), d->session.err[0] ? ": " : "", d->session.err);
+        vhu_reset(&d->session);
+        d->conn_fd = -1;
+        close(c);
+    }
+    return NULL;
+}
+
+static int listen_on(struct vm_dev *d, char *err, size_t len)
+{
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    if (strlen(d->sock) >= sizeof a.sun_path)
+        return say(err, len, -ENAMETOOLONG, "socket path %s is too long (a shorter fabric "
+                   "directory: NTBLEND_SHM_DIR)", d->sock);
+    strcpy(a.sun_path, d->sock);
+    unlink(d->sock);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 2)) {
+        int rc = -errno;
+        if (fd >= 0)
+            close(fd);
+        return say(err, len, rc, "cannot listen on %s: %s", d->sock, strerror(-rc));
+    }
+    d->listen_fd = fd;
+    return 0;
+}
+
+static void release(struct vm *vm, struct vm_dev *d)
+{
+    if (d->thread_up) {
+        atomic_store(&d->stop, true);
+        shutdown(d->listen_fd, SHUT_RDWR);
+        int c = d->conn_fd;
+        if (c >= 0)
+            shutdown(c, SHUT_RDWR);
+        pthread_join(d->thread, NULL);
+        d->thread_up = false;
+    }
+    if (d->listen_fd >= 0) {
+        close(d->listen_fd);
+        unlink(d->sock);
+    }
+    /* The guest's RAM mapping first: the device must not reach it once it is returned. */
+    if (d->ram_map)
+        sio_unmap(d->ram_map);
+    if (d->blk)
+        vblk_close(d->blk);
+    else if (d->sio)
+        sio_return(d->sio);
+    (void)vm;
+    memset(d, 0, sizeof *d);
+    d->listen_fd = -1;
+    d->conn_fd = -1;
+}
+
+static int borrow_error(const char *name, int rc, char *err, size_t len)
+{
+    switch (rc) {
+    case -ENODEV: case -ENOENT:
+        return say(err, len, rc, "no device %s on this fabric (ntblend device list shows them)",
+                   name);
+    case -EACCES:
+        return say(err, len, rc, "%s is not lent out by its host: ntblend device add %s", name,
+                   name);
+    case -EBUSY: case -EALREADY:
+        return say(err, len, rc, "%s is in use elsewhere (ntblend device list says by whom): "
+                   "return it there first", name);
+    case -EHOSTUNREACH:
+        return say(err, len, rc, "the lender of %s cannot be reached (ntblend status)", name);
+    default:
+        return say(err, len, rc, "cannot borrow %s: %s", name, strerror(-rc));
+    }
+}
+
+int vm_dev_attach(struct vm *vm, const char *name, char *err, size_t len)
+{
+    if (find(vm, name) >= 0)
+        return say(err, len, -EEXIST, "%s is in VM %s already", name, vm->name);
+    int i = 0;
+    while (i < FAB_VM_DEVS && vm->dev[i].used)
+        i++;
+    if (i == FAB_VM_DEVS)
+        return say(err, len, -ENOSPC, "VM %s has %d devices, the most a VM takes: detach one "
+                   "first", vm->name, FAB_VM_DEVS);
+    int id = sio_find(name);
+    if (id < 0)
+        return borrow_error(name, id, err, len);
+    const struct fab_function *fn = fab_func(vm->f, (uint32_t)id);
+    struct vm_dev *d = &vm->dev[i];
+    memset(d, 0, sizeof *d);
+    d->listen_fd = -1;
+    d->conn_fd = -1;
+    snprintf(d->name, sizeof d->name, "%s", name);
+    d->fn = (uint32_t)id;
+    int rc;
+    if (vm->guest == VM_GUEST_QEMU) {
+        if (strcmp(fn->type, "nvme"))
+            return say(err, len, -EOPNOTSUPP, "%s is a%s %s: a QEMU guest is given NVMe "
+                       "namespaces (as virtio-blk); give other devices to an emulated guest "
+                       "(--guest emulated)", name, fn->type[0] == 'a' ? "n" : "", fn->type);
+        if ((rc = vblk_open(name, 1, 1, &d->blk))) {
+            d->blk = NULL;
+            if (rc == -ENODEV || rc == -EACCES || rc == -EBUSY || rc == -EHOSTUNREACH)
+                return borrow_error(name, rc, err, len);
+            return say(err, len, rc, "cannot open %s: %s", name, nvme_errmsg());
+        }
+        d->sio = nvme_sio_dev(vblk_nvme(d->blk));
+    } else if ((rc = sio_borrow((uint32_t)id, SIO_EXCLUSIVE, &d->sio))) {
+        d->sio = NULL;
+        return borrow_error(name, rc, err, len);
+    }
+    /* The guest's RAM for the device, once: guest-physical address g is at ram_io + g. */
+    const struct fab_host *h = fab_host(vm->f, vm->host);
+    uint64_t ram_io = 0;
+    rc = d->sio ? sio_map_addr(d->sio, h->node_id, fab_vm_base(vm->slot), vm->mem, &ram_io,
+                               &d->ram_map)
+                : -ENODEV;
+    if (rc) {
+        const struct fab_host *lh = fab_host(vm->f, fn->host);
+        const struct fab_adapter *a = fab_adapter(vm->f, lh->adapter_first);
+        if (rc == -ENOSPC)
+            say(err, len, rc, "mapping VM %s's %llu MiB of RAM for %s takes %llu LUT entries of "
+                "%llu MiB on host %s's adapter, more than it has free: give the VM less "
+                "memory (--mem), or return what holds them (ntblend status)", vm->name,
+                (unsigned long long)(vm->mem >> 20), name,
+                (unsigned long long)((vm->mem + a->lut_size - 1) / a->lut_size),
+                (unsigned long long)(a->lut_size >> 20), lh->name);
+        else
+            say(err, len, rc, "cannot map VM %s's RAM for %s: %s", vm->name, name,
+                strerror(-rc));
+        release(vm, d);
+        return rc;
+    }
+    if (d->blk) {
+        vblk_set_ram(d->blk, ram_io, vm->ram_dev, vm->ram_ino);
+        vhu_init(&d->session, vblk_device(d->blk));
+        snprintf(d->sock, sizeof d->sock, "%s/vm.%s.%s.sock", vm->f->dir, vm->name, name);
+        if ((rc = listen_on(d, err, len))) {
+            release(vm, d);
+            return rc;
+        }
+        if ((rc = -pthread_create(&d->thread, NULL, serve, d))) {
+            release(vm, d);
+            return say(err, len, rc, "cannot start a thread: %s", strerror(-rc));
+        }
+        d->thread_up = true;
+    }
+    d->used = true;
+    /* The record others read: where the device sits in the guest and reaches its RAM. */
+    struct fab_vm_dev *r = &vm->rec->dev[i];
+    memset(r, 0, sizeof *r);
+    r->fn = d->fn;
+    r->kind = d->blk ? FAB_VMDEV_VHOST_BLK : FAB_VMDEV_PASS;
+    r->guest_bdf = (uint16_t)((i + 1) << 3); /* bus 0, device i + 1, function 0 */
+    r->ram_io = ram_io;
+    if (fn->host != vm->host) {
+        const struct fab_adapter *a = fab_adapter(vm->f, fab_host(vm->f, fn->host)->adapter_first);
+        r->luts = (uint32_t)((vm->mem + a->lut_size - 1) / a->lut_size);
+    }
+    for (int b = 0; b < FAB_BARS && !d->blk; b++) {
+        uint64_t sz = fn->bar[b].size, base = VM_GUEST_MMIO + (uint64_t)i * VM_GUEST_MMIO_STRIDE;
+        if (fn->bar[b].kind == FAB_BAR_NONE || !sz)
+            continue;
+        uint64_t at = base;
+        for (int p = 0; p < b; p++)
+            if (r->guest_bar[p])
+                at = r->guest_bar[p] + fn->bar[p].size;
+        r->guest_bar[b] = (at + sz - 1) & ~(sz - 1);
+    }
+    atomic_store(&r->state, FAB_VMDEV_HELD);
+    fab_vm_changed(vm->rec);
+    return i;
+}
+
+int vm_dev_detach(struct vm *vm, const char *name, char *err, size_t len)
+{
+    int i = find(vm, name);
+    if (i < 0)
+        return say(err, len, -ENOENT, "%s is not in VM %s (ntblend vm list shows what is)", name,
+                   vm->name);
+    atomic_store(&vm->rec->dev[i].state, FAB_VMDEV_NONE);
+    fab_vm_changed(vm->rec);
+    release(vm, &vm->dev[i]);
+    return 0;
+}
+
+int vm_dev_qemu_args(const struct vm *vm, int i, char *chardev, char *device, size_t len)
+{
+    const struct vm_dev *d = &vm->dev[i];
+    if (!d->used || !d->blk)
+        return -ENOENT;
+    snprintf(chardev, len, "socket,id=vu%d,path=%s", i, d->sock);
+    snprintf(device, len, "vhost-user-blk-pci,id=dev%d,chardev=vu%d,num-queues=1", i,
+             i);
+    return 0;
+}

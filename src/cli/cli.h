@@ -93,5 +93,11 @@ struct json_object *cli_devices_json(const struct fab *f);
 int cmd_topology(struct cli *c);
 int cmd_lspci(struct cli *c);
 int cmd_nvme(struct cli *c);
+int cmd_vm(struct cli *c);
+/* vm.c: the VMS part of `status`, and the VM holding function fn (its slot, name in out; -1
+ * and "" when none). */
+void cli_print_vms(const struct fab *f);
+struct json_object *cli_vms_json(const struct fab *f);
+int cli_vm_of(const struct fab *f, uint32_t fn, char *out, size_t len);
 
 #endif

@@ -57,9 +57,12 @@ void cli_print_devices(const struct fab *f)
         if (m && m - 1 < f->ctl->nhosts)
             snprintf(mgr, sizeof mgr, " (manager: %s pid %u)", fab_host(f, m - 1)->name,
                      atomic_load(&x->lend_manager_pid));
-        printf("  %3u  %-14s %-6s %-8s %04x:%04x %06x   %-5s %-9s %s%s\n", i, x->name, x->type,
+        char vm[FAB_VM_NAME + 8] = "";
+        if (cli_vm_of(f, i, vm + 5, sizeof vm - 5) >= 0)
+            memcpy(vm, " (vm ", 5), strcat(vm, ")");
+        printf("  %3u  %-14s %-6s %-8s %04x:%04x %06x   %-5s %-9s %s%s%s\n", i, x->name, x->type,
                fab_host(f, x->host)->name, ven, dev, class_of(x),
-               atomic_load(&x->model_up) ? "up" : "down", lent, n ? names : "-", mgr);
+               atomic_load(&x->model_up) ? "up" : "down", lent, n ? names : "-", mgr, vm);
     }
 }
 
@@ -98,6 +101,9 @@ json_object *cli_devices_json(const struct fab *f)
             json_object_object_add(mo, "pid", json_object_new_int((int)atomic_load(&x->lend_manager_pid)));
         }
         json_object_object_add(o, "manager", mo);
+        char vm[FAB_VM_NAME];
+        json_object_object_add(o, "vm", cli_vm_of(f, i, vm, sizeof vm) >= 0
+                                            ? json_object_new_string(vm) : NULL);
         json_object_array_add(arr, o);
     }
     return arr;

@@ -301,6 +301,10 @@ static void print_verbose(const struct fab *f, const struct pci_entry *e, int ve
                     printf("%s %s", n++ ? "," : "", fab_host(f, h)->name);
             printf("%s\n", n ? "" : " none");
         }
+        char vm[FAB_VM_NAME];
+        int slot = cli_vm_of(f, (uint32_t)(x - fab_func(f, 0)), vm, sizeof vm);
+        if (slot >= 0)
+            printf("\tIn VM: %s (on host %s)\n", vm, fab_host(f, fab_vm(f, (uint32_t)slot)->host)->name);
     } else if (!e->dma) {
         const struct fab_adapter *a = e->ad;
         printf("\tNTB adapter: %s, LUT %u x %s, requester-ID entries %u, doorbells %u, "

@@ -298,6 +298,7 @@ static int print_json(struct fab *f, const struct health *hs)
     }
     json_object_object_add(root, "links", links);
     json_object_object_add(root, "devices", cli_devices_json(f));
+    json_object_object_add(root, "vms", cli_vms_json(f));
 
     puts(json_object_to_json_string_ext(
         root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -388,6 +389,7 @@ static int print_table(struct fab *f, const struct health *hs)
                atomic_load(&l->up) ? "up" : "down");
     }
     cli_print_devices(f);
+    cli_print_vms(f);
     printf("\n(columns: ntblend status --help)\n");
     return fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
 }

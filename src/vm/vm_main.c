@@ -291,7 +291,7 @@ int main(int argc, char **argv)
             goto fail;
         }
         snprintf(con_sock, sizeof con_sock, "%s/vm.%s.console", vm.f->dir, vm.name);
-        snprintf(con_log, sizeof con_log, "%s/vm.%s.log", vm.f->dir, vm.name);
+        snprintf(con_log, sizeof con_log, "%s/vm.%s.console.log", vm.f->dir, vm.name);
         qo.console_sock = con_sock;
         qo.console_log = con_log;
         pthread_sigmask(SIG_UNBLOCK, &sigs, NULL); /* QEMU must not inherit our mask */

@@ -1,7 +1,7 @@
 /*
- * QEMU for a VM with a real Linux guest (vm.h): Debian's qemu-system-x86_64 (KVM where
-^ * --accel kvm where it works, TCG by default) with the VM's RAM file as the guest's memory, so the memory
- * QEMU shows the guest is the very region of the host's map that devices DMA into. Its
+ * QEMU for a VM with a real Linux guest (vm.h): Debian's qemu-system-x86_64 (TCG by default,
+ * KVM with --accel kvm) with the VM's RAM file as the guest's memory, so the memory QEMU shows
+ * the guest is the very region of the host's map that devices DMA into. Its
  * virtio-blk devices are vhost-user back ends of this process; each sits on a PCIe root port
  * of its own so it can be hot-added and hot-removed (QMP: chardev-add, device_add,
  * device_del).

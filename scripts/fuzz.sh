@@ -3,17 +3,18 @@
 # Usage: scripts/fuzz.sh [SECONDS] [HARNESS...]   (default 30 s each, all harnesses; CI: brief)
 # Harnesses: nvme (NVMe command path), topo (topology file reader and resolver), accel
 # (the accelerator's descriptor engine), mbox (an agent's mailbox: requests from peer hosts),
-# ctl (an agent's control requests from processes).
+# ctl (an agent's control requests from processes), vhost (the vhost-user back end: messages
+# from QEMU).
 # Corpora grow in build-fuzz/corpus-NAME, seeded from the repository's examples and
 # fuzz/corpus-NAME. A finding stops the run with the crashing input saved in build-fuzz/
 # (exit non-zero).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-all=(nvme topo accel mbox ctl)
+all=(nvme topo accel mbox ctl vhost)
 secs=30
 if [ $# -gt 0 ]; then
   case "$1" in
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *[!0-9]*) ;;
     *) secs=$1; shift ;;
   esac
@@ -37,6 +38,8 @@ for h in "${harnesses[@]}"; do
     accel) opts=(-max_len=12288) ;;
     mbox|ctl) opts=(-max_len=4096)
               cp -n fuzz/corpus-$h/* "$corpus"/ ;;
+    vhost) opts=(-max_len=8192)
+           cp -n fuzz/corpus-$h/* "$corpus"/ ;;
     topo) opts=(-max_len=16384 -dict=fuzz/topo.dict)
           cp -n examples/topologies/*.ini examples/topologies/bad/*.ini tests/topologies/*.ini "$corpus"/ ;;
   esac

@@ -447,13 +447,17 @@ static int console(const char *fabric, const char *name, bool log_only)
     struct fab *f;
     if (cli_attach(fabric, &f) < 0)
         return CLI_FAIL;
-    int s = find_vm(f, name);
+    int s = fab_vm_find(f, name);
     char path[300], sock[300];
     snprintf(path, sizeof path, "%s/vm.%s.console.log", f->dir, name);
     snprintf(sock, sizeof sock, "%s/vm.%s.console", f->dir, name);
     bool qemu = s >= 0 && fab_vm(f, (uint32_t)s)->qemu_pid;
+    if (s < 0 && log_only && access(path, R_OK) == 0)
+        qemu = true; /* the log of a VM that ended stays until the fabric goes */
+    else if (s < 0)
+        find_vm(f, name); /* says there is no such VM */
     fab_detach(f);
-    if (s < 0)
+    if (!qemu && s < 0)
         return CLI_FAIL;
     if (!qemu) {
         cli_err("VM %s is an emulated guest: it has no console (its programs' output is theirs)",

@@ -2,8 +2,8 @@
 # The demo: installs what is missing, builds, boots a two-host fabric, shows it, measures an
 # NTB window and the doorbell round trip between the hosts, lends an accelerator and an NVMe
 # into another host's PCIe tree (the same driver binary before and after), has hosts share an
-# NVMe through its manager, runs an OpenSHMEM program across a five-host switchless ring,
-# and shuts it all down.
+# NVMe through its manager, gives that NVMe to a Linux guest in a VM, runs an OpenSHMEM
+# program across a five-host switchless ring, and shuts it all down.
 # Usage: scripts/demo.sh [--keep]   (--keep leaves the fabric up for you to explore)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -115,6 +115,20 @@ sleep 1.5
 ntblend --fabric demo-dev nvme status
 wait
 cat "$tmp_b" "$tmp_c"; rm -f "$tmp_b" "$tmp_c"
+
+step "A virtual machine on b: a Linux guest (QEMU) whose virtio-blk disk is nvme0, through its manager; the NVMe moves the data straight into guest RAM"
+image=$(bash scripts/vm-guest.sh)   # Debian's kernel and busybox, downloaded once
+tmp_g=$(mktemp)
+cat > "$tmp_g" <<'EOF'
+echo "guest: $(uname -sr); /dev/vda: $(( $(cat /sys/block/vda/size) / 2048 )) MiB"
+echo "written by a Linux guest on b" | dd of=/dev/vda bs=512 seek=65536 count=1 conv=sync oflag=direct 2>/dev/null
+echo "read back: $(dd if=/dev/vda bs=512 skip=65536 count=1 iflag=direct 2>/dev/null | head -c 29)"
+EOF
+ntblend --fabric demo-dev vm start demo-vm --host b --mem 128M --device nvme0 --image "$image" --run "$tmp_g"
+ntblend --fabric demo-dev vm list
+for _ in $(seq 300); do ntblend --fabric demo-dev vm list --json | grep -q demo-vm || break; sleep 0.1; done
+ntblend --fabric demo-dev vm console demo-vm --log | grep -E "^(guest|read back):"
+rm -f "$tmp_g"
 ntblend --fabric demo-dev down
 
 step "OpenSHMEM on a switchless ring of five hosts (demo-ring5.png): oshcc, then oshrun across it"

@@ -75,6 +75,14 @@ void cli_log_tail(const char *dir, uint32_t host, int lines);
  * many needed SIGKILL. */
 size_t cli_stop_pids(const pid_t *pids, size_t n, int grace_ms);
 void cli_sleep_ms(int ms);
+/* ---- spawn.c: programs installed next to ntblend ---- */
+/* The path of program `name` beside this ntblend: 0, or -errno (not there). */
+int cli_sibling(const char *name, char *out, size_t len);
+/* Start exe with args in the background (a session of its own, stdout and stderr to log) and
+ * wait up to timeout_ms for it to write a line to its ready pipe, whose descriptor number is
+ * put in args[fd_arg]. Returns its pid; -1 after saying "WHAT did not start" with its log. */
+pid_t cli_spawn_ready(const char *exe, char **args, int fd_arg, const char *log, int timeout_ms,
+                      const char *what);
 /* Parse and check a topology file (calloc'd, free it); NULL after printing what is wrong. */
 struct topo *cli_load_topology(const char *file);
 

@@ -6,12 +6,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <json-c/json.h>
-#include <libgen.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,20 +20,6 @@
 
 #define READY_TIMEOUT_MS 30000
 #define STOP_TIMEOUT_MS 20000
-
-/* A program installed next to this one (bin/). */
-static int sibling(const char *name, char *out, size_t len)
-{
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
-        return -errno;
-    self[n] = 0;
-    int w = snprintf(out, len, "%s/%s", dirname(self), name);
-    if (w < 0 || (size_t)w >= len)
-        return -ENAMETOOLONG;
-    return access(out, X_OK) == 0 ? 0 : -errno;
-}
 
 /* The fabric's NVMe named dev: its function index, or -1 after a message. */
 static int nvme_func(const struct fab *f, const char *dev)
@@ -80,7 +63,7 @@ static int manager(const char *fabric, const char *host, const char *dev, bool f
                    const char *max_clients)
 {
     char exe[4096], log[600], status[600];
-    if (sibling("ntblend-nvme-manager", exe, sizeof exe)) {
+    if (cli_sibling("ntblend-nvme-manager", exe, sizeof exe)) {
         cli_err("cannot find ntblend-nvme-manager next to ntblend: build it (target "
                 "ntblend-nvme-manager)");
         return CLI_FAIL;
@@ -139,57 +122,15 @@ static int manager(const char *fabric, const char *host, const char *dev, bool f
         cli_err("cannot run %s: %s", exe, strerror(errno));
         return CLI_FAIL;
     }
-    int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC) < 0) {
-        cli_err("pipe: %s", strerror(errno));
-        return CLI_FAIL;
-    }
-    char fdarg[16];
-    snprintf(fdarg, sizeof fdarg, "%d", pfd[1]);
     args[n++] = "--ready-fd";
-    args[n++] = fdarg;
+    int fd_arg = n++;
     args[n++] = (char *)dev;
     args[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        cli_err("fork: %s", strerror(errno));
+    char what[64];
+    snprintf(what, sizeof what, "the manager of %s", dev);
+    pid_t pid = cli_spawn_ready(exe, args, fd_arg, log, READY_TIMEOUT_MS, what);
+    if (pid < 0)
         return CLI_FAIL;
-    }
-    if (pid == 0) {
-        setsid();
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        if (nul >= 0)
-            dup2(nul, 0);
-        fcntl(pfd[1], F_SETFD, 0); /* the manager keeps the ready pipe */
-        execv(exe, args);
-        _exit(127);
-    }
-    close(pfd[1]);
-    struct pollfd p = { .fd = pfd[0], .events = POLLIN };
-    char line[32] = "";
-    ssize_t got = 0;
-    if (poll(&p, 1, READY_TIMEOUT_MS) > 0)
-        got = read(pfd[0], line, sizeof line - 1);
-    close(pfd[0]);
-    if (got <= 0) {
-        cli_err("the manager of %s did not start; its log (%s) says:", dev, log);
-        FILE *lf = fopen(log, "r");
-        char buf[512];
-        while (lf && fgets(buf, sizeof buf, lf))
-            fprintf(stderr, "  %s", buf);
-        if (lf)
-            fclose(lf);
-        if (!cli_pid_gone(pid)) {
-            kill(pid, SIGTERM);
-        }
-        return CLI_FAIL;
-    }
     printf("%s: manager running on host %s, pid %d (log %s); clients open %s with "
            "libntbnvme on any host\n", dev, hname, (int)pid, log, dev);
     return CLI_OK;
@@ -299,7 +240,7 @@ static int status(const char *fabric, bool json)
 static int mount_fs(const char *fabric, const char *host, int argc, char **argv)
 {
     char exe[4096];
-    if (sibling("ntblend-nvmefs", exe, sizeof exe)) {
+    if (cli_sibling("ntblend-nvmefs", exe, sizeof exe)) {
         cli_err("this build has no ntblend-nvmefs (it needs libfuse3: scripts/install-deps.sh, "
                 "then rebuild)");
         return CLI_FAIL;

@@ -6,7 +6,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <json-c/json.h>
 #include <libgen.h>
@@ -176,19 +175,6 @@ static int find_vm(const struct fab *f, const char *name)
     return s;
 }
 
-static int sibling(const char *name, char *out, size_t len)
-{
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
-        return -errno;
-    self[n] = 0;
-    int w = snprintf(out, len, "%s/%s", dirname(self), name);
-    if (w < 0 || (size_t)w >= len)
-        return -ENAMETOOLONG;
-    return access(out, X_OK) == 0 ? 0 : -errno;
-}
-
 /* Where the guest image is: --image, $NTBLEND_VM_IMAGE, else vm-guest/ of the build tree this
  * ntblend belongs to (where scripts/vm-guest.sh puts it). */
 static void default_image(char *out, size_t len)
@@ -215,7 +201,7 @@ struct start_opts {
 static int start(const char *fabric, struct start_opts *o)
 {
     char exe[4096], image[4096], log[600], life[16];
-    if (sibling("ntblend-vm", exe, sizeof exe)) {
+    if (cli_sibling("ntblend-vm", exe, sizeof exe)) {
         cli_err("cannot find ntblend-vm next to ntblend: build it (target ntblend-vm)");
         return CLI_FAIL;
     }
@@ -271,13 +257,6 @@ static int start(const char *fabric, struct start_opts *o)
         cli_err("cannot set the environment: %s", strerror(errno));
         return CLI_FAIL;
     }
-    int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC) < 0) {
-        cli_err("pipe: %s", strerror(errno));
-        return CLI_FAIL;
-    }
-    char fdarg[16];
-    snprintf(fdarg, sizeof fdarg, "%d", pfd[1]);
     const char *args[64];
     int n = 0;
     args[n++] = "ntblend-vm";
@@ -300,48 +279,14 @@ static int start(const char *fabric, struct start_opts *o)
     OPT("--cpus", o->cpus);
 #undef OPT
     args[n++] = "--ready-fd";
-    args[n++] = fdarg;
+    int fd_arg = n++;
     args[n++] = o->name;
     args[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        cli_err("fork: %s", strerror(errno));
+    char what[64];
+    snprintf(what, sizeof what, "VM %s", o->name);
+    pid_t pid = cli_spawn_ready(exe, (char **)args, fd_arg, log, READY_TIMEOUT_MS, what);
+    if (pid < 0)
         return CLI_FAIL;
-    }
-    if (pid == 0) {
-        setsid();
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        if (nul >= 0)
-            dup2(nul, 0);
-        fcntl(pfd[1], F_SETFD, 0); /* the VM keeps the ready pipe */
-        execv(exe, (char **)args);
-        _exit(127);
-    }
-    close(pfd[1]);
-    struct pollfd p = { .fd = pfd[0], .events = POLLIN };
-    char line[32] = "";
-    ssize_t got = 0;
-    if (poll(&p, 1, READY_TIMEOUT_MS) > 0)
-        got = read(pfd[0], line, sizeof line - 1);
-    close(pfd[0]);
-    if (got <= 0) {
-        cli_err("VM %s did not start; its log (%s) says:", o->name, log);
-        FILE *lf = fopen(log, "r");
-        char buf[512];
-        while (lf && fgets(buf, sizeof buf, lf))
-            fprintf(stderr, "  %s", buf);
-        if (lf)
-            fclose(lf);
-        if (!cli_pid_gone(pid))
-            kill(pid, SIGTERM);
-        return CLI_FAIL;
-    }
     printf("VM %s: running on host %s, pid %d, %s of guest RAM (log %s)\n", o->name, hname,
            (int)pid, o->mem, log);
     if (!o->wait)

@@ -53,6 +53,9 @@ struct vm {
     pthread_mutex_t lock;
 };
 
+/* Write a message for the user into err and return rc. */
+int vm_say(char *err, size_t len, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* vm_dev.c: give a device to the guest / take it back. errbuf gets a message that says what to
  * do. Attach returns the device's index in vm->dev. */
 int vm_dev_attach(struct vm *vm, const char *name, char *errbuf, size_t len);

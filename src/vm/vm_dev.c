@@ -22,9 +22,7 @@
 #define VM_GUEST_MMIO (1ull << 40)
 #define VM_GUEST_MMIO_STRIDE (1ull << 36)
 
-static int say(char *err, size_t len, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int say(char *err, size_t len, int rc, const char *fmt, ...)
+int vm_say(char *err, size_t len, int rc, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -70,7 +68,7 @@ static int listen_on(struct vm_dev *d, char *err, size_t len)
 {
     struct sockaddr_un a = { .sun_family = AF_UNIX };
     if (strlen(d->sock) >= sizeof a.sun_path)
-        return say(err, len, -ENAMETOOLONG, "socket path %s is too long (a shorter fabric "
+        return vm_say(err, len, -ENAMETOOLONG, "socket path %s is too long (a shorter fabric "
                    "directory: NTBLEND_SHM_DIR)", d->sock);
     strcpy(a.sun_path, d->sock);
     unlink(d->sock);
@@ -79,7 +77,7 @@ static int listen_on(struct vm_dev *d, char *err, size_t len)
         int rc = -errno;
         if (fd >= 0)
             close(fd);
-        return say(err, len, rc, "cannot listen on %s: %s", d->sock, strerror(-rc));
+        return vm_say(err, len, rc, "cannot listen on %s: %s", d->sock, strerror(-rc));
     }
     d->listen_fd = fd;
     return 0;
@@ -117,30 +115,30 @@ static int borrow_error(const char *name, int rc, char *err, size_t len)
 {
     switch (rc) {
     case -ENODEV: case -ENOENT:
-        return say(err, len, rc, "no device %s on this fabric (ntblend device list shows them)",
+        return vm_say(err, len, rc, "no device %s on this fabric (ntblend device list shows them)",
                    name);
     case -EACCES:
-        return say(err, len, rc, "%s is not lent out by its host: ntblend device add %s", name,
+        return vm_say(err, len, rc, "%s is not lent out by its host: ntblend device add %s", name,
                    name);
     case -EBUSY: case -EALREADY:
-        return say(err, len, rc, "%s is in use elsewhere (ntblend device list says by whom): "
+        return vm_say(err, len, rc, "%s is in use elsewhere (ntblend device list says by whom): "
                    "return it there first", name);
     case -EHOSTUNREACH:
-        return say(err, len, rc, "the lender of %s cannot be reached (ntblend status)", name);
+        return vm_say(err, len, rc, "the lender of %s cannot be reached (ntblend status)", name);
     default:
-        return say(err, len, rc, "cannot borrow %s: %s", name, strerror(-rc));
+        return vm_say(err, len, rc, "cannot borrow %s: %s", name, strerror(-rc));
     }
 }
 
 int vm_dev_attach(struct vm *vm, const char *name, char *err, size_t len)
 {
     if (find(vm, name) >= 0)
-        return say(err, len, -EEXIST, "%s is in VM %s already", name, vm->name);
+        return vm_say(err, len, -EEXIST, "%s is in VM %s already", name, vm->name);
     int i = 0;
     while (i < FAB_VM_DEVS && vm->dev[i].used)
         i++;
     if (i == FAB_VM_DEVS)
-        return say(err, len, -ENOSPC, "VM %s has %d devices, the most a VM takes: detach one "
+        return vm_say(err, len, -ENOSPC, "VM %s has %d devices, the most a VM takes: detach one "
                    "first", vm->name, FAB_VM_DEVS);
     int id = sio_find(name);
     if (id < 0)
@@ -155,14 +153,14 @@ int vm_dev_attach(struct vm *vm, const char *name, char *err, size_t len)
     int rc;
     if (vm->guest == VM_GUEST_QEMU) {
         if (strcmp(fn->type, "nvme"))
-            return say(err, len, -EOPNOTSUPP, "%s is a%s %s: a QEMU guest is given NVMe "
+            return vm_say(err, len, -EOPNOTSUPP, "%s is a%s %s: a QEMU guest is given NVMe "
                        "namespaces (as virtio-blk); give other devices to an emulated guest "
                        "(--guest emulated)", name, fn->type[0] == 'a' ? "n" : "", fn->type);
         if ((rc = vblk_open(name, 1, 1, &d->blk))) {
             d->blk = NULL;
             if (rc == -ENODEV || rc == -EACCES || rc == -EBUSY || rc == -EHOSTUNREACH)
                 return borrow_error(name, rc, err, len);
-            return say(err, len, rc, "cannot open %s: %s", name, nvme_errmsg());
+            return vm_say(err, len, rc, "cannot open %s: %s", name, nvme_errmsg());
         }
         d->sio = nvme_sio_dev(vblk_nvme(d->blk));
     } else if ((rc = sio_borrow((uint32_t)id, SIO_EXCLUSIVE, &d->sio))) {
@@ -179,14 +177,14 @@ int vm_dev_attach(struct vm *vm, const char *name, char *err, size_t len)
         const struct fab_host *lh = fab_host(vm->f, fn->host);
         const struct fab_adapter *a = fab_adapter(vm->f, lh->adapter_first);
         if (rc == -ENOSPC)
-            say(err, len, rc, "mapping VM %s's %llu MiB of RAM for %s takes %llu LUT entries of "
+            vm_say(err, len, rc, "mapping VM %s's %llu MiB of RAM for %s takes %llu LUT entries of "
                 "%llu MiB on host %s's adapter, more than it has free: give the VM less "
                 "memory (--mem), or return what holds them (ntblend status)", vm->name,
                 (unsigned long long)(vm->mem >> 20), name,
                 (unsigned long long)((vm->mem + a->lut_size - 1) / a->lut_size),
                 (unsigned long long)(a->lut_size >> 20), lh->name);
         else
-            say(err, len, rc, "cannot map VM %s's RAM for %s: %s", vm->name, name,
+            vm_say(err, len, rc, "cannot map VM %s's RAM for %s: %s", vm->name, name,
                 strerror(-rc));
         release(vm, d);
         return rc;
@@ -201,7 +199,7 @@ int vm_dev_attach(struct vm *vm, const char *name, char *err, size_t len)
         }
         if ((rc = -pthread_create(&d->thread, NULL, serve, d))) {
             release(vm, d);
-            return say(err, len, rc, "cannot start a thread: %s", strerror(-rc));
+            return vm_say(err, len, rc, "cannot start a thread: %s", strerror(-rc));
         }
         d->thread_up = true;
     }
@@ -236,7 +234,7 @@ int vm_dev_detach(struct vm *vm, const char *name, char *err, size_t len)
 {
     int i = find(vm, name);
     if (i < 0)
-        return say(err, len, -ENOENT, "%s is not in VM %s (ntblend vm list shows what is)", name,
+        return vm_say(err, len, -ENOENT, "%s is not in VM %s (ntblend vm list shows what is)", name,
                    vm->name);
     atomic_store(&vm->rec->dev[i].state, FAB_VMDEV_NONE);
     fab_vm_changed(vm->rec);

@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,17 +24,6 @@
 
 #define QMP_TIMEOUT_MS 10000
 #define DEL_TIMEOUT_MS 20000 /* a guest's pciehp waits 5 s after the attention button */
-
-static int say(char *err, size_t len, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int say(char *err, size_t len, int rc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-    return rc;
-}
 
 /* TCG unless told otherwise (--accel, $NTBLEND_VM_ACCEL): an open /dev/kvm does not mean KVM
  * runs this guest (nested KVM on a cloud machine hangs or fails its emulation), and TCG runs
@@ -54,7 +42,7 @@ int vm_qemu_start(struct vm *vm, const struct vm_qemu_opts *o, char *err, size_t
     snprintf(kernel, sizeof kernel, "%s/vmlinuz", o->image);
     snprintf(initrd, sizeof initrd, "%s/%s", o->image, o->initrd);
     if (access(kernel, R_OK) || access(initrd, R_OK))
-        return say(err, len, -ENOENT, "no guest image in %s (vmlinuz and %s): build it with "
+        return vm_say(err, len, -ENOENT, "no guest image in %s (vmlinuz and %s): build it with "
                    "scripts/vm-guest.sh%s, or give its directory with --image", o->image,
                    o->initrd, strstr(o->initrd, "fio") ? " --fio" : "");
     const char *accel = pick_accel(o->accel);
@@ -127,7 +115,7 @@ int vm_qemu_start(struct vm *vm, const struct vm_qemu_opts *o, char *err, size_t
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0)
-        return say(err, len, -errno, "fork: %s", strerror(errno));
+        return vm_say(err, len, -errno, "fork: %s", strerror(errno));
     if (pid == 0) {
         /* QEMU ends with its VM process, however that ends. */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -193,17 +181,17 @@ static uint64_t deadline(int ms)
 static int qmp_cmd(struct qmp *q, const char *cmd, const char *event, char *err, size_t len)
 {
     if (write(q->fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd))
-        return say(err, len, -EPIPE, "QEMU's monitor hung up");
+        return vm_say(err, len, -EPIPE, "QEMU's monitor hung up");
     bool answered = false, seen = !event;
     uint64_t until = deadline(event ? DEL_TIMEOUT_MS : QMP_TIMEOUT_MS);
     char line[4096];
     while (!answered || !seen) {
         int rc = qmp_line(q, line, sizeof line, until);
         if (rc)
-            return say(err, len, rc, "QEMU did not answer %s%s", cmd,
+            return vm_say(err, len, rc, "QEMU did not answer %s%s", cmd,
                        event && answered ? " (the guest did not let the device go)" : "");
         if (strstr(line, "\"error\""))
-            return say(err, len, -EIO, "QEMU refused: %s", line);
+            return vm_say(err, len, -EIO, "QEMU refused: %s", line);
         if (strstr(line, "\"return\""))
             answered = true;
         if (event && strstr(line, "DEVICE_DELETED") && strstr(line, event))
@@ -216,14 +204,14 @@ static int qmp_open(struct vm *vm, struct qmp *q, char *err, size_t len)
 {
     struct sockaddr_un a = { .sun_family = AF_UNIX };
     if (strlen(vm->qmp) >= sizeof a.sun_path)
-        return say(err, len, -ENAMETOOLONG, "QEMU's monitor path %s is too long", vm->qmp);
+        return vm_say(err, len, -ENAMETOOLONG, "QEMU's monitor path %s is too long", vm->qmp);
     memcpy(a.sun_path, vm->qmp, strlen(vm->qmp) + 1);
     q->have = 0;
     q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (q->fd < 0 || connect(q->fd, (struct sockaddr *)&a, sizeof a)) {
         if (q->fd >= 0)
             close(q->fd);
-        return say(err, len, -errno, "cannot reach QEMU's monitor %s: %s", vm->qmp,
+        return vm_say(err, len, -errno, "cannot reach QEMU's monitor %s: %s", vm->qmp,
                    strerror(errno));
     }
     char line[4096];
@@ -239,7 +227,7 @@ int vm_qemu_hotadd(struct vm *vm, int i, char *err, size_t len)
 {
     char chardev[300], device[300], cmd[1024];
     if (vm_dev_qemu_args(vm, i, chardev, device, sizeof device))
-        return say(err, len, -ENOENT, "no device in slot %d", i);
+        return vm_say(err, len, -ENOENT, "no device in slot %d", i);
     struct qmp q;
     int rc = qmp_open(vm, &q, err, len);
     if (rc)

@@ -24,7 +24,9 @@
 # Faults: link flaps (50-300 ms), link cuts (2-4 s), host kill and restart, agent kill
 # (the host is then restarted), workload process kill (restarted); with an NVMe also an NVMe
 # client killed (restarted) and its manager killed (restarted); with a lent accelerator also
-# its driver killed (restarted) and the device reclaimed while in use (then lent again).
+# its driver killed (restarted) and the device reclaimed while in use (then lent again); with
+# a second accelerator, a VM (an emulated guest, docs/vm.md) started on a random host with it
+# and then killed or stopped (a host kill may end it first).
 # Invariants: every acknowledged record is in the owner's segment, intact, and nothing is
 # there that was never written (checked live by the owner every 10 ms, and at the end); every
 # acknowledged (written and flushed) NVMe block holds what was acknowledged or a later attempted
@@ -35,7 +37,7 @@
 # the workloads started; the lent device's driver never saw wrong data from a copy the device
 # completed, reported every failure as an error, never took longer than its bound for a
 # round, and made progress once the fabric was whole; the borrower's and lender's PCIe trees
-# are as before the lending once the device is reclaimed.
+# are as before the lending once the device is reclaimed; every VM is gone, with all it held.
 # Then, in a quiet window, an OpenSHMEM job (tools/shmem/chaos_shmem.c, built with oshcc) runs
 # on every host of the fabric with oshrun: it must finish within 60 s with correct results.
 # Exit status: 0 every invariant held, 1 one failed, 2 usage error.
@@ -168,6 +170,10 @@ run_fabric() {
       >>"$dir/accel.log" 2>&1 &
     apid=$!
   }
+  # A second accelerator, for VMs that come and go.
+  local vmdev=""
+  vmdev=$(n device list --json | jq -r --arg a "$acdev" '[.[] | select(.type == "accel" and .name != $a)][0].name // empty')
+  [ -n "$vmdev" ] && { n device add "$vmdev" >>"$dir/faults.log" 2>&1 || vmdev=""; }
   if [ -n "$acdev" ]; then
     trees_before=$(trees)
     rm -f "$dir/accel.state"
@@ -196,12 +202,13 @@ run_fabric() {
   RANDOM=$(( seed + ${#kind} ))
   local t=1000 end=$(( duration * 1000 )) ev=()
   # Shares in percent: flap, cut, host kill, agent kill, writer kill, NVMe client kill, manager
-  # kill, lent device's driver kill, lent device reclaimed.
-  local kinds_all=(flap cut hostkill agentkill clientkill nvmekill mgrkill drvkill reclaim)
-  local shares=(35 20 20 10 15 0 0 0 0)
-  [ -n "$nvdev" ] && shares=(30 15 17 8 10 10 10 0 0)
-  [ -n "$acdev" ] && shares=(30 15 17 8 10 0 0 10 10)
-  [ -n "$nvdev" ] && [ -n "$acdev" ] && shares=(26 13 15 7 9 8 8 7 7)
+  # kill, lent device's driver kill, lent device reclaimed, a VM started then killed or stopped.
+  local kinds_all=(flap cut hostkill agentkill clientkill nvmekill mgrkill drvkill reclaim vm)
+  local shares=(35 20 20 10 15 0 0 0 0 0)
+  [ -n "$nvdev" ] && shares=(30 15 17 8 10 10 10 0 0 0)
+  [ -n "$acdev" ] && shares=(30 15 17 8 10 0 0 10 10 0)
+  [ -n "$nvdev" ] && [ -n "$acdev" ] && shares=(26 13 15 7 9 8 8 7 7 0)
+  [ -n "$nvdev" ] && [ -n "$acdev" ] && [ -n "$vmdev" ] && shares=(24 12 14 7 8 8 8 7 7 5)
   while [ "$t" -lt "$end" ]; do
     local r=$(( RANDOM % 100 )) k tgt d j cum=0
     for ((j = 0; j < ${#shares[@]}; j++)); do
@@ -217,6 +224,7 @@ run_fabric() {
       mgrkill) tgt=$nvhost; d=500 ;;
       drvkill) tgt=$acto; d=300 ;;
       reclaim) tgt=$acdev; d=$(( 300 + RANDOM % 1200 )) ;;
+      vm) tgt=${hosts[$(( RANDOM % nh ))]}; d=$(( 300 + RANDOM % 700 )) ;;
     esac
     ev+=("$t $k $tgt $d")
     schedule+=("$kind $t $k $tgt $d")
@@ -249,6 +257,8 @@ run_fabric() {
     elif [ -n "$acdev" ] && [ "$h" = "$achost" ]; then
       lend_accel
     fi
+    # The VMs' accelerator's lender crashed: it lends it out again.
+    [ -n "$vmdev" ] && n device add "$vmdev" >>"$dir/faults.log" 2>&1
   }
   local t0; t0=$(now_ms)
   local -A count=()
@@ -305,6 +315,16 @@ run_fabric() {
         n device reclaim "$acdev" >>"$dir/faults.log" 2>&1
         sleep "$(awk -v m="$b" 'BEGIN { print m / 1000 }')"
         lend_accel ;;
+      vm) # a = its host, b = how long it runs; then SIGKILL or vm stop (it may not have
+        # started: its host or the device's lender down, a path cut)
+        n vm start chaos-vm --host "$a" --mem 64M --guest emulated --device "$vmdev" >>"$dir/faults.log" 2>&1
+        sleep "$(awk -v m="$b" 'BEGIN { print m / 1000 }')"
+        if [ $(( b % 2 )) = 0 ]; then
+          local pid; pid=$(n vm list --json | jq -r '.[] | select(.name == "chaos-vm") | .pid')
+          [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null && echo "VM chaos-vm (pid $pid) killed" >>"$dir/faults.log"
+        else
+          n vm stop chaos-vm >>"$dir/faults.log" 2>&1
+        fi ;;
     esac
   done
 
@@ -464,6 +484,12 @@ run_fabric() {
 
   # No leak: the tables as before the workloads started.
   local after=""
+  if [ -n "$vmdev" ]; then
+    local vms=1
+    for _ in $(seq 100); do vms=$(n vm list --json | jq length); [ "$vms" = 0 ] && break; sleep 0.1; done
+    if [ "$vms" = 0 ]; then record "$kind" "VMs returned" pass "${count[vm]:-0} VMs started and ended; none left"
+    else record "$kind" "VMs returned" fail "$vms VMs still listed 10 s after the last fault: $(n vm list)"; fi
+  fi
   for _ in $(seq 50); do after=$(tables); [ "$after" = "$baseline" ] && break; sleep 0.1; done
   if [ "$after" = "$baseline" ]; then record "$kind" "tables at baseline" pass "LUT, requester-ID and IOMMU use as before"
   else record "$kind" "tables at baseline" fail "before $baseline, after $after"; fi

@@ -36,20 +36,26 @@ kpkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null |
 [ -n "$kpkg" ] || die "apt knows no linux-image-cloud-amd64; run apt-get update (Debian's main archive is needed)"
 
 # fetch PKG...: each at the version apt offers today, downloaded into the cache unless that
-# version is there already (one apt-cache call for all: it is slow per package).
+# version is there already (one apt-cache and one apt-get call for all: per package they are
+# slow). Prints the .deb files.
 fetch() {
-  local name ver
-  apt-cache policy "$@" | awk '/^[^ ]/ { n = $1; sub(/:$/, "", n) } /Candidate:/ { print n, $2 }' |
+  local name ver want=() names=()
   while read -r name ver; do
     [ -n "$ver" ] && [ "$ver" != "(none)" ] || die "apt has no candidate for $name"
+    names+=("$name")
     if [ "$(cat "$cache/debs/$name.version" 2>/dev/null)" != "$ver" ] ||
        ! ls "$cache/debs/${name}_"*.deb >/dev/null 2>&1; then
-      rm -f "$cache/debs/${name}_"*.deb
-      say "downloading $name $ver"
-      (cd "$cache/debs" && apt-get download -q "$name=$ver" >"$cache/debs/$name.log" 2>&1) ||
-        die "apt-get download $name=$ver failed (see $cache/debs/$name.log)"
-      echo "$ver" >"$cache/debs/$name.version"
+      rm -f "$cache/debs/${name}_"*.deb "$cache/debs/$name.version"
+      want+=("$name=$ver")
     fi
+  done < <(apt-cache policy "$@" | awk '/^[^ ]/ { n = $1; sub(/:$/, "", n) } /Candidate:/ { print n, $2 }')
+  if [ ${#want[@]} -gt 0 ]; then
+    say "downloading ${#want[@]} package(s): ${want[*]%%=*}"
+    (cd "$cache/debs" && apt-get download -q "${want[@]}" >"$cache/debs/apt.log" 2>&1) ||
+      die "apt-get download failed (see $cache/debs/apt.log)"
+    for name in "${want[@]}"; do echo "${name#*=}" >"$cache/debs/${name%%=*}.version"; done
+  fi
+  for name in "${names[@]}"; do
     echo "$cache/debs/$(cd "$cache/debs" && ls "${name}_"*.deb | head -n1)"
   done
 }

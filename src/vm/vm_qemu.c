@@ -89,7 +89,9 @@ int vm_qemu_start(struct vm *vm, const struct vm_qemu_opts *o, char *err, size_t
     argv[n++] = "-initrd";
     argv[n++] = initrd;
     argv[n++] = "-append";
-    argv[n++] = "console=ttyS0 quiet panic=-1 virtio";
+    /* no_timer_check: under TCG on a busy host the kernel's IO-APIC timer check can fail and
+     * panic the boot. */
+    argv[n++] = "console=ttyS0 quiet panic=-1 no_timer_check virtio";
     if (o->run) {
         snprintf(fwcfg, sizeof fwcfg, "name=opt/ntblend/run,file=%s", o->run);
         argv[n++] = "-fw_cfg";

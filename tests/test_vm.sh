@@ -55,9 +55,13 @@ expect_err "accel0 is an accel: a QEMU guest is given NVMe namespaces" \
 n device borrow nvme0 --host c >/dev/null
 expect_err "nvme0 is in use elsewhere" n vm start g0 --host b --mem 64M --guest emulated --device nvme0
 n device return nvme0 --host c >/dev/null
-# Guest RAM bigger than the lender's windows can cover: 256 MiB takes 64 entries of 4 MiB.
+# Guest RAM bigger than the lender's windows can cover: 256 MiB takes 64 entries of 4 MiB, when
+# the guest enables Bus Master and the VM takes the device.
+n vm start g0 --host b --mem 256M --guest emulated --device accel0 >/dev/null || fail "g0"
 expect_err "takes 64 LUT entries of 4 MiB on host a's adapter, more than it has free" \
-  n vm start g0 --host b --mem 256M --guest emulated --device accel0
+  n vm cfg g0 accel0 4 2 6
+[ "$(n vm list --json | jq -r '.[0].devices[0].state')" = offered ] || fail "g0 took accel0 anyway"
+n vm stop g0 >/dev/null
 expect_err "no VM named g9" n vm stop g9
 expect_err "no VM named g9" n vm attach g9 nvme0
 [ "$(n vm list --json | jq length)" = 0 ] || fail "a refused VM is listed: $(n vm list)"
@@ -133,6 +137,26 @@ j=$(n vm list --json)
 [ "$(jq -r '.[0].devices[0].guest_bars[0]' <<<"$j")" = $((1 << 40)) ] || fail "accel0's BAR0: $j"
 [ "$(jq -r '.[0].devices[1].guest_bars[0]' <<<"$j")" = $(((1 << 40) + (1 << 36))) ] || fail "nvme0's BAR0: $j"
 expect_err "VM e1 is an emulated guest: it has no console" n vm console e1
+# MDEV-style: offered, the devices stay with their lenders until the guest enables Bus Master.
+[ "$(jq -r '.[0].devices[].state' <<<"$j" | tr '\n' ' ')" = "offered offered " ] || fail "not offered: $j"
+[ "$(held)" = "$base" ] || fail "an offered device is held: $(held)"
+n device list | grep -q "accel0 .* yes  *- (vm e1)$" || fail "device list: $(n device list)"
+# The guest's view of the config space: BAR0 at its guest address, no INTx, vendor as is.
+[ $(( $(n vm cfg e1 accel0 0x10 4) & ~0xf )) = 0 ] || fail "BAR0 low: $(n vm cfg e1 accel0 0x10 4)"
+[ "$(n vm cfg e1 accel0 0x14 4)" = 0x100 ] || fail "BAR0 high: $(n vm cfg e1 accel0 0x14 4)"
+[ "$(n vm cfg e1 accel0 0x3d 1)" = 0 ] || fail "interrupt pin offered"
+[ "$(n vm cfg e1 accel0 0 2)" = 0x10de ] || fail "vendor: $(n vm cfg e1 accel0 0 2)"
+expect_err "cannot read 4 bytes at 0x3" n vm cfg e1 accel0 3 4
+n vm cfg e1 accel0 4 2 6 || fail "Bus Master"
+j=$(n vm list --json)
+[ "$(jq -r '.[0].devices[0].state, .[0].devices[0].lut_entries' <<<"$j" | tr '\n' ' ')" = "held 16 " ] \
+  || fail "Bus Master did not take accel0: $j"
+n device list | grep -q "accel0 .* exclusive c (vm e1)$" || fail "device list: $(n device list)"
+[ "$(n vm cfg e1 accel0 4 2)" = 0x6 ] || fail "command: $(n vm cfg e1 accel0 4 2)"
+n vm reset e1 accel0 || fail "reset"
+[ "$(n vm list --json | jq -r '.[0].devices[0].state')" = offered ] || fail "a reset kept accel0"
+wait_for '[ "$(held)" = "$base" ]' '"a reset device left: $(held), was $base"' 100
+n vm cfg e1 accel0 4 2 6 >/dev/null && n vm cfg e1 nvme0 4 4 6 >/dev/null || fail "Bus Master again"
 [ "$(held)" != "$base" ] || fail "the emulated VM holds nothing"
 # Killed: its agent returns everything.
 kill -9 "$(jq -r '.[0].pid' <<<"$j")"
@@ -142,11 +166,13 @@ wait_for '[ "$(held)" = "$base" ]' '"a killed VM left: $(held), was $base"' 300
 
 # Its host crashes: the lenders take their devices back.
 n vm start e2 --host c --mem 64M --guest emulated --device accel0 >/dev/null || fail "e2"
+n vm cfg e2 accel0 4 2 6 || fail "e2: Bus Master"
 n host kill c >/dev/null
 wait_for '[ "$(n vm list --json | jq length)" = 0 ]' '"a VM outlived its host"' 300
 n host start c >/dev/null
 wait_for '[ "$(held)" = "$base" ]' '"a VM on a crashed host left: $(held), was $base"' 300
-n vm start e3 --host c --mem 64M --guest emulated --device accel0 >/dev/null || fail "accel0 not free again"
+n vm start e3 --host c --mem 64M --guest emulated --device accel0 >/dev/null || fail "e3"
+n vm cfg e3 accel0 4 2 6 || fail "accel0 not free again"
 n vm stop e3 >/dev/null || fail "vm stop e3"
 [ "$(held)" = "$base" ] || fail "a stopped VM left: $(held), was $base"
 echo "test_vm: all passed"

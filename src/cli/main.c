@@ -172,7 +172,7 @@ static const struct command commands[] = {
       "  ntblend nvme stop nvme0\n"
       "  ntblend device lend nvme0 --to c && ntblend nvme --host c mount pci:80:00.0 /tmp/n\n"
       "  ntblend nvme unmount /tmp/n && ntblend device reclaim nvme0\n" },
-    { "vm", cmd_vm, "vm start|attach|detach|list|console|stop ... [--fabric NAME]",
+    { "vm", cmd_vm, "vm start|attach|detach|list|console|cfg|reset|stop ... [--fabric NAME]",
       "virtual machines: a guest given devices lent by any host (docs/vm.md)",
       "  vm start NAME --host H --mem SIZE [--device DEV]... [--guest qemu|emulated]\n"
       "           [--image DIR] [--initrd FILE] [--run SCRIPT] [--accel kvm|tcg] [--cpus N]\n"
@@ -189,14 +189,20 @@ static const struct command commands[] = {
       "                        it with busybox sh and powers off (else a shell on the\n"
       "                        console). --wait: return when the VM ends, with its status.\n"
       "                        --guest emulated: the VM's address space and devices without\n"
-      "                        QEMU: each device borrowed for it, guest RAM mapped for it at\n"
-      "                        guest-physical addresses, its BARs at guest addresses.\n"
+      "                        QEMU: each device offered to it, its BARs at guest addresses;\n"
+      "                        it stays with its lender until the guest enables Bus Master.\n"
       "  vm attach NAME DEV    give DEV to the running VM (the guest sees a hot-add)\n"
       "  vm detach NAME DEV    take it back (the guest sees a hot-remove) and return it\n"
       "  vm list [--json]      every VM: host, RAM, guest, state, process, devices\n"
       "  vm console NAME [--log]\n"
       "                        the guest's serial console (Ctrl-] leaves); --log prints what\n"
       "                        it has written so far\n"
+      "  vm cfg NAME DEV OFFSET LENGTH [VALUE]\n"
+      "                        read (or write) LENGTH (1, 2, 4) bytes of the configuration\n"
+      "                        space an emulated guest sees for DEV: mediated (its BARs at\n"
+      "                        guest addresses, what the VM cannot deliver hidden); setting\n"
+      "                        Bus Master (command 0x4) takes DEV from its lender for the guest\n"
+      "  vm reset NAME DEV     a function-level reset by the guest: DEV goes back to its lender\n"
       "  vm stop NAME          power the guest off; its RAM and devices are returned\n"
       "\nexamples:\n"
       "  scripts/vm-guest.sh && ntblend device add nvme0\n"

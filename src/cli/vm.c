@@ -368,6 +368,33 @@ static int attach_detach(const char *fabric, const char *verb, const char *name,
     return CLI_OK;
 }
 
+/* A request to the VM that only it can answer: its guest's view of a device (cfg, reset). */
+static int guest_request(const char *fabric, const char *name, const char *req)
+{
+    struct fab *f;
+    if (cli_attach(fabric, &f) < 0)
+        return CLI_FAIL;
+    int s = find_vm(f, name);
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s", f->dir);
+    fab_detach(f);
+    if (s < 0)
+        return CLI_FAIL;
+    char ans[600];
+    int rc = ctl_request(dir, name, req, ans, sizeof ans);
+    if (rc) {
+        cli_err("VM %s does not answer (%s); its log: %s/vm.%s.log", name, strerror(-rc), dir, name);
+        return CLI_FAIL;
+    }
+    if (strncmp(ans, "ok", 2)) {
+        cli_err("%s", !strncmp(ans, "error: ", 7) ? ans + 7 : ans);
+        return CLI_FAIL;
+    }
+    if (ans[2] == ' ')
+        printf("%s\n", ans + 3);
+    return CLI_OK;
+}
+
 static int list(const char *fabric, bool json)
 {
     struct fab *f;
@@ -506,7 +533,8 @@ int cmd_vm(struct cli *c)
     int nops = c->argc - optind;
     fabric = fab_name_resolve(fabric);
     if (!nops)
-        return cli_usage_error("vm", "say what: start, attach, detach, list, console or stop");
+        return cli_usage_error("vm", "say what: start, attach, detach, list, console, cfg, reset "
+                               "or stop");
     const char *verb = ops[0];
     if (!strcmp(verb, "list"))
         return nops == 1 ? list(fabric, json) : cli_usage_error("vm", "list takes no arguments");
@@ -524,6 +552,21 @@ int cmd_vm(struct cli *c)
     if (!strcmp(verb, "console"))
         return nops == 2 ? console(fabric, ops[1], log_only)
                          : cli_usage_error("vm", "console NAME [--log]");
+    if (!strcmp(verb, "cfg")) {
+        if (nops != 5 && nops != 6)
+            return cli_usage_error("vm", "cfg NAME DEVICE OFFSET LENGTH [VALUE]");
+        char req[160];
+        snprintf(req, sizeof req, "cfg %s %s %s%s%s", ops[2], ops[3], ops[4], nops == 6 ? " " : "",
+                 nops == 6 ? ops[5] : "");
+        return guest_request(fabric, ops[1], req);
+    }
+    if (!strcmp(verb, "reset")) {
+        if (nops != 3)
+            return cli_usage_error("vm", "reset NAME DEVICE");
+        char req[96];
+        snprintf(req, sizeof req, "reset %s", ops[2]);
+        return guest_request(fabric, ops[1], req);
+    }
     if (!strcmp(verb, "attach") || !strcmp(verb, "detach"))
         return nops == 3 ? attach_detach(fabric, verb, ops[1], ops[2])
                          : cli_usage_error("vm", "%s NAME DEVICE", verb);

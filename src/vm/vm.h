@@ -26,7 +26,8 @@ struct vm_dev {
     uint32_t fn;
     struct vblk *blk;          /* a QEMU guest's virtio-blk over this NVMe */
     sio_dev_t *sio;            /* an emulated guest's device, borrowed for it */
-    sio_dma_t *ram_map;        /* the guest's RAM mapped for the device (emulated guests) */
+    sio_dma_t *ram_map;        /* the guest's RAM mapped for the device */
+    uint16_t cmd;              /* an emulated guest's command register, as the guest set it */
     char sock[200];            /* vhost-user socket QEMU connects to */
     int listen_fd;
     _Atomic int conn_fd;       /* QEMU's connection, -1: none */
@@ -60,6 +61,18 @@ int vm_say(char *err, size_t len, int rc, const char *fmt, ...) __attribute__((f
  * do. Attach returns the device's index in vm->dev. */
 int vm_dev_attach(struct vm *vm, const char *name, char *errbuf, size_t len);
 int vm_dev_detach(struct vm *vm, const char *name, char *errbuf, size_t len);
+/* An emulated guest's mediated view of device i's configuration space (vm_cfg.c): a read of
+ * len (1, 2, 4) bytes at off, or a write; enabling Bus Master takes the device from its lender
+ * for the guest (borrowed, the guest's RAM mapped), a reset gives it back. 0 or -errno. */
+int vm_cfg_read(struct vm *vm, int i, uint32_t off, uint32_t len, uint32_t *val);
+int vm_cfg_write(struct vm *vm, int i, uint32_t off, uint32_t len, uint32_t val, char *err,
+                 size_t elen);
+int vm_dev_reset(struct vm *vm, int i, char *err, size_t len);
+/* vm_dev.c: take device i from its lender for the guest, and give it back. */
+int vm_dev_hold(struct vm *vm, int i, char *err, size_t len);
+void vm_dev_unhold(struct vm *vm, int i);
+/* The device of that name in the VM, or -1. */
+int vm_dev_find(const struct vm *vm, const char *name);
 /* QEMU command-line arguments for device i (a vhost-user-blk-pci on its socket). */
 int vm_dev_qemu_args(const struct vm *vm, int i, char *chardev, char *device, size_t len);
 

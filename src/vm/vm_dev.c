@@ -31,7 +31,7 @@ int vm_say(char *err, size_t len, int rc, const char *fmt, ...)
     return rc;
 }
 
-static int find(const struct vm *vm, const char *name)
+int vm_dev_find(const struct vm *vm, const char *name)
 {
     for (int i = 0; i < FAB_VM_DEVS; i++)
         if (vm->dev[i].used && !strcmp(vm->dev[i].name, name))
@@ -130,9 +130,47 @@ static int borrow_error(const char *name, int rc, char *err, size_t len)
     }
 }
 
+/* The guest's RAM for the device, once: guest-physical address g is at *ram_io + g. */
+static int map_ram(struct vm *vm, struct vm_dev *d, uint64_t *ram_io, char *err, size_t len)
+{
+    const struct fab_function *fn = fab_func(vm->f, d->fn);
+    const struct fab_host *h = fab_host(vm->f, vm->host);
+    int rc = d->sio ? sio_map_addr(d->sio, h->node_id, fab_vm_base(vm->slot), vm->mem, ram_io,
+                                   &d->ram_map)
+                    : -ENODEV;
+    if (!rc)
+        return 0;
+    d->ram_map = NULL;
+    const struct fab_host *lh = fab_host(vm->f, fn->host);
+    const struct fab_adapter *a = fab_adapter(vm->f, lh->adapter_first);
+    if (rc == -ENOSPC)
+        return vm_say(err, len, rc, "mapping VM %s's %llu MiB of RAM for %s takes %llu LUT "
+                      "entries of %llu MiB on host %s's adapter, more than it has free: give "
+                      "the VM less memory (--mem), or return what holds them (ntblend status)",
+                      vm->name, (unsigned long long)(vm->mem >> 20), d->name,
+                      (unsigned long long)((vm->mem + a->lut_size - 1) / a->lut_size),
+                      (unsigned long long)(a->lut_size >> 20), lh->name);
+    return vm_say(err, len, rc, "cannot map VM %s's RAM for %s: %s", vm->name, d->name,
+                  strerror(-rc));
+}
+
+/* Does another VM hold or offer function fn? */
+static bool other_vm_holds(const struct fab *f, uint32_t fn)
+{
+    for (uint32_t s = 0; s < FAB_MAX_VMS; s++) {
+        if (!fab_vm_live(f, s) || atomic_load(&fab_vm(f, s)->pid) == getpid())
+            continue;
+        for (int k = 0; k < FAB_VM_DEVS; k++)
+            if (atomic_load(&fab_vm(f, s)->dev[k].state) != FAB_VMDEV_NONE &&
+                fab_vm(f, s)->dev[k].fn == fn)
+                return true;
+    }
+    return false;
+}
+
 int vm_dev_attach(struct vm *vm, const char *name, char *err, size_t len)
 {
-    if (find(vm, name) >= 0)
+    if (vm_dev_find(vm, name) >= 0)
         return vm_say(err, len, -EEXIST, "%s is in VM %s already", name, vm->name);
     int i = 0;
     while (i < FAB_VM_DEVS && vm->dev[i].used)
@@ -163,29 +201,19 @@ int vm_dev_attach(struct vm *vm, const char *name, char *err, size_t len)
             return vm_say(err, len, rc, "cannot open %s: %s", name, nvme_errmsg());
         }
         d->sio = nvme_sio_dev(vblk_nvme(d->blk));
-    } else if ((rc = sio_borrow((uint32_t)id, SIO_EXCLUSIVE, &d->sio))) {
-        d->sio = NULL;
-        return borrow_error(name, rc, err, len);
+    } else {
+        /* An emulated guest's device is offered: it stays with its lender until the guest
+         * enables Bus Master (smartio §5.1-5.2). It must be free to take then. */
+        uint64_t held = 0;
+        for (int w = 0; w < 4; w++)
+            held |= atomic_load(&fn->lend_borrowers[w]);
+        if (!atomic_load(&fn->lend_available))
+            return borrow_error(name, -EACCES, err, len);
+        if (held || other_vm_holds(vm->f, (uint32_t)id))
+            return borrow_error(name, -EBUSY, err, len);
     }
-    /* The guest's RAM for the device, once: guest-physical address g is at ram_io + g. */
-    const struct fab_host *h = fab_host(vm->f, vm->host);
     uint64_t ram_io = 0;
-    rc = d->sio ? sio_map_addr(d->sio, h->node_id, fab_vm_base(vm->slot), vm->mem, &ram_io,
-                               &d->ram_map)
-                : -ENODEV;
-    if (rc) {
-        const struct fab_host *lh = fab_host(vm->f, fn->host);
-        const struct fab_adapter *a = fab_adapter(vm->f, lh->adapter_first);
-        if (rc == -ENOSPC)
-            vm_say(err, len, rc, "mapping VM %s's %llu MiB of RAM for %s takes %llu LUT entries of "
-                "%llu MiB on host %s's adapter, more than it has free: give the VM less "
-                "memory (--mem), or return what holds them (ntblend status)", vm->name,
-                (unsigned long long)(vm->mem >> 20), name,
-                (unsigned long long)((vm->mem + a->lut_size - 1) / a->lut_size),
-                (unsigned long long)(a->lut_size >> 20), lh->name);
-        else
-            vm_say(err, len, rc, "cannot map VM %s's RAM for %s: %s", vm->name, name,
-                strerror(-rc));
+    if (d->blk && (rc = map_ram(vm, d, &ram_io, err, len))) {
         release(vm, d);
         return rc;
     }
@@ -211,7 +239,7 @@ int vm_dev_attach(struct vm *vm, const char *name, char *err, size_t len)
     r->kind = d->blk ? FAB_VMDEV_VHOST_BLK : FAB_VMDEV_PASS;
     r->guest_bdf = (uint16_t)((i + 1) << 3); /* bus 0, device i + 1, function 0 */
     r->ram_io = ram_io;
-    if (fn->host != vm->host) {
+    if (fn->host != vm->host) { /* what mapping the guest's RAM takes (now, or at Bus Master) */
         const struct fab_adapter *a = fab_adapter(vm->f, fab_host(vm->f, fn->host)->adapter_first);
         r->luts = (uint32_t)((vm->mem + a->lut_size - 1) / a->lut_size);
     }
@@ -225,14 +253,51 @@ int vm_dev_attach(struct vm *vm, const char *name, char *err, size_t len)
                 at = r->guest_bar[p] + fn->bar[p].size;
         r->guest_bar[b] = (at + sz - 1) & ~(sz - 1);
     }
-    atomic_store(&r->state, FAB_VMDEV_HELD);
+    atomic_store(&r->state, d->blk ? FAB_VMDEV_HELD : FAB_VMDEV_OFFERED);
     fab_vm_changed(vm->rec);
     return i;
 }
 
+int vm_dev_hold(struct vm *vm, int i, char *err, size_t len)
+{
+    struct vm_dev *d = &vm->dev[i];
+    if (d->sio)
+        return 0;
+    int rc = sio_borrow(d->fn, SIO_EXCLUSIVE, &d->sio);
+    if (rc) {
+        d->sio = NULL;
+        return borrow_error(d->name, rc, err, len);
+    }
+    uint64_t ram_io = 0;
+    if ((rc = map_ram(vm, d, &ram_io, err, len))) {
+        sio_return(d->sio);
+        d->sio = NULL;
+        return rc;
+    }
+    vm->rec->dev[i].ram_io = ram_io;
+    atomic_store(&vm->rec->dev[i].state, FAB_VMDEV_HELD);
+    fab_vm_changed(vm->rec);
+    return 0;
+}
+
+void vm_dev_unhold(struct vm *vm, int i)
+{
+    struct vm_dev *d = &vm->dev[i];
+    if (!d->sio || d->blk)
+        return;
+    if (d->ram_map)
+        sio_unmap(d->ram_map);
+    d->ram_map = NULL;
+    sio_return(d->sio); /* the lender resets it before anyone else gets it */
+    d->sio = NULL;
+    vm->rec->dev[i].ram_io = 0;
+    atomic_store(&vm->rec->dev[i].state, FAB_VMDEV_OFFERED);
+    fab_vm_changed(vm->rec);
+}
+
 int vm_dev_detach(struct vm *vm, const char *name, char *err, size_t len)
 {
-    int i = find(vm, name);
+    int i = vm_dev_find(vm, name);
     if (i < 0)
         return vm_say(err, len, -ENOENT, "%s is not in VM %s (ntblend vm list shows what is)", name,
                    vm->name);

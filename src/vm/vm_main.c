@@ -126,6 +126,30 @@ static bool control(struct vm *vm, int c)
         if (rc >= 0)
             rc = vm_dev_detach(vm, req + 7, err, sizeof err);
         pthread_mutex_unlock(&vm->lock);
+    } else if (!strncmp(req, "cfg ", 4) || !strncmp(req, "reset ", 6)) {
+        /* "cfg DEV OFF LEN [VALUE]" (a read without VALUE), "reset DEV": the guest's view of
+         * an emulated guest's device (vm_cfg.c), for drivers running in the guest. */
+        char dev[64] = "";
+        unsigned off = 0, len = 0, val = 0;
+        int got = !strncmp(req, "cfg ", 4) ? sscanf(req + 4, "%63s %i %i %i", dev, (int *)&off,
+                                                     (int *)&len, (int *)&val)
+                                           : sscanf(req + 6, "%63s", dev);
+        pthread_mutex_lock(&vm->lock);
+        int i = vm_dev_find(vm, dev);
+        if (i < 0)
+            rc = -ENOENT, snprintf(err, sizeof err, "%s is not in VM %s", dev, vm->name);
+        else if (req[0] == 'r')
+            rc = vm_dev_reset(vm, i, err, sizeof err);
+        else if (got == 3 && !(rc = vm_cfg_read(vm, i, off, len, &val)))
+            snprintf(ans, sizeof ans, "ok %#x\n", val);
+        else if (got == 3)
+            snprintf(err, sizeof err, "cannot read %u bytes at %#x of %s's config space (%s)",
+                     len, off, dev, strerror(-rc));
+        else if (got == 4)
+            rc = vm_cfg_write(vm, i, off, len, val, err, sizeof err);
+        else
+            rc = -EINVAL, snprintf(err, sizeof err, "cfg DEV OFF LEN [VALUE]");
+        pthread_mutex_unlock(&vm->lock);
     } else if (!strcmp(req, "stop")) {
         stop = true;
     } else {

@@ -1,0 +1,116 @@
+/*
+ * The configuration space an emulated guest sees for a device given to it (MDEV-style,
+ * smartio-tocs-2021 §5.1-5.2): the device's own, mediated. The device stays with its lender
+ * while the guest only looks at it; the guest's write enabling Bus Master is when the VM takes
+ * it (borrowed exclusively, the guest's RAM mapped for it), and a guest reset (function-level
+ * reset) gives it back. What the VM path cannot deliver is hidden, never offered and broken:
+ *
+ *   BARs          the guest-physical addresses the VM gave them (as firmware assigns them);
+ *                 writes are ignored, so sizing reads the address back
+ *   command       the guest's own bits: memory space and Bus Master (the device's real
+ *                 register is the VM's to set, through SmartIO)
+ *   interrupt pin 0: the fabric carries no INTx to a guest; MSI-X stays (delivered through
+ *                 the lender's window, sio_enable_vector)
+ *   SR-IOV        hidden (0x100 reads 0): a guest cannot make virtual functions of a device
+ *                 that is not its host's
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+
+#include "vm.h"
+
+#define CFG_COMMAND 0x04
+#define CFG_CMD_MEM 0x2u
+#define CFG_CMD_BME 0x4u
+#define CFG_BAR0 0x10
+#define CFG_BAR_END 0x28
+#define CFG_INT_PIN 0x3d
+#define CFG_PCIE 0x50           /* the devices' PCI Express capability */
+#define CFG_PCIE_DEVCTL (CFG_PCIE + 8)
+#define CFG_FLR 0x8000u         /* Device Control: initiate function-level reset */
+#define CFG_EXT 0x100
+
+static uint8_t view_byte(const struct vm *vm, int i, uint32_t off)
+{
+    const struct vm_dev *d = &vm->dev[i];
+    const struct fab_function *fn = fab_func(vm->f, d->fn);
+    const struct fab_vm_dev *r = &vm->rec->dev[i];
+    if (off >= CFG_EXT || off == CFG_INT_PIN)
+        return 0;
+    if (off == CFG_COMMAND || off == CFG_COMMAND + 1)
+        return (uint8_t)(d->cmd >> (8 * (off - CFG_COMMAND)));
+    if (off >= CFG_BAR0 && off < CFG_BAR_END) {
+        uint32_t slot = (off - CFG_BAR0) / 4, b = slot & ~1u;
+        uint32_t v = 0;
+        if (fn->bar[b].kind != FAB_BAR_NONE) {
+            uint64_t a = r->guest_bar[b];
+            uint32_t flags = 0x4 | (fn->bar[b].kind == FAB_BAR_MEM ? 0x8 : 0);
+            v = slot & 1 ? (uint32_t)(a >> 32) : (uint32_t)a | flags;
+        }
+        return (uint8_t)(v >> (8 * (off % 4)));
+    }
+    return fn->cfg[off];
+}
+
+static int check(const struct vm *vm, int i, uint32_t off, uint32_t len)
+{
+    if (i < 0 || i >= FAB_VM_DEVS || !vm->dev[i].used || vm->dev[i].blk)
+        return -ENODEV; /* a QEMU guest's virtio disk has QEMU's config space, not this */
+    if ((len != 1 && len != 2 && len != 4) || off % len || off + len > 4096)
+        return -EINVAL;
+    return 0;
+}
+
+int vm_cfg_read(struct vm *vm, int i, uint32_t off, uint32_t len, uint32_t *val)
+{
+    int rc = check(vm, i, off, len);
+    if (rc)
+        return rc;
+    *val = 0;
+    for (uint32_t k = 0; k < len; k++)
+        *val |= (uint32_t)view_byte(vm, i, off + k) << (8 * k);
+    return 0;
+}
+
+int vm_dev_reset(struct vm *vm, int i, char *err, size_t len)
+{
+    if (check(vm, i, 0, 4))
+        return vm_say(err, len, -ENODEV, "only an emulated guest's devices have a mediated "
+                      "config space");
+    vm_dev_unhold(vm, i);
+    vm->dev[i].cmd = 0;
+    return 0;
+}
+
+int vm_cfg_write(struct vm *vm, int i, uint32_t off, uint32_t len, uint32_t val, char *err,
+                 size_t elen)
+{
+    int rc = check(vm, i, off, len);
+    if (rc)
+        return vm_say(err, elen, rc, rc == -ENODEV ? "only an emulated guest's devices have a "
+                      "mediated config space" : "a config access of %u bytes at %#x", len, off);
+    struct vm_dev *d = &vm->dev[i];
+    /* Function-level reset: Device Control's "initiate FLR" bit. */
+    uint32_t devctl = off == CFG_PCIE_DEVCTL && len >= 2 ? val & 0xffffu
+                      : off == CFG_PCIE_DEVCTL + 1 && len == 1 ? val << 8 : 0;
+    if (devctl & CFG_FLR)
+        return vm_dev_reset(vm, i, err, elen);
+    if (off > CFG_COMMAND + 1 || off + len <= CFG_COMMAND)
+        return 0; /* the rest of the guest's view is read-only */
+    uint16_t cmd = d->cmd;
+    for (uint32_t k = 0; k < len; k++)
+        if (off + k == CFG_COMMAND || off + k == CFG_COMMAND + 1) {
+            uint32_t sh = 8 * (off + k - CFG_COMMAND);
+            cmd = (uint16_t)((cmd & ~(0xffu << sh)) | (((val >> (8 * k)) & 0xffu) << sh));
+        }
+    cmd &= CFG_CMD_MEM | CFG_CMD_BME; /* I/O space, INTx and the rest are not the guest's */
+    /* Bus Master on: now the device is the guest's. Off: the guest still holds it (as a
+     * driver that pauses DMA does); a reset, a detach or the VM's end gives it back. */
+    if ((cmd & CFG_CMD_BME) && !(d->cmd & CFG_CMD_BME) && (rc = vm_dev_hold(vm, i, err, elen)))
+        return rc;
+    d->cmd = cmd;
+    if (d->sio)
+        sio_cfg_write(d->sio, CFG_COMMAND, 2, cmd); /* the device's own register follows */
+    return 0;
+}

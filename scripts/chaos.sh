@@ -25,8 +25,8 @@
 # (the host is then restarted), workload process kill (restarted); with an NVMe also an NVMe
 # client killed (restarted) and its manager killed (restarted); with a lent accelerator also
 # its driver killed (restarted) and the device reclaimed while in use (then lent again); with
-# a second accelerator, a VM (an emulated guest, docs/vm.md) started on a random host with it
-# and then killed or stopped (a host kill may end it first).
+# a second accelerator, a VM (an emulated guest, docs/vm.md) started on a random host with it,
+# which its guest takes (Bus Master), then killed or stopped (a host kill may end it first).
 # Invariants: every acknowledged record is in the owner's segment, intact, and nothing is
 # there that was never written (checked live by the owner every 10 ms, and at the end); every
 # acknowledged (written and flushed) NVMe block holds what was acknowledged or a later attempted
@@ -317,7 +317,8 @@ run_fabric() {
         lend_accel ;;
       vm) # a = its host, b = how long it runs; then SIGKILL or vm stop (it may not have
         # started: its host or the device's lender down, a path cut)
-        n vm start chaos-vm --host "$a" --mem 64M --guest emulated --device "$vmdev" >>"$dir/faults.log" 2>&1
+        n vm start chaos-vm --host "$a" --mem 64M --guest emulated --device "$vmdev" >>"$dir/faults.log" 2>&1 &&
+          n vm cfg chaos-vm "$vmdev" 4 2 6 >>"$dir/faults.log" 2>&1 # Bus Master: the VM takes it
         sleep "$(awk -v m="$b" 'BEGIN { print m / 1000 }')"
         if [ $(( b % 2 )) = 0 ]; then
           local pid; pid=$(n vm list --json | jq -r '.[] | select(.name == "chaos-vm") | .pid')

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +34,6 @@
  * room forever if that is more than its queue has (QEMU gives 128). */
 #define VBLK_SEG_MAX 64
 #define SPIN_NS 50000ull /* poll this long for completions before waiting in the library */
-/* After the last completion, poll the available ring this long before asking the guest to kick
- * and sleeping: a guest at queue depth 1 submits its next request right after the completion,
- * and a kick costs it an exit and us a wake-up (~50 us on a busy 2-CPU host). */
-#define IDLE_SPIN_NS 100000ull
 
 struct vreq {
     struct vqio *io;
@@ -294,10 +289,6 @@ static void *io_thread(void *arg)
             continue;
         }
         notify(io);
-        uint64_t idle_from = now_ns();
-        while (rc >= 0 && !vq_pending(q) && !atomic_load(&io->stop) &&
-               now_ns() - idle_from < IDLE_SPIN_NS)
-            sched_yield(); /* the guest's vCPU may need this core */
         spin_from = 0;
         if (rc < 0 || !vq_pending(q)) {
             /* Idle: the guest kicks when it adds a request; sleep until it does. */

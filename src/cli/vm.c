@@ -333,6 +333,22 @@ static int stop(const char *fabric, const char *name)
     return ok ? CLI_OK : CLI_FAIL;
 }
 
+/* One request to VM name's process: 0 with its "ok ..." answer in ans, or -1 after saying why
+ * it failed. */
+static int ask(const char *dir, const char *name, const char *req, char *ans, size_t len)
+{
+    int rc = ctl_request(dir, name, req, ans, len);
+    if (rc) {
+        cli_err("VM %s does not answer (%s); its log: %s/vm.%s.log", name, strerror(-rc), dir, name);
+        return -1;
+    }
+    if (strncmp(ans, "ok", 2)) {
+        cli_err("%s", !strncmp(ans, "error: ", 7) ? ans + 7 : ans);
+        return -1;
+    }
+    return 0;
+}
+
 static int attach_detach(const char *fabric, const char *verb, const char *name, const char *dev)
 {
     struct fab *f;
@@ -355,15 +371,8 @@ static int attach_detach(const char *fabric, const char *verb, const char *name,
         return CLI_FAIL;
     char req[128], ans[600];
     snprintf(req, sizeof req, "%s %s", verb, dev);
-    int rc = ctl_request(dir, name, req, ans, sizeof ans);
-    if (rc) {
-        cli_err("VM %s does not answer (%s); its log: %s/vm.%s.log", name, strerror(-rc), dir, name);
+    if (ask(dir, name, req, ans, sizeof ans))
         return CLI_FAIL;
-    }
-    if (strncmp(ans, "ok", 2)) {
-        cli_err("%s", !strncmp(ans, "error: ", 7) ? ans + 7 : ans);
-        return CLI_FAIL;
-    }
     printf("VM %s: %s %s\n", name, !strcmp(verb, "attach") ? "hot-added" : "hot-removed and returned", dev);
     return CLI_OK;
 }
@@ -381,15 +390,8 @@ static int guest_request(const char *fabric, const char *name, const char *req)
     if (s < 0)
         return CLI_FAIL;
     char ans[600];
-    int rc = ctl_request(dir, name, req, ans, sizeof ans);
-    if (rc) {
-        cli_err("VM %s does not answer (%s); its log: %s/vm.%s.log", name, strerror(-rc), dir, name);
+    if (ask(dir, name, req, ans, sizeof ans))
         return CLI_FAIL;
-    }
-    if (strncmp(ans, "ok", 2)) {
-        cli_err("%s", !strncmp(ans, "error: ", 7) ? ans + 7 : ans);
-        return CLI_FAIL;
-    }
     if (ans[2] == ' ')
         printf("%s\n", ans + 3);
     return CLI_OK;

@@ -41,30 +41,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "copy_pick.h"
 #include "shmem_internal.h"
 
 #define COPY_PIECE (64u << 10)
 #define COPY_MIN (256u << 10)     /* smaller copies are one memcpy */
 #define COPY_WAKE_MIN (1u << 20)  /* worth a futex wake of a sleeping helper */
 #define COPY_SPIN_NS 20000u
-
-#define PICK_CLASSES 8         /* 256 KiB, 512 KiB, ... 16 MiB, 32 MiB and more */
-#define PICK_ALONE_FIRST 16    /* with the helper: the first try alone, once the average settles */
-#define PICK_ALONE_EVERY 64    /* ... and then one job in this many */
-#define PICK_HELP_FIRST 16     /* alone: the helper tried this many jobs after going alone */
-#define PICK_HELP_MAX 128      /* ... then after twice as many each time, up to this many */
-#define PICK_GO_ALONE 1.05     /* how much the other way must beat the moving average by */
-#define PICK_TAKE_BACK 1.15
-#define PICK_WAKE_JOBS 8       /* a try of the helper waits this many jobs at most for it */
-
-/* What the two ways of copying a size class have given: bytes per ns, as a moving average for
- * the way in use and as the latest try for the other. */
-struct pick {
-    double helped, alone;
-    unsigned jobs, next_try, help_every; /* the job that tries the other way next */
-    unsigned waited;                     /* jobs the current try has waited for the helper */
-    bool go_alone;
-};
 
 enum { ST_OPEN, ST_JOINED, ST_CLOSED, ST_LEFT };
 
@@ -225,30 +208,6 @@ static struct pick *pick_of(size_t len, bool get)
     return &cp.pick[get][c];
 }
 
-/* A timed job's rate into its class, and the class's choice from then on. */
-static void pick_learn(struct pick *pk, bool helped, double rate)
-{
-    double *r = helped ? &pk->helped : &pk->alone;
-    bool trial = helped == pk->go_alone;
-    if (!trial && *r > 0)
-        *r += (rate - *r) / 4;
-    else
-        *r = rate; /* a try of the other way, or the first job of the class */
-    if (!trial)
-        return;
-    bool turn = pk->go_alone ? pk->helped > pk->alone * PICK_TAKE_BACK
-                             : pk->alone > pk->helped * PICK_GO_ALONE;
-    if (turn) {
-        pk->go_alone = !pk->go_alone;
-        pk->help_every = PICK_HELP_FIRST;
-        cp.turns++;
-    } else if (pk->go_alone && pk->help_every < PICK_HELP_MAX) {
-        pk->help_every *= 2;
-    }
-    pk->next_try = pk->jobs + (pk->go_alone ? pk->help_every : PICK_ALONE_EVERY);
-    pk->waited = 0;
-}
-
 void shm_copy(void *dst, const void *src, size_t len, bool get)
 {
     if (len < COPY_MIN || shm.crowded || !shm.copy_helper || pthread_mutex_trylock(&cp.lock)) {
@@ -267,18 +226,8 @@ void shm_copy(void *dst, const void *src, size_t len, bool get)
         return;
     }
     struct pick *pk = pick_of(len, get);
-    unsigned k = pk->jobs++;
-    if (!k)
-        pk->next_try = PICK_ALONE_FIRST;
-    /* Alone, the helper's try is two jobs: the first wakes it, the second is timed, or
-     * the next one, while the helper is still waking up (up to PICK_WAKE_JOBS more). */
-    if (pk->go_alone && k == pk->next_try && atomic_load(&cp.sleeping) &&
-        pk->waited < PICK_WAKE_JOBS) {
-        pk->next_try++;
-        pk->waited++;
-    }
-    bool trying = k == pk->next_try || (pk->go_alone && k + 1 == pk->next_try);
-    bool helped = pk->go_alone == trying, timed = !(pk->go_alone && k + 1 == pk->next_try);
+    struct pick_job job = pick_next(pk, atomic_load(&cp.sleeping));
+    bool trying = job.trying, helped = job.helped, timed = job.timed;
     /* While the class goes alone the helper does not spin, which beside a copy alone would
      * slow it down on one core's two hardware threads (a try alone lets it spin: waking it
      * for the next job would cost that job the helper); one that did not spin may sleep. */
@@ -291,8 +240,8 @@ void shm_copy(void *dst, const void *src, size_t len, bool get)
         cp.solo++;
         memcpy(dst, src, len);
     }
-    if (timed)
-        pick_learn(pk, helped, (double)len / (double)(shm_now_ns() - t0 + 1));
+    if (timed && pick_learn(pk, helped, (double)len / (double)(shm_now_ns() - t0 + 1)))
+        cp.turns++;
     pthread_mutex_unlock(&cp.lock);
 }
 

@@ -3,7 +3,7 @@
  * the class goes without it): 200 puts of 1 MiB to the right neighbour, each with its own
  * pattern, into the same block; after every 50 the neighbour checks every byte of the last.
  * tests/test_shmem.sh also runs it with a helper that dawdles (SHMEM_COPY_HELPER=slow) and
- * SHMEM_DEBUG=1, where the jobs alone must win and most of the puts be copied alone. */
+ * SHMEM_DEBUG=1, where its correctness is checked and how many puts went alone reported. */
 #include <shmem.h>
 #include <stdint.h>
 #include <stdlib.h>

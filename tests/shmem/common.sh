@@ -6,6 +6,8 @@ work=$(mktemp -d)
 n() { "$bin/ntblend" --fabric "$fabric" "$@"; }
 trap 'n down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# step WHAT: progress on stdout, so that a test stopped by its timeout shows where it stood.
+step() { echo "[${SECONDS}s] $*"; }
 
 progs=(hello putget malloc atomics barrier wait teams coll rma_ext amo_ext signal p2p lock ctx
     api15 globals quiet_fwd progress ring_order align compat cxx profile bigcopy putstream failover)
@@ -28,6 +30,7 @@ run_all() {
     local label=$1
     shift
     for p in "${progs[@]}"; do
+        step "$label: $p"
         if ! timeout 120 "$bin/oshrun" --fabric "$fabric" "$@" "$work/$p" >"$work/out" 2>&1; then
             fail "$p ($label): $(cat "$work/out")"
         fi
@@ -40,6 +43,7 @@ ring7_run() {
     n up "$src/tests/topologies/ring7.ini" >/dev/null
     local p
     for p in putget ring_order bigcopy atomics; do
+        step "7 PEs, ring7$1: $p"
         timeout 120 "$bin/oshrun" --fabric "$fabric" -np 7 "$work/$p" >"$work/out" 2>&1 ||
             fail "$p (7 PEs, ring7$1): $(cat "$work/out")"
     done

@@ -122,10 +122,13 @@ struct bell_wait {
     uint32_t seen;
 };
 
+/* Plain stores to a mapped BAR (fab_function.raw_maps: a SISCI program's) bump no reg_seq:
+ * then the doorbells themselves are watched, as the hardware would see them. */
 static bool rang(void *arg)
 {
     struct bell_wait *b = arg;
-    return atomic_load(&b->fx->reg_seq) != b->seen || atomic_load(&b->m->stop);
+    return atomic_load(&b->fx->reg_seq) != b->seen || atomic_load(&b->m->stop) ||
+           (atomic_load(&b->fx->raw_maps) && nvme_doorbells_moved(&b->m->c));
 }
 
 static void *run(void *arg)
@@ -137,13 +140,16 @@ static void *run(void *arg)
                                          (uint32_t)m->poll_ns);
     struct wpol_site idle = WPOL_SITE("nvme model (disabled)", 0, 0);
     struct bell_wait b = { m, fx, 0 };
-    const struct wpol_how how = { .ready = rang, .arg = &b, .word = &fx->reg_seq,
-                                  .sleepers = &fx->reg_waiters, .sleep_ns = 1000000000 };
+    struct wpol_how how = { .ready = rang, .arg = &b, .word = &fx->reg_seq,
+                            .sleepers = &fx->reg_waiters, .sleep_ns = 1000000000 };
     while (!atomic_load(&m->stop)) {
         b.seen = atomic_load(&fx->reg_seq);
         bool ready = nvme_regs_update(&m->c);
         if (ready && nvme_process(&m->c) > 0)
             continue;
+        /* With plain stores to watch for, no wait is longer than a tick: any register (an
+         * enable in CC, say) may have changed unannounced. */
+        how.deadline_ns = atomic_load(&fx->raw_maps) ? wpol_now_ns() + FAB_RAW_TICK_NS : 0;
         wpol_wait(ready ? &polling : &idle, &how);
     }
     return NULL;

@@ -104,6 +104,9 @@ bool nvme_regs_update(struct nvme_ctrl *c);
  * non-empty SQ whose CQ has room, admin SQ first. Raises the interrupts of CQs that got
  * entries. Returns the number of commands handled. */
 int nvme_process(struct nvme_ctrl *c);
+/* A doorbell of a queue in use holds another value than last taken: a driver that stores to
+ * the registers without announcing it (a SISCI program) rang it. */
+bool nvme_doorbells_moved(const struct nvme_ctrl *c);
 /* Execute one command from SQ sqid; fills *cqe (dw0, status without phase). Returns false when
  * the command stays outstanding (an Asynchronous Event Request). */
 bool nvme_exec(struct nvme_ctrl *c, uint16_t sqid, const struct nvme_sqe *sqe,

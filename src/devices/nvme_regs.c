@@ -320,6 +320,15 @@ static uint32_t arb_burst(const struct nvme_ctrl *c)
     return ab == NVME_ARB_AB_NO_LIMIT ? UINT32_MAX : 1u << ab;
 }
 
+bool nvme_doorbells_moved(const struct nvme_ctrl *c)
+{
+    for (uint32_t q = 0; c->enabled && q <= c->p.queues; q++)
+        if ((c->sq[q].used && rd32(c, sq_db(q)) != c->sq[q].db) ||
+            (c->cq[q].used && rd32(c, cq_db(q)) != c->cq[q].db))
+            return true;
+    return false;
+}
+
 /* Round robin arbitration (the specification's Command Arbitration): the admin SQ and the I/O
  * SQs in turn, each giving up to a burst of commands before the next one's turn, so a full SQ delays another SQ's command by at most one
  * burst, not by its whole depth. An SQ whose CQ is full waits for the host to free entries. */

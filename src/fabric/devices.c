@@ -124,12 +124,23 @@ void fab_fn_notify(struct fab *f, uint32_t fni)
 int fab_fn_wait(struct fab *f, uint32_t fni, uint32_t seen, int64_t timeout_ns)
 {
     struct fab_function *fn = fab_func(f, fni);
+    if (atomic_load(&fn->raw_maps) && (timeout_ns < 0 || timeout_ns > FAB_RAW_TICK_NS))
+        timeout_ns = FAB_RAW_TICK_NS; /* stores may come unannounced: look again soon */
     atomic_fetch_add(&fn->reg_waiters, 1);
     int rc = 0;
     if (atomic_load(&fn->reg_seq) == seen)
         rc = fab_futex_wait(&fn->reg_seq, seen, timeout_ns);
     atomic_fetch_sub(&fn->reg_waiters, 1);
     return rc;
+}
+
+void fab_fn_raw(struct fab *f, uint32_t fni, int delta)
+{
+    _Atomic uint32_t *n = &fab_func(f, fni)->raw_maps;
+    uint32_t v = atomic_load(n);
+    /* Never below zero: a reset may have cleared the count of a mapping still held. */
+    while (!atomic_compare_exchange_weak(n, &v, delta > 0 ? v + 1 : v ? v - 1 : 0))
+        ;
 }
 
 static void fn_reset(struct fab *f, uint32_t fni, bool all_bars)
@@ -148,6 +159,7 @@ static void fn_reset(struct fab *f, uint32_t fni, bool all_bars)
         if (fn->bar[b].kind == FAB_BAR_REGS || (all_bars && fn->bar[b].kind == FAB_BAR_MEM))
             fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)fn->bar[b].off,
                       (off_t)fn->bar[b].size);
+    atomic_store(&fn->raw_maps, 0); /* a reset function has no mappings left to watch */
     atomic_fetch_add(&fn->reset_gen, 1);
     fab_fn_notify(f, fni);
 }

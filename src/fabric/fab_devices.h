@@ -28,6 +28,10 @@ int fab_fn_msix(struct fab *f, uint32_t fn, uint32_t vector);
  * so the model drops its state (what a lender does when it reclaims a device). */
 void fab_fn_reset(struct fab *f, uint32_t fn);
 /* Tell a function's model that a register changed (what a write to a register BAR does). */
+/* A CPU mapping of fn's registers that stores without fab_fn_notify was made (delta > 0) or
+ * dropped (delta < 0): models then look at their registers every FAB_RAW_TICK_NS. */
+#define FAB_RAW_TICK_NS 200000
+void fab_fn_raw(struct fab *f, uint32_t fn, int delta);
 void fab_fn_notify(struct fab *f, uint32_t fn);
 /* A model thread: sleep until a register write of fn changes reg_seq from `seen`, or
  * timeout_ns (< 0: none) passes. As fab_futex_wait. */

@@ -18,7 +18,7 @@
 #include "topo.h"
 
 #define FAB_MAGIC 0x4e54424cu /* "NTBL" */
-#define FAB_VERSION 11
+#define FAB_VERSION 12
 #define FAB_CPU_WORDS 16 /* dma_cpus: CPUs 0..1023, as cpu_set_t */
 #define FAB_NAME_MAX 64
 #define FAB_MAX_PROCS 512
@@ -99,6 +99,11 @@ struct fab_function {
     _Atomic uint32_t lend_manager_pid;
     _Atomic uint32_t lend_setup;          /* shared after an exclusive set-up: reset when the
                                            * last borrower leaves */
+    /* CPU mappings of a register BAR whose stores come without fab_fn_notify (a SISCI
+     * program's plain stores to a mapped BAR): while there are any, the model looks at its
+     * registers on its own (fab_fn_wait wakes every FAB_RAW_TICK_NS), as hardware sees a
+     * store without being told. */
+    _Atomic uint32_t raw_maps;
 };
 
 /* Device Lending: a function lent to this host and hot-added into its PCIe tree ("shadow").

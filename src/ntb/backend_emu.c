@@ -263,6 +263,7 @@ static volatile void *emu_bar_mem(struct rt *rt, uint32_t fn, int bar)
 }
 
 static void emu_fn_notify(struct rt *rt, uint32_t fn) { fab_fn_notify(rt->f, fn); }
+static void emu_fn_raw(struct rt *rt, uint32_t fn, int delta) { fab_fn_raw(rt->f, fn, delta); }
 
 /* ---------------------------------------------------------------- the table */
 
@@ -298,6 +299,7 @@ const struct ntb_backend_ops ntb_backend_emu = {
     .cfg_write = emu_cfg_write,
     .bar_mem = emu_bar_mem,
     .fn_notify = emu_fn_notify,
+    .fn_raw = emu_fn_raw,
     .tree = emu_tree,
     .tree_word = emu_tree_word,
     .adapter_info = emu_adapter_info,

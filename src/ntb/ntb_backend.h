@@ -169,13 +169,16 @@ struct ntb_backend_ops {
      * complex does it; cfg_write -EINVAL on a bad offset/length). bar_mem: BAR `bar` of a
      * function in this host, mapped into this process (NULL + EINVAL if none). fn_notify:
      * tell the function's model a register was written (a doorbell write on hardware needs
-     * nothing: the write itself is the notification). */
+     * nothing: the write itself is the notification). fn_raw: a CPU mapping of fn's
+     * registers whose stores come without fn_notify was made (+1) or dropped (-1), so the
+     * model must watch them itself; NULL where a store needs no notification (hardware). */
     int (*func_info)(struct rt *rt, uint32_t fn, struct ntb_func_info *out);
     int (*func_by_name)(struct rt *rt, const char *name);
     uint32_t (*cfg_read)(struct rt *rt, uint32_t fn, uint32_t off, uint32_t len);
     int (*cfg_write)(struct rt *rt, uint32_t fn, uint32_t off, uint32_t len, uint32_t val);
     volatile void *(*bar_mem)(struct rt *rt, uint32_t fn, int bar);
     void (*fn_notify)(struct rt *rt, uint32_t fn);
+    void (*fn_raw)(struct rt *rt, uint32_t fn, int delta);
     /* tree: the functions lent to `host` and hot-added into its PCIe tree, at most max into
      * out; returns how many there are. tree_word: a word that changes on every hot-add and
      * hot-remove in host's tree (wait on it with wait()). Both may be NULL (no lending). */

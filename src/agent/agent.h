@@ -130,6 +130,7 @@ enum mbox_type {
     MBOX_SEG_CREATE_FOR,
     MBOX_SEG_REMOVE_FOR,
     MBOX_SEG_CANCEL,
+    MBOX_DEV_SEGMENT,
     MBOX_TYPES = 32
 };
 #define MBOX_MAX_PAYLOAD 1024u
@@ -198,6 +199,12 @@ bool aseg_events_in(int32_t client, uint64_t phys, uint64_t len);
 /** aplace_alloc_at() - have host @host's agent create a segment of @size for @client, in
  * its memory, available on its adapter facing us. 0 with its id, or -errno. */
 int aplace_alloc_at(int32_t client, uint32_t host, uint64_t size, uint64_t *id);
+/** adevseg_request() - the id of device memory segment @number of function @fn at its lender
+ * (devseg.c), made with @size bytes by the first request. -EACCES when this host does not
+ * borrow @fn, -EHOSTUNREACH when the lender does not answer. */
+int adevseg_request(uint32_t fn, uint32_t number, uint64_t size, uint64_t *id);
+/** adevseg_idle() - @fn's last borrower returned it: its device memory segments go. */
+void adevseg_idle(uint32_t fn);
 int aplace_free_at(int32_t client, uint32_t host, uint32_t id);
 /** aplace_host_gone() - host @host died or rebooted: remove what we created for it. */
 void aplace_host_gone(uint32_t host);

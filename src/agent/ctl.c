@@ -145,6 +145,10 @@ bool agent_serve(int fd, int32_t pid, const struct agent_req *req, struct agent_
     case AGENT_DEV_APERTURE:
         rsp.rc = alend_aperture(pid, (uint32_t)req->a, req->b != 0, &rsp.a, &rsp.b, &rsp.c);
         break;
+    case AGENT_DEV_SEGMENT:
+        rsp.rc = req->b > UINT32_MAX ? -EINVAL
+                                     : adevseg_request((uint32_t)req->a, (uint32_t)req->b, req->c, &rsp.a);
+        break;
     case AGENT_SEG_ALLOC_AT:
         rsp.rc = aplace_alloc_at(pid, (uint32_t)req->a, req->b, &rsp.a);
         break;

@@ -682,6 +682,7 @@ void aseg_register(void)
     mbox_register(MBOX_SEG_CANCEL, h_seg_cancel);
     aintr_register();
     aplace_register();
+    adevseg_register();
 }
 
 int aseg_start(void)

@@ -130,6 +130,8 @@ void aintr_register(void);
 /* ---- place.c ---- */
 void aplace_client_gone(int32_t client);
 void aplace_register(void);
+/* devseg.c */
+void adevseg_register(void);
 /* MBOX_SEG_CANCEL of a placement request: remove the segment made for it. Lock held. */
 int aplace_cancel(uint32_t from, uint32_t token);
 

@@ -61,6 +61,9 @@ enum agent_op {
                            * slice of the lender's DMA aperture, b = its I/O virtual address
                            * in this host's IOMMU domain for traffic from that lender,
                            * c = its size */
+    AGENT_DEV_SEGMENT,    /* a = function borrowed by this host, b = number, c = size -> a =
+                           * id, at the function's lender, of its device memory segment
+                           * `number` (made with size bytes by the first request) */
 };
 
 struct agent_req {

@@ -192,6 +192,7 @@ static void lend_drop(uint32_t fn, uint32_t host)
         atomic_store(&func(fn)->lend_manager, 0);
     if (borrower_count(fn) == 0) {
         bars_inbound(fn, false);
+        adevseg_idle(fn);
         /* Taken back: whatever the borrowers left in it (queues pointing into their memory)
          * must not reach the next one. */
         bool setup = atomic_exchange(&func(fn)->lend_setup, 0);

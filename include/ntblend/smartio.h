@@ -109,6 +109,29 @@ int sio_map_peer_bar(sio_dev_t *dev, sio_dev_t *peer, int bar, uint64_t *ioaddr,
                      sio_dma_t **map);
 int sio_unmap(sio_dma_t *map);
 
+/* ---- device segments (smartio-tocs-2021 §6.1): a device's memory as segments ----
+ * A borrowed device's BARs, and memory kept in its lender for its borrowers, as connected
+ * segments (seg_remote_t) of descriptor sd through local adapter `adapter`: map them for the
+ * CPU (seg_map_remote), for another device (sio_map_remote: peer to peer), DMA to them
+ * (seg_dma_transfer), and end them with seg_disconnect, like any other connected segment. */
+/** sio_connect_bar() - BAR `bar` of the device. The CPU reaches it directly through a
+ * mapping; stores to a register BAR need no sio_write32: while such a mapping exists, the
+ * device's model watches its registers itself (as hardware sees any store), at the cost of a
+ * wake-up every 200 µs while it is idle. -EINVAL no such BAR, -EHOSTUNREACH no path.
+ */
+int sio_connect_bar(seg_desc_t *sd, sio_dev_t *dev, int bar, int adapter, seg_remote_t **seg);
+#define SIO_DEVMEM_SHARED 1u  /* one segment per number that all borrowers of the device share */
+#define SIO_DEVMEM_PRIVATE 2u /* this connection's own, gone when it is disconnected */
+#define SIO_DEVMEM_MAX_SIZE (64u << 20)
+/** sio_connect_devmem() - Device memory `number` of the device: memory in its lender, near
+ * the device. SIO_DEVMEM_SHARED: the first borrower to ask creates it with `size` bytes
+ * (later ones get it as it is, whatever size they ask); it lives until the device's last
+ * borrower returns it. SIO_DEVMEM_PRIVATE: `size` bytes for this connection alone (number
+ * unused). -EINVAL size 0 or over SIO_DEVMEM_MAX_SIZE, -EACCES the device is not borrowed.
+ */
+int sio_connect_devmem(seg_desc_t *sd, sio_dev_t *dev, uint32_t number, size_t size,
+                       unsigned flags, int adapter, seg_remote_t **seg);
+
 /* Memory placed by access pattern (smartio-tocs-2021 §6.1, §7.4.1): reads across the NTB cost
  * a round trip, posted writes do not, so memory goes where it is read. A queue the device
  * reads (an NVMe SQ: SIO_HINT_DEVICE_READ) or that several hosts read (SIO_HINT_MULTI_HOST)

@@ -202,6 +202,7 @@ static int emu_func_info(struct rt *rt, uint32_t fn, struct ntb_func_info *o)
         if (x->bar[b].kind != FAB_BAR_NONE) {
             o->bar[b].size = x->bar[b].size;
             o->bar[b].addr = x->bar[b].addr;
+            o->bar[b].regs = x->bar[b].kind == FAB_BAR_REGS;
         }
     return 0;
 }

@@ -83,6 +83,7 @@ struct ntb_func_info {
     struct {
         uint64_t size;      /* 0: no BAR in this slot */
         uint64_t addr;      /* in the lender's physical address space */
+        bool regs;          /* registers a model serves (else plain memory) */
     } bar[NTB_BK_BARS];
 };
 

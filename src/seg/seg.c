@@ -292,6 +292,33 @@ fail:
     return rc;
 }
 
+int seg_connect_phys(seg_desc_t *sd, uint32_t owner, uint64_t bus, uint64_t size, int adapter,
+                     seg_remote_t **out)
+{
+    if (!sd || !out || !size || adapter < 0)
+        return -EINVAL;
+    struct rt *rt = sd->rt;
+    seg_remote_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    *r = (seg_remote_t){ .sd = sd, .node = rt->ops->node_id(rt, owner), .owner = owner,
+                         .local = owner == rt->host, .bus = bus, .size = size, .dev = true };
+    int rc = 0;
+    if (!r->local) {
+        int ai = rt->ops->adapter(rt, rt->host, adapter);
+        int peer = ai < 0 ? -ENODEV : rt->ops->peer_on(rt, (uint32_t)ai, owner);
+        r->ai = ai < 0 ? 0 : (uint32_t)ai;
+        r->peer_ai = peer < 0 ? 0 : (uint32_t)peer;
+        rc = peer < 0 ? peer : program_lut(r);
+    }
+    if (rc) {
+        free(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
 int seg_disconnect(seg_remote_t *r)
 {
     if (!r)
@@ -299,9 +326,19 @@ int seg_disconnect(seg_remote_t *r)
     struct rt *rt = r->sd->rt;
     if (atomic_load(&r->nmaps))
         return -EBUSY; /* unmap it first */
+    if (r->dev) { /* nothing at the owner to tell */
+        if (!r->local)
+            release_lut(r);
+        free(r);
+        return 0;
+    }
     release_lut(r); /* first: from here on nothing we store can reach the owner */
     int rc = rt_call(rt, AGENT_SEG_DISCONNECT, r->owner, r->conn_id, NULL);
     rt_call(rt, AGENT_FREE, r->event_phys, 0, NULL);
+    if (r->placed_id) /* private device memory: it goes with its one connection */
+        rt_call(rt, AGENT_SEG_FREE_AT, r->placed_host, r->placed_id, NULL);
+    if (r->placed_local)
+        seg_remove(r->placed_local);
     free(r);
     return rc == -ENOENT ? 0 : rc;
 }
@@ -331,7 +368,10 @@ void *seg_map_remote(seg_remote_t *r, size_t offset, size_t size, unsigned flags
         errno = ENOMEM;
         return NULL;
     }
-    if (r->local && (flags & SEG_MAP_READONLY)) {
+    if (r->dev && r->local) { /* the BAR of a device in this host: its own mapping */
+        volatile char *bar = rt->ops->bar_mem(rt, r->dev_fn, r->dev_bar);
+        m->ptr = bar ? (char *)bar + offset : NULL;
+    } else if (r->local && (flags & SEG_MAP_READONLY)) {
         m->ptr = ram_view_readonly(rt, r->owner, r->bus + offset, size, &m->window);
     } else if (r->local) {
         m->ptr = rt->ops->ram(rt, r->owner, r->bus + offset, size);
@@ -347,6 +387,10 @@ void *seg_map_remote(seg_remote_t *r, size_t offset, size_t size, unsigned flags
     }
     m->remote = r;
     m->size = size;
+    /* Stores through it reach the registers with no sio_write32 to tell the model. */
+    m->raw = r->dev_regs && !(flags & SEG_MAP_READONLY) && rt->ops->fn_raw;
+    if (m->raw)
+        rt->ops->fn_raw(rt, r->dev_fn, +1);
     atomic_fetch_add(&r->nmaps, 1);
     *map = m;
     return m->ptr;
@@ -357,6 +401,8 @@ int seg_unmap(seg_map_t *m)
     if (!m)
         return -EINVAL;
     int rc = 0;
+    if (m->raw)
+        m->remote->sd->rt->ops->fn_raw(m->remote->sd->rt, m->remote->dev_fn, -1);
     if (m->remote && !m->remote->local)
         rc = m->remote->sd->rt->ops->window_cpu_unmap(m->remote->sd->rt, m->window);
     else if (m->window) /* a read-only view of local RAM */
@@ -377,6 +423,12 @@ void seg_flush(void) { atomic_thread_fence(memory_order_seq_cst); }
 int seg_wait_event(seg_remote_t *r, int timeout_ms)
 {
     uint64_t deadline = seg_deadline(timeout_ms);
+    if (!r->ev) { /* a device's BAR: no owner to send events; sleep out the timeout */
+        _Atomic uint32_t none = 0;
+        while (!seg_futex_wait_ms(&none, 0, deadline))
+            ;
+        return SEG_EVENT_NONE;
+    }
     for (;;) {
         uint32_t seq = atomic_load(&r->ev->seq);
         if (atomic_load(&r->ev->head) != r->ev_seen)
@@ -388,6 +440,11 @@ int seg_wait_event(seg_remote_t *r, int timeout_ms)
 
 int seg_remote_state(seg_remote_t *r)
 {
+    if (!r->ev) { /* a device's BAR: there while the path is */
+        struct rt *rt = r->sd->rt;
+        return r->local || rt->ops->path_up(rt, r->ai, r->peer_ai) ? SEG_EVENT_AVAILABLE
+                                                                   : SEG_EVENT_LOST;
+    }
     if (atomic_load(&r->ev->lost))
         return SEG_EVENT_LOST;
     return (int)atomic_load(&r->ev->state);

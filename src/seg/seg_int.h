@@ -37,6 +37,16 @@ struct seg_remote {
     struct seg_event_word *ev;
     uint32_t ev_seen;
     _Atomic uint32_t nmaps; /* disconnect refuses while mapped: the LUT entries could be reused */
+    /* A device's BAR (sio_connect_bar), not a segment the owner's agent keeps: no event
+     * word (ev NULL), and a CPU mapping of a register BAR stores without notifying. */
+    bool dev;
+    bool dev_regs;
+    uint32_t dev_fn;
+    int dev_bar;
+    /* A process's own device memory (sio_connect_devmem SIO_DEVMEM_PRIVATE), which goes with
+     * the connection: placed at host placed_host by its agent (placed_id), or created here. */
+    uint32_t placed_host, placed_id;
+    seg_local_t *placed_local;
 };
 
 struct seg_map {
@@ -45,6 +55,7 @@ struct seg_map {
     void *window;         /* the window mapping to release, NULL if direct RAM */
     void *ptr;
     size_t size;
+    bool raw;             /* counted in the device's raw_maps (ntb_backend fn_raw) */
 };
 
 struct seg_seq {
@@ -60,6 +71,10 @@ struct seg_seq {
 
 /* Open (once) and return this descriptor's handle on adapter `index` of this host. */
 struct ntb_dev *seg_ntb(seg_desc_t *sd, int index, int *err);
+/* A connection to [bus, bus+size) of host `owner`'s physical map (a device's BAR) through
+ * local adapter `adapter`, with no segment behind it: the owner's agent is not involved. */
+int seg_connect_phys(seg_desc_t *sd, uint32_t owner, uint64_t bus, uint64_t size, int adapter,
+                     seg_remote_t **out);
 /* Bus address, on this host, of byte `off` of a connected segment (what a DMA engine uses). */
 uint64_t seg_remote_bus(const seg_remote_t *r, size_t off);
 /* Wait on a futex word with a millisecond timeout (<0 forever); 0 or -ETIMEDOUT. */

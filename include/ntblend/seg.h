@@ -58,6 +58,14 @@ int seg_create(seg_desc_t *sd, seg_local_t **seg, uint32_t id, size_t size);
  */
 int seg_create_attached(seg_desc_t *sd, seg_local_t **seg, uint32_t id, uint64_t bus_addr,
                         size_t size);
+/** seg_create_registered() - Create a segment of the caller's memory [addr, addr+size)
+ * (page-aligned, mapped read-write): its pages are replaced, at the same address and with
+ * the same contents, by memory of this host that the fabric reaches, as pinning them gives a
+ * device their physical pages. seg_remove gives the caller private pages there again, with
+ * what the segment held last. -EINVAL not page-aligned, -EFAULT not the caller's memory.
+ */
+int seg_create_registered(seg_desc_t *sd, seg_local_t **seg, uint32_t id, void *addr,
+                          size_t size);
 uint32_t seg_local_id(const seg_local_t *seg);
 size_t seg_local_size(const seg_local_t *seg);
 /** seg_prepare() - Make the segment reachable through adapter (index on this host). */

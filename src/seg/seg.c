@@ -162,6 +162,39 @@ int seg_create_attached(seg_desc_t *sd, seg_local_t **seg, uint32_t id, uint64_t
     return create(sd, seg, id, bus_addr, size);
 }
 
+int seg_create_registered(seg_desc_t *sd, seg_local_t **seg, uint32_t id, void *addr,
+                          size_t size)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    if (!sd || !seg || !addr || !size || (uintptr_t)addr % (uintptr_t)page || size % (size_t)page)
+        return -EINVAL;
+    unsigned char vec;
+    if (mincore(addr, 1, &vec) && errno == ENOMEM)
+        return -EFAULT; /* nothing mapped there */
+    seg_local_t *s;
+    int rc = create(sd, &s, id, 0, size);
+    if (rc)
+        return rc;
+    struct rt *rt = sd->rt;
+    int fd = rt->ops->ram_fd(rt, rt->host);
+    void *ram = rt->ops->ram(rt, rt->host, s->phys, size);
+    if (fd < 0 || !ram) {
+        seg_remove(s);
+        return fd < 0 ? fd : -ENOMEM;
+    }
+    /* Copy first, then put host memory in the pages' place: the caller sees no change. */
+    memcpy(ram, addr, size);
+    if (mmap(addr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, (off_t)s->phys) ==
+        MAP_FAILED) {
+        rc = -errno;
+        seg_remove(s);
+        return rc;
+    }
+    s->registered = addr;
+    *seg = s;
+    return 0;
+}
+
 uint32_t seg_local_id(const seg_local_t *seg) { return seg->id; }
 size_t seg_local_size(const seg_local_t *seg) { return seg->size; }
 
@@ -185,6 +218,17 @@ int seg_remove(seg_local_t *seg)
         return -EINVAL;
     if (atomic_load(&seg->nmaps))
         return -EBUSY; /* unmap first: the memory may be handed out again once removed */
+    if (seg->registered) { /* the caller's own pages again, before the memory can go */
+        struct rt *rt = seg->sd->rt;
+        void *ram = rt->ops->ram(rt, rt->host, seg->phys, seg->size);
+        void *p = ram ? mmap(seg->registered, seg->size, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)
+                      : MAP_FAILED;
+        if (p == MAP_FAILED)
+            return -ENOMEM;
+        memcpy(p, ram, seg->size);
+        seg->registered = NULL;
+    }
     int rc = rt_call(seg->sd->rt, AGENT_SEG_REMOVE, seg->id, 0, NULL);
     if (!rc)
         free(seg);

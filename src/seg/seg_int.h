@@ -24,6 +24,7 @@ struct seg_local {
     uint32_t id;
     uint64_t phys, size;
     _Atomic uint32_t nmaps; /* remove refuses while mapped: the memory could be reused */
+    void *registered;       /* seg_create_registered: the caller's address it replaced */
 };
 
 struct seg_remote {

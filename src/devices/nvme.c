@@ -158,16 +158,18 @@ static void *run(void *arg)
 static int nvme_start(struct fab *f, uint32_t fn, void **state)
 {
     struct fab_function *fx = fab_func(f, fn);
-    uint64_t queues, nns, ns_size, mdts, cmb, poll_us;
+    uint64_t queues, nns, ns_size, mdts, cmb, poll_us, alloc_all;
     if (devreg_param_size(fx->params, "queues", NVME_DEFAULT_QUEUES, &queues) || queues < 1 ||
         queues > NVME_MAX_QUEUES ||
         devreg_param_size(fx->params, "namespaces", 1, &nns) || nns < 1 || nns > 1024 ||
         devreg_param_size(fx->params, "ns_size", 1ull << 30, &ns_size) || ns_size < NVME_LBA_SIZE ||
         devreg_param_size(fx->params, "mdts", 5, &mdts) || mdts < 1 || mdts > 10 ||
         devreg_param_size(fx->params, "cmb", 0, &cmb) ||
-        devreg_param_size(fx->params, "poll_us", POLL_US_DEFAULT, &poll_us) || poll_us > POLL_US_MAX) {
+        devreg_param_size(fx->params, "poll_us", POLL_US_DEFAULT, &poll_us) || poll_us > POLL_US_MAX ||
+        devreg_param_size(fx->params, "alloc_all", 0, &alloc_all) || alloc_all > 1) {
         fprintf(stderr, "nvme %s: bad queues (1..%u), namespaces (1..1024), ns_size (>= 4K), "
-                "mdts (1..10), cmb or poll_us (0..%u); fix the [device] section\n", fx->name,
+                "mdts (1..10), cmb, poll_us (0..%u) or alloc_all (0, 1); fix the [device] "
+                "section\n", fx->name,
                 NVME_MAX_QUEUES, POLL_US_MAX);
         return -EINVAL;
     }
@@ -218,7 +220,7 @@ static int nvme_start(struct fab *f, uint32_t fn, void **state)
     snprintf(m->serial, sizeof m->serial, "NTB%08X%04X", fx->rid, fn & 0xffff);
     struct nvme_params p = {
         .queues = (uint32_t)queues, .namespaces = (uint32_t)nns, .ns_size = ns_size,
-        .mdts = (uint32_t)mdts,
+        .mdts = (uint32_t)mdts, .alloc_all = alloc_all != 0,
         .cmb_size = cmb && fx->bar[2].kind == FAB_BAR_MEM ? (cmb + 4095) & ~4095ull : 0,
         .vectors = (fab_cfg_read(f, fn, FAB_CFG_MSIX + 2, 2) & 0x7ffu) + 1,
         .vid = 0x8086, .ssvid = 0x8086, .serial = m->serial,

@@ -201,8 +201,8 @@ static uint16_t features(struct nvme_ctrl *c, const struct nvme_sqe *sqe, bool s
             return NVME_INVALID_FIELD;
         if (c->io_queue_created)
             return NVME_CMD_SEQ_ERROR;
-        c->nsq_alloc = nsqr + 1 < c->p.queues ? nsqr + 1 : c->p.queues;
-        c->ncq_alloc = ncqr + 1 < c->p.queues ? ncqr + 1 : c->p.queues;
+        c->nsq_alloc = nsqr + 1 < c->p.queues && !c->p.alloc_all ? nsqr + 1 : c->p.queues;
+        c->ncq_alloc = ncqr + 1 < c->p.queues && !c->p.alloc_all ? ncqr + 1 : c->p.queues;
         c->feat[fid] = (c->ncq_alloc - 1) << 16 | (c->nsq_alloc - 1);
         *dw0 = c->feat[fid];
         return NVME_SUCCESS;

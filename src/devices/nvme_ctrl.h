@@ -31,6 +31,9 @@ struct nvme_params {
     uint32_t vectors;    /* MSI-X vectors (queues + 1) */
     uint16_t vid, ssvid;
     const char *serial;  /* up to 20 chars */
+    bool alloc_all;      /* Number of Queues allocates every queue, whatever was asked: the
+                          * specification lets a controller allocate more than requested, and
+                          * drivers written for such controllers (libnvm) rely on it */
 };
 
 struct nvme_sq {

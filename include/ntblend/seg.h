@@ -178,7 +178,7 @@ void seg_intr_disconnect(seg_rintr_t *r);
 int seg_intr_trigger(seg_rintr_t *r);
 /* Trigger with up to SEG_INTR_DATA_MAX bytes. The owner holds the last 32 triggers: a waiter
  * that falls further behind loses the oldest (seg_intr_wait_data skips to the oldest held). */
-#define SEG_INTR_DATA_MAX 64u
+#define SEG_INTR_DATA_MAX 112u
 int seg_intr_trigger_data(seg_rintr_t *r, const void *data, size_t len);
 
 /* ---- sequences ---- */

@@ -21,7 +21,7 @@ struct seg_event_word {
 };
 
 #define SEG_INTR_SLOTS 32u
-#define SEG_INTR_PAYLOAD 64u
+#define SEG_INTR_PAYLOAD 112u /* the page stays one 4 KiB page: 16 + 32 * (8 + 112) */
 
 struct seg_intr_page {
     _Atomic uint32_t count; /* futex: triggers so far */
@@ -34,5 +34,6 @@ struct seg_intr_page {
         uint8_t data[SEG_INTR_PAYLOAD];
     } slot[SEG_INTR_SLOTS];
 };
+_Static_assert(sizeof(struct seg_intr_page) <= 4096, "an interrupt page is one page");
 
 #endif

@@ -93,15 +93,16 @@ static sci_error_t device(sci_smartio_query_device_t *q)
     case SCI_Q_DEVICE_FDID_BY_NAME: {
         sci_smartio_device_name_t *w = q->data;
         int id = w->name ? sio_find(w->name) : -EINVAL;
-        if (id < 0)
+        if (id < 0 || id >= n || id >= 256)
             return w->name ? SCI_ERR_DEVICE_NOT_FOUND : SCI_ERR_ILLEGAL_PARAMETER;
-        w->fdid = (unsigned long long)id;
+        w->fdid = sci_fdid((uint32_t)id, all[id].node_id);
         return SCI_ERR_OK;
     }
     case SCI_Q_DEVICE_INFO: {
-        if (q->fdid >= (unsigned long long)n || q->fdid >= 256)
+        int id = sci_fdid_device(q->fdid);
+        if (id < 0 || id >= 256)
             return SCI_ERR_DEVICE_NOT_FOUND;
-        const struct sio_info *x = &all[q->fdid];
+        const struct sio_info *x = &all[id];
         sci_smartio_device_info_t *o = q->data;
         memset(o, 0, sizeof *o);
         o->fdid = q->fdid;

@@ -158,6 +158,11 @@ static inline int sci_timeout(unsigned ms) { return ms == SCI_INFINITE_TIMEOUT |
 int sci_adapter_count(void);
 
 /* ---- smartio.c */
+/* Fabric device ids (fdid) as SISCI programs see them: the lender's node id in bits 16 and
+ * up, ntblend's device id + 1 below (never 0: programs take 0 for "none"). nvme0 (device 0)
+ * lent by node 4 is 0x40001. sci_fdid_device: ntblend's device id, or -1 if no such device. */
+unsigned long long sci_fdid(uint32_t device, uint32_t node);
+int sci_fdid_device(unsigned long long fdid);
 /* Drop a device mapping list (the segment goes). */
 void sci_devmaps_drop(struct sci_devmap **list, pthread_mutex_t *lock);
 

@@ -17,6 +17,25 @@ static struct {
     struct sci_borrow *list;
 } borrows = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
+unsigned long long sci_fdid(uint32_t device, uint32_t node)
+{
+    return (unsigned long long)node << 16 | (device + 1);
+}
+
+int sci_fdid_device(unsigned long long fdid)
+{
+    static struct sio_info all[1024];
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    uint32_t id = (uint32_t)(fdid & 0xffff);
+    if (!id || fdid >> 48)
+        return -1;
+    pthread_mutex_lock(&lock);
+    int n = sio_list(all, 1024);
+    bool ok = id <= (uint32_t)(n < 0 ? 0 : n) && id <= 1024 && all[id - 1].node_id == (fdid >> 16);
+    pthread_mutex_unlock(&lock);
+    return ok ? (int)id - 1 : -1;
+}
+
 void SCIBorrowDevice(sci_desc_t sd, sci_device_t *device, unsigned long long fdid,
                      unsigned int flags, sci_error_t *error)
 {
@@ -29,8 +48,8 @@ void SCIBorrowDevice(sci_desc_t sd, sci_device_t *device, unsigned long long fdi
         sci_set(error, SCI_ERR_ILLEGAL_FLAG);
         return;
     }
-    struct sio_info info;
-    if (fdid > UINT32_MAX || sio_list(&info, 0) <= (long long)fdid) {
+    int id = sci_fdid_device(fdid);
+    if (id < 0) {
         sci_set(error, SCI_ERR_DEVICE_NOT_FOUND);
         return;
     }
@@ -47,7 +66,7 @@ void SCIBorrowDevice(sci_desc_t sd, sci_device_t *device, unsigned long long fdi
     if (!b && !(b = calloc(1, sizeof *b)))
         rc = -ENOMEM;
     else if (!b->refs) {
-        rc = sio_borrow((uint32_t)fdid, flags & SCI_FLAG_EXCLUSIVE ? SIO_EXCLUSIVE : SIO_SHARED, &b->dev);
+        rc = sio_borrow((uint32_t)id, flags & SCI_FLAG_EXCLUSIVE ? SIO_EXCLUSIVE : SIO_SHARED, &b->dev);
         if (!rc && (rc = sio_enable(b->dev)))
             sio_return(b->dev);
         if (!rc) {

@@ -155,7 +155,7 @@ void SCITriggerInterrupt(sci_remote_interrupt_t interrupt, unsigned int flags, s
 unsigned int SCIGetLocalInterruptNo(sci_local_interrupt_t interrupt);
 
 /* ---- interrupts with data (at most SCI_MAX_DATA_INTERRUPT_SIZE bytes each) */
-#define SCI_MAX_DATA_INTERRUPT_SIZE 64u
+#define SCI_MAX_DATA_INTERRUPT_SIZE 112u
 void SCICreateDataInterrupt(sci_desc_t sd, sci_local_data_interrupt_t *interrupt,
                             unsigned int localAdapterNo, unsigned int *interruptNo,
                             sci_cb_data_interrupt_t callback, void *callbackArg,

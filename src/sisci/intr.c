@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ntblend/ntb.h"
 #include "sisci_int.h"
 
 static void *intr_thread(void *arg)
@@ -146,7 +147,10 @@ static void connect_intr(sci_desc_t sd, uintptr_t *out, unsigned node, unsigned 
                               sci_timeout(timeout));
     if (rc) {
         sci_free(r);
-        sci_set(error, rc == -ENOENT ? SCI_ERR_NO_SUCH_INTNO : sci_err(rc));
+        char name[8];
+        sci_set(error, ntb_node_name(node, name, sizeof name) == -ENOENT ? SCI_ERR_NO_SUCH_NODEID
+                       : rc == -ENOENT                                  ? SCI_ERR_NO_SUCH_INTNO
+                                                                        : sci_err(rc));
         return;
     }
     *out = r->o.handle;

@@ -55,7 +55,8 @@ void SCICreateSegment(sci_desc_t sd, sci_local_segment_t *segment, unsigned int 
     }
     if (rc) {
         sci_free(s);
-        sci_set(error, sci_err(rc));
+        /* The size is checked: what the host refuses is more memory than it has. */
+        sci_set(error, rc == -EINVAL || rc == -ENOMEM ? SCI_ERR_NOSPC : sci_err(rc));
         return;
     }
     *segment = (sci_local_segment_t)s->o.handle;
@@ -317,11 +318,9 @@ void SCIConnectSegment(sci_desc_t sd, sci_remote_segment_t *segment, unsigned in
     if (rc) {
         char name[8];
         sci_free(r);
-        /* An unknown node reads as no segment to the agent: say which it was. */
-        sci_set(error, rc == -ENOENT && ntb_node_name(nodeId, name, sizeof name) == -ENOENT
-                           ? SCI_ERR_NO_SUCH_NODEID
-                           : rc == -ENOENT && timeout != SCI_INFINITE_TIMEOUT ? SCI_ERR_NO_SUCH_SEGMENT
-                                                                             : sci_err(rc));
+        /* An unknown node reads as unreachable to the agent: say which it was. */
+        sci_set(error, ntb_node_name(nodeId, name, sizeof name) == -ENOENT ? SCI_ERR_NO_SUCH_NODEID
+                                                                           : sci_err(rc));
         return;
     }
     r->id = segmentId;

@@ -1,0 +1,265 @@
+/*
+ * sisci_bench: what the SISCI layer costs over ntblend's native segment API, measured side
+ * by side in one run, in interleaved rounds (native, SISCI, native, ...), between two hosts:
+ * CPU store bandwidth into a remote segment, remote load latency, DMA bandwidth, and the
+ * interrupt round trip. Each figure is a median over rounds; the ratio is SISCI / native
+ * (time per operation: above 1 means SISCI is slower). docs/sisci.md has the figures,
+ * scripts/bench-sisci.sh runs it.
+ *
+ *   ntblend run --host a -- sisci_bench serve PEER_NODE     (the other side; runs until killed)
+ *   ntblend run --host b -- sisci_bench run PEER_NODE [ROUNDS]
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ntblend/seg.h"
+#include "sisci_api.h"
+
+#define SEG_ID 0x5b00u
+#define SEG_SIZE (4u << 20)
+#define SRV_NATIVE 0x5b01u /* interrupt numbers: the server's, then the client's */
+#define SRV_SCI 0x5b02u
+#define CLI_NATIVE 0x5b03u
+#define CLI_SCI 0x5b04u
+#define PINGS 2000
+#define LOADS 20000
+#define DMA_SIZE (1u << 20)
+#define DMAS 16
+#define STORES 64 /* MiB per store round */
+
+static void fail(const char *what, int e)
+{
+    fprintf(stderr, "sisci_bench: %s: %s\n", what, e < 0 ? seg_strerror(e) : SCIGetErrorString((sci_error_t)e));
+    exit(1);
+}
+#define SCI(call)                                                                           \
+    do {                                                                                    \
+        sci_error_t err;                                                                    \
+        call;                                                                               \
+        if (err != SCI_ERR_OK)                                                              \
+            fail(#call, (int)err);                                                          \
+    } while (0)
+#define NAT(call)                                                                           \
+    do {                                                                                    \
+        int rc_ = (call);                                                                   \
+        if (rc_)                                                                            \
+            fail(#call, rc_);                                                               \
+    } while (0)
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* ---------------------------------------------------------------- the server */
+
+static unsigned peer;
+
+static void *pong_native(void *arg)
+{
+    seg_desc_t *sd = arg;
+    seg_intr_t *in;
+    seg_rintr_t *out;
+    uint32_t id = SRV_NATIVE;
+    NAT(seg_intr_create(sd, &in, &id));
+    NAT(seg_intr_connect(sd, &out, peer, CLI_NATIVE, 0, -1));
+    for (;;)
+        if (!seg_intr_wait(in, -1))
+            seg_intr_trigger(out);
+    return NULL;
+}
+
+static void *pong_sci(void *arg)
+{
+    sci_desc_t sd = arg;
+    sci_local_interrupt_t in;
+    sci_remote_interrupt_t out;
+    unsigned n = SRV_SCI;
+    SCI(SCICreateInterrupt(sd, &in, 0, &n, NULL, NULL, SCI_FLAG_FIXED_INTNO, &err));
+    SCI(SCIConnectInterrupt(sd, &out, peer, 0, CLI_SCI, SCI_INFINITE_TIMEOUT, 0, &err));
+    for (;;) {
+        sci_error_t err;
+        SCIWaitForInterrupt(in, SCI_INFINITE_TIMEOUT, 0, &err);
+        if (err == SCI_ERR_OK)
+            SCITriggerInterrupt(out, 0, &err);
+    }
+    return NULL;
+}
+
+static int serve(void)
+{
+    sci_desc_t sd;
+    seg_desc_t *nsd;
+    sci_local_segment_t seg;
+    SCI(SCIOpen(&sd, 0, &err));
+    NAT(seg_open(&nsd));
+    SCI(SCICreateSegment(sd, &seg, SEG_ID, SEG_SIZE, NULL, NULL, 0, &err));
+    SCI(SCIPrepareSegment(seg, 0, 0, &err));
+    SCI(SCISetSegmentAvailable(seg, 0, 0, &err));
+    pthread_t a, b;
+    pthread_create(&a, NULL, pong_native, nsd);
+    pthread_create(&b, NULL, pong_sci, sd);
+    printf("ready\n");
+    fflush(stdout);
+    pthread_join(a, NULL);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the client */
+
+struct side { /* what one API gave the client */
+    volatile uint8_t *remote;  /* the segment, mapped */
+    double store, load, dma, intr; /* this round: ns per MiB stored, per load, per MiB by
+                                    * DMA, per round trip */
+};
+
+static void measure_cpu(struct side *s, uint8_t *src)
+{
+    uint64_t t = now_ns();
+    for (int i = 0; i < STORES; i++)
+        memcpy((void *)(s->remote + (size_t)(i % (SEG_SIZE >> 20)) * (1u << 20)), src, 1u << 20);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    s->store = (double)(now_ns() - t) / STORES;
+    volatile uint64_t *w = (volatile uint64_t *)s->remote;
+    uint64_t x = 0, off = 12345;
+    t = now_ns();
+    for (int i = 0; i < LOADS; i++) { /* dependent loads: each waits for the one before */
+        x += w[off];
+        off = (off * 2654435761u + x) % (SEG_SIZE / 8);
+    }
+    s->load = (double)(now_ns() - t) / LOADS;
+}
+
+static double median(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int run(int rounds)
+{
+    sci_desc_t sd;
+    seg_desc_t *nsd;
+    SCI(SCIOpen(&sd, 0, &err));
+    NAT(seg_open(&nsd));
+    /* the remote segment through both APIs, and a local one each for DMA */
+    sci_remote_segment_t rs;
+    sci_map_t map;
+    sci_local_segment_t ls;
+    seg_remote_t *nrs;
+    seg_map_t *nmap;
+    seg_local_t *nls;
+    struct side sci = { 0 }, nat = { 0 };
+    SCI(SCIConnectSegment(sd, &rs, peer, SEG_ID, 0, NULL, NULL, 10000, 0, &err));
+    SCI(sci.remote = SCIMapRemoteSegment(rs, &map, 0, 0, NULL, 0, &err));
+    NAT(seg_connect(nsd, &nrs, peer, SEG_ID, 0, 10000));
+    nat.remote = seg_map_remote(nrs, 0, 0, 0, &nmap);
+    if (!nat.remote)
+        fail("seg_map_remote", -errno);
+    SCI(SCICreateSegment(sd, &ls, 0, DMA_SIZE, NULL, NULL, SCI_FLAG_AUTO_ID, &err));
+    NAT(seg_create(nsd, &nls, SEG_ID_AUTO, DMA_SIZE));
+    sci_dma_queue_t dq;
+    seg_dma_queue_t *nq;
+    SCI(SCICreateDMAQueue(sd, &dq, 0, 1, 0, &err));
+    NAT(seg_dma_queue_create(nsd, &nq, 0));
+    /* interrupts: ours for the answers, connections to the server's */
+    sci_local_interrupt_t in;
+    sci_remote_interrupt_t out;
+    seg_intr_t *nin;
+    seg_rintr_t *nout;
+    unsigned n = CLI_SCI;
+    uint32_t nid = CLI_NATIVE;
+    SCI(SCICreateInterrupt(sd, &in, 0, &n, NULL, NULL, SCI_FLAG_FIXED_INTNO, &err));
+    NAT(seg_intr_create(nsd, &nin, &nid));
+    SCI(SCIConnectInterrupt(sd, &out, peer, 0, SRV_SCI, 10000, 0, &err));
+    NAT(seg_intr_connect(nsd, &nout, peer, SRV_NATIVE, 0, 10000));
+
+    uint8_t *src = malloc(1u << 20);
+    memset(src, 0x5a, 1u << 20);
+    double *v[2][4];
+    for (int a = 0; a < 2; a++)
+        for (int m = 0; m < 4; m++)
+            v[a][m] = calloc((size_t)rounds, sizeof(double));
+    for (int r = 0; r < rounds; r++) {
+        for (int a = 0; a < 2; a++) { /* a = 0 native, 1 SISCI; the order alternates */
+            int api = (r % 2) ^ a;
+            struct side *s = api ? &sci : &nat;
+            measure_cpu(s, src);
+            uint64_t t = now_ns();
+            for (int i = 0; i < DMAS; i++) {
+                if (api) {
+                    SCI(SCIStartDmaTransfer(dq, ls, rs, 0, DMA_SIZE, 0, NULL, NULL, SCI_FLAG_DMA_WAIT, &err));
+                } else {
+                    NAT(seg_dma_transfer(nq, nls, 0, nrs, 0, DMA_SIZE, 0));
+                    NAT(seg_dma_wait(nq, -1));
+                }
+            }
+            s->dma = (double)(now_ns() - t) / DMAS;
+            t = now_ns();
+            for (int i = 0; i < PINGS; i++) {
+                if (api) {
+                    SCI(SCITriggerInterrupt(out, 0, &err));
+                    SCI(SCIWaitForInterrupt(in, 10000, 0, &err));
+                } else {
+                    NAT(seg_intr_trigger(nout));
+                    NAT(seg_intr_wait(nin, 10000));
+                }
+            }
+            s->intr = (double)(now_ns() - t) / PINGS;
+            v[api][0][r] = s->store;
+            v[api][1][r] = s->load;
+            v[api][2][r] = s->dma;
+            v[api][3][r] = s->intr;
+        }
+    }
+    static const char *names[] = { "store_ns_per_mib", "load_ns", "dma_ns_per_mib", "intr_rtt_ns" };
+    printf("{\"rounds\":%d", rounds);
+    for (int m = 0; m < 4; m++) {
+        double ratio[rounds];
+        for (int r = 0; r < rounds; r++)
+            ratio[r] = v[1][m][r] / v[0][m][r];
+        double lo = ratio[0], hi = ratio[0];
+        for (int r = 1; r < rounds; r++) {
+            lo = ratio[r] < lo ? ratio[r] : lo;
+            hi = ratio[r] > hi ? ratio[r] : hi;
+        }
+        double nm = median(v[0][m], rounds), sm = median(v[1][m], rounds);
+        printf(",\"%s\":{\"native\":%.1f,\"sisci\":%.1f,\"ratio\":%.4f,\"round_ratio_min\":%.4f,"
+               "\"round_ratio_max\":%.4f,\"round_ratio_median\":%.4f}",
+               names[m], nm, sm, sm / nm, lo, hi, median(ratio, rounds));
+    }
+    printf("}\n");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3 || (strcmp(argv[1], "serve") && strcmp(argv[1], "run"))) {
+        fprintf(stderr, "usage: ntblend run --host H -- sisci_bench serve PEER_NODE\n"
+                        "       ntblend run --host H -- sisci_bench run PEER_NODE [ROUNDS]\n");
+        return 2;
+    }
+    peer = (unsigned)strtoul(argv[2], NULL, 0);
+    sci_error_t err;
+    SCIInitialize(0, &err);
+    if (err != SCI_ERR_OK)
+        fail("SCIInitialize", (int)err);
+    if (!strcmp(argv[1], "serve"))
+        return serve();
+    int rounds = argc > 3 ? atoi(argv[3]) : 10;
+    return run(rounds < 2 ? 2 : rounds);
+}

@@ -220,8 +220,23 @@ static void run(const uint8_t *r)
             p[b % sz] = (uint8_t)a;
             (void)p[c % sz];
         }
-        sci_query_adapter_t q = { .subcommand = a & 15, .localAdapterNo = adapter, .data = buf };
-        SCIQuery(b & 7, b & 8 ? NULL : &q, fl & 1, &err);
+        /* SCIQuery: the data of the command's own type (a caller's to get right), its
+         * fields from the input; strings and results land in buf */
+        buf[BUF - 1] = 0;
+        sci_query_string_t qs = { (char *)buf, b >> 16 };
+        sci_query_adapter_t qa = { .subcommand = a & 15, .localAdapterNo = adapter, .data = a & 16 ? NULL : buf };
+        sci_query_system_t qy = { .subcommand = a & 7, .data = a & 16 ? NULL : buf };
+        sci_smartio_device_name_t nm = { .name = a & 32 ? "nvme0" : (char *)buf + 1 };
+        sci_smartio_query_device_t qd = { .fdid = a & 64 ? 0x40001 : c, .subcommand = a & 3,
+                                          .data = a & 3 ? (void *)buf : (void *)&nm };
+        if ((a & 3) == SCI_Q_DEVICE_FDID_BY_NAME)
+            qd.data = &nm;
+        unsigned cmd = b & 7;
+        void *data = cmd <= SCI_Q_API ? (void *)&qs : cmd == SCI_Q_ADAPTER ? (void *)&qa
+                   : cmd == SCI_Q_SYSTEM ? (void *)&qy : cmd == SCI_Q_DEVICE ? (void *)&qd : buf;
+        if (qs.length > BUF)
+            qs.length = BUF;
+        SCIQuery(cmd, b & 8 ? NULL : data, fl & 1, &err);
         break; }
     }
     if (trace) /* NTBLEND_FUZZ_TRACE=1: what each record did, for writing seeds */

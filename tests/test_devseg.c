@@ -1,0 +1,260 @@
+/*
+ * Device segments and registered memory, the native calls the SISCI layer is built on
+ * (examples/topologies/smartio3.ini: nvme0 in host a): a borrowed NVMe's BAR 0 as a connected
+ * segment whose plain stores reach the controller (it comes ready with no sio_write32 to tell
+ * it), device memory shared by number between two borrowers and private to one connection,
+ * and a segment of the caller's own pages (seg_create_registered) given back on removal.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "fabric.h"
+#include "harness.h"
+#include "ntblend/seg.h"
+#include "ntblend/smartio.h"
+
+static char FAB[64];
+static struct fab *F; /* the fabric's state, to see what a mapping told the model */
+#define NODE_A 4u
+#define NODE_B 8u
+
+static int setup(void **state)
+{
+    snprintf(FAB, sizeof FAB, "%s", h_fabric_name("devseg"));
+    if (h_up(FAB, "examples/topologies/smartio3.ini"))
+        return -1;
+    if (h_cli(FAB, "device add nvme0 >/dev/null"))
+        return -1;
+    return fab_attach(FAB, -1, &F);
+}
+
+static int teardown(void **state)
+{
+    fab_detach(F);
+    h_down(FAB);
+    return 0;
+}
+
+static sio_dev_t *borrow_nvme(void)
+{
+    sio_dev_t *d;
+    CHECK_EQ(sio_borrow((uint32_t)sio_find("nvme0"), SIO_SHARED, &d), 0);
+    CHECK_EQ(sio_enable(d), 0);
+    return d;
+}
+
+/* ---------------------------------------------------------------- a BAR as a segment */
+
+/* Plain stores to mapped registers are watched for while such a mapping exists. */
+static uint32_t raw_maps(void)
+{
+    return atomic_load(&fab_func(F, 0)->raw_maps); /* nvme0 is function 0 */
+}
+
+static void bar_user(void *arg)
+{
+    seg_desc_t *sd;
+    seg_remote_t *bar;
+    seg_map_t *m;
+    CHECK_EQ(seg_open(&sd), 0);
+    sio_dev_t *d = borrow_nvme();
+    CHECK_EQ(sio_connect_bar(sd, d, 1, 0, &bar), -EINVAL); /* no BAR 1 */
+    CHECK_EQ(sio_connect_bar(sd, d, 7, 0, &bar), -EINVAL);
+    CHECK_EQ(sio_connect_bar(sd, d, 0, 0, &bar), 0);
+    CHECK(seg_remote_size(bar) >= 16384);
+    CHECK_EQ(seg_remote_node_id(bar), NODE_A);
+    CHECK_EQ(seg_remote_state(bar), SEG_EVENT_AVAILABLE);
+    CHECK_EQ(seg_wait_event(bar, 0), SEG_EVENT_NONE);
+    seg_map_t *ro;
+    CHECK_EQ(raw_maps(), 0);
+    CHECK(seg_map_remote(bar, 0, 0, SEG_MAP_READONLY, &ro)); /* loads only: nothing to watch */
+    CHECK_EQ(raw_maps(), 0);
+    CHECK_EQ(seg_unmap(ro), 0);
+    volatile uint32_t *r = seg_map_remote(bar, 0, 0, 0, &m);
+    CHECK(r);
+    CHECK_EQ(raw_maps(), 1);
+    CHECK_EQ(r[0x08 / 4], 0x10400); /* VS: 1.4 */
+    /* the admin queues in memory of ours the device can reach, then enable: plain stores */
+    seg_local_t *q;
+    CHECK_EQ(seg_create(sd, &q, SEG_ID_AUTO, 8192), 0);
+    uint64_t io;
+    sio_dma_t *dma;
+    CHECK_EQ(sio_map_local(d, q, 0, 8192, &io, &dma), 0);
+    r[0x24 / 4] = 31u << 16 | 31u;           /* AQA: 32 entries each */
+    *(volatile uint64_t *)&r[0x28 / 4] = io; /* ASQ */
+    *(volatile uint64_t *)&r[0x30 / 4] = io + 4096; /* ACQ */
+    r[0x14 / 4] = 0x460001;                  /* CC: IOSQES 6, IOCQES 4, EN */
+    struct timespec ts = { 0, 1000000 };
+    int i = 0;
+    while (!(r[0x1c / 4] & 1) && i++ < 10000) /* CSTS.RDY, within 10 s */
+        nanosleep(&ts, NULL);
+    CHECK_EQ(r[0x1c / 4] & 1, 1);
+    r[0x14 / 4] = 0; /* and disabled again */
+    for (i = 0; (r[0x1c / 4] & 1) && i < 10000; i++)
+        nanosleep(&ts, NULL);
+    CHECK_EQ(r[0x1c / 4] & 1, 0);
+    CHECK_EQ(seg_disconnect(bar), -EBUSY); /* still mapped */
+    CHECK_EQ(seg_unmap(m), 0);
+    CHECK_EQ(raw_maps(), 0);
+    CHECK_EQ(seg_disconnect(bar), 0);
+    CHECK_EQ(sio_unmap(dma), 0);
+    CHECK_EQ(seg_remove(q), 0);
+    CHECK_EQ(sio_return(d), 0);
+    seg_close(sd);
+}
+
+static void test_bar_segment(void **state)
+{
+    struct h_proc b = h_spawn(FAB, "b", bar_user, NULL);
+    assert_int_equal(h_join(&b), 0);
+}
+
+/* ---------------------------------------------------------------- device memory */
+
+static void devmem_user(void *arg)
+{
+    bool first = arg != NULL;
+    seg_desc_t *sd;
+    seg_remote_t *s, *p;
+    seg_map_t *m, *pm;
+    CHECK_EQ(seg_open(&sd), 0);
+    sio_dev_t *d = borrow_nvme();
+    CHECK_EQ(sio_connect_devmem(sd, d, 5, 0, SIO_DEVMEM_SHARED, 0, &s), -EINVAL);
+    CHECK_EQ(sio_connect_devmem(sd, d, 5, (size_t)SIO_DEVMEM_MAX_SIZE + 1, SIO_DEVMEM_SHARED, 0, &s), -EINVAL);
+    CHECK_EQ(sio_connect_devmem(sd, d, 5, 4096, 3, 0, &s), -EINVAL);
+    if (first) {
+        CHECK_EQ(sio_connect_devmem(sd, d, 5, 8192, SIO_DEVMEM_SHARED, 0, &s), 0);
+        h_put(1);
+    } else {
+        h_get(); /* the first made it with 8 KiB: a later borrower gets it as it is */
+        CHECK_EQ(sio_connect_devmem(sd, d, 5, 4096, SIO_DEVMEM_SHARED, 0, &s), 0);
+    }
+    CHECK_EQ(seg_remote_size(s), 8192);
+    CHECK_EQ(seg_remote_node_id(s), NODE_A);
+    volatile uint32_t *w = seg_map_remote(s, 0, 0, 0, &m);
+    CHECK(w);
+    if (first) {
+        w[100] = 0xfeed;
+        h_put(2);
+        h_get();
+    } else {
+        CHECK_EQ(h_get(), 2);
+        CHECK_EQ(w[100], 0xfeed);
+        h_put(3);
+    }
+    /* private: this connection's own, zeroed, and gone with it */
+    for (int k = 0; k < 2; k++) {
+        CHECK_EQ(sio_connect_devmem(sd, d, 0, 4096, SIO_DEVMEM_PRIVATE, 0, &p), 0);
+        volatile uint32_t *x = seg_map_remote(p, 0, 0, 0, &pm);
+        CHECK(x);
+        CHECK_EQ(x[7], 0);
+        x[7] = 0x1234;
+        uint64_t io;
+        sio_dma_t *dma;
+        CHECK_EQ(sio_map_remote(d, p, 0, 4096, &io, &dma), 0);
+        CHECK_EQ(sio_unmap(dma), 0);
+        CHECK_EQ(seg_unmap(pm), 0);
+        CHECK_EQ(seg_disconnect(p), 0);
+    }
+    CHECK_EQ(seg_unmap(m), 0);
+    CHECK_EQ(seg_disconnect(s), 0);
+    CHECK_EQ(sio_return(d), 0);
+    seg_close(sd);
+}
+
+static void test_device_memory(void **state)
+{
+    struct h_proc b = h_spawn(FAB, "b", devmem_user, (void *)1);
+    struct h_proc c = h_spawn(FAB, "c", devmem_user, NULL);
+    assert_int_equal(h_from(&b), 1);
+    h_to(&c, 1);
+    assert_int_equal(h_from(&b), 2);
+    h_to(&c, 2);
+    assert_int_equal(h_from(&c), 3);
+    h_to(&b, 3);
+    assert_int_equal(h_join(&b), 0);
+    assert_int_equal(h_join(&c), 0);
+}
+
+/* ---------------------------------------------------------------- registered memory */
+
+static void registrar(void *arg)
+{
+    seg_desc_t *sd;
+    seg_local_t *s;
+    seg_map_t *m;
+    CHECK_EQ(seg_open(&sd), 0);
+    size_t size = 3 * 4096;
+    uint8_t *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(mem != MAP_FAILED);
+    for (size_t i = 0; i < size; i++)
+        mem[i] = (uint8_t)(i * 7);
+    CHECK_EQ(seg_create_registered(sd, &s, 61, mem + 1, 4096), -EINVAL);
+    CHECK_EQ(seg_create_registered(sd, &s, 61, mem, 100), -EINVAL);
+    CHECK_EQ(seg_create_registered(sd, &s, 61, (void *)0x10000, 4096), -EFAULT);
+    CHECK_EQ(seg_create_registered(sd, &s, 61, mem, size), 0);
+    CHECK_EQ(seg_local_size(s), size);
+    volatile uint8_t *p = seg_map_local(s, 0, 0, 0, &m);
+    CHECK(p);
+    for (size_t i = 0; i < size; i++)
+        CHECK_EQ(p[i], (uint8_t)(i * 7));
+    p[5] = 0xaa; /* one memory: the segment's mapping and the caller's pointer */
+    CHECK_EQ(mem[5], 0xaa);
+    CHECK_EQ(seg_prepare(s, 0), 0);
+    CHECK_EQ(seg_set_available(s, 0), 0);
+    h_put(1);
+    h_get();
+    CHECK_EQ(mem[4097], 0xbb); /* stored by host c */
+    CHECK_EQ(seg_remove(s), -EBUSY);
+    CHECK_EQ(seg_unmap(m), 0);
+    CHECK_EQ(seg_remove(s), 0);
+    CHECK_EQ(mem[5], 0xaa); /* the caller's own again, with the last contents */
+    CHECK_EQ(mem[4097], 0xbb);
+    CHECK_EQ(mem[9000], (uint8_t)(9000 * 7));
+    mem[9000] = 1;
+    CHECK_EQ(munmap(mem, size), 0);
+    seg_close(sd);
+}
+
+static void reg_writer(void *arg)
+{
+    seg_desc_t *sd;
+    seg_remote_t *r;
+    seg_map_t *m;
+    CHECK_EQ(seg_open(&sd), 0);
+    h_get();
+    CHECK_EQ(seg_connect(sd, &r, NODE_B, 61, 0, 5000), 0);
+    volatile uint8_t *p = seg_map_remote(r, 0, 0, 0, &m);
+    CHECK(p);
+    CHECK_EQ(p[5], 0xaa);
+    p[4097] = 0xbb;
+    CHECK_EQ(seg_unmap(m), 0);
+    CHECK_EQ(seg_disconnect(r), 0);
+    seg_close(sd);
+}
+
+static void test_registered(void **state)
+{
+    struct h_proc b = h_spawn(FAB, "b", registrar, NULL);
+    struct h_proc c = h_spawn(FAB, "c", reg_writer, NULL);
+    assert_int_equal(h_from(&b), 1);
+    h_to(&c, 1);
+    assert_int_equal(h_join(&c), 0);
+    h_to(&b, 1);
+    assert_int_equal(h_join(&b), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bar_segment),
+        cmocka_unit_test(test_device_memory),
+        cmocka_unit_test(test_registered),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -2,9 +2,10 @@
  * sisci_bench: what the SISCI layer costs over ntblend's native segment API, measured side
  * by side in one run, in interleaved rounds (native, SISCI, native, ...), between two hosts:
  * CPU store bandwidth into a remote segment, remote load latency, DMA bandwidth, and the
- * interrupt round trip. Each figure is a median over rounds; the ratio is SISCI / native
- * (time per operation: above 1 means SISCI is slower). docs/sisci.md has the figures,
- * scripts/bench-sisci.sh runs it.
+ * interrupt round trip. A round's figure is the median of its samples; the report gives
+ * each side's median over rounds and the median of the per-round ratios SISCI / native
+ * (time per operation: above 1 means SISCI is slower), with their spread. docs/sisci.md has
+ * the figures, scripts/bench-sisci.sh runs it.
  *
  *   ntblend run --host a -- sisci_bench serve PEER_NODE     (the other side; runs until killed)
  *   ntblend run --host b -- sisci_bench run PEER_NODE [ROUNDS]
@@ -122,31 +123,44 @@ struct side { /* what one API gave the client */
                                     * DMA, per round trip */
 };
 
+static double median(double *v, int n);
+
+/* Each figure of a round is the median of its samples (one MiB stored, a chunk of 1000
+ * dependent loads, one DMA transfer, one round trip): a sample that lost its CPU to another
+ * process moves it little. */
+static double samples[PINGS];
+
 static void measure_cpu(struct side *s, uint8_t *src)
 {
-    uint64_t t = now_ns();
-    for (int i = 0; i < STORES; i++)
+    for (int i = 0; i < STORES; i++) {
+        uint64_t t = now_ns();
         memcpy((void *)(s->remote + (size_t)(i % (SEG_SIZE >> 20)) * (1u << 20)), src, 1u << 20);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    s->store = (double)(now_ns() - t) / STORES;
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        samples[i] = (double)(now_ns() - t);
+    }
+    s->store = median(samples, STORES);
     volatile uint64_t *w = (volatile uint64_t *)s->remote;
     uint64_t x = 0, off = 12345;
-    t = now_ns();
-    for (int i = 0; i < LOADS; i++) { /* dependent loads: each waits for the one before */
-        x += w[off];
-        off = (off * 2654435761u + x) % (SEG_SIZE / 8);
+    for (int c = 0; c < LOADS / 1000; c++) {
+        uint64_t t = now_ns();
+        for (int i = 0; i < 1000; i++) { /* dependent loads: each waits for the one before */
+            x += w[off];
+            off = (off * 2654435761u + x) % (SEG_SIZE / 8);
+        }
+        samples[c] = (double)(now_ns() - t) / 1000;
     }
-    s->load = (double)(now_ns() - t) / LOADS;
+    s->load = median(samples, LOADS / 1000);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
 }
 
 static double median(double *v, int n)
 {
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-            double t = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -199,18 +213,19 @@ static int run(int rounds)
             int api = (r % 2) ^ a;
             struct side *s = api ? &sci : &nat;
             measure_cpu(s, src);
-            uint64_t t = now_ns();
             for (int i = 0; i < DMAS; i++) {
+                uint64_t t = now_ns();
                 if (api) {
                     SCI(SCIStartDmaTransfer(dq, ls, rs, 0, DMA_SIZE, 0, NULL, NULL, SCI_FLAG_DMA_WAIT, &err));
                 } else {
                     NAT(seg_dma_transfer(nq, nls, 0, nrs, 0, DMA_SIZE, 0));
                     NAT(seg_dma_wait(nq, -1));
                 }
+                samples[i] = (double)(now_ns() - t);
             }
-            s->dma = (double)(now_ns() - t) / DMAS;
-            t = now_ns();
+            s->dma = median(samples, DMAS);
             for (int i = 0; i < PINGS; i++) {
+                uint64_t t = now_ns();
                 if (api) {
                     SCI(SCITriggerInterrupt(out, 0, &err));
                     SCI(SCIWaitForInterrupt(in, 10000, 0, &err));
@@ -218,8 +233,9 @@ static int run(int rounds)
                     NAT(seg_intr_trigger(nout));
                     NAT(seg_intr_wait(nin, 10000));
                 }
+                samples[i] = (double)(now_ns() - t);
             }
-            s->intr = (double)(now_ns() - t) / PINGS;
+            s->intr = median(samples, PINGS);
             v[api][0][r] = s->store;
             v[api][1][r] = s->load;
             v[api][2][r] = s->dma;

@@ -8,29 +8,33 @@
 # tools/sisci/libnvm_bench.c against it, boots its fabrics under unique names and brings them
 # down (also on failure or Ctrl-C).
 # Usage: scripts/bench-sisci.sh [-o DIR] [-b BUILD_DIR] [-r ROUNDS] [-s SECONDS] [-l TARBALL]
+#                               [-p nvme|api|all]
 #   -o DIR      output directory (default bench-sisci/): nvme.jsonl (every run), sisci.json,
 #               summary.json
 #   -b DIR      the ntblend build (default build/)
 #   -r ROUNDS   rounds of each pair (default 5)
 #   -s SECONDS  seconds per NVMe run (default 3)
 #   -l TARBALL  the libnvm snapshot (default ../shared/external/libnvm-da5aade.tar.gz)
+#   -p PART     nvme (1. only), api (2. only) or all (default)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
-out=bench-sisci build=$src/build rounds=5 secs=3 tarball=""
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
-while getopts "o:b:r:s:l:h" opt; do
+out=bench-sisci build=$src/build rounds=5 secs=3 tarball="" part=all
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+while getopts "o:b:r:s:l:p:h" opt; do
   case $opt in
     o) out=$OPTARG ;;
     b) build=$OPTARG ;;
     r) rounds=$OPTARG ;;
     s) secs=$OPTARG ;;
     l) tarball=$OPTARG ;;
+    p) part=$OPTARG ;;
     h) usage; exit 0 ;;
     *) echo "bench-sisci: see -h" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
 [ $# -eq 0 ] || { echo "bench-sisci: unexpected argument '$1' (see -h)" >&2; exit 2; }
+case $part in nvme|api|all) ;; *) echo "bench-sisci: -p takes nvme, api or all" >&2; exit 2 ;; esac
 build=$(cd "$build" 2>/dev/null && pwd) || { echo "bench-sisci: no build directory; run scripts/build.sh or pass -b DIR" >&2; exit 1; }
 bin=$build/bin
 for b in ntblend nvme_bench sisci_bench; do
@@ -54,6 +58,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+if [ "$part" != api ]; then
 # ---- the prefix, libnvm and its driver
 echo "bench-sisci: building libnvm against the SISCI prefix" >&2
 prefix=$out/prefix
@@ -88,14 +93,21 @@ for r in $(seq "$rounds"); do
   echo "bench-sisci: NVMe round $r/$rounds done" >&2
 done
 ntblend --fabric "$nvfab" down >/dev/null
+fi
 
 # ---- 2. SISCI against native
+: >"$out/sisci.json.tmp"
+if [ "$part" != nvme ]; then
 ntblend --fabric "$segfab" up "$src/examples/topologies/two-hosts.ini" >/dev/null
 ntblend --fabric "$segfab" run --host a -- sisci_bench serve 8 >"$out/server.log" 2>&1 &
 server=$!
 for _ in $(seq 200); do grep -q ready "$out/server.log" && break; sleep 0.05; done
 grep -q ready "$out/server.log" || { echo "bench-sisci: sisci_bench server: $(cat "$out/server.log")" >&2; exit 1; }
 ntblend --fabric "$segfab" run --host b -- sisci_bench run 4 $((rounds * 4)) >"$out/sisci.json"
+fi
+rm -f "$out/sisci.json.tmp"
+[ -f "$out/nvme.jsonl" ] || : >"$out/nvme.jsonl"
+[ -f "$out/sisci.json" ] || echo null >"$out/sisci.json"
 
 # ---- summary: per metric, the median of each side and of the per-round ratios (cost:
 # libnvm or SISCI time per operation over ntblend's native time per operation)

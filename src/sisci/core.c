@@ -1,6 +1,6 @@
 /*
  * libsisci core: the handle table, SCIInitialize/SCITerminate, descriptors, error codes and
- * their sentences, node ids, SCIProbeNode and SCIQuery. Handles are table entries, not
+ * their sentences, node ids and SCIProbeNode (SCIQuery is query.c's). Handles are table entries, not
  * pointers: a handle's value names a slot, its kind and the slot's generation, so one that
  * was freed, is of another kind or was never made is refused without touching memory.
  */
@@ -15,20 +15,31 @@
 /* ---------------------------------------------------------------- handles */
 
 #define SLOT_BITS 24u
+#define PAGE_SLOTS 1024u
+#define PAGES 4096u /* 4 Mi handles at once */
+/* A slot's tag is its generation and the kind of what it holds (0: nothing): a look-up
+ * compares it with the handle's, with no lock (it is on the data path: a trigger, a wait, a
+ * DMA transfer); making and freeing handles take the table's lock. Pages of slots are never
+ * freed or moved, so a look-up may read any slot at any time. */
 struct slot {
-    void *obj;
-    uint32_t gen;
-    uint8_t kind;
+    _Atomic uint64_t tag;
+    void *_Atomic obj;
 };
+static struct slot *_Atomic pages[PAGES];
 static struct {
     pthread_mutex_t lock;
-    struct slot *slots;
-    uint32_t n, cap, free_hint;
+    uint32_t n, free_hint; /* slots in use so far; the lowest that may be free */
 } table = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static uintptr_t make_handle(uint32_t idx, uint32_t gen, enum sci_kind kind)
 {
     return (uintptr_t)((uint64_t)gen << 32 | (uint64_t)kind << SLOT_BITS | (idx + 1));
+}
+
+static struct slot *slot_at(uint32_t i)
+{
+    struct slot *p = i / PAGE_SLOTS < PAGES ? atomic_load_explicit(&pages[i / PAGE_SLOTS], memory_order_acquire) : NULL;
+    return p ? &p[i % PAGE_SLOTS] : NULL;
 }
 
 void *sci_new(enum sci_kind kind, size_t size, struct sci_desc_obj *owner)
@@ -38,31 +49,29 @@ void *sci_new(enum sci_kind kind, size_t size, struct sci_desc_obj *owner)
         return NULL;
     pthread_mutex_lock(&table.lock);
     uint32_t i = table.free_hint;
-    while (i < table.n && table.slots[i].obj)
+    while (i < table.n && (atomic_load(&slot_at(i)->tag) & 0xff))
         i++;
     if (i == table.n) {
-        if (table.n == table.cap) {
-            uint32_t cap = table.cap ? table.cap * 2 : 64;
-            struct slot *s = cap < (1u << SLOT_BITS) - 1 ? realloc(table.slots, cap * sizeof *s) : NULL;
-            if (!s) {
+        if (i % PAGE_SLOTS == 0) { /* a new page */
+            struct slot *p = i / PAGE_SLOTS < PAGES ? calloc(PAGE_SLOTS, sizeof *p) : NULL;
+            if (!p) {
                 pthread_mutex_unlock(&table.lock);
                 free(o);
                 return NULL;
             }
-            memset(s + table.cap, 0, (cap - table.cap) * sizeof *s);
-            table.slots = s;
-            table.cap = cap;
+            atomic_store_explicit(&pages[i / PAGE_SLOTS], p, memory_order_release);
         }
         table.n++;
     }
-    struct slot *s = &table.slots[i];
-    s->gen = s->gen + 1 ? s->gen + 1 : 1;
-    s->obj = o;
-    s->kind = (uint8_t)kind;
-    table.free_hint = i + 1;
+    struct slot *s = slot_at(i);
+    uint32_t gen = (uint32_t)(atomic_load(&s->tag) >> 8) + 1;
+    gen = gen ? gen : 1;
     o->kind = kind;
-    o->handle = make_handle(i, s->gen, kind);
+    o->handle = make_handle(i, gen, kind);
     o->owner = owner;
+    atomic_store(&s->obj, o);
+    atomic_store_explicit(&s->tag, (uint64_t)gen << 8 | kind, memory_order_release);
+    table.free_hint = i + 1;
     pthread_mutex_unlock(&table.lock);
     if (owner)
         atomic_fetch_add(&owner->nobjs, 1);
@@ -75,12 +84,10 @@ void *sci_get(const void *handle, enum sci_kind kind)
     uint32_t idx = (uint32_t)(h & ((1u << SLOT_BITS) - 1)), gen = (uint32_t)(h >> 32);
     if (!idx || ((h >> SLOT_BITS) & 0xffu) != (uint64_t)kind)
         return NULL;
-    void *o = NULL;
-    pthread_mutex_lock(&table.lock);
-    if (idx - 1 < table.n && table.slots[idx - 1].gen == gen && table.slots[idx - 1].kind == kind)
-        o = table.slots[idx - 1].obj;
-    pthread_mutex_unlock(&table.lock);
-    return o;
+    struct slot *s = slot_at(idx - 1);
+    if (!s || atomic_load_explicit(&s->tag, memory_order_acquire) != ((uint64_t)gen << 8 | kind))
+        return NULL;
+    return atomic_load_explicit(&s->obj, memory_order_relaxed);
 }
 
 void sci_free(void *obj)
@@ -89,8 +96,10 @@ void sci_free(void *obj)
     if (!o)
         return;
     uint32_t idx = (uint32_t)(o->handle & ((1u << SLOT_BITS) - 1)) - 1;
+    struct slot *s = slot_at(idx);
     pthread_mutex_lock(&table.lock);
-    table.slots[idx].obj = NULL;
+    atomic_store(&s->tag, atomic_load(&s->tag) & ~0xffull); /* the generation stays */
+    atomic_store(&s->obj, NULL);
     if (idx < table.free_hint)
         table.free_hint = idx;
     pthread_mutex_unlock(&table.lock);

@@ -115,13 +115,14 @@ jq -s --slurpfile s "$out/sisci.json" '
   def med: sort | if length % 2 == 1 then .[length/2|floor] else (.[length/2-1] + .[length/2]) / 2 end;
   def pair($qd; $f): [group_by(.round)[] | map(select(.qd == $qd)) |
       {l: (map(select(.driver == "libnvm"))[0][$f]), n: (map(select(.driver == "libntbnvme"))[0][$f])}];
-  (pair(1; "lat_median_ns")) as $lat | (pair(32; "iops")) as $iops |
-  {nvme: {rounds: ($lat | length),
+  (if length == 0 then [] else pair(1; "lat_median_ns") end) as $lat |
+  (if length == 0 then [] else pair(32; "iops") end) as $iops |
+  {nvme: (if ($lat | length) == 0 then null else {rounds: ($lat | length),
     qd1_median_ns: {libnvm: ($lat | map(.l) | med), libntbnvme: ($lat | map(.n) | med),
                     cost_ratio: ($lat | map(.l / .n) | med),
                     round_ratios: ($lat | map(.l / .n * 1000 | round / 1000))},
     qd32_iops: {libnvm: ($iops | map(.l) | med), libntbnvme: ($iops | map(.n) | med),
                 cost_ratio: ($iops | map(.n / .l) | med),
-                round_ratios: ($iops | map(.n / .l * 1000 | round / 1000))}},
+                round_ratios: ($iops | map(.n / .l * 1000 | round / 1000))}} end),
    sisci_vs_native: $s[0]}' "$out/nvme.jsonl" >"$out/summary.json"
 cat "$out/summary.json"

@@ -19,19 +19,12 @@
 
 #include "sisci_util.h"
 
-static char FAB[64];
 #define SEG_ID 5u
 #define SEG_SIZE (256u * 1024u)
 #define INTR_NO 9u
 #define DINTR_NO 10u
 
-static int setup(void **state)
-{
-    snprintf(FAB, sizeof FAB, "%s", h_fabric_name("sisci"));
-    if (h_up(FAB, "examples/topologies/smartio3.ini"))
-        return -1;
-    return h_cli(FAB, "device add nvme0 >/dev/null");
-}
+static int setup(void **state) { return sisci_up("sisci"); }
 
 static int teardown(void **state)
 {

@@ -13,15 +13,8 @@
 
 #include "sisci_util.h"
 
-static char FAB[64];
 
-static int setup(void **state)
-{
-    snprintf(FAB, sizeof FAB, "%s", h_fabric_name("sisbad"));
-    if (h_up(FAB, "examples/topologies/smartio3.ini"))
-        return -1;
-    return h_cli(FAB, "device add nvme0 >/dev/null");
-}
+static int setup(void **state) { return sisci_up("sisbad"); }
 
 static int teardown(void **state)
 {

@@ -80,9 +80,11 @@ cmp -n 300000 "$work/file.bin" "$work/out.bin" || fail "read-blocks read back ot
 # the rpc server on host a (the lender) owns the controller; clients on b and c share it
 on a "$bin/nvm-rpc-server" --ctrl=$fdid >"$work/server.log" 2>&1 &
 server=$!
-for _ in $(seq 100); do
-  out=$(on c "$bin/nvm-rpc-identify" --ctrl=$fdid 2>&1) && break
-  sleep 0.1
+# The server says nothing once it serves: ask until it answers (a minute, for a busy machine).
+deadline=$((SECONDS + 60))
+until out=$(on c "$bin/nvm-rpc-identify" --ctrl=$fdid 2>&1) || [ $SECONDS -ge $deadline ]; do
+  kill -0 "$server" 2>/dev/null || fail "the rpc server ended: $(cat "$work/server.log")"
+  sleep 0.2
 done
 grep -q "Serial Number *: NTB" <<<"$out" || fail "rpc-identify on c: $out $(cat "$work/server.log")"
 # what integrity wrote from c, read by an rpc client on c and by integrity on b, while the

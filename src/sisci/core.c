@@ -256,6 +256,14 @@ void SCIClose(sci_desc_t sd, unsigned int flags, sci_error_t *error)
 
 int sci_adapter_count(void) { return ntb_adapter_count(); }
 
+bool sci_adapter_ok(unsigned adapter, sci_error_t *error)
+{
+    if (adapter <= INT32_MAX && (int)adapter < sci_adapter_count())
+        return true;
+    sci_set(error, SCI_ERR_NO_SUCH_ADAPTERNO);
+    return false;
+}
+
 void SCIGetLocalNodeId(unsigned int adapterNo, unsigned int *nodeId, unsigned int flags,
                        sci_error_t *error)
 {

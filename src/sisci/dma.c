@@ -22,10 +22,8 @@ void SCICreateDMAQueue(sci_desc_t sd, sci_dma_queue_t *dq, unsigned int localAda
         sci_set(error, SCI_ERR_ILLEGAL_FLAG);
         return;
     }
-    if ((int)localAdapterNo >= sci_adapter_count() || localAdapterNo > INT32_MAX) {
-        sci_set(error, SCI_ERR_NO_SUCH_ADAPTERNO);
+    if (!sci_adapter_ok(localAdapterNo, error))
         return;
-    }
     struct sci_dmaq_obj *q = sci_new(SCI_K_DMAQ, sizeof *q, d);
     if (!q) {
         sci_set(error, SCI_ERR_NOSPC);

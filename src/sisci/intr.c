@@ -41,10 +41,8 @@ static void create(sci_desc_t sd, uintptr_t *out, unsigned adapter, unsigned *nu
         sci_set(error, SCI_ERR_ILLEGAL_FLAG);
         return;
     }
-    if ((int)adapter >= sci_adapter_count() || adapter > INT32_MAX) {
-        sci_set(error, SCI_ERR_NO_SUCH_ADAPTERNO);
+    if (!sci_adapter_ok(adapter, error))
         return;
-    }
     struct sci_lintr_obj *l = sci_new(data ? SCI_K_LDINTR : SCI_K_LINTR, sizeof *l, d);
     if (!l) {
         sci_set(error, SCI_ERR_NOSPC);
@@ -133,10 +131,8 @@ static void connect_intr(sci_desc_t sd, uintptr_t *out, unsigned node, unsigned 
         sci_set(error, !d || !out ? SCI_ERR_ILLEGAL_PARAMETER : SCI_ERR_ILLEGAL_FLAG);
         return;
     }
-    if ((int)adapter >= sci_adapter_count() || adapter > INT32_MAX) {
-        sci_set(error, SCI_ERR_NO_SUCH_ADAPTERNO);
+    if (!sci_adapter_ok(adapter, error))
         return;
-    }
     struct sci_rintr_obj *r = sci_new(data ? SCI_K_RDINTR : SCI_K_RINTR, sizeof *r, d);
     if (!r) {
         sci_set(error, SCI_ERR_NOSPC);

@@ -281,6 +281,16 @@ static void *rseg_events(void *arg)
     return NULL;
 }
 
+struct sci_rseg_obj *sci_rseg_new(struct sci_desc_obj *d, sci_error_t *error)
+{
+    struct sci_rseg_obj *r = sci_new(SCI_K_RSEG, sizeof *r, d);
+    if (r)
+        pthread_mutex_init(&r->lock, NULL);
+    else
+        sci_set(error, SCI_ERR_NOSPC);
+    return r;
+}
+
 void SCIConnectSegment(sci_desc_t sd, sci_remote_segment_t *segment, unsigned int nodeId,
                        unsigned int segmentId, unsigned int localAdapterNo,
                        sci_cb_remote_segment_t callback, void *callbackArg,
@@ -295,16 +305,11 @@ void SCIConnectSegment(sci_desc_t sd, sci_remote_segment_t *segment, unsigned in
         sci_set(error, SCI_ERR_ILLEGAL_FLAG);
         return;
     }
-    if ((int)localAdapterNo >= sci_adapter_count() || localAdapterNo > INT32_MAX) {
-        sci_set(error, SCI_ERR_NO_SUCH_ADAPTERNO);
+    if (!sci_adapter_ok(localAdapterNo, error))
         return;
-    }
-    struct sci_rseg_obj *r = sci_new(SCI_K_RSEG, sizeof *r, d);
-    if (!r) {
-        sci_set(error, SCI_ERR_NOSPC);
+    struct sci_rseg_obj *r = sci_rseg_new(d, error);
+    if (!r)
         return;
-    }
-    pthread_mutex_init(&r->lock, NULL);
     int rc = seg_connect(d->sd, &r->seg, nodeId, sci_id_to_native(segmentId), (int)localAdapterNo,
                          sci_timeout(timeout));
     if (!rc && (flags & SCI_FLAG_USE_CALLBACK)) {
@@ -421,6 +426,26 @@ static bool map_args(size_t total, size_t offset, size_t *size, void *addr, unsi
     return true;
 }
 
+/* The map object for what seg_map_* returned (p NULL: its errno), counted in its segment. */
+static void *new_map(struct sci_desc_obj *owner, void *p, seg_map_t *sm, size_t size,
+                     struct sci_lseg_obj *l, struct sci_rseg_obj *r, sci_map_t *map,
+                     sci_error_t *error)
+{
+    int e = errno;
+    struct sci_map_obj *m = p ? sci_new(SCI_K_MAP, sizeof *m, owner) : NULL;
+    if (!m) {
+        if (p)
+            seg_unmap(sm);
+        sci_set(error, !p ? (e == EINVAL ? SCI_ERR_OUT_OF_RANGE : sci_err(e)) : SCI_ERR_NOSPC);
+        return NULL;
+    }
+    *m = (struct sci_map_obj){ .o = m->o, .map = sm, .ptr = p, .size = size, .lseg = l, .rseg = r };
+    atomic_fetch_add(l ? &l->nmaps : &r->nmaps, 1);
+    *map = (sci_map_t)m->o.handle;
+    sci_set(error, SCI_ERR_OK);
+    return p;
+}
+
 volatile void *SCIMapRemoteSegment(sci_remote_segment_t segment, sci_map_t *map, size_t offset,
                                    size_t size, void *addr, unsigned int flags,
                                    sci_error_t *error)
@@ -433,27 +458,12 @@ volatile void *SCIMapRemoteSegment(sci_remote_segment_t segment, sci_map_t *map,
     unsigned allowed = SCI_FLAG_READONLY_MAP | SCI_FLAG_IO_MAP_IOSPACE | SCI_FLAG_FIXED_MAP_ADDR;
     if (!map_args(seg_remote_size(r->seg), offset, &size, addr, flags, allowed, error))
         return NULL;
-    struct sci_map_obj *m = sci_new(SCI_K_MAP, sizeof *m, r->o.owner);
-    if (!m) {
-        sci_set(error, SCI_ERR_NOSPC);
-        return NULL;
-    }
     /* Uncached (IOSPACE) or write-combined: the emulated window is ordinary shared memory,
      * whose stores are seen at once either way. */
-    m->ptr = seg_map_remote(r->seg, offset, size, flags & SCI_FLAG_READONLY_MAP ? SEG_MAP_READONLY : 0,
-                            &m->map);
-    if (!m->ptr) {
-        int e = errno;
-        sci_free(m);
-        sci_set(error, e == EINVAL ? SCI_ERR_OUT_OF_RANGE : sci_err(e));
-        return NULL;
-    }
-    m->size = size;
-    m->rseg = r;
-    atomic_fetch_add(&r->nmaps, 1);
-    *map = (sci_map_t)m->o.handle;
-    sci_set(error, SCI_ERR_OK);
-    return m->ptr;
+    seg_map_t *sm;
+    void *p = seg_map_remote(r->seg, offset, size, flags & SCI_FLAG_READONLY_MAP ? SEG_MAP_READONLY : 0,
+                             &sm);
+    return new_map(r->o.owner, p, sm, size, NULL, r, map, error);
 }
 
 void *SCIMapLocalSegment(sci_local_segment_t segment, sci_map_t *map, size_t offset,
@@ -471,25 +481,10 @@ void *SCIMapLocalSegment(sci_local_segment_t segment, sci_map_t *map, size_t off
     unsigned allowed = SCI_FLAG_READONLY_MAP | SCI_FLAG_FIXED_MAP_ADDR;
     if (!map_args(s->size, offset, &size, addr, flags, allowed, error))
         return NULL;
-    struct sci_map_obj *m = sci_new(SCI_K_MAP, sizeof *m, s->o.owner);
-    if (!m) {
-        sci_set(error, SCI_ERR_NOSPC);
-        return NULL;
-    }
-    m->ptr = seg_map_local(s->seg, offset, size, flags & SCI_FLAG_READONLY_MAP ? SEG_MAP_READONLY : 0,
-                           &m->map);
-    if (!m->ptr) {
-        int e = errno;
-        sci_free(m);
-        sci_set(error, sci_err(e));
-        return NULL;
-    }
-    m->size = size;
-    m->lseg = s;
-    atomic_fetch_add(&s->nmaps, 1);
-    *map = (sci_map_t)m->o.handle;
-    sci_set(error, SCI_ERR_OK);
-    return m->ptr;
+    seg_map_t *sm;
+    void *p = seg_map_local(s->seg, offset, size, flags & SCI_FLAG_READONLY_MAP ? SEG_MAP_READONLY : 0,
+                            &sm);
+    return new_map(s->o.owner, p, sm, size, s, NULL, map, error);
 }
 
 void SCIUnmapSegment(sci_map_t map, unsigned int flags, sci_error_t *error)

@@ -156,6 +156,12 @@ static inline unsigned sci_id_from_native(uint32_t id) { return id == SCI_ID_ZER
 /* Milliseconds as ntblend takes them: SCI_INFINITE_TIMEOUT is forever (-1). */
 static inline int sci_timeout(unsigned ms) { return ms == SCI_INFINITE_TIMEOUT || ms > INT32_MAX ? -1 : (int)ms; }
 int sci_adapter_count(void);
+/* Whether this host has adapter `adapter`; if not, SCI_ERR_NO_SUCH_ADAPTERNO in *error. */
+bool sci_adapter_ok(unsigned adapter, sci_error_t *error);
+
+/* ---- segment.c */
+/* A new remote segment object counted in d (SCI_ERR_NOSPC in *error when none). */
+struct sci_rseg_obj *sci_rseg_new(struct sci_desc_obj *d, sci_error_t *error);
 
 /* ---- smartio.c */
 /* Fabric device ids (fdid) as SISCI programs see them: the lender's node id in bits 16 and

@@ -144,16 +144,11 @@ void SCIConnectDeviceMemory(sci_desc_t sd, sci_remote_segment_t *segment,
         sci_set(error, SCI_ERR_ILLEGAL_FLAG); /* one of the three at most */
         return;
     }
-    if ((int)localAdapterNo >= sci_adapter_count() || localAdapterNo > INT32_MAX) {
-        sci_set(error, SCI_ERR_NO_SUCH_ADAPTERNO);
+    if (!sci_adapter_ok(localAdapterNo, error))
         return;
-    }
-    struct sci_rseg_obj *r = sci_new(SCI_K_RSEG, sizeof *r, d);
-    if (!r) {
-        sci_set(error, SCI_ERR_NOSPC);
+    struct sci_rseg_obj *r = sci_rseg_new(d, error);
+    if (!r)
         return;
-    }
-    pthread_mutex_init(&r->lock, NULL);
     int rc;
     if (!kind || kind == SCI_FLAG_BAR) /* no kind: a BAR, as the first SmartIO releases did */
         rc = memoryNo > 5 ? -EINVAL : sio_connect_bar(d->sd, h->b->dev, (int)memoryNo, (int)localAdapterNo, &r->seg);
@@ -336,10 +331,8 @@ void SCIRegisterPCIeRequester(sci_desc_t sd, unsigned int localAdapterNo, unsign
         sci_set(error, SCI_ERR_ILLEGAL_PARAMETER);
     else if (flags & ~SCI_FLAG_PCIE_REQUESTER_GLOBAL)
         sci_set(error, SCI_ERR_ILLEGAL_FLAG);
-    else if ((int)localAdapterNo >= sci_adapter_count() || localAdapterNo > INT32_MAX)
-        sci_set(error, SCI_ERR_NO_SUCH_ADAPTERNO);
-    else /* requester IDs are set up by every mapping for a device already */
-        sci_set(error, SCI_ERR_OK);
+    else if (sci_adapter_ok(localAdapterNo, error))
+        sci_set(error, SCI_ERR_OK); /* requester IDs are set up by every mapping for a device */
 }
 
 void SCIUnregisterPCIeRequester(sci_desc_t sd, unsigned int localAdapterNo, unsigned int bus,

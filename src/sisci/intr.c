@@ -114,7 +114,7 @@ static sci_error_t wait_intr(struct sci_lintr_obj *l, void *data, unsigned *leng
                      : seg_intr_wait(l->intr, sci_timeout(timeout));
     if (rc)
         return rc == -ETIMEDOUT ? SCI_ERR_TIMEOUT : sci_err(rc);
-    if (!l->data)
+    if (!l->data || !data || !length)
         return SCI_ERR_OK;
     sci_error_t e = len > *length ? SCI_ERR_OVERFLOW : SCI_ERR_OK;
     memcpy(data, buf, len > *length ? *length : len);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ntblend/ntb.h"
 #include "sisci_int.h"
@@ -255,6 +256,33 @@ void SCIClose(sci_desc_t sd, unsigned int flags, sci_error_t *error)
 }
 
 int sci_adapter_count(void) { return ntb_adapter_count(); }
+
+uint64_t sci_deadline(unsigned timeout)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    uint64_t now = (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+    return timeout == SCI_INFINITE_TIMEOUT ? UINT64_MAX : now + (uint64_t)timeout * 1000000ull;
+}
+
+int sci_remaining(uint64_t deadline)
+{
+    if (deadline == UINT64_MAX)
+        return -1;
+    uint64_t now = sci_deadline(0);
+    return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
+}
+
+bool sci_retry_unreachable(int rc, unsigned node, uint64_t deadline)
+{
+    uint32_t self;
+    if (rc != -EHOSTUNREACH || seg_local_node_id(&self) || sci_remaining(deadline) == 0 ||
+        (node != self && ntb_fabric_link_up(self, node, NULL) != 1))
+        return false;
+    struct timespec ts = { 0, 5 * 1000000 };
+    nanosleep(&ts, NULL);
+    return true;
+}
 
 bool sci_adapter_ok(unsigned adapter, sci_error_t *error)
 {

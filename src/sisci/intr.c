@@ -139,8 +139,12 @@ static void connect_intr(sci_desc_t sd, uintptr_t *out, unsigned node, unsigned 
         return;
     }
     r->data = data;
-    int rc = seg_intr_connect(d->sd, &r->r, node, sci_id_to_native(number), (int)adapter,
-                              sci_timeout(timeout));
+    uint64_t deadline = sci_deadline(timeout);
+    int rc;
+    do
+        rc = seg_intr_connect(d->sd, &r->r, node, sci_id_to_native(number), (int)adapter,
+                              sci_remaining(deadline));
+    while (sci_retry_unreachable(rc, node, deadline));
     if (rc) {
         sci_free(r);
         char name[8];

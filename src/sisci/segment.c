@@ -310,8 +310,12 @@ void SCIConnectSegment(sci_desc_t sd, sci_remote_segment_t *segment, unsigned in
     struct sci_rseg_obj *r = sci_rseg_new(d, error);
     if (!r)
         return;
-    int rc = seg_connect(d->sd, &r->seg, nodeId, sci_id_to_native(segmentId), (int)localAdapterNo,
-                         sci_timeout(timeout));
+    uint64_t deadline = sci_deadline(timeout);
+    int rc;
+    do
+        rc = seg_connect(d->sd, &r->seg, nodeId, sci_id_to_native(segmentId), (int)localAdapterNo,
+                         sci_remaining(deadline));
+    while (sci_retry_unreachable(rc, nodeId, deadline));
     if (!rc && (flags & SCI_FLAG_USE_CALLBACK)) {
         r->cb = callback;
         r->cb_arg = callbackArg;

@@ -156,6 +156,14 @@ static inline unsigned sci_id_from_native(uint32_t id) { return id == SCI_ID_ZER
 /* Milliseconds as ntblend takes them: SCI_INFINITE_TIMEOUT is forever (-1). */
 static inline int sci_timeout(unsigned ms) { return ms == SCI_INFINITE_TIMEOUT || ms > INT32_MAX ? -1 : (int)ms; }
 int sci_adapter_count(void);
+/* Connections wait up to a SISCI timeout: its deadline, and the milliseconds left of it as
+ * ntblend takes them (-1 forever). */
+uint64_t sci_deadline(unsigned timeout);
+int sci_remaining(uint64_t deadline);
+/* After a connection attempt failed with rc: whether to try again, having waited a little.
+ * -EHOSTUNREACH while the fabric manager sees the link to node up is a peer's agent slow to
+ * answer (a busy host), not a path that is gone. */
+bool sci_retry_unreachable(int rc, unsigned node, uint64_t deadline);
 /* Whether this host has adapter `adapter`; if not, SCI_ERR_NO_SUCH_ADAPTERNO in *error. */
 bool sci_adapter_ok(unsigned adapter, sci_error_t *error);
 

@@ -36,13 +36,14 @@ static struct slot {
     void *h;
 } slot[SLOTS];
 static char fabric[64];
+static bool own;
 static uint8_t *buf; /* page-aligned memory of ours: registered, copied from and to */
 static bool trace;
 
 static void down(void)
 {
     char cmd[512];
-    if (!getenv("NTBLEND_FUZZ_FABRIC") && fabric[0]) {
+    if (own && fabric[0]) {
         snprintf(cmd, sizeof cmd, "ntblend --fabric %s down >/dev/null 2>&1", fabric);
         if (system(cmd)) { /* nothing more to do */ }
     }
@@ -60,8 +61,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     snprintf(path, sizeof path, "%s:%s", dirname(exe), getenv("PATH") ? getenv("PATH") : "");
     setenv("PATH", path, 1);
     const char *f = getenv("NTBLEND_FUZZ_FABRIC");
-    snprintf(fabric, sizeof fabric, "%s", f ? f : "");
-    if (!f) {
+    own = !f || !*f; /* named by the caller, who brings it down; else ours, down at exit */
+    snprintf(fabric, sizeof fabric, "%s", own ? "" : f);
+    if (own) {
         snprintf(fabric, sizeof fabric, "fuzz-sisci-%d", (int)getpid());
         atexit(down);
     }

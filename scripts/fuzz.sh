@@ -47,6 +47,16 @@ for h in "${harnesses[@]}"; do
           cp -n examples/topologies/*.ini examples/topologies/bad/*.ini tests/topologies/*.ini "$corpus"/ ;;
   esac
   echo "fuzz.sh: $h for ${secs}s"
-  (cd build-fuzz && "./bin/${h}_fuzz" "${opts[@]/#-dict=/-dict=../}" -max_total_time="$secs" \
-     -print_final_stats=1 "corpus-$h")
+  # The SISCI harness boots a fabric: named here, so that it goes down even after a finding.
+  fab=""
+  if [ "$h" = sisci ]; then
+    fab="fuzz-sisci-$$"
+    trap 'build-fuzz/bin/ntblend --fabric "$fab" down >/dev/null 2>&1 || true' EXIT
+  fi
+  (cd build-fuzz && NTBLEND_FUZZ_FABRIC=${fab:-} "./bin/${h}_fuzz" "${opts[@]/#-dict=/-dict=../}" \
+     -max_total_time="$secs" -print_final_stats=1 "corpus-$h")
+  if [ -n "$fab" ]; then
+    build-fuzz/bin/ntblend --fabric "$fab" down >/dev/null 2>&1 || true
+    trap - EXIT
+  fi
 done

@@ -19,7 +19,9 @@ n() { ntblend --fabric "$fabric" "$@"; }
 on() { local h=$1; shift; timeout -k 5 60 ntblend --fabric "$fabric" run --host "$h" -- "${san[@]}" "$@"; }
 work=$(mktemp -d)
 server=""
-trap '[ -n "$server" ] && kill "$server" 2>/dev/null; n down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+# (Every command here may fail without ending the trap early: errexit applies inside it.)
+trap 'if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; fi
+      n down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 if [ ! -f "${snapshot:-}" ]; then
   echo "SKIP: no libnvm snapshot at $snapshot (set NTBLEND_LIBNVM)"; exit 77

@@ -3,14 +3,16 @@
 #  1. libnvm through libsisci against libntbnvme on the same lent NVMe (smartio3, nvme0 in
 #     host a, read from host b): 4 KiB random reads, QD1 median latency and QD32 IOPS;
 #  2. sisci_bench: the SISCI layer against the native segment API (two-hosts): store
-#     bandwidth, remote load latency, DMA bandwidth, interrupt round trip.
+#     bandwidth, remote load latency, DMA bandwidth, interrupt round trip; and once more with
+#     native calls on both sides of the interrupt comparison (A/A: what the set-up alone
+#     makes of it).
 # It installs the SISCI prefix, builds libnvm from the snapshot (Release) and
 # tools/sisci/libnvm_bench.c against it, boots its fabrics under unique names and brings them
 # down (also on failure or Ctrl-C).
 # Usage: scripts/bench-sisci.sh [-o DIR] [-b BUILD_DIR] [-r ROUNDS] [-s SECONDS] [-l TARBALL]
 #                               [-p nvme|api|all]
 #   -o DIR      output directory (default bench-sisci/): nvme.jsonl (every run), sisci.json,
-#               summary.json
+#               sisci-aa.json, summary.json
 #   -b DIR      the ntblend build (default build/)
 #   -r ROUNDS   rounds of each pair (default 5)
 #   -s SECONDS  seconds per NVMe run (default 3)
@@ -19,7 +21,7 @@
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 out=bench-sisci build=$src/build rounds=5 secs=3 tarball="" part=all
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 while getopts "o:b:r:s:l:p:h" opt; do
   case $opt in
     o) out=$OPTARG ;;
@@ -104,14 +106,17 @@ server=$!
 for _ in $(seq 200); do grep -q ready "$out/server.log" && break; sleep 0.05; done
 grep -q ready "$out/server.log" || { echo "bench-sisci: sisci_bench server: $(cat "$out/server.log")" >&2; exit 1; }
 ntblend --fabric "$segfab" run --host b -- sisci_bench run 4 $((rounds * 4)) >"$out/sisci.json"
+# the A/A check: the same run with native calls on both sides of the interrupt comparison
+ntblend --fabric "$segfab" run --host b -- sisci_bench run 4 $((rounds * 4)) aa >"$out/sisci-aa.json"
 fi
 rm -f "$out/sisci.json.tmp"
 [ -f "$out/nvme.jsonl" ] || : >"$out/nvme.jsonl"
 [ -f "$out/sisci.json" ] || echo null >"$out/sisci.json"
+[ -f "$out/sisci-aa.json" ] || echo null >"$out/sisci-aa.json"
 
 # ---- summary: per metric, the median of each side and of the per-round ratios (cost:
 # libnvm or SISCI time per operation over ntblend's native time per operation)
-jq -s --slurpfile s "$out/sisci.json" '
+jq -s --slurpfile s "$out/sisci.json" --slurpfile aa "$out/sisci-aa.json" '
   def med: sort | if length % 2 == 1 then .[length/2|floor] else (.[length/2-1] + .[length/2]) / 2 end;
   def pair($qd; $f): [group_by(.round)[] | map(select(.qd == $qd)) |
       {l: (map(select(.driver == "libnvm"))[0][$f]), n: (map(select(.driver == "libntbnvme"))[0][$f])}];
@@ -124,5 +129,6 @@ jq -s --slurpfile s "$out/sisci.json" '
     qd32_iops: {libnvm: ($iops | map(.l) | med), libntbnvme: ($iops | map(.n) | med),
                 cost_ratio: ($iops | map(.n / .l) | med),
                 round_ratios: ($iops | map(.n / .l * 1000 | round / 1000))}} end),
-   sisci_vs_native: $s[0]}' "$out/nvme.jsonl" >"$out/summary.json"
+   sisci_vs_native: $s[0],
+   interrupt_native_vs_native: (if $aa[0] == null then null else $aa[0].intr_rtt_ns end)}' "$out/nvme.jsonl" >"$out/summary.json"
 cat "$out/summary.json"

@@ -8,11 +8,17 @@
  * the figures, scripts/bench-sisci.sh runs it.
  *
  *   ntblend run --host a -- sisci_bench serve PEER_NODE     (the other side; runs until killed)
- *   ntblend run --host b -- sisci_bench run PEER_NODE [ROUNDS]
+ *   ntblend run --host b -- sisci_bench run PEER_NODE [ROUNDS [aa]]
+ *
+ * With aa, the interrupt round trip's "SISCI" side is native too, through a second pair of
+ * interrupts and a second server thread: an A/A run, showing what the set-up alone makes of
+ * the comparison.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +35,8 @@
 #define SRV_SCI 0x5b02u
 #define CLI_NATIVE 0x5b03u
 #define CLI_SCI 0x5b04u
+#define SRV_AA 0x5b05u /* a second native pair: the A/A check (aa) */
+#define CLI_AA 0x5b06u
 #define PINGS 2000
 #define LOADS 20000
 #define DMA_SIZE (1u << 20)
@@ -70,12 +78,20 @@ static void *pong_native(void *arg)
     seg_desc_t *sd = arg;
     seg_intr_t *in;
     seg_rintr_t *out;
-    uint32_t id = SRV_NATIVE;
+    static _Atomic int second;
+    bool aa = atomic_fetch_add(&second, 1) == 1; /* the second thread serves the A/A pair */
+    uint32_t id = aa ? SRV_AA : SRV_NATIVE;
     NAT(seg_intr_create(sd, &in, &id));
-    NAT(seg_intr_connect(sd, &out, peer, CLI_NATIVE, 0, -1));
-    for (;;)
-        if (!seg_intr_wait(in, -1))
-            seg_intr_trigger(out);
+    NAT(seg_intr_connect(sd, &out, peer, aa ? CLI_AA : CLI_NATIVE, 0, -1));
+    for (;;) {
+        if (seg_intr_wait(in, -1))
+            continue;
+        /* a client after the first: its interrupt is a new one, connect to that */
+        while (seg_intr_trigger(out) == -ENOENT) {
+            seg_intr_disconnect(out);
+            NAT(seg_intr_connect(sd, &out, peer, aa ? CLI_AA : CLI_NATIVE, 0, -1));
+        }
+    }
     return NULL;
 }
 
@@ -90,8 +106,13 @@ static void *pong_sci(void *arg)
     for (;;) {
         sci_error_t err;
         SCIWaitForInterrupt(in, SCI_INFINITE_TIMEOUT, 0, &err);
-        if (err == SCI_ERR_OK)
-            SCITriggerInterrupt(out, 0, &err);
+        if (err != SCI_ERR_OK)
+            continue;
+        for (SCITriggerInterrupt(out, 0, &err); err == SCI_ERR_NOT_CONNECTED;
+             SCITriggerInterrupt(out, 0, &err)) { /* a new client: connect to its interrupt */
+            SCI(SCIDisconnectInterrupt(out, 0, &err));
+            SCI(SCIConnectInterrupt(sd, &out, peer, 0, CLI_SCI, SCI_INFINITE_TIMEOUT, 0, &err));
+        }
     }
     return NULL;
 }
@@ -106,8 +127,9 @@ static int serve(void)
     SCI(SCICreateSegment(sd, &seg, SEG_ID, SEG_SIZE, NULL, NULL, 0, &err));
     SCI(SCIPrepareSegment(seg, 0, 0, &err));
     SCI(SCISetSegmentAvailable(seg, 0, 0, &err));
-    pthread_t a, b;
+    pthread_t a, b, c;
     pthread_create(&a, NULL, pong_native, nsd);
+    pthread_create(&c, NULL, pong_native, nsd);
     pthread_create(&b, NULL, pong_sci, sd);
     printf("ready\n");
     fflush(stdout);
@@ -164,7 +186,7 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static int run(int rounds)
+static int run(int rounds, bool aa)
 {
     sci_desc_t sd;
     seg_desc_t *nsd;
@@ -201,7 +223,41 @@ static int run(int rounds)
     NAT(seg_intr_create(nsd, &nin, &nid));
     SCI(SCIConnectInterrupt(sd, &out, peer, 0, SRV_SCI, 10000, 0, &err));
     NAT(seg_intr_connect(nsd, &nout, peer, SRV_NATIVE, 0, 10000));
+    seg_intr_t *ain; /* the A/A pair: native calls on both sides of the comparison */
+    seg_rintr_t *aout;
+    uint32_t aid = CLI_AA;
+    NAT(seg_intr_create(nsd, &ain, &aid));
+    NAT(seg_intr_connect(nsd, &aout, peer, SRV_AA, 0, 10000));
 
+    /* Each server thread answers once it has connected back to us: ask until it does, then
+     * take the answers to the extra asks, so that every later wait is for its own trigger. */
+    seg_rintr_t *outs[] = { nout, aout };
+    seg_intr_t *ins[] = { nin, ain };
+    for (int p = 0; p < 3; p++) {
+        int k = 0, ok = 0;
+        for (; k < 1000 && !ok; k++) {
+            sci_error_t err = SCI_ERR_OK;
+            if (p == 2)
+                SCITriggerInterrupt(out, 0, &err);
+            else
+                seg_intr_trigger(outs[p]);
+            if (p == 2) {
+                SCIWaitForInterrupt(in, 10, 0, &err);
+                ok = err == SCI_ERR_OK;
+            } else {
+                ok = !seg_intr_wait(ins[p], 10);
+            }
+        }
+        if (!ok)
+            fail("no answer from the server", -ETIMEDOUT);
+        for (;;) {
+            sci_error_t err = SCI_ERR_OK;
+            if (p == 2)
+                SCIWaitForInterrupt(in, 50, 0, &err);
+            if (p == 2 ? err != SCI_ERR_OK : seg_intr_wait(ins[p], 50) != 0)
+                break;
+        }
+    }
     uint8_t *src = malloc(1u << 20);
     memset(src, 0x5a, 1u << 20);
     double *v[2][4];
@@ -226,7 +282,10 @@ static int run(int rounds)
             s->dma = median(samples, DMAS);
             for (int i = 0; i < PINGS; i++) {
                 uint64_t t = now_ns();
-                if (api) {
+                if (api && aa) {
+                    NAT(seg_intr_trigger(aout));
+                    NAT(seg_intr_wait(ain, 10000));
+                } else if (api) {
                     SCI(SCITriggerInterrupt(out, 0, &err));
                     SCI(SCIWaitForInterrupt(in, 10000, 0, &err));
                 } else {
@@ -243,7 +302,7 @@ static int run(int rounds)
         }
     }
     static const char *names[] = { "store_ns_per_mib", "load_ns", "dma_ns_per_mib", "intr_rtt_ns" };
-    printf("{\"rounds\":%d", rounds);
+    printf("{\"rounds\":%d,\"aa\":%s", rounds, aa ? "true" : "false");
     for (int m = 0; m < 4; m++) {
         double ratio[rounds];
         for (int r = 0; r < rounds; r++)
@@ -266,7 +325,9 @@ int main(int argc, char **argv)
 {
     if (argc < 3 || (strcmp(argv[1], "serve") && strcmp(argv[1], "run"))) {
         fprintf(stderr, "usage: ntblend run --host H -- sisci_bench serve PEER_NODE\n"
-                        "       ntblend run --host H -- sisci_bench run PEER_NODE [ROUNDS]\n");
+                        "       ntblend run --host H -- sisci_bench run PEER_NODE [ROUNDS [aa]]\n"
+                        "aa: the interrupt round trip's second side also native, through a second\n"
+                        "pair of interrupts and server thread (what the setup alone makes of it)\n");
         return 2;
     }
     peer = (unsigned)strtoul(argv[2], NULL, 0);
@@ -277,5 +338,6 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "serve"))
         return serve();
     int rounds = argc > 3 ? atoi(argv[3]) : 10;
-    return run(rounds < 2 ? 2 : rounds);
+    bool aa = argc > 4 && !strcmp(argv[4], "aa");
+    return run(rounds < 2 ? 2 : rounds, aa);
 }

@@ -149,7 +149,9 @@ static void *run(void *arg)
             continue;
         /* With plain stores to watch for, no wait is longer than a tick: any register (an
          * enable in CC, say) may have changed unannounced. */
-        how.deadline_ns = atomic_load(&fx->raw_maps) ? wpol_now_ns() + FAB_RAW_TICK_NS : 0;
+        bool raw = atomic_load(&fx->raw_maps) != 0;
+        how.deadline_ns = raw ? wpol_now_ns() + FAB_RAW_TICK_NS : 0;
+        how.sleep_ns = raw ? FAB_RAW_TICK_NS : 1000000000;
         wpol_wait(ready ? &polling : &idle, &how);
     }
     return NULL;

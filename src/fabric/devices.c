@@ -141,6 +141,10 @@ void fab_fn_raw(struct fab *f, uint32_t fni, int delta)
     /* Never below zero: a reset may have cleared the count of a mapping still held. */
     while (!atomic_compare_exchange_weak(n, &v, delta > 0 ? v + 1 : v ? v - 1 : 0))
         ;
+    /* A model asleep without a deadline (nothing to watch when it went to sleep) must start
+     * watching now: the first plain store (an enable in CC) may come right after the map. */
+    if (delta > 0)
+        fab_fn_notify(f, fni);
 }
 
 static void fn_reset(struct fab *f, uint32_t fni, bool all_bars)

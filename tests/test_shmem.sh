@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # OpenSHMEM over the fabric (switched/back-to-back transport): the programs in tests/shmem/
-# are built with oshcc at test time and run with oshrun at 2 and 4 PEs on a switched fabric,
-# and with 2 PEs on one host and across a back-to-back link. Each program checks its own
+# (built with the build; hello, putget and globals again here with oshcc, cxx with oshc++)
+# run with oshrun at 2 and 4 PEs on a switched fabric, and with 2 PEs on one host and across a
+# back-to-back link. Each program checks its own
 # results and exits non-zero on any mismatch. rma_ext, amo_ext, signal, p2p, lock and ctx
 # cover every 1.5 RMA/AMO/point-to-point type, put-with-signal, locks and contexts. Teams and
 # collectives (teams.c, coll.c) also run at 3 PEs (an odd count), round-robin and all on one
@@ -10,6 +11,7 @@ set -euo pipefail
 fabric="t-shmem-$$"
 . "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/shmem/common.sh"
 build "${progs[@]}" fail bigheap
+build_osh hello putget globals cxx
 
 # Usage and errors before any fabric exists.
 "$bin/oshrun" --help | grep -q -- "-np N" || fail "oshrun --help"

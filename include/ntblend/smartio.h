@@ -5,16 +5,20 @@
  * through the NTB, and maps memory *for the device*: it gets the I/O address to program into
  * the device, wherever the memory is — in the lender, in the borrower, in a third host, or in
  * another device's BAR — resolved as smartio §4.4 describes. No software sits in the data
- * path: the device's DMA and the CPU's register accesses cross the NTB directly.
+ * path: the device's DMA and the CPU's register accesses cross the NTB directly. Buffers of
+ * this host's RAM are mapped for the device around each I/O (streaming DMA) through a DMA
+ * window set up once (§4.3).
  *
  * For applications started with `ntblend run --host H -- prog`. Functions return 0 or a
- * negative errno unless stated otherwise.
+ * negative errno unless stated otherwise. A driver model, which drives the functions of this
+ * host's PCIe tree rather than devices borrowed by id, also uses ntblend/smartio_tree.h.
  *
  * Threads: every function may be called from any thread. A borrowed device (sio_dev_t) may be
  * used by several threads: configuration-space and BAR accesses are single accesses, as on
- * hardware, and mapping calls are serialized by the agent. Do not return a device, unmap a BAR
- * or free memory while another thread still uses it. sio_wait_vector() keeps its position in
- * *seen: give each waiting thread its own.
+ * hardware, mapping calls are serialized by the agent, and streaming mappings may be made and
+ * undone from many threads at once. Do not return a device, unmap a BAR or free memory while
+ * another thread still uses it. sio_wait_vector() keeps its position in *seen: give each
+ * waiting thread its own.
  */
 #ifndef NTBLEND_SMARTIO_H
 #define NTBLEND_SMARTIO_H
@@ -148,6 +152,51 @@ int sio_alloc(sio_dev_t *dev, size_t size, unsigned hints, volatile void **cpu, 
 /** sio_mem_node() - Node id of the host the memory was placed in. */
 uint32_t sio_mem_node(const sio_mem_t *mem);
 int sio_free(sio_mem_t *mem);
+
+/*
+ * Streaming DMA: this host's RAM mapped for the device around one I/O (smartio-tocs-2021
+ * §4.3, "DMA window"), as a kernel driver maps a buffer with the DMA API.
+ *
+ * sio_ram_alloc() gives RAM of this host that devices may be given (what a kernel driver gets
+ * from kmalloc), mapped for none until sio_stream_map() maps a piece of it for one device.
+ * With this host's IOMMU on, a device's first mapping sets up, once, a range of I/O virtual
+ * addresses through which it reaches this host — for a device of another host, a window of
+ * its lender's adapter onto that range (the lender's DMA window, shared by every device this
+ * host uses of that lender) — and every mapping from then on only inserts pages into this
+ * host's IOMMU: no request to the agent or the lender. With the IOMMU off, a device of this
+ * host reaches RAM by its physical address (nothing to map), and a device of another host
+ * needs a window of its lender's onto the buffer: a request to the lender per mapping, some
+ * hundred times slower. A DMA by the device anywhere it was not given, or against `access`,
+ * is an IOMMU fault that reaches nothing (where this host has an IOMMU).
+ */
+#define SIO_DMA_READ 1u  /* the device may read the memory (data to the device) */
+#define SIO_DMA_WRITE 2u /* the device may write it (data from the device) */
+
+/** sio_ram_alloc() - size bytes (rounded up to whole pages) of this host's RAM for device DMA;
+ * page aligned, zeroed. Carved from pieces the process obtains from its agent in large steps
+ * and keeps until it exits. NULL + errno (EINVAL size 0; ENOMEM). */
+void *sio_ram_alloc(size_t size);
+/** sio_ram_free() - give back memory of sio_ram_alloc (NULL: nothing). Unmap it first.
+ * -EINVAL: not the start of memory sio_ram_alloc gave. */
+int sio_ram_free(void *cpu);
+/** sio_ram_addr() - the bus address of [cpu, cpu + size) of sio_ram_alloc memory on this host
+ * (what sio_map_addr takes with this host's node id). -EINVAL: not such memory. */
+int sio_ram_addr(const void *cpu, size_t size, uint64_t *addr);
+
+/**
+ * sio_stream_map() - map [cpu, cpu + size) of sio_ram_alloc memory for the device.
+ * @access: SIO_DMA_READ, SIO_DMA_WRITE or both: what the device may do there.
+ * @ioaddr: the address the device reaches cpu by, from where it is.
+ * Mappings are this process's: they go with sio_return() of the device, and with the process.
+ * Return: 0, -EINVAL (not sio_ram_alloc memory, size 0, bad access), -ENOSPC (no I/O virtual
+ * address space, IOMMU entry, LUT entry or requester-ID entry left: unmap something and try
+ * again), -EBUSY (a device of this host borrowed shared: its IOMMU domain is not this
+ * process's alone; borrow it exclusively), -EHOSTUNREACH.
+ */
+int sio_stream_map(sio_dev_t *dev, void *cpu, size_t size, unsigned access, uint64_t *ioaddr);
+/** sio_stream_unmap() - undo one sio_stream_map (the @ioaddr it gave, and its size); when it
+ * returns the device reaches nothing there. -ENOENT: not a mapping of this device. */
+int sio_stream_unmap(sio_dev_t *dev, uint64_t ioaddr, size_t size);
 
 /** sio_enable_vector() - Interrupts: the MSI-X vector `vector` of the device wakes
  * sio_wait_vector on this host. The table entry is programmed to reach this host's MSI region

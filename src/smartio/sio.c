@@ -2,7 +2,9 @@
  * SmartIO device-driver API (include/ntblend/smartio.h): the device registry as the fabric
  * enumerates it, borrowing through the lender's agent, BARs mapped through the borrower's NTB
  * window, register accessors that notify the device (writel), memory mapped for the device
- * with the address resolved by the lender (smartio §4.4), and MSI-X routed to the borrower.
+ * with the address resolved by the lender (smartio §4.4), MSI-X routed to the borrower, and
+ * memory placed by access hints. This host's PCIe tree and binding are tree.c's, RAM for
+ * device DMA ram.c's, streaming DMA stream.c's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -12,8 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ntblend/smartio.h"
-#include "runtime.h"
 #include "seg_int.h"
 #include "sio_int.h"
 
@@ -65,8 +65,8 @@ int sio_find(const char *name)
     return i;
 }
 
-static int call(struct rt *rt, uint32_t op, uint32_t flags, uint64_t a, uint64_t b, uint64_t c,
-                struct agent_rsp *rsp)
+int sio_call(struct rt *rt, uint32_t op, uint32_t flags, uint64_t a, uint64_t b, uint64_t c,
+             struct agent_rsp *rsp)
 {
     struct agent_req q = { .op = op, .flags = flags, .a = a, .b = b, .c = c };
     return rt_request(rt, &q, rsp);
@@ -77,12 +77,12 @@ int sio_set_available(uint32_t id, bool available)
     struct rt *rt = rt_get();
     if (!rt)
         return -errno;
-    int rc = call(rt, AGENT_DEV_AVAILABLE, 0, id, available, 0, NULL);
+    int rc = sio_call(rt, AGENT_DEV_AVAILABLE, 0, id, available, 0, NULL);
     rt_put(rt);
     return rc;
 }
 
-int sio_borrow(uint32_t id, unsigned mode, sio_dev_t **out)
+int sio_borrow_mode(uint32_t id, unsigned mode, sio_dev_t **out)
 {
     sio_dev_t *d = calloc(1, sizeof *d);
     if (!d)
@@ -96,13 +96,14 @@ int sio_borrow(uint32_t id, unsigned mode, sio_dev_t **out)
     struct rt *rt = d->rt;
     int rc = rt->ops->func_info(rt, id, &d->info);
     if (!rc)
-        rc = call(rt, AGENT_DEV_BORROW, 0, id, mode, 0, NULL);
+        rc = sio_call(rt, AGENT_DEV_BORROW, 0, id, mode, 0, NULL);
     if (rc) {
         rt_put(d->rt);
         free(d);
         return rc;
     }
     d->fn = id;
+    d->mode = mode;
     d->lender = d->info.host;
     d->ai = d->peer_ai = -1;
     uint32_t peer_ai;
@@ -111,18 +112,32 @@ int sio_borrow(uint32_t id, unsigned mode, sio_dev_t **out)
         d->ai = ai;
         d->peer_ai = (int)peer_ai;
     }
+    sio_stream_init(d);
     *out = d;
     return 0;
 }
 
-int sio_share(sio_dev_t *d) { return call(d->rt, AGENT_DEV_SHARE, 0, d->fn, 0, 0, NULL); }
+int sio_borrow(uint32_t id, unsigned mode, sio_dev_t **out)
+{
+    return out ? sio_borrow_mode(id, mode, out) : -EINVAL;
+}
+
+int sio_share(sio_dev_t *d)
+{
+    int rc = sio_call(d->rt, AGENT_DEV_SHARE, 0, d->fn, 0, 0, NULL);
+    if (!rc)
+        d->mode = SIO_SHARED;
+    return rc;
+}
 
 int sio_return(sio_dev_t *d)
 {
     if (!d)
         return -EINVAL;
-    int rc = call(d->rt, AGENT_DEV_RETURN, 0, d->fn, 0, 0, NULL); /* drops its mappings */
+    sio_stream_release(d);
+    int rc = sio_call(d->rt, AGENT_DEV_RETURN, 0, d->fn, 0, 0, NULL); /* drops its mappings */
     free(d->msi);
+    pthread_mutex_destroy(&d->stream_lock);
     rt_put(d->rt);
     free(d);
     return rc;
@@ -164,6 +179,15 @@ volatile void *sio_map_bar(sio_dev_t *d, int bar, size_t *size, sio_bar_t **out)
     *m = (sio_bar_t){ .dev = d, .size = b->size };
     if (d->lender == d->rt->host) {
         m->ptr = rt->ops->bar_mem(rt, d->fn, bar);
+    } else if (d->tree_bar[bar]) {
+        /* Bound in this host's tree: where its hot-add mapped it, not a second window (LUT
+         * entries are scarce). */
+        int rc = sio_tree_bar_map(d, bar, m);
+        if (rc) {
+            free(m);
+            errno = -rc;
+            return NULL;
+        }
     } else if (d->ai >= 0) {
         int rc = rt_window_open(rt, (uint32_t)d->ai, d->lender, b->addr, b->size, false, &m->win);
         if (rc) {
@@ -189,6 +213,8 @@ int sio_unmap_bar(sio_bar_t *m)
 {
     if (!m)
         return -EINVAL;
+    if (m->tree_base)
+        m->dev->rt->ops->window_cpu_unmap(m->dev->rt, m->tree_base);
     rt_window_close(m->dev->rt, &m->win);
     free(m);
     return 0;
@@ -198,7 +224,8 @@ int sio_unmap_bar(sio_bar_t *m)
 static void notify(sio_bar_t *m)
 {
     sio_dev_t *d = m->dev;
-    if (m->win.map && !d->rt->ops->path_up(d->rt, (uint32_t)d->ai, (uint32_t)d->peer_ai))
+    if ((m->win.map || m->tree_base) &&
+        !d->rt->ops->path_up(d->rt, (uint32_t)d->ai, (uint32_t)d->peer_ai))
         return;
     d->rt->ops->fn_notify(d->rt, d->fn);
 }
@@ -231,7 +258,7 @@ static int map_host(sio_dev_t *d, uint32_t host, uint64_t addr, size_t size, uin
     uint64_t pages = ((addr & 4095) + size + 4095) / 4096;
     struct agent_rsp rsp;
     int rc = pages > UINT32_MAX ? -EINVAL
-                                : call(d->rt, AGENT_DEV_MAP, (uint32_t)pages, d->fn, host, addr, &rsp);
+                                : sio_call(d->rt, AGENT_DEV_MAP, (uint32_t)pages, d->fn, host, addr, &rsp);
     if (rc) {
         free(m);
         return rc;
@@ -277,7 +304,7 @@ int sio_unmap(sio_dma_t *m)
 {
     if (!m)
         return -EINVAL;
-    int rc = call(m->dev->rt, AGENT_DEV_UNMAP, 0, m->dev->fn, m->id, 0, NULL);
+    int rc = sio_call(m->dev->rt, AGENT_DEV_UNMAP, 0, m->dev->fn, m->id, 0, NULL);
     free(m);
     return rc;
 }
@@ -397,7 +424,7 @@ int sio_alloc(sio_dev_t *d, size_t size, unsigned hints, volatile void **cpu, ui
     if (place_at_lender(d, hints)) {
         struct agent_rsp r;
         m->host = d->lender;
-        rc = call(d->rt, AGENT_SEG_ALLOC_AT, 0, d->lender, size, 0, &r);
+        rc = sio_call(d->rt, AGENT_SEG_ALLOC_AT, 0, d->lender, size, 0, &r);
         if (!rc) {
             m->id = (uint32_t)r.a;
             int adapter = adapter_index(d);
@@ -446,7 +473,7 @@ int sio_free(sio_mem_t *m)
     if (m->local)
         seg_remove(m->local);
     if (m->id)
-        call(m->dev->rt, AGENT_SEG_FREE_AT, 0, m->host, m->id, 0, NULL);
+        sio_call(m->dev->rt, AGENT_SEG_FREE_AT, 0, m->host, m->id, 0, NULL);
     seg_close(m->sd);
     free(m);
     return rc;

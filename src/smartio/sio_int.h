@@ -1,13 +1,32 @@
 /*
- * Internals of the SmartIO library: the objects behind the opaque handles of
- * ntblend/smartio.h, shared by its files (sio.c: borrowing, BARs, mappings, placement;
- * sio_devseg.c: device segments).
+ * SmartIO's insides (src/smartio): a borrowed or bound device as the library keeps it, a BAR
+ * mapping, and what the files share — sio.c (registry, borrowing, config space, BARs, memory
+ * for the device, interrupts, placement), tree.c (this host's PCIe tree and binding), ram.c
+ * (this host's RAM for device DMA), stream.c (streaming DMA through the DMA window) and
+ * sio_devseg.c (device segments).
+ * Internal to libntblend.
  */
 #ifndef NTBLEND_SIO_INT_H
 #define NTBLEND_SIO_INT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "ntblend/smartio.h"
 #include "runtime.h"
+
+struct sio_dom;
+struct sio_stream_map;
+
+/* How a device's streaming mappings are made, decided on its first (stream.c). */
+enum sio_stream_mode {
+    SIO_STREAM_UNSET = 0,
+    SIO_STREAM_IOMMU,     /* pages inserted into an IOMMU domain of this host */
+    SIO_STREAM_PHYS,      /* a device of this host, IOMMU off: the physical address */
+    SIO_STREAM_BY_LENDER, /* a device of another host, IOMMU off: a window per mapping */
+};
 
 struct sio_dev {
     struct rt *rt;
@@ -16,11 +35,23 @@ struct sio_dev {
     uint64_t msi_io;
     uint32_t fn, lender;
     int ai, peer_ai; /* our adapter facing the lender and the lender's, -1 when local */
+    unsigned mode;   /* SIO_EXCLUSIVE, SIO_SHARED, or AGENT_BORROW_BIND (sio_bind) */
+    /* A lent function bound in this host's tree (sio_bind): its BARs are where its hot-add
+     * mapped them in this host's address map (0: not in the tree, a window of its own). */
+    uint64_t tree_bar[NTB_BK_BARS];
+    struct sio_dev *next; /* this process's devices (stream.c reclaims across them) */
+    /* Streaming DMA (stream.c). */
+    pthread_mutex_t stream_lock;        /* the mode and domain, the by-lender mappings */
+    enum sio_stream_mode stream;
+    struct sio_dom *dom;                /* SIO_STREAM_IOMMU */
+    atomic_uint streaming;              /* mappings in its domain now */
+    struct sio_stream_map *by_lender;   /* SIO_STREAM_BY_LENDER: each mapping the lender made */
 };
 
 struct sio_bar {
     sio_dev_t *dev;
     struct rt_window win; /* through our adapter; win.map is NULL when the device is here */
+    void *tree_base;      /* ... or the hot-add's window, mapped into this process */
     volatile char *ptr;
     size_t size;
 };
@@ -29,5 +60,29 @@ struct sio_dma {
     sio_dev_t *dev;
     uint32_t id;
 };
+
+/* One request to this host's agent (rsp may be NULL). */
+int sio_call(struct rt *rt, uint32_t op, uint32_t flags, uint64_t a, uint64_t b, uint64_t c,
+             struct agent_rsp *rsp);
+
+/* sio_borrow with any mode the agent knows (sio_bind's AGENT_BORROW_BIND too). */
+int sio_borrow_mode(uint32_t id, unsigned mode, sio_dev_t **out);
+
+/* tree.c: map BAR `bar` of a lent function bound in this host's tree through the window its
+ * hot-add set up, into m (ptr, tree_base). 0 or -errno. */
+int sio_tree_bar_map(sio_dev_t *d, int bar, struct sio_bar *m);
+
+/* ram.c: this host's physical address of [cpu, cpu + len) if sio_ram_alloc gave it. */
+int sio_ram_phys(const void *cpu, size_t len, uint64_t *phys);
+
+/* stream.c: d joins / leaves this process's device list; sio_stream_release undoes every
+ * streaming mapping d still has and its hold on a DMA window (before it is returned). */
+void sio_stream_init(sio_dev_t *d);
+void sio_stream_release(sio_dev_t *d);
+
+/* Page bitmaps (ram.c): set or clear bits [i, i + n); the first run of n clear bits of
+ * [0, total), searching from `from` and wrapping, or -1. */
+void sio_bits(uint64_t *b, uint64_t i, uint64_t n, bool on);
+int64_t sio_find_run(const uint64_t *b, uint64_t total, uint64_t n, uint64_t from);
 
 #endif

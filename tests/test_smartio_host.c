@@ -91,6 +91,7 @@ static void tree_user(void *arg)
     CHECK_EQ(sio_bind(t, f[1].id, &x), -EBUSY);
     CHECK_EQ(sio_bind(t, (uint32_t)sio_find("accel2"), &x), -ENOENT); /* a's, not lent to c */
     CHECK_EQ(sio_bind(t, 999, &x), -ENODEV);
+    CHECK_EQ(sio_borrow(f[1].id, 3, &x), -EINVAL); /* binding is sio_bind's */
     CHECK_EQ(sio_enable(lent), 0);
     h_put(1);
     h_get(); /* the parent counted c's LUT entries */

@@ -1,14 +1,16 @@
 /*
  * The driver model (include/ntblend/pci.h) over this host's PCIe tree: its own functions and
- * the functions lent to it (shadows, hot-added by the agent). Binding a function is a borrow
- * of it through the agent (AGENT_BORROW_BIND: its own function exclusively, a shadow under
- * the host's hot-add borrow), and everything a driver does then goes through the SmartIO
- * device-driver layer, which resolves where things are: configuration accesses, BAR windows,
- * memory mapped for the device, MSI-X pointed at this host's interrupt region. What the
- * papers' lending driver intercepts is intercepted here: a shadow's legacy INTx stays masked
- * (Interrupt Disable forced on, Interrupt Pin read as none), and its MSI-X table entries are
- * written with the address that reaches this host through the lender's NTB. Nothing here is
- * visible to the driver: the same calls work the same way on both kinds of function.
+ * the functions lent to it (shadows, hot-added by the agent), as SmartIO lists them
+ * (ntblend/smartio_tree.h). Binding a function is sio_bind (its own function alone, a shadow
+ * under the host's hot-add borrow), and everything a driver does then goes through SmartIO,
+ * which resolves where things are: configuration accesses, BARs (a shadow's through the
+ * window its hot-add set up), memory mapped for the device, streaming DMA through the DMA
+ * window, MSI-X pointed at this host's interrupt region. Nothing here reaches the backend or
+ * the agent around SmartIO. What the papers' lending driver intercepts is intercepted here: a
+ * shadow's legacy INTx stays masked (Interrupt Disable forced on, Interrupt Pin read as none),
+ * and its MSI-X table entries are written with the address that reaches this host through the
+ * lender's NTB. Nothing here is visible to the driver: the same calls work the same way on
+ * both kinds of function.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -18,16 +20,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent_proto.h"
-#include "ntb_backend.h"
 #include "ntblend/pci.h"
 #include "ntblend/smartio.h"
-#include "runtime.h"
+#include "ntblend/smartio_tree.h"
 
 #define MAX_DEVS 64
 #define MAX_MAPS 64
-#define TREE_WAIT_NS 200000000ll
+#define TREE_WAIT_MS 200
 #define IRQ_WAIT_MS 100
+#define PCI_BARS SIO_BARS
+#define PCI_STATUS_CAP_LIST 0x10u
+#define PCI_CAPABILITY_LIST 0x34
+#define PCI_CAP_ID_MSIX 0x11u
 
 struct coherent {
     struct coherent *next;
@@ -40,24 +44,6 @@ struct peer_map {
     dma_addr_t addr;     /* what the driver got */
     sio_dma_t *map;
 };
-
-/* An I/O virtual address range of one IOMMU domain this process maps streaming buffers into:
- * a local function's own domain, or its slice of the DMA aperture of a lender (the domain of
- * this host's adapter facing it), shared by every function of that lender bound here. */
-struct dom {
-    struct dom *next;
-    uint32_t lender;      /* UINT32_MAX: a local function's own */
-    uint16_t rid;         /* the domain: the requester ID the device's traffic arrives with */
-    uint64_t iova, io;    /* the range in the domain, and where the device reaches its start */
-    uint32_t pages;
-    unsigned refs;        /* functions using it */
-    pthread_mutex_t lock;
-    uint64_t *busy;       /* a bit per page */
-    struct dom_run { struct pci_dev *dev; uint32_t pages; } *runs; /* by first page */
-    uint32_t hint;        /* where the next search starts */
-};
-
-enum dma_mode { DMA_UNSET = 0, DMA_IOMMU, DMA_PHYS, DMA_BY_LENDER };
 
 struct irq {
     struct pci_dev *dev;
@@ -79,18 +65,14 @@ struct pci_dev {
     char name[16];
     uint16_t vendor, device;
     uint32_t class_code;
-    uint64_t bar_start[NTB_BK_BARS], bar_len[NTB_BK_BARS];
-    uint32_t msix_cap;
+    uint64_t bar_start[PCI_BARS], bar_len[PCI_BARS];
+    uint32_t msix_cap;    /* found on the first pci_alloc_irq_vectors; 0: not yet */
     sio_dev_t *sio;
     void *drvdata;
     atomic_bool present;
     pthread_mutex_t lock; /* coherent memory and vectors */
     struct coherent *coh;
     struct peer_map *peers;
-    struct peer_map *streams; /* DMA_BY_LENDER: each streaming mapping the lender made */
-    enum dma_mode dma;        /* how streaming mappings are made, decided on the first */
-    struct dom *dom;          /* DMA_IOMMU */
-    atomic_uint streaming;    /* its streaming mappings now */
     struct irq *irqs;
     unsigned nirqs;
 };
@@ -98,67 +80,28 @@ struct pci_dev {
 struct iomap {
     volatile char *base;
     size_t len;
-    sio_bar_t *bar;       /* a local function's BAR (SmartIO), or NULL: */
-    void *win;            /* ... a lent one's, through the window its hot-add set up */
-    uint32_t adapter, peer;
+    sio_bar_t *bar;
     struct pci_dev *dev;
 };
 
 static struct {
     pthread_mutex_t lock;  /* the driver and its devices; recursive: probe() may map a peer */
-    struct rt *rt;
     struct pci_driver *drv;
+    sio_tree_t *tree;      /* this host's tree, from pci_register_driver to unregistering */
+    uint32_t seen;         /* the tree's generation when it was last looked at */
     struct pci_dev *devs[MAX_DEVS];
     pthread_t watcher;
     atomic_bool stop;
     pthread_cond_t changed;
     pthread_rwlock_t maps_lock;
     struct iomap maps[MAX_MAPS];
-    pthread_mutex_t doms_lock;
-    struct dom *doms;
-} bus = { .doms_lock = PTHREAD_MUTEX_INITIALIZER, .lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP, .changed = PTHREAD_COND_INITIALIZER,
+} bus = { .lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP, .changed = PTHREAD_COND_INITIALIZER,
           .maps_lock = PTHREAD_RWLOCK_INITIALIZER };
 
 /* ---------------------------------------------------------------- the tree */
 
-/* A function of this host's tree, as the driver will see it. */
-struct found {
-    uint32_t fn;
-    bool shadow, present;
-    uint16_t bdf;
-    uint64_t bar_start[NTB_BK_BARS];
-    struct ntb_func_info info;
-};
-
-static int scan(struct rt *rt, struct found *out, int max)
-{
-    int n = 0;
-    struct ntb_func_info x;
-    for (uint32_t fn = 0; rt->ops->func_info(rt, fn, &x) == 0; fn++) {
-        if (x.host != rt->host || n >= max)
-            continue;
-        out[n] = (struct found){ .fn = fn, .present = true, .bdf = x.bdf, .info = x };
-        for (int b = 0; b < NTB_BK_BARS; b++)
-            out[n].bar_start[b] = x.bar[b].addr;
-        n++;
-    }
-    if (!rt->ops->tree)
-        return n;
-    struct ntb_shadow_info sh[32];
-    int ns = rt->ops->tree(rt, rt->host, sh, 32);
-    for (int i = 0; i < ns && i < 32 && n < max; i++) {
-        if (rt->ops->func_info(rt, sh[i].fn, &x))
-            continue;
-        out[n] = (struct found){ .fn = sh[i].fn, .shadow = true, .present = sh[i].present,
-                                 .bdf = sh[i].bdf, .info = x };
-        memcpy(out[n].bar_start, sh[i].bar_addr, sizeof out[n].bar_start);
-        n++;
-    }
-    return n;
-}
-
 static const struct pci_device_id *match(const struct pci_driver *drv,
-                                         const struct ntb_func_info *x)
+                                         const struct sio_tree_fn *x)
 {
     for (const struct pci_device_id *id = drv->id_table; id && id->vendor; id++)
         if ((id->vendor == PCI_ANY_ID || id->vendor == x->vendor) &&
@@ -179,7 +122,7 @@ static struct pci_dev **slot_of(uint32_t fn)
 static void release(struct pci_dev *d);
 
 /* Bind and probe one function (bus.lock held). */
-static int attach(const struct found *f, const struct pci_device_id *id)
+static int attach(const struct sio_tree_fn *f, const struct pci_device_id *id)
 {
     struct pci_dev **slot = NULL;
     for (int i = 0; i < MAX_DEVS && !slot; i++)
@@ -190,24 +133,23 @@ static int attach(const struct found *f, const struct pci_device_id *id)
     struct pci_dev *d = calloc(1, sizeof *d);
     if (!d)
         return -ENOMEM;
-    d->fn = f->fn;
-    d->shadow = f->shadow;
+    d->fn = f->id;
+    d->shadow = f->lent;
     snprintf(d->name, sizeof d->name, "0000:%02x:%02x.%x", f->bdf >> 8, (f->bdf >> 3) & 0x1f,
              f->bdf & 7);
-    d->vendor = f->info.vendor;
-    d->device = f->info.device;
-    d->class_code = f->info.class_code;
-    d->msix_cap = f->info.msix_cap;
-    for (int b = 0; b < NTB_BK_BARS; b++) {
-        d->bar_start[b] = f->info.bar[b].size ? f->bar_start[b] : 0;
-        d->bar_len[b] = f->info.bar[b].size;
+    d->vendor = f->vendor;
+    d->device = f->device;
+    d->class_code = f->class_code;
+    for (int b = 0; b < PCI_BARS; b++) {
+        d->bar_start[b] = f->bar_addr[b];
+        d->bar_len[b] = f->bar_size[b];
     }
     pthread_mutex_init(&d->lock, NULL);
     atomic_store(&d->present, true);
-    int rc = sio_borrow(f->fn, AGENT_BORROW_BIND, &d->sio);
+    int rc = sio_bind(bus.tree, f->id, &d->sio);
     if (rc) {
         fprintf(stderr, "%s: %s (%s): cannot bind it: %s\n", bus.drv->name, d->name,
-                f->info.name, rc == -EBUSY ? "another driver, or another host, has it"
+                f->name, rc == -EBUSY ? "another driver, or another host, has it"
                                            : strerror(-rc));
         pthread_mutex_destroy(&d->lock);
         free(d);
@@ -227,14 +169,9 @@ static int attach(const struct found *f, const struct pci_device_id *id)
 
 static void unmap_slot(struct iomap *m)
 {
-    if (m->bar)
-        sio_unmap_bar(m->bar);
-    else if (m->win)
-        bus.rt->ops->window_cpu_unmap(bus.rt, m->win);
+    sio_unmap_bar(m->bar);
     *m = (struct iomap){ 0 };
 }
-
-static void dma_release(struct pci_dev *d);
 
 /* Undo what the layer set up for d and free it (after remove() or a failed probe). */
 static void release(struct pci_dev *d)
@@ -257,8 +194,9 @@ static void release(struct pci_dev *d)
         sio_free(c->mem);
         free(c);
     }
-    dma_release(d);
-    sio_return(d->sio); /* after a hot-remove the agent has dropped the binding already */
+    /* Its streaming mappings and DMA window hold go with it; after a hot-remove the agent
+     * has dropped the binding already. */
+    sio_return(d->sio);
     pthread_mutex_destroy(&d->lock);
     free(d);
 }
@@ -278,8 +216,9 @@ static void detach(struct pci_dev **slot, bool gone)
 /* Bring the bound set in line with the tree (bus.lock held); returns how many were bound. */
 static int sync_tree(void)
 {
-    struct found f[MAX_DEVS];
-    int n = scan(bus.rt, f, MAX_DEVS), bound = 0;
+    struct sio_tree_fn f[MAX_DEVS];
+    int n = sio_tree_list(bus.tree, f, MAX_DEVS), bound = 0;
+    n = n < MAX_DEVS ? n : MAX_DEVS;
     /* Gone, or going: remove first. */
     for (int i = 0; i < MAX_DEVS; i++) {
         struct pci_dev *d = bus.devs[i];
@@ -287,36 +226,30 @@ static int sync_tree(void)
             continue;
         bool there = false;
         for (int k = 0; k < n; k++)
-            there |= f[k].fn == d->fn && f[k].present;
+            there |= f[k].id == d->fn && f[k].present;
         if (!there)
             detach(&bus.devs[i], true);
     }
     for (int k = 0; k < n; k++) {
-        if (!f[k].present || slot_of(f[k].fn))
+        if (!f[k].present || slot_of(f[k].id))
             continue;
-        const struct pci_device_id *id = match(bus.drv, &f[k].info);
+        const struct pci_device_id *id = match(bus.drv, &f[k]);
         if (id && attach(&f[k], id) == 0)
             bound++;
     }
     return bound;
 }
 
-static _Atomic uint32_t no_tree; /* stands in for a tree word when the backend has none */
-
+/* Binds what is hot-added, removes what goes; looks again every TREE_WAIT_MS in any case. */
 static void *watch(void *arg)
 {
     (void)arg;
-    _Atomic uint32_t *word = bus.rt->ops->tree_word ? bus.rt->ops->tree_word(bus.rt, bus.rt->host) : NULL;
     while (!atomic_load(&bus.stop)) {
-        uint32_t seen = word ? atomic_load(word) : 0;
+        sio_tree_wait(bus.tree, &bus.seen, TREE_WAIT_MS);
         pthread_mutex_lock(&bus.lock);
         if (!atomic_load(&bus.stop))
             sync_tree();
         pthread_mutex_unlock(&bus.lock);
-        if (word)
-            bus.rt->ops->wait(word, seen, TREE_WAIT_NS);
-        else
-            bus.rt->ops->wait(&no_tree, 0, TREE_WAIT_NS); /* no lending: look again later */
     }
     return NULL;
 }
@@ -330,22 +263,27 @@ int pci_register_driver(struct pci_driver *drv)
         pthread_mutex_unlock(&bus.lock);
         return -EBUSY;
     }
-    bus.rt = rt_get();
-    if (!bus.rt) {
-        int e = -errno;
+    int rc = sio_tree_open(&bus.tree);
+    if (rc) {
         pthread_mutex_unlock(&bus.lock);
-        return e;
+        return rc;
     }
+    bus.seen = 0;
+    sio_tree_wait(bus.tree, &bus.seen, 0); /* the generation, before the first look */
     bus.drv = drv;
     atomic_store(&bus.stop, false);
     int n = sync_tree();
-    int rc = pthread_create(&bus.watcher, NULL, watch, NULL);
-    pthread_mutex_unlock(&bus.lock);
-    if (rc) {
-        pci_unregister_driver(drv);
-        return -rc;
+    rc = pthread_create(&bus.watcher, NULL, watch, NULL);
+    if (rc) { /* no watcher to stop: undo the rest here */
+        for (int i = 0; i < MAX_DEVS; i++)
+            if (bus.devs[i])
+                detach(&bus.devs[i], false);
+        bus.drv = NULL;
+        sio_tree_close(bus.tree);
+        bus.tree = NULL;
     }
-    return n;
+    pthread_mutex_unlock(&bus.lock);
+    return rc ? -rc : n;
 }
 
 void pci_unregister_driver(struct pci_driver *drv)
@@ -357,17 +295,15 @@ void pci_unregister_driver(struct pci_driver *drv)
     }
     atomic_store(&bus.stop, true);
     pthread_mutex_unlock(&bus.lock);
-    _Atomic uint32_t *word = bus.rt->ops->tree_word ? bus.rt->ops->tree_word(bus.rt, bus.rt->host) : NULL;
-    if (word)
-        bus.rt->ops->wake(word, 1 << 30); /* a spurious wake: the watcher sees stop */
+    sio_tree_wake(bus.tree); /* the watcher sees stop */
     pthread_join(bus.watcher, NULL);
     pthread_mutex_lock(&bus.lock);
     for (int i = 0; i < MAX_DEVS; i++)
         if (bus.devs[i])
             detach(&bus.devs[i], false);
     bus.drv = NULL;
-    rt_put(bus.rt);
-    bus.rt = NULL;
+    sio_tree_close(bus.tree);
+    bus.tree = NULL;
     pthread_mutex_unlock(&bus.lock);
 }
 
@@ -491,63 +427,28 @@ void pci_set_master(struct pci_dev *d) { command(d, PCI_COMMAND_MASTER, 0); }
 
 uint64_t pci_resource_start(const struct pci_dev *d, int bar)
 {
-    return bar >= 0 && bar < NTB_BK_BARS ? d->bar_start[bar] : 0;
+    return bar >= 0 && bar < PCI_BARS ? d->bar_start[bar] : 0;
 }
 
 uint64_t pci_resource_len(const struct pci_dev *d, int bar)
 {
-    return bar >= 0 && bar < NTB_BK_BARS ? d->bar_len[bar] : 0;
-}
-
-/* A lent function's BAR: the window of this host's adapter its hot-add mapped it through
- * (pci_resource_start), into this process. No second window: LUT entries are scarce. */
-static int map_shadow_bar(struct pci_dev *d, int bar, struct iomap *m)
-{
-    struct rt *rt = bus.rt;
-    struct ntb_func_info x;
-    uint32_t peer;
-    int rc = rt->ops->func_info(rt, d->fn, &x);
-    int ai = rc ? rc : rt->ops->adapter_toward(rt, rt->host, x.host, &peer);
-    struct ntb_adapter_info a;
-    if (ai < 0 || rt->ops->adapter_info(rt, (uint32_t)ai, &a) || !a.mw_size ||
-        d->bar_start[bar] < a.mw_base)
-        return ai < 0 ? ai : -EFAULT;
-    uint64_t rel = d->bar_start[bar] - a.mw_base;
-    struct ntb_window w = { .adapter = (uint32_t)ai, .peer_host = x.host,
-                            .peer_addr = x.bar[bar].addr, .len = d->bar_len[bar],
-                            .bus = d->bar_start[bar], .first = (uint32_t)(rel / a.mw_size),
-                            .offset = rel % a.mw_size };
-    w.count = (uint32_t)((w.offset + w.len + a.mw_size - 1) / a.mw_size);
-    void *base;
-    void *p = rt->ops->window_cpu_map(rt, &w, false, &base);
-    if (!p)
-        return -errno;
-    *m = (struct iomap){ .base = p, .len = d->bar_len[bar], .win = base, .adapter = (uint32_t)ai,
-                         .peer = peer, .dev = d };
-    return 0;
+    return bar >= 0 && bar < PCI_BARS ? d->bar_len[bar] : 0;
 }
 
 void *pci_iomap(struct pci_dev *d, int bar, size_t maxlen)
 {
-    if (!d || bar < 0 || bar >= NTB_BK_BARS || !d->bar_len[bar]) {
+    if (!d || bar < 0 || bar >= PCI_BARS || !d->bar_len[bar]) {
         errno = EINVAL;
         return NULL;
     }
-    struct iomap m;
-    if (d->shadow) {
-        int rc = map_shadow_bar(d, bar, &m);
-        if (rc) {
-            errno = -rc;
-            return NULL;
-        }
-    } else {
-        size_t size = 0;
-        sio_bar_t *b;
-        volatile void *p = sio_map_bar(d->sio, bar, &size, &b);
-        if (!p)
-            return NULL;
-        m = (struct iomap){ .base = p, .len = size, .bar = b, .dev = d };
-    }
+    /* A lent function's BAR is mapped through the window its hot-add set up (where
+     * pci_resource_start says it is): no second window, LUT entries are scarce. */
+    size_t size = 0;
+    sio_bar_t *b;
+    volatile void *p = sio_map_bar(d->sio, bar, &size, &b);
+    if (!p)
+        return NULL;
+    struct iomap m = { .base = p, .len = size, .bar = b, .dev = d };
     if (maxlen && maxlen < m.len)
         m.len = maxlen;
     pthread_rwlock_wrlock(&bus.maps_lock);
@@ -577,7 +478,8 @@ void pci_iounmap(struct pci_dev *d, void *addr)
 uint32_t ioread32(const void *addr) { return *(const volatile uint32_t *)addr; }
 uint64_t ioread64(const void *addr) { return *(const volatile uint64_t *)addr; }
 
-/* A store into a mapped BAR is a posted write the device sees (its model is told). */
+/* A store into a mapped BAR is a posted write the device sees (SmartIO tells its model;
+ * across a downed link it never arrives). */
 static bool mmio_write(void *addr, uint64_t val, int len)
 {
     bool done = false;
@@ -587,20 +489,10 @@ static bool mmio_write(void *addr, uint64_t val, int len)
         if (m->base && (volatile char *)addr >= m->base &&
             (volatile char *)addr + len <= m->base + m->len) {
             size_t off = (size_t)((volatile char *)addr - m->base);
-            if (m->bar) {
-                if (len == 4)
-                    sio_write32(m->bar, off, (uint32_t)val);
-                else
-                    sio_write64(m->bar, off, val);
-            } else {
-                if (len == 4)
-                    *(volatile uint32_t *)addr = (uint32_t)val;
-                else
-                    *(volatile uint64_t *)addr = val;
-                /* A posted write across a downed link never arrives. */
-                if (bus.rt->ops->path_up(bus.rt, m->adapter, m->peer))
-                    bus.rt->ops->fn_notify(bus.rt, m->dev->fn);
-            }
+            if (len == 4)
+                sio_write32(m->bar, off, (uint32_t)val);
+            else
+                sio_write64(m->bar, off, val);
             done = true;
         }
     }
@@ -678,7 +570,7 @@ dma_addr_t dma_map_resource(struct pci_dev *d, uint64_t phys, size_t size)
     pthread_mutex_lock(&bus.lock);
     for (int i = 0; i < MAX_DEVS && !peer; i++) {
         struct pci_dev *x = bus.devs[i];
-        for (int b = 0; x && b < NTB_BK_BARS && !peer; b++)
+        for (int b = 0; x && b < PCI_BARS && !peer; b++)
             if (x->bar_len[b] && phys >= x->bar_start[b] &&
                 phys - x->bar_start[b] + size <= x->bar_len[b]) {
                 peer = x;
@@ -724,325 +616,15 @@ void dma_unmap_resource(struct pci_dev *d, dma_addr_t addr, size_t size)
 
 /* ---------------------------------------------------------------- streaming DMA */
 
-/*
- * Host RAM for streaming buffers: pieces of this host's RAM the agent allocates for the
- * process (gone with it), carved into page runs. Mapped for no device until dma_map_*.
- */
-#define POOL_PIECE (16ull << 20)
-#define POOL_PIECES 64
-
-static struct {
-    pthread_mutex_t lock;
-    struct rt *rt;
-    struct piece {
-        char *cpu;
-        uint64_t phys, pages;
-        uint64_t *busy;    /* a bit per page */
-        uint32_t *run;     /* pages of the allocation starting at a page, 0: none */
-    } p[POOL_PIECES];
-    int n;
-} pool = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-static bool bit(const uint64_t *b, uint64_t i) { return b[i / 64] >> (i % 64) & 1; }
-
-static void bits(uint64_t *b, uint64_t i, uint64_t n, bool on)
-{
-    for (uint64_t k = i; k < i + n; k++)
-        if (on)
-            b[k / 64] |= 1ull << (k % 64);
-        else
-            b[k / 64] &= ~(1ull << (k % 64));
-}
-
-/* The first run of n clear bits in [0, total), searching from `from` and wrapping; or -1. */
-static int64_t find_run(const uint64_t *b, uint64_t total, uint64_t n, uint64_t from)
-{
-    if (n > total)
-        return -1;
-    for (int pass = 0; pass < 2; pass++) {
-        uint64_t i = pass ? 0 : from, end = pass ? from : total;
-        while (i + n <= total && i < end + n) {
-            if (b[i / 64] == UINT64_MAX && i % 64 == 0) {
-                i += 64;
-                continue;
-            }
-            uint64_t k = 0;
-            while (k < n && !bit(b, i + k))
-                k++;
-            if (k == n)
-                return (int64_t)i;
-            i += k + 1;
-        }
-    }
-    return -1;
-}
-
-static struct rt *dma_rt(void)
-{
-    if (!pool.rt)
-        pool.rt = rt_get(); /* kept: the pool's pieces are the process's until it ends */
-    return pool.rt;
-}
-
-void *dma_host_alloc(size_t size)
-{
-    if (!size || size > (1ull << 40)) {
-        errno = size ? ENOMEM : EINVAL;
-        return NULL;
-    }
-    uint64_t n = (size + 4095) / 4096;
-    pthread_mutex_lock(&pool.lock);
-    struct rt *rt = dma_rt();
-    void *out = NULL;
-    int err = rt ? ENOMEM : errno;
-    for (int i = 0; rt && !out; i++) {
-        if (i == pool.n) { /* grow by a piece of at least POOL_PIECE */
-            if (pool.n == POOL_PIECES)
-                break;
-            uint64_t len = n * 4096 > POOL_PIECE ? n * 4096 : POOL_PIECE;
-            struct agent_rsp r;
-            int rc = rt_call(rt, AGENT_ALLOC, len, 4096, &r);
-            struct piece *p = &pool.p[pool.n];
-            p->cpu = rc ? NULL : rt->ops->ram(rt, rt->host, r.a, len);
-            p->busy = p->cpu ? calloc((len / 4096 + 63) / 64, 8) : NULL;
-            p->run = p->busy ? calloc(len / 4096, sizeof *p->run) : NULL;
-            if (!p->run) {
-                free(p->busy);
-                if (!rc)
-                    rt_call(rt, AGENT_FREE, r.a, 0, NULL);
-                err = rc == -ENOMEM || !rc ? ENOMEM : -rc;
-                *p = (struct piece){ 0 };
-                break;
-            }
-            p->phys = r.a;
-            p->pages = len / 4096;
-            pool.n++;
-        }
-        struct piece *p = &pool.p[i];
-        int64_t at = find_run(p->busy, p->pages, n, 0);
-        if (at < 0)
-            continue;
-        bits(p->busy, (uint64_t)at, n, true);
-        p->run[at] = (uint32_t)n;
-        out = p->cpu + (uint64_t)at * 4096;
-    }
-    pthread_mutex_unlock(&pool.lock);
-    if (out)
-        memset(out, 0, n * 4096);
-    else
-        errno = err;
-    return out;
-}
-
-/* The piece holding [cpu, cpu + len), or NULL. */
-static struct piece *piece_of(const void *cpu, size_t len)
-{
-    for (int i = 0; i < pool.n; i++) {
-        struct piece *p = &pool.p[i];
-        if ((const char *)cpu >= p->cpu && (uint64_t)((const char *)cpu - p->cpu) < p->pages * 4096 &&
-            len <= p->pages * 4096 - (uint64_t)((const char *)cpu - p->cpu))
-            return p;
-    }
-    return NULL;
-}
+/* Memory devices may be given: SmartIO's RAM for DMA (sio_ram_alloc), mapped for none until
+ * dma_map_single maps it for one. */
+void *dma_host_alloc(size_t size) { return sio_ram_alloc(size); }
 
 void dma_host_free(void *cpu)
 {
-    if (!cpu)
-        return;
-    pthread_mutex_lock(&pool.lock);
-    struct piece *p = piece_of(cpu, 1);
-    uint64_t at = p ? (uint64_t)((char *)cpu - p->cpu) / 4096 : 0;
-    if (p && (uint64_t)((char *)cpu - p->cpu) % 4096 == 0 && p->run[at]) {
-        bits(p->busy, at, p->run[at], false);
-        p->run[at] = 0;
-    } else {
+    if (sio_ram_free(cpu))
         fprintf(stderr, "dma_host_free: %p is not memory of dma_host_alloc\n", cpu);
-    }
-    pthread_mutex_unlock(&pool.lock);
 }
-
-/* This host's physical address of [cpu, cpu + len) if dma_host_alloc gave it, else -EINVAL. */
-static int host_phys(const void *cpu, size_t len, uint64_t *phys)
-{
-    pthread_mutex_lock(&pool.lock);
-    const struct piece *p = piece_of(cpu, len);
-    if (p)
-        *phys = p->phys + (uint64_t)((const char *)cpu - p->cpu);
-    pthread_mutex_unlock(&pool.lock);
-    return p ? 0 : -EINVAL;
-}
-
-/* A local function's own range: its domain is its alone, and this process's. */
-#define LOCAL_IOVA (1ull << 45)
-#define LOCAL_PAGES 16384u /* 64 MiB */
-
-static struct dom *dom_new(uint32_t lender, uint16_t rid, uint64_t iova, uint64_t io,
-                           uint64_t size)
-{
-    struct dom *m = calloc(1, sizeof *m);
-    uint32_t pages = (uint32_t)(size / 4096);
-    if (m) {
-        *m = (struct dom){ .lender = lender, .rid = rid, .iova = iova, .io = io, .pages = pages,
-                           .refs = 1, .busy = calloc((pages + 63) / 64, 8),
-                           .runs = calloc(pages, sizeof *m->runs) };
-        pthread_mutex_init(&m->lock, NULL);
-    }
-    if (m && (!m->busy || !m->runs || !pages)) {
-        free(m->busy);
-        free(m->runs);
-        free(m);
-        m = NULL;
-    }
-    return m;
-}
-
-static void dom_free(struct dom *m)
-{
-    pthread_mutex_destroy(&m->lock);
-    free(m->busy);
-    free(m->runs);
-    free(m);
-}
-
-/* d leaves its domain (its mappings gone): its hold on the lender's aperture goes, and the
- * domain with its last function. */
-static void dom_leave(struct pci_dev *d)
-{
-    struct dom *m = d->dom;
-    if (m->lender != UINT32_MAX) {
-        struct agent_req req = { .op = AGENT_DEV_APERTURE, .a = d->fn, .b = 0 };
-        struct agent_rsp r;
-        rt_request(bus.rt, &req, &r);
-    }
-    pthread_mutex_lock(&bus.doms_lock);
-    bool last = --m->refs == 0;
-    for (struct dom **pp = &bus.doms; *pp && last; pp = &(*pp)->next)
-        if (*pp == m) {
-            *pp = m->next;
-            break;
-        }
-    pthread_mutex_unlock(&bus.doms_lock);
-    if (last)
-        dom_free(m);
-    d->dom = NULL;
-    d->dma = DMA_UNSET;
-}
-
-/* The lender has no requester-ID (or LUT) entry left for d: let go of the aperture holds of
- * this process's other functions of that lender that have nothing mapped now (they take them
- * again on their next mapping). Returns how many went. */
-static int reclaim_idle(struct pci_dev *d)
-{
-    struct ntb_func_info x;
-    if (bus.rt->ops->func_info(bus.rt, d->fn, &x))
-        return 0;
-    uint32_t lender = x.host;
-    int n = 0;
-    pthread_mutex_lock(&bus.lock);
-    for (int i = 0; i < MAX_DEVS; i++) {
-        struct pci_dev *o = bus.devs[i];
-        if (!o || o == d)
-            continue;
-        pthread_mutex_lock(&o->lock);
-        if (o->dma == DMA_IOMMU && o->dom->lender == lender && !atomic_load(&o->streaming)) {
-            dom_leave(o);
-            n++;
-        }
-        pthread_mutex_unlock(&o->lock);
-    }
-    pthread_mutex_unlock(&bus.lock);
-    return n;
-}
-
-/* Decide, on the first streaming mapping of d, how it maps: into an IOMMU domain (its own,
- * or for a lent function the lender's aperture into ours, taken once), by physical address
- * (a local function, IOMMU off), or by the lender per mapping (a lent function, IOMMU off). */
-static int dma_setup(struct pci_dev *d)
-{
-    if (d->dma != DMA_UNSET)
-        return 0;
-    struct rt *rt = bus.rt;
-    const struct ntb_backend_ops *ops = rt->ops;
-    bool iommu = ops->iommu_on && ops->iommu_on(rt, rt->host) == 1;
-    if (!iommu) {
-        d->dma = d->shadow ? DMA_BY_LENDER : DMA_PHYS;
-        return 0;
-    }
-    struct ntb_func_info x;
-    int rc = ops->func_info(rt, d->fn, &x);
-    if (rc)
-        return rc;
-    if (!d->shadow) {
-        d->dom = dom_new(UINT32_MAX, x.bdf, LOCAL_IOVA, LOCAL_IOVA, (uint64_t)LOCAL_PAGES * 4096);
-        if (!d->dom)
-            return -ENOMEM;
-        d->dma = DMA_IOMMU;
-        return 0;
-    }
-    /* The lender lets d through onto its aperture (set up by the first of its functions):
-     * one request, now, and none per mapping. */
-    uint32_t peer;
-    int ai = ops->adapter_toward(rt, rt->host, x.host, &peer);
-    struct ntb_adapter_info a;
-    if (ai < 0 || (rc = ops->adapter_info(rt, (uint32_t)ai, &a)))
-        return ai < 0 ? ai : rc;
-    struct agent_req req = { .op = AGENT_DEV_APERTURE, .a = d->fn, .b = 1 };
-    struct agent_rsp r;
-    if ((rc = rt_request(rt, &req, &r)))
-        return rc;
-    pthread_mutex_lock(&bus.doms_lock);
-    struct dom *m = bus.doms;
-    while (m && !(m->lender == x.host && m->iova == r.b))
-        m = m->next;
-    if (m) {
-        m->refs++;
-    } else if ((m = dom_new(x.host, a.rid, r.b, r.a, r.c))) {
-        m->next = bus.doms;
-        bus.doms = m;
-    }
-    pthread_mutex_unlock(&bus.doms_lock);
-    if (!m) {
-        req.b = 0;
-        rt_request(rt, &req, &r);
-        return -ENOMEM;
-    }
-    d->dom = m;
-    d->dma = DMA_IOMMU;
-    return 0;
-}
-
-/* Unmap the run at page `at` of d's domain (its own mapping). */
-static void dom_unmap(struct dom *m, uint32_t at)
-{
-    uint32_t n = m->runs[at].pages;
-    bus.rt->ops->iommu_unmap(bus.rt, m->rid, m->iova + (uint64_t)at * 4096, (uint64_t)n * 4096);
-    pthread_mutex_lock(&m->lock);
-    bits(m->busy, at, n, false);
-    m->runs[at] = (struct dom_run){ 0 };
-    pthread_mutex_unlock(&m->lock);
-}
-
-/* What remove() left mapped goes, and d's hold on the aperture (release(), d unbound). */
-static void dma_release(struct pci_dev *d)
-{
-    while (d->streams) {
-        struct peer_map *p = d->streams;
-        d->streams = p->next;
-        sio_unmap(p->map);
-        free(p);
-    }
-    struct dom *m = d->dom;
-    if (!m)
-        return;
-    for (uint32_t i = 0; i < m->pages; i++)
-        if (m->runs[i].dev == d && m->runs[i].pages)
-            dom_unmap(m, i);
-    dom_leave(d);
-}
-
-static dma_addr_t map_one(struct pci_dev *d, uint64_t phys, size_t size,
-                          enum dma_data_direction dir);
 
 static dma_addr_t map_error(int rc)
 {
@@ -1050,118 +632,26 @@ static dma_addr_t map_error(int rc)
     return DMA_MAPPING_ERROR;
 }
 
+/* SmartIO's streaming DMA: through the DMA window, set up on the function's first mapping,
+ * with no request to the agent or the lender per mapping (smartio-tocs-2021 §4.3). */
 dma_addr_t dma_map_single(struct pci_dev *d, void *cpu, size_t size, enum dma_data_direction dir)
 {
-    uint64_t phys;
-    if (!d || !size || (unsigned)dir > DMA_FROM_DEVICE || host_phys(cpu, size, &phys))
+    static const unsigned access[] = {
+        [DMA_BIDIRECTIONAL] = SIO_DMA_READ | SIO_DMA_WRITE,
+        [DMA_TO_DEVICE] = SIO_DMA_READ,
+        [DMA_FROM_DEVICE] = SIO_DMA_WRITE,
+    };
+    if (!d || !size || (unsigned)dir > DMA_FROM_DEVICE)
         return map_error(-EINVAL);
-    /* A mapping in flight counts as one from here: its function's domain stays. */
-    pthread_mutex_lock(&d->lock);
-    int rc = dma_setup(d);
-    if (!rc)
-        atomic_fetch_add(&d->streaming, 1);
-    pthread_mutex_unlock(&d->lock);
-    if (rc == -ENOSPC && d->shadow && reclaim_idle(d)) {
-        pthread_mutex_lock(&d->lock);
-        if (!(rc = dma_setup(d)))
-            atomic_fetch_add(&d->streaming, 1);
-        pthread_mutex_unlock(&d->lock);
-    }
-    if (rc)
-        return map_error(rc == -EOPNOTSUPP ? -ENOSPC : rc);
-    dma_addr_t io = map_one(d, phys, size, dir);
-    if (io == DMA_MAPPING_ERROR || d->dma != DMA_IOMMU)
-        atomic_fetch_sub(&d->streaming, 1); /* counted are the domain's mappings */
-    return io;
-}
-
-static dma_addr_t map_one(struct pci_dev *d, uint64_t phys, size_t size,
-                          enum dma_data_direction dir)
-{
-    int rc;
-    uint64_t first = phys & ~4095ull, off = phys - first;
-    uint64_t n = (off + size + 4095) / 4096;
-    if (d->dma == DMA_PHYS)
-        return phys;
-    if (d->dma == DMA_BY_LENDER) {
-        /* No IOMMU here to map into: the lender maps this buffer itself, a window of its
-         * adapter onto it (smartio §4.3's fallback: a request to the lender per mapping). */
-        struct peer_map *p = calloc(1, sizeof *p);
-        if (!p)
-            return map_error(-ENOMEM);
-        uint64_t io;
-        struct rt *rt = bus.rt;
-        rc = sio_map_addr(d->sio, rt->ops->node_id(rt, rt->host), phys, size, &io, &p->map);
-        if (rc) {
-            free(p);
-            return map_error(rc);
-        }
-        p->addr = io;
-        pthread_mutex_lock(&d->lock);
-        p->next = d->streams;
-        d->streams = p;
-        pthread_mutex_unlock(&d->lock);
-        return io;
-    }
-    struct dom *m = d->dom;
-    pthread_mutex_lock(&m->lock);
-    int64_t at = find_run(m->busy, m->pages, n, m->hint);
-    if (at >= 0) {
-        bits(m->busy, (uint64_t)at, n, true);
-        m->runs[at] = (struct dom_run){ .dev = d, .pages = (uint32_t)n };
-        m->hint = (uint32_t)((uint64_t)at + n) % m->pages;
-    }
-    pthread_mutex_unlock(&m->lock);
-    if (at < 0)
-        return map_error(-ENOSPC); /* the range is full: unmap something */
-    unsigned perm = dir == DMA_TO_DEVICE ? NTB_IOMMU_READ
-                    : dir == DMA_FROM_DEVICE ? NTB_IOMMU_WRITE
-                                             : NTB_IOMMU_READ | NTB_IOMMU_WRITE;
-    rc = bus.rt->ops->iommu_map(bus.rt, m->rid, m->iova + (uint64_t)at * 4096, first, n * 4096, perm);
-    if (rc) {
-        pthread_mutex_lock(&m->lock);
-        bits(m->busy, (uint64_t)at, n, false);
-        m->runs[at] = (struct dom_run){ 0 };
-        pthread_mutex_unlock(&m->lock);
-        return map_error(rc == -EEXIST ? -ENOSPC : rc);
-    }
-    return m->io + (uint64_t)at * 4096 + off;
+    uint64_t io;
+    int rc = sio_stream_map(d->sio, cpu, size, access[dir], &io);
+    return rc ? map_error(rc) : io;
 }
 
 void dma_unmap_single(struct pci_dev *d, dma_addr_t addr, size_t size, enum dma_data_direction dir)
 {
-    (void)size;
     (void)dir;
-    if (!d || d->dma == DMA_PHYS)
-        return;
-    if (d->dma == DMA_BY_LENDER) {
-        struct peer_map *found = NULL;
-        pthread_mutex_lock(&d->lock);
-        for (struct peer_map **pp = &d->streams; *pp; pp = &(*pp)->next)
-            if ((*pp)->addr == addr) {
-                found = *pp;
-                *pp = found->next;
-                break;
-            }
-        pthread_mutex_unlock(&d->lock);
-        if (found) {
-            sio_unmap(found->map);
-            free(found);
-        }
-        return;
-    }
-    struct dom *m = d->dom;
-    uint64_t at = m && addr >= m->io ? (addr - m->io) / 4096 : UINT64_MAX;
-    bool mine = false;
-    if (m && at < m->pages) {
-        pthread_mutex_lock(&m->lock);
-        mine = m->runs[at].dev == d && m->runs[at].pages;
-        pthread_mutex_unlock(&m->lock);
-    }
-    if (mine) {
-        dom_unmap(m, (uint32_t)at);
-        atomic_fetch_sub(&d->streaming, 1);
-    } else
+    if (d && sio_stream_unmap(d->sio, addr, size) == -ENOENT)
         fprintf(stderr, "%s: dma_unmap_single of %#llx, which is not mapped\n", d->name,
                 (unsigned long long)addr);
 }
@@ -1194,10 +684,33 @@ void dma_unmap_sg(struct pci_dev *d, struct scatterlist *sg, int nents, enum dma
 
 /* ---------------------------------------------------------------- MSI-X */
 
+/* The MSI-X capability in the function's capability list, as Linux's pci_find_capability
+ * walks it; 0 if it has none. */
+static uint32_t find_msix(struct pci_dev *d)
+{
+    uint16_t status;
+    uint8_t at;
+    if (pci_read_config_word(d, PCI_STATUS, &status) || !(status & PCI_STATUS_CAP_LIST) ||
+        pci_read_config_byte(d, PCI_CAPABILITY_LIST, &at))
+        return 0;
+    for (int hops = 0; at >= 0x40 && hops < 48; hops++) { /* 48: no list loops forever */
+        uint8_t id, next;
+        at &= ~3u;
+        if (pci_read_config_byte(d, at, &id) || pci_read_config_byte(d, at + 1, &next))
+            return 0;
+        if (id == PCI_CAP_ID_MSIX)
+            return at;
+        at = next;
+    }
+    return 0;
+}
+
 int pci_alloc_irq_vectors(struct pci_dev *d, unsigned min, unsigned max)
 {
     if (!d || !min || min > max)
         return -EINVAL;
+    if (!d->msix_cap)
+        d->msix_cap = find_msix(d);
     if (!d->msix_cap)
         return -ENOTSUP;
     uint16_t ctrl;

@@ -119,7 +119,9 @@ int sio_borrow_mode(uint32_t id, unsigned mode, sio_dev_t **out)
 
 int sio_borrow(uint32_t id, unsigned mode, sio_dev_t **out)
 {
-    return out ? sio_borrow_mode(id, mode, out) : -EINVAL;
+    if (!out || (mode != SIO_EXCLUSIVE && mode != SIO_SHARED))
+        return -EINVAL; /* a function of this host's tree is bound with sio_bind */
+    return sio_borrow_mode(id, mode, out);
 }
 
 int sio_share(sio_dev_t *d)

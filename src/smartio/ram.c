@@ -2,7 +2,7 @@
  * This host's RAM for device DMA (sio_ram_alloc in include/ntblend/smartio.h): pieces the
  * agent allocates for the process (AGENT_ALLOC; gone with it), mapped into it by the backend
  * (ram), carved into page runs. Mapped for no device until sio_stream_map maps a run for one
- * (stream.c asks sio_ram_phys where a buffer is). Also the page bitmaps both use.
+ * (stream.c asks smartio_ram_phys where a buffer is). Also the page bitmaps both use.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,7 +30,7 @@ static struct {
 
 static bool bit(const uint64_t *b, uint64_t i) { return b[i / 64] >> (i % 64) & 1; }
 
-void sio_bits(uint64_t *b, uint64_t i, uint64_t n, bool on)
+void smartio_bits(uint64_t *b, uint64_t i, uint64_t n, bool on)
 {
     for (uint64_t k = i; k < i + n; k++)
         if (on)
@@ -39,7 +39,7 @@ void sio_bits(uint64_t *b, uint64_t i, uint64_t n, bool on)
             b[k / 64] &= ~(1ull << (k % 64));
 }
 
-int64_t sio_find_run(const uint64_t *b, uint64_t total, uint64_t n, uint64_t from)
+int64_t smartio_find_run(const uint64_t *b, uint64_t total, uint64_t n, uint64_t from)
 {
     if (n > total)
         return -1;
@@ -107,10 +107,10 @@ void *sio_ram_alloc(size_t size)
         if (i == pool.n && (err = grow(pool.rt, n * PAGE)))
             break;
         struct piece *p = &pool.p[i];
-        int64_t at = sio_find_run(p->busy, p->pages, n, 0);
+        int64_t at = smartio_find_run(p->busy, p->pages, n, 0);
         if (at < 0)
             continue;
-        sio_bits(p->busy, (uint64_t)at, n, true);
+        smartio_bits(p->busy, (uint64_t)at, n, true);
         p->run[at] = (uint32_t)n;
         out = p->cpu + (uint64_t)at * PAGE;
     }
@@ -143,14 +143,14 @@ int sio_ram_free(void *cpu)
     uint64_t off = p ? (uint64_t)((char *)cpu - p->cpu) : 0, at = off / PAGE;
     bool ours = p && off % PAGE == 0 && p->run[at];
     if (ours) {
-        sio_bits(p->busy, at, p->run[at], false);
+        smartio_bits(p->busy, at, p->run[at], false);
         p->run[at] = 0;
     }
     pthread_mutex_unlock(&pool.lock);
     return ours ? 0 : -EINVAL;
 }
 
-int sio_ram_phys(const void *cpu, size_t len, uint64_t *phys)
+int smartio_ram_phys(const void *cpu, size_t len, uint64_t *phys)
 {
     pthread_mutex_lock(&pool.lock);
     const struct piece *p = len ? piece_of(cpu, len) : NULL;
@@ -162,5 +162,5 @@ int sio_ram_phys(const void *cpu, size_t len, uint64_t *phys)
 
 int sio_ram_addr(const void *cpu, size_t size, uint64_t *addr)
 {
-    return addr ? sio_ram_phys(cpu, size, addr) : -EINVAL;
+    return addr ? smartio_ram_phys(cpu, size, addr) : -EINVAL;
 }

@@ -3,8 +3,8 @@
  * enumerates it, borrowing through the lender's agent, BARs mapped through the borrower's NTB
  * window, register accessors that notify the device (writel), memory mapped for the device
  * with the address resolved by the lender (smartio §4.4), MSI-X routed to the borrower, and
- * memory placed by access hints. This host's PCIe tree and binding are tree.c's, RAM for
- * device DMA ram.c's, streaming DMA stream.c's.
+ * memory placed by access hints. This host's PCIe tree and binding are pcie_tree.c's, RAM
+ * for device DMA ram.c's, streaming DMA stream.c's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -65,7 +65,7 @@ int sio_find(const char *name)
     return i;
 }
 
-int sio_call(struct rt *rt, uint32_t op, uint32_t flags, uint64_t a, uint64_t b, uint64_t c,
+int smartio_call(struct rt *rt, uint32_t op, uint32_t flags, uint64_t a, uint64_t b, uint64_t c,
              struct agent_rsp *rsp)
 {
     struct agent_req q = { .op = op, .flags = flags, .a = a, .b = b, .c = c };
@@ -77,12 +77,12 @@ int sio_set_available(uint32_t id, bool available)
     struct rt *rt = rt_get();
     if (!rt)
         return -errno;
-    int rc = sio_call(rt, AGENT_DEV_AVAILABLE, 0, id, available, 0, NULL);
+    int rc = smartio_call(rt, AGENT_DEV_AVAILABLE, 0, id, available, 0, NULL);
     rt_put(rt);
     return rc;
 }
 
-int sio_borrow_mode(uint32_t id, unsigned mode, sio_dev_t **out)
+int smartio_borrow(uint32_t id, unsigned mode, sio_dev_t **out)
 {
     sio_dev_t *d = calloc(1, sizeof *d);
     if (!d)
@@ -96,7 +96,7 @@ int sio_borrow_mode(uint32_t id, unsigned mode, sio_dev_t **out)
     struct rt *rt = d->rt;
     int rc = rt->ops->func_info(rt, id, &d->info);
     if (!rc)
-        rc = sio_call(rt, AGENT_DEV_BORROW, 0, id, mode, 0, NULL);
+        rc = smartio_call(rt, AGENT_DEV_BORROW, 0, id, mode, 0, NULL);
     if (rc) {
         rt_put(d->rt);
         free(d);
@@ -112,7 +112,7 @@ int sio_borrow_mode(uint32_t id, unsigned mode, sio_dev_t **out)
         d->ai = ai;
         d->peer_ai = (int)peer_ai;
     }
-    sio_stream_init(d);
+    smartio_stream_init(d);
     *out = d;
     return 0;
 }
@@ -121,12 +121,12 @@ int sio_borrow(uint32_t id, unsigned mode, sio_dev_t **out)
 {
     if (!out || (mode != SIO_EXCLUSIVE && mode != SIO_SHARED))
         return -EINVAL; /* a function of this host's tree is bound with sio_bind */
-    return sio_borrow_mode(id, mode, out);
+    return smartio_borrow(id, mode, out);
 }
 
 int sio_share(sio_dev_t *d)
 {
-    int rc = sio_call(d->rt, AGENT_DEV_SHARE, 0, d->fn, 0, 0, NULL);
+    int rc = smartio_call(d->rt, AGENT_DEV_SHARE, 0, d->fn, 0, 0, NULL);
     if (!rc)
         d->mode = SIO_SHARED;
     return rc;
@@ -136,8 +136,8 @@ int sio_return(sio_dev_t *d)
 {
     if (!d)
         return -EINVAL;
-    sio_stream_release(d);
-    int rc = sio_call(d->rt, AGENT_DEV_RETURN, 0, d->fn, 0, 0, NULL); /* drops its mappings */
+    smartio_stream_release(d);
+    int rc = smartio_call(d->rt, AGENT_DEV_RETURN, 0, d->fn, 0, 0, NULL); /* drops its mappings */
     free(d->msi);
     pthread_mutex_destroy(&d->stream_lock);
     rt_put(d->rt);
@@ -184,7 +184,7 @@ volatile void *sio_map_bar(sio_dev_t *d, int bar, size_t *size, sio_bar_t **out)
     } else if (d->tree_bar[bar]) {
         /* Bound in this host's tree: where its hot-add mapped it, not a second window (LUT
          * entries are scarce). */
-        int rc = sio_tree_bar_map(d, bar, m);
+        int rc = smartio_tree_bar_map(d, bar, m);
         if (rc) {
             free(m);
             errno = -rc;
@@ -260,7 +260,8 @@ static int map_host(sio_dev_t *d, uint32_t host, uint64_t addr, size_t size, uin
     uint64_t pages = ((addr & 4095) + size + 4095) / 4096;
     struct agent_rsp rsp;
     int rc = pages > UINT32_MAX ? -EINVAL
-                                : sio_call(d->rt, AGENT_DEV_MAP, (uint32_t)pages, d->fn, host, addr, &rsp);
+                                : smartio_call(d->rt, AGENT_DEV_MAP, (uint32_t)pages, d->fn, host,
+                                               addr, &rsp);
     if (rc) {
         free(m);
         return rc;
@@ -306,7 +307,7 @@ int sio_unmap(sio_dma_t *m)
 {
     if (!m)
         return -EINVAL;
-    int rc = sio_call(m->dev->rt, AGENT_DEV_UNMAP, 0, m->dev->fn, m->id, 0, NULL);
+    int rc = smartio_call(m->dev->rt, AGENT_DEV_UNMAP, 0, m->dev->fn, m->id, 0, NULL);
     free(m);
     return rc;
 }
@@ -426,7 +427,7 @@ int sio_alloc(sio_dev_t *d, size_t size, unsigned hints, volatile void **cpu, ui
     if (place_at_lender(d, hints)) {
         struct agent_rsp r;
         m->host = d->lender;
-        rc = sio_call(d->rt, AGENT_SEG_ALLOC_AT, 0, d->lender, size, 0, &r);
+        rc = smartio_call(d->rt, AGENT_SEG_ALLOC_AT, 0, d->lender, size, 0, &r);
         if (!rc) {
             m->id = (uint32_t)r.a;
             int adapter = adapter_index(d);
@@ -475,7 +476,7 @@ int sio_free(sio_mem_t *m)
     if (m->local)
         seg_remove(m->local);
     if (m->id)
-        sio_call(m->dev->rt, AGENT_SEG_FREE_AT, 0, m->host, m->id, 0, NULL);
+        smartio_call(m->dev->rt, AGENT_SEG_FREE_AT, 0, m->host, m->id, 0, NULL);
     seg_close(m->sd);
     free(m);
     return rc;

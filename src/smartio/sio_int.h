@@ -1,9 +1,9 @@
 /*
  * SmartIO's insides (src/smartio): a borrowed or bound device as the library keeps it, a BAR
  * mapping, and what the files share — sio.c (registry, borrowing, config space, BARs, memory
- * for the device, interrupts, placement), tree.c (this host's PCIe tree and binding), ram.c
- * (this host's RAM for device DMA), stream.c (streaming DMA through the DMA window) and
- * sio_devseg.c (device segments).
+ * for the device, interrupts, placement), pcie_tree.c (this host's PCIe tree and binding),
+ * ram.c (this host's RAM for device DMA), stream.c (streaming DMA through the DMA window)
+ * and sio_devseg.c (device segments).
  * Internal to libntblend.
  */
 #ifndef NTBLEND_SIO_INT_H
@@ -62,27 +62,27 @@ struct sio_dma {
 };
 
 /* One request to this host's agent (rsp may be NULL). */
-int sio_call(struct rt *rt, uint32_t op, uint32_t flags, uint64_t a, uint64_t b, uint64_t c,
+int smartio_call(struct rt *rt, uint32_t op, uint32_t flags, uint64_t a, uint64_t b, uint64_t c,
              struct agent_rsp *rsp);
 
 /* sio_borrow with any mode the agent knows (sio_bind's AGENT_BORROW_BIND too). */
-int sio_borrow_mode(uint32_t id, unsigned mode, sio_dev_t **out);
+int smartio_borrow(uint32_t id, unsigned mode, sio_dev_t **out);
 
-/* tree.c: map BAR `bar` of a lent function bound in this host's tree through the window its
- * hot-add set up, into m (ptr, tree_base). 0 or -errno. */
-int sio_tree_bar_map(sio_dev_t *d, int bar, struct sio_bar *m);
+/* pcie_tree.c: map BAR `bar` of a lent function bound in this host's tree through the window
+ * its hot-add set up, into m (ptr, tree_base). 0 or -errno. */
+int smartio_tree_bar_map(sio_dev_t *d, int bar, struct sio_bar *m);
 
 /* ram.c: this host's physical address of [cpu, cpu + len) if sio_ram_alloc gave it. */
-int sio_ram_phys(const void *cpu, size_t len, uint64_t *phys);
+int smartio_ram_phys(const void *cpu, size_t len, uint64_t *phys);
 
-/* stream.c: d joins / leaves this process's device list; sio_stream_release undoes every
+/* stream.c: d joins / leaves this process's device list; smartio_stream_release undoes every
  * streaming mapping d still has and its hold on a DMA window (before it is returned). */
-void sio_stream_init(sio_dev_t *d);
-void sio_stream_release(sio_dev_t *d);
+void smartio_stream_init(sio_dev_t *d);
+void smartio_stream_release(sio_dev_t *d);
 
 /* Page bitmaps (ram.c): set or clear bits [i, i + n); the first run of n clear bits of
  * [0, total), searching from `from` and wrapping, or -1. */
-void sio_bits(uint64_t *b, uint64_t i, uint64_t n, bool on);
-int64_t sio_find_run(const uint64_t *b, uint64_t total, uint64_t n, uint64_t from);
+void smartio_bits(uint64_t *b, uint64_t i, uint64_t n, bool on);
+int64_t smartio_find_run(const uint64_t *b, uint64_t total, uint64_t n, uint64_t from);
 
 #endif

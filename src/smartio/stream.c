@@ -50,7 +50,7 @@ static struct {
     struct sio_dom *doms; /* the apertures' domains */
 } streams = { .lock = PTHREAD_MUTEX_INITIALIZER, .doms_lock = PTHREAD_MUTEX_INITIALIZER };
 
-void sio_stream_init(sio_dev_t *d)
+void smartio_stream_init(sio_dev_t *d)
 {
     pthread_mutex_init(&d->stream_lock, NULL);
     pthread_mutex_lock(&streams.lock);
@@ -94,7 +94,7 @@ static void dom_leave(sio_dev_t *d)
 {
     struct sio_dom *m = d->dom;
     if (m->lender != UINT32_MAX)
-        sio_call(d->rt, AGENT_DEV_APERTURE, 0, d->fn, 0, 0, NULL);
+        smartio_call(d->rt, AGENT_DEV_APERTURE, 0, d->fn, 0, 0, NULL);
     pthread_mutex_lock(&streams.doms_lock);
     bool last = --m->refs == 0;
     for (struct sio_dom **pp = &streams.doms; *pp && last; pp = &(*pp)->next)
@@ -161,7 +161,7 @@ static int setup(sio_dev_t *d)
         return -EOPNOTSUPP;
     int rc = ops->adapter_info(rt, (uint32_t)d->ai, &a);
     struct agent_rsp r;
-    if (rc || (rc = sio_call(rt, AGENT_DEV_APERTURE, 0, d->fn, 1, 0, &r)))
+    if (rc || (rc = smartio_call(rt, AGENT_DEV_APERTURE, 0, d->fn, 1, 0, &r)))
         return rc;
     pthread_mutex_lock(&streams.doms_lock);
     struct sio_dom *m = streams.doms;
@@ -175,7 +175,7 @@ static int setup(sio_dev_t *d)
     }
     pthread_mutex_unlock(&streams.doms_lock);
     if (!m) {
-        sio_call(rt, AGENT_DEV_APERTURE, 0, d->fn, 0, 0, NULL);
+        smartio_call(rt, AGENT_DEV_APERTURE, 0, d->fn, 0, 0, NULL);
         return -ENOMEM;
     }
     d->dom = m;
@@ -189,7 +189,7 @@ static void dom_unmap(struct rt *rt, struct sio_dom *m, uint32_t at)
     uint32_t n = m->runs[at].pages;
     rt->ops->iommu_unmap(rt, m->rid, m->iova + (uint64_t)at * PAGE, (uint64_t)n * PAGE);
     pthread_mutex_lock(&m->lock);
-    sio_bits(m->busy, at, n, false);
+    smartio_bits(m->busy, at, n, false);
     m->runs[at] = (struct dom_run){ 0 };
     pthread_mutex_unlock(&m->lock);
 }
@@ -227,9 +227,9 @@ static int map_one(sio_dev_t *d, uint64_t phys, size_t size, unsigned access, ui
         return map_by_lender(d, phys, size, ioaddr);
     struct sio_dom *m = d->dom;
     pthread_mutex_lock(&m->lock);
-    int64_t at = sio_find_run(m->busy, m->pages, n, m->hint);
+    int64_t at = smartio_find_run(m->busy, m->pages, n, m->hint);
     if (at >= 0) {
-        sio_bits(m->busy, (uint64_t)at, n, true);
+        smartio_bits(m->busy, (uint64_t)at, n, true);
         m->runs[at] = (struct dom_run){ .dev = d, .pages = (uint32_t)n };
         m->hint = (uint32_t)((uint64_t)at + n) % m->pages;
     }
@@ -242,7 +242,7 @@ static int map_one(sio_dev_t *d, uint64_t phys, size_t size, unsigned access, ui
     int rc = rt->ops->iommu_map(rt, m->rid, m->iova + (uint64_t)at * PAGE, first, n * PAGE, perm);
     if (rc) {
         pthread_mutex_lock(&m->lock);
-        sio_bits(m->busy, (uint64_t)at, n, false);
+        smartio_bits(m->busy, (uint64_t)at, n, false);
         m->runs[at] = (struct dom_run){ 0 };
         pthread_mutex_unlock(&m->lock);
         return rc == -EEXIST ? -ENOSPC : rc;
@@ -255,7 +255,7 @@ int sio_stream_map(sio_dev_t *d, void *cpu, size_t size, unsigned access, uint64
 {
     uint64_t phys;
     if (!d || !ioaddr || !size || !access || (access & ~(SIO_DMA_READ | SIO_DMA_WRITE)) ||
-        sio_ram_phys(cpu, size, &phys))
+        smartio_ram_phys(cpu, size, &phys))
         return -EINVAL;
     /* A mapping in flight counts as one from here: its device's domain stays. */
     pthread_mutex_lock(&d->stream_lock);
@@ -315,7 +315,7 @@ int sio_stream_unmap(sio_dev_t *d, uint64_t ioaddr, size_t size)
     return 0;
 }
 
-void sio_stream_release(sio_dev_t *d)
+void smartio_stream_release(sio_dev_t *d)
 {
     pthread_mutex_lock(&streams.lock);
     for (sio_dev_t **pp = &streams.devs; *pp; pp = &(*pp)->next)

@@ -2,9 +2,9 @@
  * SmartIO for driver models (include/ntblend/smartio_tree.h): this host's PCIe tree as the
  * backend reports it — the functions in this host, and those lent to it and hot-added as
  * shadows (func_info, tree) — a wait on the tree's generation (tree_word) that a watcher can
- * be woken from, and binding one of its functions for a driver (a borrow the agent checks against the tree: AGENT_BORROW_BIND).
- * A bound lent function's BARs are mapped here through the window its hot-add set up
- * (sio_map_bar in sio.c comes here for them).
+ * be woken from, and binding one of its functions for a driver (a borrow the agent checks
+ * against the tree: AGENT_BORROW_BIND). A bound lent function's BARs are mapped here through
+ * the window its hot-add set up (sio_map_bar in sio.c comes here for them).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -161,7 +161,7 @@ int sio_bind(sio_tree_t *t, uint32_t id, sio_dev_t **out)
     if (!t || !out)
         return -EINVAL;
     sio_dev_t *d;
-    int rc = sio_borrow_mode(id, AGENT_BORROW_BIND, &d);
+    int rc = smartio_borrow(id, AGENT_BORROW_BIND, &d);
     if (rc)
         return rc;
     struct rt *rt = t->rt;
@@ -179,7 +179,7 @@ int sio_bind(sio_tree_t *t, uint32_t id, sio_dev_t **out)
     return 0;
 }
 
-int sio_tree_bar_map(sio_dev_t *d, int bar, struct sio_bar *m)
+int smartio_tree_bar_map(sio_dev_t *d, int bar, struct sio_bar *m)
 {
     struct rt *rt = d->rt;
     struct ntb_adapter_info a;
@@ -187,7 +187,8 @@ int sio_tree_bar_map(sio_dev_t *d, int bar, struct sio_bar *m)
         return -EHOSTUNREACH;
     if (!rt->ops->adapter_info)
         return -EOPNOTSUPP;
-    if (rt->ops->adapter_info(rt, (uint32_t)d->ai, &a) || !a.mw_size || d->tree_bar[bar] < a.mw_base)
+    if (rt->ops->adapter_info(rt, (uint32_t)d->ai, &a) || !a.mw_size ||
+        d->tree_bar[bar] < a.mw_base)
         return -EFAULT;
     uint64_t rel = d->tree_bar[bar] - a.mw_base;
     struct ntb_window w = { .adapter = (uint32_t)d->ai, .peer_host = d->lender,

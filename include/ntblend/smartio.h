@@ -203,6 +203,9 @@ int sio_stream_unmap(sio_dev_t *dev, uint64_t ioaddr, size_t size);
  * through the lender's NTB.
  */
 int sio_enable_vector(sio_dev_t *dev, uint32_t vector, uint32_t host_vector);
+/** sio_host_vectors() - How many interrupt vectors this host's MSI region has: the host vectors
+ * sio_enable_vector and sio_wait_vector take are below it. -errno when not on a host. */
+int sio_host_vectors(void);
 /** sio_wait_vector() - Wait for host vector v of this host (as an interrupt handler would run):
  * 0 or -ETIMEDOUT. *seen is a cursor of the vector's interrupt count: it returns when the count
  * differs from *seen and stores the new count (several interrupts in between wake it once).

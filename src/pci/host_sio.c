@@ -133,6 +133,16 @@ static int s_map_peer(struct pci_dev *d, struct pci_dev *peer, int bar, dma_addr
 
 static void s_unmap_peer(void *map) { sio_unmap(map); }
 
+/* Spread by place in the tree, so drivers of different functions rarely share one. */
+static int s_irq_vector(struct pci_dev *d, unsigned vector, uint32_t *hv)
+{
+    int n = sio_host_vectors();
+    if (n < 2)
+        return n < 0 ? n : -ENOSPC;
+    *hv = 1 + ((d->fn.id * 37u + vector) % (uint32_t)(n - 1));
+    return 0;
+}
+
 static int s_irq_route(struct pci_dev *d, unsigned vector, uint32_t hv)
 {
     return sio_enable_vector(d->h, vector, hv);
@@ -159,7 +169,7 @@ const struct pdm_host_ops pdm_host_sio = {
     .unmap = s_unmap,
     .map_peer = s_map_peer,
     .unmap_peer = s_unmap_peer,
-    .host_vectors = 256, /* the MSI region's vectors (SmartIO's host vectors 1..255) */
+    .irq_vector = s_irq_vector,
     .irq_route = s_irq_route,
     .irq_wait = sio_wait_vector,
 };

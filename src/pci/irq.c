@@ -117,15 +117,15 @@ int request_irq(struct pci_dev *d, unsigned vector, irq_handler_t handler, void 
     struct pdm_irq *q = &d->irqs[vector];
     if (atomic_load(&q->running))
         return -EBUSY;
-    /* This host's vector for it: spread by place in the tree, so drivers of different
-     * functions rarely share one (a shared one only wakes a handler spuriously). */
     const struct pdm_host_ops *host = pdm_host();
-    uint32_t hv = 1 + (((uint32_t)d->fn.id * 37u + vector) % (host->host_vectors - 1));
+    uint32_t hv;
+    int rc = host->irq_vector(d, vector, &hv);
+    if (rc)
+        return rc;
     *q = (struct pdm_irq){ .dev = d, .vector = vector, .host_vector = hv, .handler = handler,
                            .arg = arg };
     host->irq_wait(hv, &q->seen, 0); /* every interrupt from now on reaches the handler */
-    int rc = host->irq_route(d, vector, hv);
-    if (rc)
+    if ((rc = host->irq_route(d, vector, hv)))
         return rc;
     pthread_mutex_init(&q->lock, NULL);
     pthread_cond_init(&q->cond, NULL);

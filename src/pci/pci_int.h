@@ -103,9 +103,10 @@ struct pdm_host_ops {
     void (*unmap_peer)(void *map);
 
     /* ---- interrupts (irq.c) ----
-     * irq_route: point MSI-X vector `vector` of d at this process's host vector hv (1 ..
-     * host_vectors - 1), and enable MSI-X; irq_wait: as sio_wait_vector. */
-    uint32_t host_vectors;
+     * irq_vector: the host vector MSI-X vector `vector` of d will raise (one per vector where
+     * it can; a shared one only wakes a handler spuriously). irq_route: point the vector at
+     * it, and enable MSI-X. irq_wait: as sio_wait_vector. */
+    int (*irq_vector)(struct pci_dev *d, unsigned vector, uint32_t *hv);
     int (*irq_route)(struct pci_dev *d, unsigned vector, uint32_t hv);
     int (*irq_wait)(uint32_t hv, uint32_t *seen, int timeout_ms);
 };

@@ -344,6 +344,16 @@ int sio_enable_vector(sio_dev_t *d, uint32_t vector, uint32_t host_vector)
     return sio_cfg_write(d, msix + 2, 2, ctrl | 0x8000u);
 }
 
+int sio_host_vectors(void)
+{
+    struct rt *rt = rt_get();
+    if (!rt)
+        return -errno;
+    int n = (int)rt->ops->msi_vectors;
+    rt_put(rt);
+    return n;
+}
+
 int sio_wait_vector(uint32_t host_vector, uint32_t *seen, int timeout_ms)
 {
     if (!seen)

@@ -1,9 +1,10 @@
 /*
  * A host agent: one process per emulated host. It owns the host's physical-memory allocator
  * (mem.c), runs the adapters' DMA engines (dma.c), keeps the host's segments, interrupts and
- * placed segments (seg.c, intr.c, place.c), lends and borrows devices (lend.c), and talks to
- * other hosts' agents only through the NTB (mbox.c: mailboxes in reserved RAM reached through
- * LUT windows, plus a doorbell bit). main.c serves the control socket.
+ * placed segments (seg.c, intr.c, place.c), lends and borrows devices (lend*.c, lend_int.h;
+ * hot-add into its tree: hotplug.c), and talks to other hosts' agents only through the NTB
+ * (mbox.c: mailboxes in reserved RAM reached through LUT windows, plus a doorbell bit).
+ * main.c serves the control socket.
  */
 #ifndef NTBLEND_AGENT_H
 #define NTBLEND_AGENT_H
@@ -216,7 +217,7 @@ uint64_t aintr_pool_bytes(void);
 /** aintr_connect() - the bus address, through @adapter, of interrupt @id of node @node. */
 int aintr_connect(uint32_t adapter, uint32_t node, uint32_t id, uint64_t *bus, uint64_t *owner);
 
-/* ---- device lending (lend.c) ---- */
+/* ---- device lending (lend.c, lend_borrow.c, lend_aperture.c, lend_lease.c) ---- */
 
 /** alend_start() - register the lending handlers and start the lease watcher. */
 int alend_start(void);

@@ -19,7 +19,7 @@
 #include "ntblend/smartio.h"
 
 struct lend_req {
-    uint32_t fn, mode, target, pages; /* MBOX_DEV_MAP: mode 1 = a DMA aperture (dma_map_single) */
+    uint32_t fn, mode, target, pages; /* MBOX_DEV_MAP: mode 1 = a DMA aperture (sio_stream_map) */
     uint64_t addr;
     uint32_t id, boot;
     uint32_t pid;            /* MBOX_DEV_SHARE: the sharing process (mode 0: it stops managing) */
@@ -56,7 +56,7 @@ struct lmap {
 /* Borrower side: a DMA aperture (smartio §4.3 "DMA Window"): a window of the lender's adapter
  * facing us onto an I/O virtual range of our IOMMU domain for traffic from that lender (the
  * requester ID of our adapter facing it), prepared once and shared by every device we borrow
- * from it. Drivers map buffers into that domain themselves (dma_map_single): no request to
+ * from it. Processes map buffers into that domain themselves (sio_stream_map): no request to
  * anyone per mapping. Each process drives its own slice of the range. */
 #define APERTURE_IOVA (1ull << 46)   /* above every RAM, MSI region and BAR of a host */
 #define APERTURE_STRIDE (1ull << 36) /* one range per lender: apart by the largest window */

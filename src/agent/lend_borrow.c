@@ -165,6 +165,18 @@ int alend_share(int32_t client, uint32_t fn)
     return rc;
 }
 
+/* The IOMMU mapping made on m's target for its device's traffic goes (if one was made). */
+static void inbound_unmap(const struct bmap *m)
+{
+    if (!m->rid)
+        return;
+    struct inbound_req q = { .addr = m->addr, .size = m->size, .rid = m->rid };
+    if (m->target == agent.host)
+        fab_iommu_unmap(agent.f, agent.host, (uint16_t)q.rid, q.addr, q.size);
+    else
+        mbox_call(m->target, MBOX_INBOUND_UNMAP, &q, sizeof q, NULL, 0, NULL, 1000);
+}
+
 int alend_unmap(int32_t client, uint32_t fn, uint32_t id)
 {
     struct bmap *found = NULL;
@@ -181,13 +193,7 @@ int alend_unmap(int32_t client, uint32_t fn, uint32_t id)
     struct lend_req r = { .fn = fn, .id = id };
     struct lend_rsp out;
     int rc = lend_to_lender(MBOX_DEV_UNMAP, &r, &out);
-    if (found->rid) {
-        struct inbound_req q = { .addr = found->addr, .size = found->size, .rid = found->rid };
-        if (found->target == agent.host)
-            fab_iommu_unmap(agent.f, agent.host, (uint16_t)q.rid, q.addr, q.size);
-        else
-            mbox_call(found->target, MBOX_INBOUND_UNMAP, &q, sizeof q, NULL, 0, NULL, 1000);
-    }
+    inbound_unmap(found);
     free(found);
     return rc == -ENOENT ? 0 : rc;
 }
@@ -374,13 +380,7 @@ void alend_forget(uint32_t fn)
     while (gone) {
         struct bmap *m = gone;
         gone = m->next;
-        if (m->rid) {
-            struct inbound_req q = { .addr = m->addr, .size = m->size, .rid = m->rid };
-            if (m->target == agent.host)
-                fab_iommu_unmap(agent.f, agent.host, (uint16_t)q.rid, q.addr, q.size);
-            else
-                mbox_call(m->target, MBOX_INBOUND_UNMAP, &q, sizeof q, NULL, 0, NULL, 1000);
-        }
+        inbound_unmap(m);
         free(m);
     }
     pthread_mutex_unlock(&lending.borrow_lock);

@@ -275,12 +275,65 @@ static void test_ntb_api(void **state)
     assert_int_equal(count("stop"), count("start"));
 }
 
+/* ---------------------------------------------------------------- the table's check */
+
+static void test_ops_check(void **state)
+{
+    (void)state;
+    const char *missing = NULL;
+    assert_int_equal(ntb_backend_ops_check(&ntb_backend_emu, &missing), 0);
+    assert_int_equal(ntb_backend_ops_check(&double_ops, &missing), 0);
+
+    /* A required operation left out: refused, by name, and the backend in use stays. */
+    struct ntb_backend_ops o = double_ops;
+    o.window_cpu_map = NULL;
+    assert_int_equal(ntb_backend_ops_check(&o, &missing), -EINVAL);
+    assert_string_equal(missing, "window_cpu_map");
+    assert_int_equal(ntb_backend_use(&o), -EINVAL);
+    assert_ptr_equal(ntb_backend(), &ntb_backend_emu);
+
+    /* Part of a group: refused, naming what is missing. */
+    o = double_ops;
+    o.db_word = NULL;
+    assert_int_equal(ntb_backend_ops_check(&o, &missing), -EINVAL);
+    assert_string_equal(missing, "db_word");
+    o = double_ops;
+    o.tree_word = NULL;
+    assert_int_equal(ntb_backend_ops_check(&o, &missing), -EINVAL);
+    assert_string_equal(missing, "tree_word");
+    o = double_ops;
+    o.adapter_info = NULL;
+    assert_int_equal(ntb_backend_ops_check(&o, &missing), -EINVAL);
+    assert_string_equal(missing, "adapter_info");
+
+    /* A whole group, or an optional operation, left out: accepted. */
+    o = double_ops;
+    o.tree = NULL;
+    o.tree_word = NULL;
+    o.host_name = NULL;
+    o.path_word = NULL;
+    o.adapter_info = NULL, o.mw_set = NULL, o.mw_clear = NULL, o.mw_alloc = NULL;
+    o.mw_cpu_map = NULL, o.link_set = NULL, o.link_word = NULL, o.db_read = NULL;
+    o.db_set = NULL, o.db_clear = NULL, o.db_mask_read = NULL, o.db_mask_set = NULL;
+    o.db_mask_clear = NULL, o.peer_db_set = NULL, o.db_word = NULL, o.spad_read = NULL;
+    o.spad_write = NULL, o.dma_chan_get = NULL, o.dma_chan_put = NULL, o.dma_submit = NULL;
+    o.dma_abort = NULL, o.dma_wait = NULL, o.dma_buf_map = NULL, o.iommu_faults = NULL;
+    assert_int_equal(ntb_backend_ops_check(&o, &missing), 0);
+    assert_int_equal(ntb_backend_use(&o), 0);
+    assert_ptr_equal(ntb_backend(), &o);
+    /* Without the NTB device, the NTB API has no adapter to open. */
+    assert_null(ntb_open(0));
+    assert_int_equal(ntb_backend_use(NULL), 0);
+    assert_ptr_equal(ntb_backend(), &ntb_backend_emu);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_segments, double_setup, double_teardown),
         cmocka_unit_test_setup_teardown(test_smartio, double_setup, double_teardown),
         cmocka_unit_test_setup_teardown(test_ntb_api, double_setup, double_teardown),
+        cmocka_unit_test(test_ops_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

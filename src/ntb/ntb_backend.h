@@ -1,6 +1,7 @@
 /*
  * The NTB backend seam: everything the runtime, the NTB API, the segment layer and SmartIO
- * need from the hardware underneath, as one table of operations. The emulated fabric (backend_emu.c) is the
+ * need from the hardware underneath, as one table of operations. The emulated fabric
+ * (src/ntb/emu) is the
  * implementation libntblend uses; another one (real adapters through a kernel or userspace
  * driver, or a test double) plugs in with ntb_backend_use() before the runtime starts.
  * docs/backends.md says what each operation must do and how it maps onto Linux's ntb.h and
@@ -92,7 +93,7 @@ struct ntb_backend_ops {
 
     /* ---- lifetime and control ----
      * start: attach this process to its host: set rt->host and rt->boot_gen, and whatever
-     * private state the backend keeps (rt->f, rt->bk). -ENOENT no such fabric or host,
+     * private state the backend keeps (rt->bk). -ENOENT no such fabric or host,
      * -ECONNREFUSED no host agent, -EHOSTDOWN host down. Called once, under the runtime lock.
      * stop: undo start, after the last reference is gone (no other call is running).
      * agent_call: one request to this host's control service (src/lib/agent_proto.h), which
@@ -264,12 +265,17 @@ struct ntb_backend_ops {
     void (*wake)(_Atomic uint32_t *w, int n);
 };
 
-/* The emulated PCIe NTB fabric (src/fabric), the default. */
+/* The emulated PCIe NTB fabric (src/fabric, backend in src/ntb/emu), the default. */
 extern const struct ntb_backend_ops ntb_backend_emu;
 
-/* Use `ops` for runtimes started from now on (NULL: back to the emulated fabric). Call it
- * while no runtime is running. */
-void ntb_backend_use(const struct ntb_backend_ops *ops);
+/* Whether a table can be used (src/ntb/backend.c says which operations are required, which
+ * come as a group — the PCIe tree, the NTB device with its DMA engines: all or none — and
+ * which may be NULL alone). 0, or -EINVAL with the first missing operation's name in *missing. */
+int ntb_backend_ops_check(const struct ntb_backend_ops *ops, const char **missing);
+/* Use `ops` for runtimes started from now on (NULL: back to the emulated fabric), once it
+ * passes the check; -EINVAL (and a message naming the missing operation) if it does not. Call
+ * it while no runtime is running. */
+int ntb_backend_use(const struct ntb_backend_ops *ops);
 const struct ntb_backend_ops *ntb_backend(void);
 
 #endif

@@ -13,7 +13,7 @@
  * file, so moving that mapping (mremap with old_size = len) would punch a hole in it; instead
  * mremap with old_size 0 makes a second mapping of the same shared pages at the program's
  * addresses and leaves the original alone. Nothing in the runtime remaps or unmaps it: the
- * watcher thread only remaps NTB windows (rt_map_window), seg_unmap() of a writable local map
+ * watcher thread only remaps NTB windows (src/ntb/emu), seg_unmap() of a writable local map
  * unmaps nothing, and unmapping the RAM file when the runtime stops leaves our separate
  * mapping be.
  *

@@ -9,14 +9,14 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "backend_emu.h"
+#include "emu.h"
 #include "wpol.h"
 
-static struct fab_adapter *A(struct rt *rt, uint32_t a) { return fab_adapter(rt->f, a); }
+static struct fab_adapter *A(struct rt *rt, uint32_t a) { return fab_adapter(emu_fab(rt), a); }
 
 int emu_adapter_info(struct rt *rt, uint32_t adapter, struct ntb_adapter_info *o)
 {
-    if (adapter >= rt->f->ctl->nadapters)
+    if (adapter >= emu_fab(rt)->ctl->nadapters)
         return -ENODEV;
     const struct fab_adapter *a = A(rt, adapter);
     *o = (struct ntb_adapter_info){ .host = a->host, .npeers = a->npeers,
@@ -33,36 +33,48 @@ int emu_adapter_info(struct rt *rt, uint32_t adapter, struct ntb_adapter_info *o
 
 int emu_mw_set(struct rt *rt, uint32_t adapter, uint32_t widx, uint32_t peer_host, uint64_t addr)
 {
-    return fab_lut_set(rt->f, adapter, widx, peer_host, addr, getpid(), 0);
+    return fab_lut_set(emu_fab(rt), adapter, widx, peer_host, addr, getpid(), 0);
 }
 
 int emu_mw_clear(struct rt *rt, uint32_t adapter, uint32_t widx)
 {
-    return fab_lut_clear(rt->f, adapter, widx, getpid());
+    return fab_lut_clear(emu_fab(rt), adapter, widx, getpid());
 }
 
-int emu_mw_alloc(struct rt *rt, uint32_t adapter) { return fab_lut_alloc(rt->f, adapter, getpid(), 0); }
+int emu_mw_alloc(struct rt *rt, uint32_t adapter)
+{
+    return fab_lut_alloc(emu_fab(rt), adapter, getpid(), 0);
+}
 
 void *emu_mw_cpu_map(struct rt *rt, uint32_t adapter, uint32_t first, uint32_t count)
 {
-    return rt_map_window(rt, adapter, first, count, false);
+    return emu_map_window(rt, adapter, first, count, false);
 }
 
-void emu_link_set(struct rt *rt, uint32_t adapter, bool on) { fab_port_enable(rt->f, adapter, on); }
+void emu_link_set(struct rt *rt, uint32_t adapter, bool on)
+{
+    fab_port_enable(emu_fab(rt), adapter, on);
+}
 _Atomic uint32_t *emu_link_word(struct rt *rt, uint32_t adapter) { return &A(rt, adapter)->link_seq; }
 
 /* ---------------------------------------------------------------- doorbells, scratchpads */
 
 uint64_t emu_db_read(struct rt *rt, uint32_t a) { return atomic_load(&A(rt, a)->db); }
-void emu_db_set(struct rt *rt, uint32_t a, uint64_t bits) { fab_db_raise(rt->f, a, (uint32_t)bits); }
+void emu_db_set(struct rt *rt, uint32_t a, uint64_t bits)
+{
+    fab_db_raise(emu_fab(rt), a, (uint32_t)bits);
+}
 void emu_db_clear(struct rt *rt, uint32_t a, uint64_t bits) { atomic_fetch_and(&A(rt, a)->db, ~(uint32_t)bits); }
 uint64_t emu_db_mask_read(struct rt *rt, uint32_t a) { return atomic_load(&A(rt, a)->db_mask); }
 void emu_db_mask_set(struct rt *rt, uint32_t a, uint64_t bits) { atomic_fetch_or(&A(rt, a)->db_mask, (uint32_t)bits); }
-void emu_db_mask_clear(struct rt *rt, uint32_t a, uint64_t bits) { fab_db_unmask(rt->f, a, (uint32_t)bits); }
+void emu_db_mask_clear(struct rt *rt, uint32_t a, uint64_t bits)
+{
+    fab_db_unmask(emu_fab(rt), a, (uint32_t)bits);
+}
 
 int emu_peer_db_set(struct rt *rt, uint32_t a, uint32_t peer, uint64_t bits)
 {
-    return fab_db_ring(rt->f, a, peer, (uint32_t)bits);
+    return fab_db_ring(emu_fab(rt), a, peer, (uint32_t)bits);
 }
 
 _Atomic uint32_t *emu_db_word(struct rt *rt, uint32_t a) { return &A(rt, a)->db_seq; }
@@ -74,7 +86,7 @@ void emu_spad_write(struct rt *rt, uint32_t a, uint32_t i, uint32_t v) { atomic_
 void *emu_dma_chan_get(struct rt *rt, uint32_t adapter)
 {
     struct fab_adapter *a = A(rt, adapter);
-    struct fab_dma_chan *ch = fab_dma(rt->f, a);
+    struct fab_dma_chan *ch = fab_dma(emu_fab(rt), a);
     for (uint32_t c = 0; c < a->dma_channels; c++) {
         int32_t free_ = 0;
         if (atomic_compare_exchange_strong(&ch[c].owner_pid, &free_, getpid()))
@@ -174,36 +186,36 @@ int emu_dma_wait(struct rt *rt, void *chan, int64_t cookie, int timeout_ms)
 int emu_dma_buf_map(struct rt *rt, uint32_t adapter, uint64_t phys, uint64_t len, bool on)
 {
     const struct fab_adapter *a = A(rt, adapter);
-    if (!fab_host(rt->f, a->host)->iommu)
+    if (!fab_host(emu_fab(rt), a->host)->iommu)
         return 0;
     uint16_t dma_rid = fab_dma_rid(a->index_on_host);
     if (!on) {
-        fab_iommu_unmap(rt->f, a->host, a->rid, phys, len);
+        fab_iommu_unmap(emu_fab(rt), a->host, a->rid, phys, len);
         if (a->dma_channels)
-            fab_iommu_unmap(rt->f, a->host, dma_rid, phys, len);
+            fab_iommu_unmap(emu_fab(rt), a->host, dma_rid, phys, len);
         return 0;
     }
     /* Identity IOVAs in the domains of this port's inbound traffic and its DMA engine. */
     uint32_t rw = FAB_PERM_READ | FAB_PERM_WRITE;
-    int rc = fab_iommu_map(rt->f, a->host, a->rid, phys, phys, len, rw, getpid());
+    int rc = fab_iommu_map(emu_fab(rt), a->host, a->rid, phys, phys, len, rw, getpid());
     if (!rc && a->dma_channels) {
-        rc = fab_iommu_map(rt->f, a->host, dma_rid, phys, phys, len, rw, getpid());
+        rc = fab_iommu_map(emu_fab(rt), a->host, dma_rid, phys, phys, len, rw, getpid());
         if (rc)
-            fab_iommu_unmap(rt->f, a->host, a->rid, phys, len);
+            fab_iommu_unmap(emu_fab(rt), a->host, a->rid, phys, len);
     }
     return rc;
 }
 
 int emu_iommu_faults(struct rt *rt, uint32_t host, struct ntb_fault *out, int max, uint64_t *total)
 {
-    struct fab_host *h = fab_host(rt->f, host);
+    struct fab_host *h = fab_host(emu_fab(rt), host);
     uint64_t n = atomic_load(&h->fault_count);
     if (total)
         *total = n;
     uint64_t have = n < FAB_FAULT_RING ? n : FAB_FAULT_RING;
     if (max < 0 || (uint64_t)max < have)
         have = max < 0 ? 0 : (uint64_t)max;
-    const struct fab_fault *ring = fab_fault_ring(rt->f, host);
+    const struct fab_fault *ring = fab_fault_ring(emu_fab(rt), host);
     for (uint64_t i = 0; i < have; i++) {
         const struct fab_fault *x = &ring[(n - have + i) % FAB_FAULT_RING];
         out[i] = (struct ntb_fault){ .requester = x->rid, .write = x->write != 0,
@@ -214,13 +226,13 @@ int emu_iommu_faults(struct rt *rt, uint32_t host, struct ntb_fault *out, int ma
 
 int emu_iommu_on(struct rt *rt, uint32_t host)
 {
-    return host < rt->f->ctl->nhosts && fab_host(rt->f, host)->iommu;
+    return host < emu_fab(rt)->ctl->nhosts && fab_host(emu_fab(rt), host)->iommu;
 }
 
 int emu_iommu_map(struct rt *rt, uint16_t rid, uint64_t iova, uint64_t phys, uint64_t len,
                   unsigned perm)
 {
-    const struct fab_host *h = fab_host(rt->f, rt->host);
+    const struct fab_host *h = fab_host(emu_fab(rt), rt->host);
     if (!h->iommu)
         return -EOPNOTSUPP;
     if (!len || phys > h->ram_size || len > h->ram_size - phys ||
@@ -228,10 +240,10 @@ int emu_iommu_map(struct rt *rt, uint16_t rid, uint64_t iova, uint64_t phys, uin
         return -EINVAL;
     uint32_t p = (perm & NTB_IOMMU_READ ? FAB_PERM_READ : 0) |
                  (perm & NTB_IOMMU_WRITE ? FAB_PERM_WRITE : 0) | FAB_PERM_STREAM;
-    return fab_iommu_map(rt->f, rt->host, rid, iova, phys, len, p, fab_self_pid());
+    return fab_iommu_map(emu_fab(rt), rt->host, rid, iova, phys, len, p, fab_self_pid());
 }
 
 int emu_iommu_unmap(struct rt *rt, uint16_t rid, uint64_t iova, uint64_t len)
 {
-    return fab_iommu_unmap(rt->f, rt->host, rid, iova, len);
+    return fab_iommu_unmap(emu_fab(rt), rt->host, rid, iova, len);
 }

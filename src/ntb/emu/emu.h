@@ -1,12 +1,46 @@
 /*
- * Internals of the emulated fabric's backend (backend_emu.c, backend_emu_ntb.c): the NTB
- * device operations the table in backend_emu.c points at.
+ * Internals of the emulated fabric's backend (src/ntb/emu): its state behind the runtime's
+ * opaque handle (rt->bk), and what its files share — emu.c (the table of operations, hosts,
+ * paths, windows, devices), emu_ntb.c (the NTB device operations), emu_rt.c (attaching to the
+ * fabric and the agent, the watcher) and emu_map.c (CPU mappings of window entries). The only
+ * part of libntblend that knows the fabric's shared state.
  */
 #ifndef NTBLEND_BACKEND_EMU_H
 #define NTBLEND_BACKEND_EMU_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include "fabric.h"
 #include "runtime.h"
+
+/* One process's attachment to the emulated fabric (rt->bk). */
+struct emu {
+    struct fab *f;
+    int agent_fd;                /* this host's agent */
+    pthread_mutex_t agent_lock;  /* one request at a time on agent_fd */
+    pthread_mutex_t map_lock;    /* maps */
+    struct emu_map *maps;        /* CPU mappings of window entries (emu_map.c) */
+    pthread_t watcher;           /* remaps them when the fabric's routes change */
+    _Atomic int stop;
+};
+
+/* The fabric of the runtime rt (which runs on this backend). */
+static inline struct fab *emu_fab(const struct rt *rt) { return ((struct emu *)rt->bk)->f; }
+
+/* emu_rt.c: the table's start, stop and agent_call. */
+int emu_start(struct rt *rt);
+void emu_stop(struct rt *rt);
+int emu_agent_call(struct rt *rt, const struct agent_req *req, struct agent_rsp *rsp);
+
+/* emu_map.c: map LUT entries [first, first+count) of adapter `adapter` into this process
+ * (read-only: stores fault, as through a read-only mapping of a BAR), and undo it; remap
+ * every mapping whose entries now reach something else (the watcher), true when an entry is
+ * dead (reads all ones) so that stores into it must be scrubbed. */
+void *emu_map_window(struct rt *rt, uint32_t adapter, uint32_t first, uint32_t count, bool readonly);
+int emu_unmap_window(struct rt *rt, void *base);
+void emu_unmap_all(struct rt *rt);
+bool emu_remap_all(struct rt *rt);
 
 int emu_adapter_info(struct rt *rt, uint32_t adapter, struct ntb_adapter_info *o);
 int emu_mw_set(struct rt *rt, uint32_t adapter, uint32_t widx, uint32_t peer_host, uint64_t addr);

@@ -1,8 +1,8 @@
 /*
- * The emulated PCIe NTB fabric (src/fabric) as the backend of libntblend (ntb_backend.h), and
- * the choice of backend. With backend_emu_ntb.c (the NTB device operations) and the runtime
- * (src/lib/runtime.c: attachment, agent connection, watcher, CPU window mappings), this is the
- * only part of libntblend that knows the fabric's shared state.
+ * The emulated PCIe NTB fabric (src/fabric) as a backend of libntblend (ntb_backend.h): the
+ * table of operations, and the hosts, paths, windows, memory and device functions it answers
+ * for. With emu_ntb.c, emu_rt.c and emu_map.c (emu.h says who does what), the only part of
+ * libntblend that knows the fabric's shared state.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -10,47 +10,50 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend_emu.h"
+#include "emu.h"
 
 /* ---------------------------------------------------------------- hosts */
 
-static uint32_t emu_node_id(struct rt *rt, uint32_t host) { return fab_host(rt->f, host)->node_id; }
+static uint32_t emu_node_id(struct rt *rt, uint32_t host)
+{
+    return fab_host(emu_fab(rt), host)->node_id;
+}
 
 static int emu_host_name(struct rt *rt, uint32_t host, char *buf, size_t len)
 {
-    if (host >= rt->f->ctl->nhosts)
+    if (host >= emu_fab(rt)->ctl->nhosts)
         return -ENOENT;
-    snprintf(buf, len, "%s", fab_host(rt->f, host)->name);
+    snprintf(buf, len, "%s", fab_host(emu_fab(rt), host)->name);
     return 0;
 }
 
-static int emu_latency_model(struct rt *rt) { return rt->f->ctl->latency.enabled ? 1 : 0; }
+static int emu_latency_model(struct rt *rt) { return emu_fab(rt)->ctl->latency.enabled ? 1 : 0; }
 
 static uint64_t emu_ram_size(struct rt *rt, uint32_t host)
 {
-    return host < rt->f->ctl->nhosts ? fab_host(rt->f, host)->ram_size : 0;
+    return host < emu_fab(rt)->ctl->nhosts ? fab_host(emu_fab(rt), host)->ram_size : 0;
 }
 
 static int emu_host_by_node(struct rt *rt, uint32_t node_id)
 {
-    for (uint32_t h = 0; h < rt->f->ctl->nhosts; h++)
-        if (fab_host(rt->f, h)->node_id == node_id)
+    for (uint32_t h = 0; h < emu_fab(rt)->ctl->nhosts; h++)
+        if (fab_host(emu_fab(rt), h)->node_id == node_id)
             return (int)h;
     return -EHOSTUNREACH;
 }
 
 static uint32_t emu_boot_gen(struct rt *rt, uint32_t host)
 {
-    return atomic_load(&fab_host(rt->f, host)->boot_gen);
+    return atomic_load(&fab_host(emu_fab(rt), host)->boot_gen);
 }
 
 /* ---------------------------------------------------------------- adapters and paths */
 
 static int emu_adapter(struct rt *rt, uint32_t host, int index)
 {
-    if (host >= rt->f->ctl->nhosts)
+    if (host >= emu_fab(rt)->ctl->nhosts)
         return -ENODEV;
-    const struct fab_host *h = fab_host(rt->f, host);
+    const struct fab_host *h = fab_host(emu_fab(rt), host);
     if (index < 0 || (uint32_t)index >= h->nadapters)
         return -ENODEV;
     return (int)(h->adapter_first + (uint32_t)index);
@@ -58,27 +61,27 @@ static int emu_adapter(struct rt *rt, uint32_t host, int index)
 
 static int emu_adapter_toward(struct rt *rt, uint32_t host, uint32_t target, uint32_t *peer)
 {
-    int a = fab_adapter_toward(rt->f, host, target, peer);
+    int a = fab_adapter_toward(emu_fab(rt), host, target, peer);
     return a < 0 ? -EHOSTUNREACH : a;
 }
 
 static int emu_peer_on(struct rt *rt, uint32_t adapter, uint32_t host)
 {
-    int p = fab_peer_on(rt->f, adapter, host);
+    int p = fab_peer_on(emu_fab(rt), adapter, host);
     return p < 0 ? -ENOTCONN : p;
 }
 
 static bool emu_path_up(struct rt *rt, uint32_t adapter, uint32_t peer)
 {
-    return fab_path_up(rt->f, adapter, peer, NULL);
+    return fab_path_up(emu_fab(rt), adapter, peer, NULL);
 }
 
 static uint64_t emu_path_signature(struct rt *rt, uint32_t adapter, uint32_t peer)
 {
-    return fab_path_signature(rt->f, adapter, peer);
+    return fab_path_signature(emu_fab(rt), adapter, peer);
 }
 
-static _Atomic uint32_t *emu_path_word(struct rt *rt) { return &rt->f->ctl->path_gen; }
+static _Atomic uint32_t *emu_path_word(struct rt *rt) { return &emu_fab(rt)->ctl->path_gen; }
 
 /* ---------------------------------------------------------------- windows */
 
@@ -86,25 +89,25 @@ static _Atomic uint32_t *emu_path_word(struct rt *rt) { return &rt->f->ctl->path
  * in their domains (identity IOVAs, as ntb_dma_alloc's buffers have). */
 static int window_dma(struct rt *rt, const struct ntb_window *w, bool on)
 {
-    const struct fab_host *h = fab_host(rt->f, rt->host);
+    const struct fab_host *h = fab_host(emu_fab(rt), rt->host);
     if (!h->iommu)
         return 0;
-    const struct fab_adapter *a = fab_adapter(rt->f, w->adapter);
+    const struct fab_adapter *a = fab_adapter(emu_fab(rt), w->adapter);
     uint64_t win = a->bar_addr + (uint64_t)w->first * a->lut_size;
     uint64_t len = (uint64_t)w->count * a->lut_size;
     for (uint32_t i = 0; i < h->nadapters; i++) {
-        if (!fab_adapter(rt->f, h->adapter_first + i)->dma_channels)
+        if (!fab_adapter(emu_fab(rt), h->adapter_first + i)->dma_channels)
             continue;
         if (!on) {
-            fab_iommu_unmap(rt->f, rt->host, fab_dma_rid(i), win, len);
+            fab_iommu_unmap(emu_fab(rt), rt->host, fab_dma_rid(i), win, len);
             continue;
         }
-        int rc = fab_iommu_map(rt->f, rt->host, fab_dma_rid(i), win, win, len,
+        int rc = fab_iommu_map(emu_fab(rt), rt->host, fab_dma_rid(i), win, win, len,
                                FAB_PERM_READ | FAB_PERM_WRITE, getpid());
         if (rc) {
             while (i-- > 0)
-                if (fab_adapter(rt->f, h->adapter_first + i)->dma_channels)
-                    fab_iommu_unmap(rt->f, rt->host, fab_dma_rid(i), win, len);
+                if (fab_adapter(emu_fab(rt), h->adapter_first + i)->dma_channels)
+                    fab_iommu_unmap(emu_fab(rt), rt->host, fab_dma_rid(i), win, len);
             return rc;
         }
     }
@@ -119,7 +122,7 @@ static void emu_window_unmap(struct rt *rt, struct ntb_window *w)
     struct fab_window fw = { .adapter = w->adapter, .first = w->first, .count = w->count,
                              .offset = w->offset, .bus = w->bus, .peer_host = w->peer_host,
                              .peer_addr = w->peer_addr, .len = w->len };
-    fab_window_unmap(rt->f, &fw, getpid());
+    fab_window_unmap(emu_fab(rt), &fw, getpid());
     w->count = 0;
 }
 
@@ -127,7 +130,7 @@ static int emu_window_map(struct rt *rt, uint32_t adapter, uint32_t peer_host, u
                           uint64_t len, unsigned flags, struct ntb_window *w)
 {
     struct fab_window fw;
-    int rc = fab_window_map(rt->f, adapter, peer_host, peer_addr, len, getpid(), 0, &fw);
+    int rc = fab_window_map(emu_fab(rt), adapter, peer_host, peer_addr, len, getpid(), 0, &fw);
     if (rc)
         return rc;
     *w = (struct ntb_window){ .adapter = fw.adapter, .peer_host = fw.peer_host,
@@ -135,7 +138,7 @@ static int emu_window_map(struct rt *rt, uint32_t adapter, uint32_t peer_host, u
                               .first = fw.first, .count = fw.count, .offset = fw.offset };
     rc = (flags & NTB_WIN_DMA) ? window_dma(rt, w, true) : 0;
     if (rc) {
-        fab_window_unmap(rt->f, &fw, getpid());
+        fab_window_unmap(emu_fab(rt), &fw, getpid());
         w->count = 0;
     }
     return rc;
@@ -144,44 +147,44 @@ static int emu_window_map(struct rt *rt, uint32_t adapter, uint32_t peer_host, u
 static void *emu_window_cpu_map(struct rt *rt, const struct ntb_window *w, bool readonly,
                                 void **base)
 {
-    char *m = rt_map_window(rt, w->adapter, w->first, w->count, readonly);
+    char *m = emu_map_window(rt, w->adapter, w->first, w->count, readonly);
     if (!m)
         return NULL;
     *base = m;
     return m + w->offset;
 }
 
-static int emu_window_cpu_unmap(struct rt *rt, void *base) { return rt_unmap_window(rt, base); }
+static int emu_window_cpu_unmap(struct rt *rt, void *base) { return emu_unmap_window(rt, base); }
 
 /* ---------------------------------------------------------------- memory and interrupts */
 
 static void *emu_ram(struct rt *rt, uint32_t host, uint64_t phys, uint64_t len)
 {
-    void *p = fab_ram(rt->f, host, phys, len);
+    void *p = fab_ram(emu_fab(rt), host, phys, len);
     if (!p)
         errno = EFAULT;
     return p;
 }
 
-static int emu_ram_fd(struct rt *rt, uint32_t host) { return fab_ram_fd(rt->f, host); }
+static int emu_ram_fd(struct rt *rt, uint32_t host) { return fab_ram_fd(emu_fab(rt), host); }
 
 static _Atomic uint32_t *emu_msi_word(struct rt *rt, uint32_t vector)
 {
-    return &fab_host(rt->f, rt->host)->msi_seq[vector];
+    return &fab_host(emu_fab(rt), rt->host)->msi_seq[vector];
 }
 
 /* ---------------------------------------------------------------- device functions */
 
 static int emu_func_info(struct rt *rt, uint32_t fn, struct ntb_func_info *o)
 {
-    if (fn >= rt->f->ctl->nfuncs)
+    if (fn >= emu_fab(rt)->ctl->nfuncs)
         return -ENODEV;
-    const struct fab_function *x = fab_func(rt->f, fn);
+    const struct fab_function *x = fab_func(emu_fab(rt), fn);
     memset(o, 0, sizeof *o);
     o->host = x->host;
     snprintf(o->name, sizeof o->name, "%s", x->name);
     snprintf(o->type, sizeof o->type, "%s", x->type);
-    snprintf(o->host_name, sizeof o->host_name, "%s", fab_host(rt->f, x->host)->name);
+    snprintf(o->host_name, sizeof o->host_name, "%s", fab_host(emu_fab(rt), x->host)->name);
     memcpy(&o->vendor, x->cfg, 2);
     memcpy(&o->device, x->cfg + 2, 2);
     o->class_code = (uint32_t)x->cfg[0x0b] << 16 | (uint32_t)x->cfg[0x0a] << 8 | x->cfg[0x09];
@@ -209,11 +212,11 @@ static int emu_func_info(struct rt *rt, uint32_t fn, struct ntb_func_info *o)
 
 static int emu_tree(struct rt *rt, uint32_t host, struct ntb_shadow_info *out, int max)
 {
-    if (host >= rt->f->ctl->nhosts)
+    if (host >= emu_fab(rt)->ctl->nhosts)
         return -ENOENT;
     int n = 0;
     for (int i = 0; i < FAB_SHADOWS; i++) {
-        const struct fab_shadow *s = &fab_host(rt->f, host)->shadows[i];
+        const struct fab_shadow *s = &fab_host(emu_fab(rt), host)->shadows[i];
         uint32_t st = atomic_load(&s->state);
         if (st == FAB_SHADOW_FREE)
             continue;
@@ -233,46 +236,49 @@ static int emu_tree(struct rt *rt, uint32_t host, struct ntb_shadow_info *out, i
 
 static _Atomic uint32_t *emu_tree_word(struct rt *rt, uint32_t host)
 {
-    return host < rt->f->ctl->nhosts ? &fab_host(rt->f, host)->tree_gen : NULL;
+    return host < emu_fab(rt)->ctl->nhosts ? &fab_host(emu_fab(rt), host)->tree_gen : NULL;
 }
 
 static int emu_func_by_name(struct rt *rt, const char *name)
 {
-    int i = fab_func_by_name(rt->f, name);
+    int i = fab_func_by_name(emu_fab(rt), name);
     return i < 0 ? -ENOENT : i;
 }
 
 static uint32_t emu_cfg_read(struct rt *rt, uint32_t fn, uint32_t off, uint32_t len)
 {
-    return fab_cfg_read(rt->f, fn, off, len);
+    return fab_cfg_read(emu_fab(rt), fn, off, len);
 }
 
 static int emu_cfg_write(struct rt *rt, uint32_t fn, uint32_t off, uint32_t len, uint32_t val)
 {
-    return fab_cfg_write(rt->f, fn, off, len, val);
+    return fab_cfg_write(emu_fab(rt), fn, off, len, val);
 }
 
 static volatile void *emu_bar_mem(struct rt *rt, uint32_t fn, int bar)
 {
-    if (fn >= rt->f->ctl->nfuncs || bar < 0 || bar >= FAB_BARS ||
-        fab_func(rt->f, fn)->bar[bar].kind == FAB_BAR_NONE) {
+    if (fn >= emu_fab(rt)->ctl->nfuncs || bar < 0 || bar >= FAB_BARS ||
+        fab_func(emu_fab(rt), fn)->bar[bar].kind == FAB_BAR_NONE) {
         errno = EINVAL;
         return NULL;
     }
-    const struct fab_bar *b = &fab_func(rt->f, fn)->bar[bar];
-    return fab_bar_mem(rt->f, fn, b->off, b->size);
+    const struct fab_bar *b = &fab_func(emu_fab(rt), fn)->bar[bar];
+    return fab_bar_mem(emu_fab(rt), fn, b->off, b->size);
 }
 
-static void emu_fn_notify(struct rt *rt, uint32_t fn) { fab_fn_notify(rt->f, fn); }
-static void emu_fn_raw(struct rt *rt, uint32_t fn, int delta) { fab_fn_raw(rt->f, fn, delta); }
+static void emu_fn_notify(struct rt *rt, uint32_t fn) { fab_fn_notify(emu_fab(rt), fn); }
+static void emu_fn_raw(struct rt *rt, uint32_t fn, int delta)
+{
+    fab_fn_raw(emu_fab(rt), fn, delta);
+}
 
 /* ---------------------------------------------------------------- the table */
 
 const struct ntb_backend_ops ntb_backend_emu = {
     .name = "emulated fabric",
-    .start = rt_fabric_start,
-    .stop = rt_fabric_stop,
-    .agent_call = rt_fabric_agent_call,
+    .start = emu_start,
+    .stop = emu_stop,
+    .agent_call = emu_agent_call,
     .node_id = emu_node_id,
     .host_by_node = emu_host_by_node,
     .host_name = emu_host_name,
@@ -334,13 +340,3 @@ const struct ntb_backend_ops ntb_backend_emu = {
     .wait = fab_futex_wait,
     .wake = fab_futex_wake,
 };
-
-static const struct ntb_backend_ops *_Atomic current_ops;
-
-void ntb_backend_use(const struct ntb_backend_ops *ops) { atomic_store(&current_ops, ops); }
-
-const struct ntb_backend_ops *ntb_backend(void)
-{
-    const struct ntb_backend_ops *ops = atomic_load(&current_ops);
-    return ops ? ops : &ntb_backend_emu;
-}

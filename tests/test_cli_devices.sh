@@ -31,8 +31,21 @@ for _ in $(seq 100); do grep -q "nvme0 .* yes .*b$" <<<"$(n device list)" && bre
 grep -q "nvme0 .* yes .*b$" <<<"$(n device list)" || fail "c's borrow outlived its host"
 n host start c >/dev/null
 
-n device remove nvme0 >/dev/null
+out=$(n device remove nvme0)
+grep -q "host b still borrows it until its programs return it" <<<"$out" || fail "remove while borrowed: $out"
+n device return nvme0 --host b >/dev/null
 expect_fail n device borrow nvme0 --host c
+# Withdrawn while hot-added into another host's tree: that host gives it back first, so that
+# nothing of it is left there and it can be lent to the same host again.
+n device add nvme0 >/dev/null
+n device lend nvme0 --to c >/dev/null
+out=$(n device remove nvme0)
+grep -q "hot-removed from c" <<<"$out" || fail "remove while lent to c: $out"
+grep -q "Non-Volatile" <<<"$(n lspci --host c)" && fail "nvme0 stayed in c's tree after remove: $(n lspci --host c)"
+grep -q "nvme0 .* no .* -$" <<<"$(n device list)" || fail "device list after remove: $(n device list)"
+n device add nvme0 >/dev/null
+n device lend nvme0 --to c >/dev/null || fail "nvme0 could not be lent to c again after remove"
+n device reclaim nvme0 >/dev/null
 expect_fail n device borrow nope --host b
 expect_fail n device add                               # usage
 set +e; n device frob x >/dev/null 2>&1; rc=$?; set -e

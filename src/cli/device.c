@@ -263,13 +263,34 @@ int cmd_device(struct cli *c)
     }
     if (lend) {
         bool on = strcmp(action, "add") == 0;
+        /* Withdrawn while hot-added into another host's tree: that host gives it back first
+         * (as `device reclaim` does), or it would stay in that tree, lent by nobody. */
+        int h = on ? -1 : shadow_host(f, (uint32_t)id);
+        rc = h >= 0 ? ask(f, (uint32_t)h, AGENT_DEV_HOTREMOVE, (uint64_t)id, 0, 0) : 0;
+        if (rc) {
+            cli_err("cannot take %s back from %s, in whose PCIe tree it is: %s", name,
+                    fab_host(f, (uint32_t)h)->name, why(rc));
+            fab_detach(f);
+            return CLI_FAIL;
+        }
+        if (h >= 0)
+            printf("%s is back on %s: hot-removed from %s\n", name, fab_host(f, x->host)->name,
+                   fab_host(f, (uint32_t)h)->name);
         rc = ask(f, x->host, AGENT_DEV_AVAILABLE, (uint64_t)id, on, 0);
-        if (rc)
+        if (rc) {
             cli_err("cannot %s %s on its lender %s: %s", on ? "lend out" : "withdraw", name,
                     fab_host(f, x->host)->name, why(rc));
-        else
-            printf("%s (on %s) is %s\n", name, fab_host(f, x->host)->name,
-                   on ? "available to borrow" : "no longer lent out");
+        } else if (on) {
+            printf("%s (on %s) is available to borrow\n", name, fab_host(f, x->host)->name);
+        } else {
+            printf("%s (on %s) is no longer lent out\n", name, fab_host(f, x->host)->name);
+            /* Programs that borrowed it keep it until they return it (SmartIO's borrow). */
+            for (uint32_t b = 0; b < f->ctl->nhosts; b++)
+                if (atomic_load(&x->lend_borrowers[b / 64]) >> (b % 64) & 1)
+                    printf("  host %s still borrows it until its programs return it (or: "
+                           "ntblend device return %s --host %s)\n", fab_host(f, b)->name, name,
+                           fab_host(f, b)->name);
+        }
     } else {
         int h = cli_host(f, o.host);
         if (h < 0) {

@@ -105,7 +105,7 @@ static const struct command commands[] = {
       "  device list [--json]            every device: id, name, type, lender, PCI ids and\n"
       "                                  class, whether it is lent out, who borrows it\n"
       "  device add NAME                 the lender makes the device available to borrow\n"
-      "  device remove NAME              ... and withdraws it (current borrows stay)\n"
+      "  device remove NAME              ... and withdraws it (hot-removed where lent; borrows stay)\n"
       "  device borrow NAME --host H [--shared]\n"
       "                                  host H borrows it (exclusively unless --shared) and\n"
       "                                  holds it until 'device return'\n"

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "accel_engine.h"
+#include "tool_util.h"
 
 #define STATE_LEN 160
 #define MAX_ACCELS 8
@@ -70,12 +71,7 @@ static void on_signal(int sig)
     stop = 1;
 }
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
+static uint64_t now_ms(void) { return tu_now_ns() / 1000000; }
 
 static pthread_mutex_t accels_lock = PTHREAD_MUTEX_INITIALIZER;
 

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "ntblend/nvme.h"
+#include "tool_util.h"
 
 #define BLK_MAGIC 0x4e564d45424c4b31ull /* "NVMEBLK1" */
 #define HDR_LEN 128                     /* the state file's first line */
@@ -58,12 +59,7 @@ static void on_signal(int sig)
     stop = 1;
 }
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
+static uint64_t now_ms(void) { return tu_now_ns() / 1000000; }
 
 /* ---- blocks */
 

@@ -28,6 +28,7 @@
 
 #include "ntblend/seg.h"
 #include "sisci_api.h"
+#include "tool_util.h"
 
 #define SEG_ID 0x5b00u
 #define SEG_SIZE (4u << 20)
@@ -61,13 +62,6 @@ static void fail(const char *what, int e)
         if (rc_)                                                                            \
             fail(#call, rc_);                                                               \
     } while (0)
-
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 /* ---------------------------------------------------------------- the server */
 
@@ -155,21 +149,21 @@ static double samples[PINGS];
 static void measure_cpu(struct side *s, uint8_t *src)
 {
     for (int i = 0; i < STORES; i++) {
-        uint64_t t = now_ns();
+        uint64_t t = tu_now_ns();
         memcpy((void *)(s->remote + (size_t)(i % (SEG_SIZE >> 20)) * (1u << 20)), src, 1u << 20);
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        samples[i] = (double)(now_ns() - t);
+        samples[i] = (double)(tu_now_ns() - t);
     }
     s->store = median(samples, STORES);
     volatile uint64_t *w = (volatile uint64_t *)s->remote;
     uint64_t x = 0, off = 12345;
     for (int c = 0; c < LOADS / 1000; c++) {
-        uint64_t t = now_ns();
+        uint64_t t = tu_now_ns();
         for (int i = 0; i < 1000; i++) { /* dependent loads: each waits for the one before */
             x += w[off];
             off = (off * 2654435761u + x) % (SEG_SIZE / 8);
         }
-        samples[c] = (double)(now_ns() - t) / 1000;
+        samples[c] = (double)(tu_now_ns() - t) / 1000;
     }
     s->load = median(samples, LOADS / 1000);
 }
@@ -270,18 +264,18 @@ static int run(int rounds, bool aa)
             struct side *s = api ? &sci : &nat;
             measure_cpu(s, src);
             for (int i = 0; i < DMAS; i++) {
-                uint64_t t = now_ns();
+                uint64_t t = tu_now_ns();
                 if (api) {
                     SCI(SCIStartDmaTransfer(dq, ls, rs, 0, DMA_SIZE, 0, NULL, NULL, SCI_FLAG_DMA_WAIT, &err));
                 } else {
                     NAT(seg_dma_transfer(nq, nls, 0, nrs, 0, DMA_SIZE, 0));
                     NAT(seg_dma_wait(nq, -1));
                 }
-                samples[i] = (double)(now_ns() - t);
+                samples[i] = (double)(tu_now_ns() - t);
             }
             s->dma = median(samples, DMAS);
             for (int i = 0; i < PINGS; i++) {
-                uint64_t t = now_ns();
+                uint64_t t = tu_now_ns();
                 if (api && aa) {
                     NAT(seg_intr_trigger(aout));
                     NAT(seg_intr_wait(ain, 10000));
@@ -292,7 +286,7 @@ static int run(int rounds, bool aa)
                     NAT(seg_intr_trigger(nout));
                     NAT(seg_intr_wait(nin, 10000));
                 }
-                samples[i] = (double)(now_ns() - t);
+                samples[i] = (double)(tu_now_ns() - t);
             }
             s->intr = median(samples, PINGS);
             v[api][0][r] = s->store;

@@ -30,13 +30,9 @@
 #include <ntblend/ntb.h>
 
 #include "shmem_internal.h"
+#include "wpol.h"
 
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
+static uint64_t mono_ms(void) { return wpol_now_ns() / 1000000u; }
 
 /* oshrun ends a job whose PE is lost; a job whose oshrun is gone (killed, or its terminal or
  * pipe closed under it) has no one to end it, so each PE ends itself when it sees that the

@@ -14,16 +14,10 @@
 #define NODE_C 12u
 #define NVME_FDID 0x40001ull
 
-static char FAB[64];
+extern char FAB[64];
 
 /* Boot the fabric under a name of the test's own, nvme0 lent out. */
-static inline int sisci_up(const char *test)
-{
-    snprintf(FAB, sizeof FAB, "%s", h_fabric_name(test));
-    if (h_up(FAB, "examples/topologies/smartio3.ini"))
-        return -1;
-    return h_cli(FAB, "device add nvme0 >/dev/null");
-}
+int sisci_up(const char *test);
 
 /* Run a SISCI call whose last argument is &err and check err. */
 #define SCI_OK(call)                                                                        \
@@ -38,18 +32,8 @@ static inline int sisci_up(const char *test)
         }                                                                                   \
     } while (0)
 
-static inline sci_desc_t sci_start(void)
-{
-    sci_desc_t sd;
-    SCI_OK(SCIInitialize(0, &err));
-    SCI_OK(SCIOpen(&sd, 0, &err));
-    return sd;
-}
+sci_desc_t sci_start(void);
 
-static inline void sci_end(sci_desc_t sd)
-{
-    SCI_OK(SCIClose(sd, 0, &err));
-    SCITerminate();
-}
+void sci_end(sci_desc_t sd);
 
 #endif

@@ -1,15 +1,12 @@
 /*
- * nvme_tests.h: what the NVMe tests share. lender(): the child process on a device's host
- * that lends out every device of its host and tells the parent (h_put(1)); pattern(): byte i
- * of the data written at lba, different for every tag. Needs harness.h first.
+ * Bodies of the test helpers declared in nvme_tests.h (what that header says).
  */
-#ifndef NTBLEND_TESTS_NVME_TESTS_H
-#define NTBLEND_TESTS_NVME_TESTS_H
-
+#include "harness.h"
 #include "ntblend/seg.h"
 #include "ntblend/smartio.h"
+#include "nvme_tests.h"
 
-static void lender(void *arg)
+void lender(void *arg)
 {
     (void)arg;
     struct sio_info info[8];
@@ -23,7 +20,7 @@ static void lender(void *arg)
     h_put(1);
 }
 
-static uint8_t pattern(uint32_t tag, uint64_t lba, size_t i)
+uint8_t pattern(uint32_t tag, uint64_t lba, size_t i)
 {
     uint64_t x = (lba + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)tag << 40 ^ i / 8;
     x ^= x >> 29;
@@ -31,5 +28,3 @@ static uint8_t pattern(uint32_t tag, uint64_t lba, size_t i)
     x ^= x >> 32;
     return (uint8_t)(x >> (8 * (i % 8)));
 }
-
-#endif

@@ -1,78 +1,36 @@
 /*
- * A small NVMe driver for tests: acts as the driver on the device's host, using the fabric
- * model directly (BAR0 through fab_bar_mem + fab_fn_notify after each register write, queues
- * and data in the host's RAM through fab_ram at physical addresses the agent does not hand
- * out). Controller reset/enable, admin and I/O queues, submission, completion polling by phase
- * bit, PRP list building.
+ * Bodies of the test helpers declared in nvme_drv.h (what that header says).
  */
-#ifndef NTBLEND_TEST_NVME_DRV_H
-#define NTBLEND_TEST_NVME_DRV_H
+#include "nvme_drv.h"
 
-#include <errno.h>
-#include <sched.h>
-#include <stdint.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "fabric.h"
-#include "nvme_spec.h"
-
-#define NVD_MEM_BASE (300ull << 20) /* host physical memory the tests own: 300..500 MiB */
-#define NVD_MEM_SIZE (200ull << 20)
-#define NVD_PAGE 4096u
-#define NVD_QMAX 40
-#define NVD_STASH 64
-
-struct nvd_queue {
-    bool live;
-    uint64_t sq, cq;  /* physical addresses */
-    uint32_t sq_size, cq_size;
-    uint32_t sq_tail, cq_head;
-    uint8_t phase;
-};
-
-struct nvd {
-    struct fab *f;
-    uint32_t fn, host;
-    volatile uint8_t *regs;
-    char *mem;
-    uint64_t brk;
-    uint16_t next_cid;
-    struct nvd_queue q[NVD_QMAX];
-    struct { uint16_t qid; struct nvme_cqe cqe; } stash[NVD_STASH];
-    uint32_t nstash;
-};
-
-static inline uint32_t nvd_r32(struct nvd *d, uint32_t off)
+uint32_t nvd_r32(struct nvd *d, uint32_t off)
 {
     return __atomic_load_n((uint32_t *)(uintptr_t)(d->regs + off), __ATOMIC_ACQUIRE);
 }
 
-static inline uint64_t nvd_r64(struct nvd *d, uint32_t off)
+uint64_t nvd_r64(struct nvd *d, uint32_t off)
 {
     return (uint64_t)nvd_r32(d, off + 4) << 32 | nvd_r32(d, off);
 }
 
-static inline void nvd_w32(struct nvd *d, uint32_t off, uint32_t v)
+void nvd_w32(struct nvd *d, uint32_t off, uint32_t v)
 {
     __atomic_store_n((uint32_t *)(uintptr_t)(d->regs + off), v, __ATOMIC_RELEASE);
     fab_fn_notify(d->f, d->fn);
 }
 
-static inline void nvd_w64(struct nvd *d, uint32_t off, uint64_t v)
+void nvd_w64(struct nvd *d, uint32_t off, uint64_t v)
 {
     __atomic_store_n((uint32_t *)(uintptr_t)(d->regs + off), (uint32_t)v, __ATOMIC_RELEASE);
     nvd_w32(d, off + 4, (uint32_t)(v >> 32));
 }
 
-static inline void *nvd_ptr(struct nvd *d, uint64_t phys)
+void *nvd_ptr(struct nvd *d, uint64_t phys)
 {
     return d->mem + (phys - NVD_MEM_BASE);
 }
 
-/* Bump allocator over the test's memory; zeroed. */
-static inline uint64_t nvd_alloc(struct nvd *d, uint64_t size, uint64_t align)
+uint64_t nvd_alloc(struct nvd *d, uint64_t size, uint64_t align)
 {
     d->brk = (d->brk + align - 1) & ~(align - 1);
     uint64_t p = NVD_MEM_BASE + d->brk;
@@ -83,14 +41,14 @@ static inline uint64_t nvd_alloc(struct nvd *d, uint64_t size, uint64_t align)
     return p;
 }
 
-static inline uint64_t nvd_ms(void)
+uint64_t nvd_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static inline void nvd_pause(uint32_t spins)
+void nvd_pause(uint32_t spins)
 {
     if (spins < 100)
         sched_yield();
@@ -98,7 +56,7 @@ static inline void nvd_pause(uint32_t spins)
         usleep(100);
 }
 
-static inline int nvd_open(struct nvd *d, struct fab *f, const char *name)
+int nvd_open(struct nvd *d, struct fab *f, const char *name)
 {
     memset(d, 0, sizeof *d);
     int fn = fab_func_by_name(f, name);
@@ -113,8 +71,7 @@ static inline int nvd_open(struct nvd *d, struct fab *f, const char *name)
     return d->regs && d->mem ? 0 : -EIO;
 }
 
-/* Wait until (CSTS & mask) == want; 0 or -ETIMEDOUT. */
-static inline int nvd_wait_csts(struct nvd *d, uint32_t mask, uint32_t want, uint32_t ms)
+int nvd_wait_csts(struct nvd *d, uint32_t mask, uint32_t want, uint32_t ms)
 {
     uint64_t end = nvd_ms() + ms;
     for (uint32_t i = 0;; i++) {
@@ -126,7 +83,7 @@ static inline int nvd_wait_csts(struct nvd *d, uint32_t mask, uint32_t want, uin
     }
 }
 
-static inline int nvd_disable(struct nvd *d)
+int nvd_disable(struct nvd *d)
 {
     nvd_w32(d, NVME_REG_CC, 0);
     int rc = nvd_wait_csts(d, NVME_CSTS_RDY | NVME_CSTS_CFS, 0, 5000);
@@ -135,9 +92,7 @@ static inline int nvd_disable(struct nvd *d)
     return rc;
 }
 
-/* Program the admin queues (entries each) and enable; 0, -EIO (CFS) or -ETIMEDOUT. The memory
- * is reset first so every enable starts from fresh queues. */
-static inline int nvd_enable_at(struct nvd *d, uint32_t entries, uint64_t asq, uint64_t acq)
+int nvd_enable_at(struct nvd *d, uint32_t entries, uint64_t asq, uint64_t acq)
 {
     d->q[0] = (struct nvd_queue){ .live = true, .sq = asq, .cq = acq, .sq_size = entries,
                                   .cq_size = entries, .phase = 1 };
@@ -158,7 +113,7 @@ static inline int nvd_enable_at(struct nvd *d, uint32_t entries, uint64_t asq, u
     }
 }
 
-static inline int nvd_reset(struct nvd *d)
+int nvd_reset(struct nvd *d)
 {
     int rc = nvd_disable(d);
     if (rc)
@@ -168,7 +123,7 @@ static inline int nvd_reset(struct nvd *d)
     return nvd_enable_at(d, 64, asq, acq);
 }
 
-static inline struct nvme_sqe nvd_sqe(uint8_t opc, uint32_t nsid)
+struct nvme_sqe nvd_sqe(uint8_t opc, uint32_t nsid)
 {
     struct nvme_sqe s;
     memset(&s, 0, sizeof s);
@@ -177,8 +132,7 @@ static inline struct nvme_sqe nvd_sqe(uint8_t opc, uint32_t nsid)
     return s;
 }
 
-/* Put a command in SQ qid; ring the doorbell unless ring is false. Returns its CID. */
-static inline uint16_t nvd_queue_cmd(struct nvd *d, uint16_t qid, struct nvme_sqe *s, bool ring)
+uint16_t nvd_queue_cmd(struct nvd *d, uint16_t qid, struct nvme_sqe *s, bool ring)
 {
     struct nvd_queue *q = &d->q[qid];
     s->cid = ++d->next_cid;
@@ -190,13 +144,12 @@ static inline uint16_t nvd_queue_cmd(struct nvd *d, uint16_t qid, struct nvme_sq
     return s->cid;
 }
 
-static inline void nvd_ring(struct nvd *d, uint16_t qid)
+void nvd_ring(struct nvd *d, uint16_t qid)
 {
     nvd_w32(d, NVME_REG_DBS + 8u * qid, d->q[qid].sq_tail);
 }
 
-/* Next completion of CQ qid within ms; 0 or -ETIMEDOUT. */
-static inline int nvd_reap(struct nvd *d, uint16_t qid, struct nvme_cqe *out, uint32_t ms)
+int nvd_reap(struct nvd *d, uint16_t qid, struct nvme_cqe *out, uint32_t ms)
 {
     struct nvd_queue *q = &d->q[qid];
     uint64_t end = nvd_ms() + ms;
@@ -218,9 +171,7 @@ static inline int nvd_reap(struct nvd *d, uint16_t qid, struct nvme_cqe *out, ui
     }
 }
 
-/* The completion of command cid on CQ qid (others are stashed). */
-static inline int nvd_wait_cid(struct nvd *d, uint16_t qid, uint16_t cid, struct nvme_cqe *out,
-                               uint32_t ms)
+int nvd_wait_cid(struct nvd *d, uint16_t qid, uint16_t cid, struct nvme_cqe *out, uint32_t ms)
 {
     for (uint32_t i = 0; i < d->nstash; i++)
         if (d->stash[i].qid == qid && d->stash[i].cqe.cid == cid) {
@@ -239,12 +190,12 @@ static inline int nvd_wait_cid(struct nvd *d, uint16_t qid, uint16_t cid, struct
     }
 }
 
-static inline uint16_t nvd_status(const struct nvme_cqe *c) { return (c->status >> 1) & 0x7ff; }
-static inline bool nvd_dnr(const struct nvme_cqe *c) { return c->status & NVME_DNR; }
+uint16_t nvd_status(const struct nvme_cqe *c) { return (c->status >> 1) & 0x7ff; }
 
-/* Submit on SQ qid (completing on CQ cqid) and wait; status (SCT << 8 | SC) or -ETIMEDOUT. */
-static inline int nvd_cmd_on(struct nvd *d, uint16_t qid, uint16_t cqid, struct nvme_sqe *s,
-                             struct nvme_cqe *cqe)
+bool nvd_dnr(const struct nvme_cqe *c) { return c->status & NVME_DNR; }
+
+int nvd_cmd_on(struct nvd *d, uint16_t qid, uint16_t cqid, struct nvme_sqe *s,
+               struct nvme_cqe *cqe)
 {
     struct nvme_cqe tmp;
     cqe = cqe ? cqe : &tmp;
@@ -253,18 +204,17 @@ static inline int nvd_cmd_on(struct nvd *d, uint16_t qid, uint16_t cqid, struct 
     return rc ? rc : nvd_status(cqe);
 }
 
-static inline int nvd_admin(struct nvd *d, struct nvme_sqe *s, struct nvme_cqe *cqe)
+int nvd_admin(struct nvd *d, struct nvme_sqe *s, struct nvme_cqe *cqe)
 {
     return nvd_cmd_on(d, 0, 0, s, cqe);
 }
 
-static inline int nvd_io(struct nvd *d, uint16_t qid, struct nvme_sqe *s, struct nvme_cqe *cqe)
+int nvd_io(struct nvd *d, uint16_t qid, struct nvme_sqe *s, struct nvme_cqe *cqe)
 {
     return nvd_cmd_on(d, qid, qid, s, cqe);
 }
 
-static inline int nvd_create_cq(struct nvd *d, uint16_t qid, uint32_t entries, bool ien,
-                                uint16_t iv)
+int nvd_create_cq(struct nvd *d, uint16_t qid, uint32_t entries, bool ien, uint16_t iv)
 {
     uint64_t cq = nvd_alloc(d, 16ull * entries, NVD_PAGE);
     struct nvme_sqe s = nvd_sqe(NVME_ADM_CREATE_CQ, 0);
@@ -281,7 +231,7 @@ static inline int nvd_create_cq(struct nvd *d, uint16_t qid, uint32_t entries, b
     return st;
 }
 
-static inline int nvd_create_sq(struct nvd *d, uint16_t qid, uint32_t entries, uint16_t cqid)
+int nvd_create_sq(struct nvd *d, uint16_t qid, uint32_t entries, uint16_t cqid)
 {
     uint64_t sq = nvd_alloc(d, 64ull * entries, NVD_PAGE);
     struct nvme_sqe s = nvd_sqe(NVME_ADM_CREATE_SQ, 0);
@@ -298,16 +248,14 @@ static inline int nvd_create_sq(struct nvd *d, uint16_t qid, uint32_t entries, u
     return st;
 }
 
-static inline int nvd_delete(struct nvd *d, uint8_t opc, uint16_t qid)
+int nvd_delete(struct nvd *d, uint8_t opc, uint16_t qid)
 {
     struct nvme_sqe s = nvd_sqe(opc, 0);
     s.cdw10 = qid;
     return nvd_admin(d, &s, NULL);
 }
 
-/* Point s at len bytes of (physically contiguous) buffer buf, building a PRP list when more
- * than two pages are touched. */
-static inline void nvd_prp(struct nvd *d, struct nvme_sqe *s, uint64_t buf, uint64_t len)
+void nvd_prp(struct nvd *d, struct nvme_sqe *s, uint64_t buf, uint64_t len)
 {
     s->prp1 = buf;
     uint64_t first = NVD_PAGE - (buf & (NVD_PAGE - 1));
@@ -328,7 +276,7 @@ static inline void nvd_prp(struct nvd *d, struct nvme_sqe *s, uint64_t buf, uint
     s->prp2 = list;
 }
 
-static inline struct nvme_sqe nvd_rw(uint8_t opc, uint32_t nsid, uint64_t slba, uint32_t nlb)
+struct nvme_sqe nvd_rw(uint8_t opc, uint32_t nsid, uint64_t slba, uint32_t nlb)
 {
     struct nvme_sqe s = nvd_sqe(opc, nsid);
     s.cdw10 = (uint32_t)slba;
@@ -336,5 +284,3 @@ static inline struct nvme_sqe nvd_rw(uint8_t opc, uint32_t nsid, uint64_t slba, 
     s.cdw12 = nlb - 1;
     return s;
 }
-
-#endif

@@ -22,6 +22,20 @@ grep -q "not up" "$work/err" || fail "no 'not up' message: $(cat "$work/err")"
 
 n up "$src/examples/topologies/four-hosts-switch.ini" >/dev/null
 run_all "2 PEs, switch" -np 2
+# SHMEM_INFO's text comes from the library's one table of variables (src/shmem/env_defs.h):
+# every variable it names is documented in docs/openshmem.md, and every variable of that
+# page's table is one the library reads.
+SHMEM_INFO=1 timeout 120 "$bin/oshrun" --fabric "$fabric" -np 2 "$work/hello" >"$work/out" 2>&1 ||
+    fail "hello with SHMEM_INFO=1: $(cat "$work/out")"
+info=$(grep -o 'SHMEM_[A-Z_]*' "$work/out" | grep -vx 'SHMEM_INFO\|SHMEM_' | sort -u)
+[[ $(wc -l <<<"$info") -ge 15 ]] || fail "SHMEM_INFO printed too few variables: $(cat "$work/out")"
+for v in $info; do
+    grep -q "\`$v\`" "$src/docs/openshmem.md" || fail "$v (SHMEM_INFO) is not in docs/openshmem.md"
+done
+for v in $(grep -o '^| `SHMEM_[A-Z_]*`' "$src/docs/openshmem.md" | grep -o 'SHMEM_[A-Z_]*'); do
+    grep -qx "$v" <<<"$info" || [ "$v" = SHMEM_INFO ] || [ "$v" = SHMEM_RELAY_SLOW_PE ] ||
+        fail "$v (docs/openshmem.md) is not in SHMEM_INFO's list"
+done
 # Callers of large copies wait for the helper's last piece: with a helper that dawdles, a
 # second put to the same bytes must still win. (bigcopy copies fewer than 16 blocks of each
 # size class, so the helper's choice has not tried copying alone yet: every copy has help.)
@@ -41,7 +55,7 @@ fi
 if SHMEM_COPY_HELPER=maybe "$bin/oshrun" --fabric "$fabric" -np 2 "$work/hello" >"$work/out" 2>&1; then
     fail "SHMEM_COPY_HELPER=maybe was accepted"
 fi
-grep -q 'SHMEM_COPY_HELPER="maybe" is not 0 or 1' "$work/out" || fail "no message for SHMEM_COPY_HELPER=maybe: $(cat "$work/out")"
+grep -q 'SHMEM_COPY_HELPER="maybe": give one of 1/0/slow' "$work/out" || fail "no message for SHMEM_COPY_HELPER=maybe: $(cat "$work/out")"
 run_all "4 PEs, switch" -np 4
 run_all "3 PEs, switch" -np 3
 # SHMEM_TEAM_SHARED is the PEs on one host: teams.c checks its size when given it.
@@ -126,7 +140,7 @@ refuse() {
     [[ $(grep -c "^shmem:" "$work/out") == 1 ]] || fail "not one message for $*: $(cat "$work/out")"
 }
 oshrun_args=(-np 2)
-refuse "is not a size" SHMEM_SYMMETRIC_SIZE=abc
+refuse 'SHMEM_SYMMETRIC_SIZE="abc": give a size' SHMEM_SYMMETRIC_SIZE=abc
 refuse "SHMEM_RING_CHUNK" SHMEM_RING_CHUNK=1
 refuse "SHMEM_RING_THREADS" SHMEM_RING_THREADS=99
 refuse "SHMEM_ATOMICS" SHMEM_ATOMICS=maybe

@@ -132,7 +132,7 @@ refuse() {
     ! grep -q "hello from" "$work/out" || fail "a PE started with $*"
 }
 oshrun_args=(-np 4)
-refuse 'SHMEM_SYMMETRIC_SIZE="abc" is not a size' SHMEM_SYMMETRIC_SIZE=abc
+refuse 'SHMEM_SYMMETRIC_SIZE="abc": give a size' SHMEM_SYMMETRIC_SIZE=abc
 refuse "SHMEM_RING_CHUNK" SHMEM_RING_CHUNK=1
 refuse "SHMEM_RING_CHUNK" SHMEM_RING_CHUNK=9G
 oshrun_args=(-np 40 --ppn 10)

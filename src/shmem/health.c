@@ -46,8 +46,7 @@ void shm_check_launcher(void)
     static _Atomic uint64_t next;
     long pid = atomic_load(&launcher);
     if (pid < 0) {
-        const char *s = getenv("SHMEM_LAUNCHER_PID");
-        pid = s ? strtol(s, NULL, 10) : 0;
+        pid = (long)shm_env_num(SHM_ENV_LAUNCHER_PID, 0);
         atomic_store(&launcher, pid > 0 ? pid : 0);
     }
     if (pid <= 0)

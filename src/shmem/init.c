@@ -10,7 +10,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,67 +24,11 @@ struct shm_state shm;
 
 #define DEFAULT_HEAP_SIZE (64u << 20)
 #define DEFAULT_BOOT_TIMEOUT_MS 60000
-#define MAX_PES 4096
-
-/* One line on stderr in one write (one fprintf on the unbuffered stream), so that the lines
- * of PEs sharing a terminal do not run into each other. */
-static void say(const char *head, int pe, const char *fmt, va_list ap)
-{
-    char msg[1024];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    if (pe >= 0)
-        fprintf(stderr, "%s: PE %d: %s\n", head, pe, msg);
-    else
-        fprintf(stderr, "%s: %s\n", head, msg);
-}
-
-void shm_fatal(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    /* Without a PE number before we know it, or in a node (oshrelay). */
-    say("shmem", shm.initialized ? shm.me : -1, fmt, ap);
-    va_end(ap);
-    fflush(stderr);
-    _exit(1);
-}
-
-void shm_debug(const char *fmt, ...)
-{
-    if (!shm.debug)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    say(shm.me >= 0 ? "shmem debug" : "shmem debug: node", shm.me, fmt, ap);
-    va_end(ap);
-}
 
 void shm_require_init(const char *who)
 {
     if (!shm.initialized || shm.finalized)
         shm_fatal("%s called %s", who, shm.finalized ? "after shmem_finalize" : "before shmem_init");
-}
-
-/* SHMEM_X, else the SMA_X spelling older programs and launchers use. */
-static const char *env(const char *name)
-{
-    char sma[64];
-    const char *v = getenv(name);
-    if (v && *v)
-        return v;
-    if (strncmp(name, "SHMEM_", 6) == 0) {
-        snprintf(sma, sizeof sma, "SMA_%s", name + 6);
-        v = getenv(sma);
-        if (v && *v)
-            return v;
-    }
-    return NULL;
-}
-
-static bool env_true(const char *name)
-{
-    const char *v = env(name);
-    return v && strcmp(v, "0") != 0 && strcasecmp(v, "no") != 0 && strcasecmp(v, "false") != 0;
 }
 
 /* "64M", "3.1m", "1g", "4096", "2kB": binary multiples, fractions allowed. */
@@ -117,20 +60,6 @@ int shm_parse_size(const char *s, size_t *out)
     return 0;
 }
 
-static long env_long(const char *name, long dflt, long min, long max)
-{
-    const char *v = env(name);
-    if (!v)
-        return dflt;
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || *end || x < min || x > max)
-        shm_fatal("%s=\"%s\" is not a number in [%ld, %ld]; start programs with oshrun", name, v,
-                  min, max);
-    return x;
-}
-
 static uint32_t seg_id_of(uint32_t job, int pe)
 {
     return 0x40000000u | ((job & 0x3ffffu) << 12) | (uint32_t)pe;
@@ -138,7 +67,7 @@ static uint32_t seg_id_of(uint32_t job, int pe)
 
 static void parse_nodes(uint32_t self, bool relay)
 {
-    const char *list = env("SHMEM_PE_NODES");
+    const char *list = shm_env_text(SHM_ENV_PE_NODES);
     if (!list) {
         if (shm.npes != 1)
             shm_fatal("SHMEM_PE_NODES is not set: start the program with oshrun");
@@ -164,52 +93,24 @@ static void parse_nodes(uint32_t self, bool relay)
 
 static void print_info(void)
 {
-    printf("OpenSHMEM %d.%d, %s\n"
-           "environment:\n"
-           "  SHMEM_SYMMETRIC_SIZE  symmetric heap per PE (default 64M; k/m/g/t, fractions: 3.1M)\n"
-           "  SHMEM_VERSION         print the library version at start-up\n"
-           "  SHMEM_INFO            print this text at start-up\n"
-           "  SHMEM_DEBUG           debugging messages on stderr\n"
-           "  SHMEM_BOOTSTRAP_TIMEOUT  ms to wait for the other PEs' heaps (default 60000)\n"
-           "  SHMEM_ATOMICS         hardware (in place, default) or software (the target's node)\n"
-           "  SHMEM_RING_THREADS    transfer threads per adapter of each node (1-8, default 2)\n"
-           "  SHMEM_RING_CHUNK      bytes per forwarded message (default 512k or 256k, as the\n"
-           "                        adapters' LUTs allow)\n"
-           "  SHMEM_RING_FAILOVER   on: a ring job survives a link going down (traffic goes the\n"
-           "                        other way round; every operation on another host is a\n"
-           "                        message through the nodes); off (default)\n"
-           "  SHMEM_DMA_MIN         forwarded hops of at least this size use DMA (default 32k)\n"
-           "  SHMEM_COPY_HELPER     0: large puts and gets to mapped PEs by one thread (default 1:\n"
-           "                        a helper thread copies half, with no more PEs than CPUs,\n"
-           "                        when timing shows that the two copy faster than one)\n"
-           "  set by oshrun: SHMEM_JOB, SHMEM_PE, SHMEM_NPES, SHMEM_PE_NODES\n"
-           "  (SMA_* spellings are honoured too)\n",
-           SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION, SHMEM_VENDOR_STRING);
+    printf("OpenSHMEM %d.%d, %s\n", SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION, SHMEM_VENDOR_STRING);
+    shm_env_help(stdout);
 }
 
 void shm_job_env(uint32_t *self, bool relay)
 {
-    shm.debug = env_true("SHMEM_DEBUG");
-    const char *ch = env("SHMEM_COPY_HELPER");
-    shm.copy_helper = 1;
-    if (ch && (!strcmp(ch, "0") || !strcasecmp(ch, "no") || !strcasecmp(ch, "off") || !strcasecmp(ch, "false")))
-        shm.copy_helper = 0;
-    else if (ch && !strcasecmp(ch, "slow"))
-        shm.copy_helper = 2;
-    else if (ch && strcmp(ch, "1") && strcasecmp(ch, "yes") && strcasecmp(ch, "on") && strcasecmp(ch, "true"))
-        shm_fatal("SHMEM_COPY_HELPER=\"%s\" is not 0 or 1", ch);
-    shm.npes = (int)env_long("SHMEM_NPES", 1, 1, MAX_PES);
-    shm.me = relay ? -1 : (int)env_long("SHMEM_PE", 0, 0, shm.npes - 1);
+    shm.debug = shm_env_flag(SHM_ENV_DEBUG);
+    shm.copy_helper = (int[]){ 1, 0, 2 }[shm_env_word(SHM_ENV_COPY_HELPER)]; /* 1|0|slow */
+    shm.npes = (int)shm_env_num(SHM_ENV_NPES, 1);
+    shm.me = relay ? -1 : (int)shm_env_num_in(SHM_ENV_PE, 0, 0, shm.npes - 1);
     /* For tests: a node holds every routed put it delivers to this PE for 2 ms first, so that
      * acknowledgements of puts to other PEs overtake it (tests/shmem/quietmt.c). */
-    shm.relay_slow_pe = relay ? (int)env_long("SHMEM_RELAY_SLOW_PE", -1, -1, shm.npes - 1) : -1;
-    shm.job = (uint32_t)env_long("SHMEM_JOB", (long)getpid(), 0, 0x7fffffff);
-    shm.heap_size = DEFAULT_HEAP_SIZE;
-    const char *hs = env("SHMEM_SYMMETRIC_SIZE");
-    if (hs && shm_parse_size(hs, &shm.heap_size))
-        shm_fatal("SHMEM_SYMMETRIC_SIZE=\"%s\" is not a size (examples: 64M, 3.1M, 1G, 65536)", hs);
+    shm.relay_slow_pe = relay ? (int)shm_env_num_in(SHM_ENV_RELAY_SLOW_PE, -1, -1, shm.npes - 1) : -1;
+    shm.job = (uint32_t)shm_env_num(SHM_ENV_JOB, (long long)getpid());
+    bool heap_given = shm_env_text(SHM_ENV_SYMMETRIC_SIZE) != NULL;
+    shm.heap_size = (size_t)shm_env_num(SHM_ENV_SYMMETRIC_SIZE, DEFAULT_HEAP_SIZE);
     shm.heap_size = (shm.heap_size + 4095) & ~(size_t)4095;
-    shm.timeout_ms = (int)env_long("SHMEM_BOOTSTRAP_TIMEOUT", DEFAULT_BOOT_TIMEOUT_MS, 0, 1 << 30);
+    shm.timeout_ms = (int)shm_env_num(SHM_ENV_BOOTSTRAP_TIMEOUT, DEFAULT_BOOT_TIMEOUT_MS);
     if (!getenv("NTBLEND_HOST"))
         shm_fatal("not running on a host of a fabric: start the program with oshrun (or "
                   "'ntblend run --host H -- prog' for one PE)");
@@ -221,13 +122,13 @@ void shm_job_env(uint32_t *self, bool relay)
     shm.pes = calloc((size_t)shm.npes, sizeof *shm.pes);
     if (!shm.pes)
         shm_fatal("out of memory");
-    if (relay && !env("SHMEM_PE_NODES"))
+    if (relay && !shm_env_text(SHM_ENV_PE_NODES))
         shm_fatal("oshrelay is started by oshrun, not by hand");
     parse_nodes(*self, relay);
     shm.initialized = true; /* for messages from here on */
     shm_xport_init(*self);
     /* The heap the placement can map (plan.c): the default, or less; or a clear stop. */
-    shm_plan(hs != NULL, relay ? 0 : shm_globals_size());
+    shm_plan(heap_given, relay ? 0 : shm_globals_size());
     shm.rbuf_off = SHM_CTRL_SIZE + shm.heap_size;
     shm.globals_off = shm.rbuf_off + shm.rbuf_size;
     shm.seg_size = shm.globals_off + (relay ? 0 : shm_globals_size()); /* relay: learnt later */
@@ -261,9 +162,9 @@ void shmem_init(void)
         return; /* 1.5: calling it again has no effect */
     uint32_t self;
     shm_job_env(&self, false);
-    if (shm.me == 0 && env_true("SHMEM_VERSION"))
+    if (shm.me == 0 && shm_env_flag(SHM_ENV_VERSION))
         printf("OpenSHMEM %d.%d (%s)\n", SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION, SHMEM_VENDOR_STRING);
-    if (shm.me == 0 && env_true("SHMEM_INFO"))
+    if (shm.me == 0 && shm_env_flag(SHM_ENV_INFO))
         print_info();
 
     /* Our segment: created, made reachable through every adapter, and then available. */

@@ -778,7 +778,7 @@ int shmemi_relay_main(void)
               self, started, nrings, XP_SLOTS, xp_slot_size(shm.chunk), shm.chunk);
 
     /* Until oshrun ends us (or goes away itself). */
-    pid_t launcher = (pid_t)strtol(getenv("SHMEM_LAUNCHER_PID") ? getenv("SHMEM_LAUNCHER_PID") : "0", NULL, 10);
+    pid_t launcher = (pid_t)shm_env_num(SHM_ENV_LAUNCHER_PID, 0);
     for (;;) {
         struct timespec ts = { 0, 200 * 1000000L };
         int sig = sigtimedwait(&sigs, NULL, &ts);

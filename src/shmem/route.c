@@ -142,17 +142,6 @@ static void build_adjacency(void)
 
 bool xp_direct(int a, int b) { return adj[a * shm.nhosts + b] != 0; }
 
-static long env_num(const char *name, long dflt, long min, long max)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return dflt;
-    size_t x;
-    if (shm_parse_size(v, &x) || (long)x < min || (long)x > max)
-        shm_fatal("%s=\"%s\": give a number from %ld to %ld", name, v, min, max);
-    return (long)x;
-}
-
 void shm_xport_init(uint32_t self)
 {
     shm.nhosts = 0;
@@ -180,20 +169,8 @@ void shm_xport_init(uint32_t self)
     }
     for (int h = 0; h < shm.nhosts; h++)
         shm.hosts[h].adapter = h == me ? -1 : adapter_for(shm.hosts[h].node);
-    const char *at = getenv("SHMEM_ATOMICS");
-    if (at && *at && strcmp(at, "hardware") && strcmp(at, "software"))
-        shm_fatal("SHMEM_ATOMICS=\"%s\": give hardware (in place, PCIe AtomicOps through the "
-                  "NTB) or software (done by the target host's node)", at);
-    shm.sw_atomics = at && strcmp(at, "software") == 0;
-    const char *fo = getenv("SHMEM_RING_FAILOVER");
-    bool fo_on = false;
-    if (fo && *fo) {
-        if (!strcmp(fo, "on") || !strcmp(fo, "1") || !strcmp(fo, "yes"))
-            fo_on = true;
-        else if (strcmp(fo, "off") && strcmp(fo, "0") && strcmp(fo, "no"))
-            shm_fatal("SHMEM_RING_FAILOVER=\"%s\": give on (a ring job survives a link going "
-                      "down: every operation on another host goes through the nodes) or off", fo);
-    }
+    shm.sw_atomics = shm_env_word(SHM_ENV_ATOMICS) == 1; /* hardware|software */
+    bool fo_on = shm_env_flag(SHM_ENV_RING_FAILOVER);
     shm.failover = fo_on && shm.routed;
     if (shm.failover) {
         dead = calloc((size_t)ring_n, sizeof *dead);
@@ -206,14 +183,12 @@ void shm_xport_init(uint32_t self)
                 atomic_store(&dead[p], 1);
         }
     }
-    shm.threads = (int)env_num("SHMEM_RING_THREADS", 2, 1, XP_MAX_THREADS);
-    const char *ck = getenv("SHMEM_RING_CHUNK");
-    shm.chunk_given = ck && *ck;
-    shm_set_chunk((size_t)env_num("SHMEM_RING_CHUNK", XP_DEFAULT_CHUNK, 4096, 1 << 20));
-    const char *dm = getenv("SHMEM_DMA_MIN");
-    xp_dma_min = dm && (!strcmp(dm, "off") || !strcmp(dm, "0"))
-                     ? 0
-                     : (size_t)env_num("SHMEM_DMA_MIN", 32 << 10, 1, 1L << 40);
+    shm.threads = (int)shm_env_num_in(SHM_ENV_RING_THREADS, 2, 1, XP_MAX_THREADS);
+    shm.chunk_given = shm_env_text(SHM_ENV_RING_CHUNK) != NULL;
+    shm_set_chunk((size_t)shm_env_num(SHM_ENV_RING_CHUNK, XP_DEFAULT_CHUNK));
+    const char *dm = shm_env_text(SHM_ENV_DMA_MIN);
+    xp_dma_min = dm && (!strcmp(dm, "off") || !strcmp(dm, "0")) ? 0
+                                                                : (size_t)shm_env_num(SHM_ENV_DMA_MIN, 32 << 10);
     /* Every emulated host runs on this machine: more PEs than its CPUs means waiting PEs must
      * give theirs away. */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);

@@ -9,10 +9,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #include <ntblend/seg.h>
 
+#include "env_defs.h"
 #include "shmem.h"
 #include "wpol.h"
 
@@ -93,6 +95,25 @@ struct shm_state {
 
 extern struct shm_state shm;
 
+/* env.c: the environment, as env_defs.h's table says. shm_env_text: the value (SHMEM_NAME,
+ * else SMA_NAME), NULL when unset or empty. shm_env_num: a NUM or SIZE variable, dflt when
+ * unset, within the table's bounds (shm_env_num_in: within min..max); shm_env_flag: a FLAG;
+ * shm_env_word: a WORD's choice (0 when unset). A bad value stops the program with a message
+ * that says what to give. shm_env_help: SHMEM_INFO's text. */
+enum shm_env_kind { SHM_KIND_SIZE, SHM_KIND_NUM, SHM_KIND_FLAG, SHM_KIND_WORD, SHM_KIND_TEXT };
+enum shm_env_who { SHM_FOR_USER, SHM_FOR_LAUNCHER, SHM_FOR_TEST };
+enum shm_env_id {
+#define SHM_ENV_ID(id, ...) SHM_ENV_##id,
+    SHM_ENV_TABLE(SHM_ENV_ID)
+#undef SHM_ENV_ID
+};
+const char *shm_env_text(enum shm_env_id id);
+long long shm_env_num(enum shm_env_id id, long long dflt);
+long long shm_env_num_in(enum shm_env_id id, long long dflt, long long min, long long max);
+bool shm_env_flag(enum shm_env_id id);
+int shm_env_word(enum shm_env_id id);
+void shm_env_help(FILE *out);
+
 /* CLOCK_MONOTONIC in ns, and a spin loop's pause: the wait policy's (src/wait). */
 static inline uint64_t shm_now_ns(void) { return wpol_now_ns(); }
 static inline void shm_relax(void) { wpol_relax(); }
@@ -100,6 +121,7 @@ static inline void shm_relax(void) { wpol_relax(); }
 static inline struct shm_ctrl *shm_ctrl_of(int pe) { return (struct shm_ctrl *)shm.pes[pe].base; }
 static inline char *shm_heap_of(int pe) { return (char *)shm.pes[pe].base + SHM_CTRL_SIZE; }
 
+/* diag.c: a fatal error (the program stops) and SHMEM_DEBUG's messages. */
 void shm_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void shm_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void shm_require_init(const char *who);

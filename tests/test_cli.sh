@@ -279,6 +279,15 @@ has err "fabric '$F' is not up; start it with: ntblend up FILE --fabric $F"
 expect 1 ntblend --fabric "$F" down
 has err 'is not up'
 
+step "down: a fabric of another ntblend version goes with its agents"
+expect 0 ntblend --fabric "$F" up "$TOPO/two-hosts.ini"
+printf '\x63\x00\x00\x00' | dd of="${NTBLEND_SHM_DIR:-/dev/shm}/ntblend.$F/ctl" bs=1 seek=4 conv=notrunc 2>/dev/null
+expect 1 ntblend --fabric "$F" status
+has err "from another ntblend version; clear it with: ntblend down --fabric $F"
+expect 0 ntblend --fabric "$F" down
+has out "another ntblend version's fabric; 2 agents stopped"
+! pgrep -f "ntblend-agent --fabric $F " >/dev/null || fail "agents of '$F' still run after down"
+
 step "the first ten minutes: the scripts say what they do, and pipes get no escape codes"
 expect 0 bash "$NTBLEND_SRC/scripts/install-deps.sh"
 has out '^install-deps: all dependencies present$'

@@ -7,6 +7,7 @@
  * signalling, so a pid the kernel has recycled is never hit.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -121,7 +122,7 @@ bool cli_is_agent(pid_t pid, const char *fabric, uint32_t host)
         return false;
     char hostnum[16];
     snprintf(hostnum, sizeof hostnum, "%u", host);
-    bool fab_ok = false, host_ok = false;
+    bool fab_ok = false, host_ok = host == CLI_ANY_HOST;
     for (int i = 1; i + 1 < argc; i++) {
         if (strcmp(args[i], "--fabric") == 0 && strcmp(args[i + 1], fabric) == 0)
             fab_ok = true;
@@ -129,6 +130,37 @@ bool cli_is_agent(pid_t pid, const char *fabric, uint32_t host)
             host_ok = true;
     }
     return fab_ok && host_ok;
+}
+
+size_t cli_find_agents(const char *fabric, pid_t *pids, size_t max)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 0;
+    size_t n = 0;
+    for (struct dirent *e; n < max && (e = readdir(d));) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0 || !cli_is_agent((pid_t)pid, fabric, CLI_ANY_HOST))
+            continue;
+        /* Ours only if it runs in our fabric directory ($NTBLEND_SHM_DIR, inherited). */
+        char path[64], env[8192], *want = getenv("NTBLEND_SHM_DIR");
+        snprintf(path, sizeof path, "/proc/%ld/environ", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t len = fd < 0 ? -1 : read(fd, env, sizeof env - 1);
+        if (fd >= 0)
+            close(fd);
+        const char *theirs = NULL;
+        for (ssize_t i = 0; i < len; i += (ssize_t)strlen(env + i) + 1) {
+            env[len] = '\0';
+            if (!strncmp(env + i, "NTBLEND_SHM_DIR=", 16))
+                theirs = env + i + 16;
+        }
+        if (strcmp(theirs && *theirs ? theirs : "/dev/shm", want && *want ? want : "/dev/shm") == 0)
+            pids[n++] = (pid_t)pid;
+    }
+    closedir(d);
+    return n;
 }
 
 /* A process that exited but was not reaped yet (its parent is gone and init is slow, or is

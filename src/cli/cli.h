@@ -65,6 +65,11 @@ const char *cli_state_name(uint32_t st);
 /* Is pid the agent of `host` in fabric `fabric` (checked via /proc, so a recycled pid is never
  * signalled)? */
 bool cli_is_agent(pid_t pid, const char *fabric, uint32_t host);
+#define CLI_ANY_HOST UINT32_MAX /* cli_is_agent: an agent of any host */
+/* The agents of `fabric` running now (found by their command lines, in our fabric directory),
+ * for when the fabric's state cannot tell (another ntblend version's, or half-created); at
+ * most max into pids. */
+size_t cli_find_agents(const char *fabric, pid_t *pids, size_t max);
 /* Has pid exited (reaped if it is our child; a zombie counts as gone)? */
 bool cli_pid_gone(pid_t pid);
 /* Start the agent of host `host` in the background; its output goes to DIR/host<N>.log. */

@@ -291,13 +291,19 @@ int cmd_down(struct cli *c)
     }
     struct fab *f;
     if (fab_attach(o.fabric, -1, &f) < 0) {
-        /* No usable ctl: a crash during `up`. Nothing can be running on it. */
+        /* No usable state: a crash during `up`, or a fabric of another ntblend version, whose
+         * agents may still run: found by their command lines instead. */
+        pid_t found[TOPO_MAX_HOSTS];
+        size_t nfound = cli_find_agents(o.fabric, found, TOPO_MAX_HOSTS);
+        cli_stop_pids(found, nfound, STOP_GRACE_MS);
         rc = fab_destroy_files(o.fabric);
         if (rc) {
             cli_err("cannot remove %s: %s", dir, strerror(-rc));
             return CLI_FAIL;
         }
-        printf("fabric '%s': removed what a failed 'ntblend up' left in %s\n", o.fabric, dir);
+        printf("fabric '%s': removed what was left in %s (a failed 'ntblend up', or another "
+               "ntblend version's fabric; %zu agent%s stopped)\n", o.fabric, dir, nfound,
+               nfound == 1 ? "" : "s");
         return CLI_OK;
     }
     uint32_t n = f->ctl->nhosts;

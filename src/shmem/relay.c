@@ -11,12 +11,11 @@
  * the PE concerned is mapped here (a put's data into a neighbour's heap, a get's data read
  * from it, an AMO in place — with SHMEM_ATOMICS=software only on the target's own host — a
  * reply into the PE's control page), or passes it on to the next host's inbox in the same
- * ring. Puts of at least SHMEM_DMA_MIN go on by the adapter's DMA engine: the thread queues
- * each as it arrives, and its completer thread waits for them in turn and publishes (or
- * acknowledges) each as it completes, so the engine gets the next chunk without waiting for a
- * thread to wake up; acks are sent in batches, one message per source. Work that produces a reply
- * first reserves room for it, so an AMO is never done twice; a message whose next ring is full
- * stays where it is and the thread serves its other rings meanwhile.
+ * ring. Puts of at least SHMEM_DMA_MIN go on by the adapter's DMA engine (relay_thread.c);
+ * acks are sent in batches, one message per source. Work that produces a reply first reserves
+ * room for it, so an AMO is never done twice; a message whose next ring is full stays where it
+ * is and the thread serves its other rings meanwhile. This file: the node's setup, the work
+ * each message asks for, failover's bookkeeping; relay_thread.c: the transfer threads.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,38 +27,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shmem_internal.h"
-#include "xport.h"
+#include "relay_int.h"
 
-struct rthread {
-    pthread_t tid;
-    struct ntb_dev *dev;
-    uint64_t bit;
-    uint32_t *rings;
-    int nrings;
-    uint64_t *owed;      /* acks owed, by source PE: sent in batches */
-    struct xp_dmaq *dq;  /* by adapter: our DMA queue for data leaving through it */
-    /* Puts whose data a DMA is moving on: all of one ring, through one adapter. The thread
-     * queues them; its completer thread (ctid) waits for each in turn and hands it on, so the
-     * engine is given the next chunk the moment it arrives. mu guards fifo, pdq, pring,
-     * next_pos and owed; cv says the fifo got shorter (or longer, to the completer). */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    pthread_t ctid;
-    bool cstarted;
-    struct xp_fifo fifo;
-    uint32_t pring;
-    struct xp_dmaq *pdq;
-    uint64_t next_pos;   /* the next message of pring to look at */
-    struct wpol_site wait; /* transfer_thread's wait for messages: what it learnt */
-};
-
-static void *inbox;
-static seg_local_t *inbox_seg;
-static uint32_t nrings;
+void *relay_inbox;
+seg_local_t *relay_inbox_seg;
+uint32_t relay_nrings;
 static struct xp_link *nlinks;  /* by host: neighbours' inboxes */
 static struct xp_prod *nprods;  /* [host * nrings + ring] */
-static _Atomic bool stop;
+_Atomic bool relay_stop;
 
 /* Failover (SHMEM_RING_FAILOVER): this node applies the requests to its own host's PEs, each
  * (source, target) stream's numbers once and in order, and delivers the replies to them; under
@@ -72,7 +47,7 @@ static bool fo_any_due;
 
 static struct xp_prod *prod_for(int host, uint32_t ring)
 {
-    struct xp_prod *p = &nprods[(size_t)host * nrings + ring];
+    struct xp_prod *p = &nprods[(size_t)host * relay_nrings + ring];
     return p->link ? p : NULL;
 }
 
@@ -193,7 +168,7 @@ static bool fo_pay_acks(void)
 
 /* Send the acks we owe (batched: one message per source), with t->mu held. false if some
  * must wait. */
-static bool pay_acks(struct rthread *t)
+bool relay_pay_acks(struct rthread *t)
 {
     if (shm.failover)
         return fo_pay_acks();
@@ -217,14 +192,14 @@ static bool pay_acks(struct rthread *t)
 static int side_host[2]; /* failover: our neighbours, by the side of ours they are on */
 
 /* Failover: the host a message in ring r goes on to (away from the side it came from). */
-static int fo_onward(uint32_t ring)
+int relay_onward(uint32_t ring)
 {
     return side_host[1 - ring / ((uint32_t)shm.npes + (uint32_t)shm.nhosts)];
 }
 
-static struct xp_prod *next_prod(const struct xp_msg *m, uint32_t ring)
+struct xp_prod *relay_next_prod(const struct xp_msg *m, uint32_t ring)
 {
-    int h = shm.failover ? fo_onward(ring) : xp_next_hop(shm.myhost, shm.pes[m->dst_pe].host);
+    int h = shm.failover ? relay_onward(ring) : xp_next_hop(shm.myhost, shm.pes[m->dst_pe].host);
     struct xp_prod *p = prod_for(h, ring);
     if (!p)
         shm_fatal("relay: no way to host node %u", shm.hosts[h].node);
@@ -234,9 +209,9 @@ static struct xp_prod *next_prod(const struct xp_msg *m, uint32_t ring)
 static int forward(const struct xp_msg *m, const void *data, uint32_t ring)
 {
     /* Failover: not across a link that is down; its source sends it again the other way. */
-    if (shm.failover && xp_link_dead(shm.myhost, fo_onward(ring)))
+    if (shm.failover && xp_link_dead(shm.myhost, relay_onward(ring)))
         return 0;
-    struct xp_prod *p = next_prod(m, ring);
+    struct xp_prod *p = relay_next_prod(m, ring);
     pthread_mutex_lock(&p->lock);
     if (!xp_has_room(p, xp_data_len(m))) {
         pthread_mutex_unlock(&p->lock);
@@ -247,7 +222,7 @@ static int forward(const struct xp_msg *m, const void *data, uint32_t ring)
     return 0;
 }
 
-static bool msg_sane(const struct xp_msg *m)
+bool relay_msg_sane(const struct xp_msg *m)
 {
     return m->dst_pe < (uint32_t)shm.npes && m->src_pe < (uint32_t)shm.npes &&
            m->len <= shm.chunk && m->lead < XP_SLOTS;
@@ -316,9 +291,9 @@ static int fo_perform(const struct xp_msg *m, const void *data)
     return rc;
 }
 
-static int handle(struct rthread *t, const struct xp_msg *m, const void *data, uint32_t ring)
+int relay_handle(struct rthread *t, const struct xp_msg *m, const void *data, uint32_t ring)
 {
-    if (!msg_sane(m))
+    if (!relay_msg_sane(m))
         return 0; /* not from this job's library: dropped */
     if (shm.failover) {
         if (shm.pes[m->dst_pe].host != shm.myhost)
@@ -382,259 +357,6 @@ static int handle(struct rthread *t, const struct xp_msg *m, const void *data, u
     return 0;
 }
 
-/* Hand a message's slots back: the ring's tail moves to `end`, the position after it. */
-static void advance(struct xp_ring *ring, uint64_t end)
-{
-    atomic_store_explicit(&ring->tail, end, memory_order_release);
-}
-
-/* The positions the message at pos takes (1 for one that is not from this job's library), no
- * more than are published. */
-static uint64_t span_at(const struct xp_msg *m, uint64_t pos, uint64_t head)
-{
-    uint64_t n = msg_sane(m) ? xp_span(m, shm.chunk) : 1;
-    return n > head - pos ? head - pos : n;
-}
-
-/* The completer of a transfer thread: waits for the oldest DMA in flight, then publishes the
- * message on (forward) or owes the ack (delivery), hands its slot back, and pays the acks
- * once nothing more is in flight. */
-static void *completer_thread(void *arg)
-{
-    struct rthread *t = arg;
-    pthread_mutex_lock(&t->mu);
-    for (;;) {
-        while (!t->fifo.n && !atomic_load(&stop))
-            pthread_cond_wait(&t->cv, &t->mu);
-        if (!t->fifo.n)
-            break;
-        seg_dma_queue_t *q = t->pdq->q;
-        pthread_mutex_unlock(&t->mu);
-        int rc = seg_dma_wait_first(q, -1);
-        pthread_mutex_lock(&t->mu);
-        struct xp_pend *e = xp_fifo_first(&t->fifo);
-        bool lost = false;
-        if (rc == -ENOLINK && shm.failover && e->fwd) {
-            /* The link to the next host went down: the message is dropped here and its
-             * source sends it again the other way (it is routed around once the fabric says
-             * which link it was). */
-            xp_route_refresh(true);
-            lost = true;
-        } else if (rc == -ENOLINK) { /* the link to the next hop (or to the PE's host) went down */
-            shm_path_lost(e->fwd ? e->fwd->link->host : shm.pes[e->m.dst_pe].host);
-        } else if (rc) {
-            shm_fatal("relay: DMA of a forwarded put failed: %s", seg_strerror(rc));
-        }
-        if (e->fwd && (lost || xp_link_dead(shm.myhost, e->fwd->link->host))) {
-            ; /* not published: that ring is not used again */
-        } else if (e->fwd) {
-            pthread_mutex_lock(&e->fwd->lock);
-            xp_publish(e->fwd, e->idx, &e->m);
-            pthread_mutex_unlock(&e->fwd->lock);
-        } else {
-            t->owed[e->m.src_pe]++;
-        }
-        advance(xp_ring_at(inbox, t->pring), e->pos);
-        xp_fifo_pop(&t->fifo);
-        pthread_cond_broadcast(&t->cv);
-        if (!t->fifo.n && !pay_acks(t))
-            ntb_db_set(t->dev, t->bit); /* a reply ring is full: the transfer thread retries */
-    }
-    pthread_mutex_unlock(&t->mu);
-    return NULL;
-}
-
-/* Wait until every DMA in flight has been handed on (messages are handled in order). */
-static void flush(struct rthread *t)
-{
-    pthread_mutex_lock(&t->mu);
-    while (t->fifo.n)
-        pthread_cond_wait(&t->cv, &t->mu);
-    pthread_mutex_unlock(&t->mu);
-}
-
-/* A put of at least SHMEM_DMA_MIN whose data can go by DMA: queued and left to the completer
- * (0), or -EAGAIN (no room ahead) / 1 (do it the ordinary way; nothing is in flight then).
- * The message is at pos of ring r; end is the position after it. */
-static int start_dma(struct rthread *t, uint32_t r, uint64_t pos, uint64_t end, const struct xp_msg *m)
-{
-    if (!xp_dma_min || m->type != XP_PUT || m->len < xp_dma_min || !msg_sane(m))
-        return 1;
-    int dst = (int)m->dst_pe;
-    struct xp_prod *fwd = NULL;
-    seg_remote_t *to;
-    size_t roff = 0;
-    int out;
-    if (shm.pes[dst].base) {
-        if (m->off + m->len > shm.seg_size)
-            return 1;
-        to = shm.pes[dst].remote;
-        roff = m->off;
-        out = shm.pes[dst].host == shm.myhost ? -1 : shm.hosts[shm.pes[dst].host].adapter;
-    } else {
-        if (shm.failover && xp_link_dead(shm.myhost, fo_onward(r)))
-            return 1; /* dropped by handle */
-        fwd = next_prod(m, r);
-        to = fwd->link->remote;
-        out = shm.hosts[fwd->link->host].adapter;
-    }
-    if (out < 0 || !to)
-        return 1; /* on our own host: a memcpy */
-    struct xp_dmaq *dq = &t->dq[out];
-    pthread_mutex_lock(&t->mu);
-    bool other = t->fifo.n && t->pdq != dq;
-    pthread_mutex_unlock(&t->mu);
-    if (other)
-        flush(t);
-    if (!xp_dmaq_get(dq, shm.sd, out))
-        return 1;
-    if (!t->cstarted) {
-        int rc = pthread_create(&t->ctid, NULL, completer_thread, t);
-        if (rc)
-            shm_fatal("relay: cannot start a completion thread: %s", strerror(rc));
-        t->cstarted = true;
-    }
-    uint64_t idx = 0;
-    struct xp_msg out_m = *m; /* as it goes on: with its lead in the next ring */
-    if (fwd) {
-        pthread_mutex_lock(&fwd->lock);
-        if (!xp_has_room(fwd, m->len)) { /* the next host is busy: try again shortly */
-            pthread_mutex_unlock(&fwd->lock);
-            return -EAGAIN;
-        }
-        idx = xp_reserve(fwd, m->len, &out_m.lead);
-        pthread_mutex_unlock(&fwd->lock);
-        roff = xp_slot_off(fwd->ring, idx + out_m.lead);
-    }
-    pthread_mutex_lock(&t->mu);
-    int rc = seg_dma_transfer(dq->q, inbox_seg, xp_slot_off(r, pos + m->lead), to, roff, m->len, 0);
-    if (rc == -ENOLINK && shm.failover && fwd) {
-        /* As in the completer: dropped, and that ring is not used again. */
-        pthread_mutex_unlock(&t->mu);
-        xp_route_refresh(true);
-        flush(t);
-        advance(xp_ring_at(inbox, r), end);
-        return 0;
-    }
-    if (rc == -ENOLINK)
-        shm_path_lost(fwd ? fwd->link->host : shm.pes[dst].host);
-    if (rc)
-        shm_fatal("relay: cannot queue a DMA: %s", seg_strerror(rc));
-    *xp_fifo_add(&t->fifo) = (struct xp_pend){ .pos = end, .fwd = fwd, .idx = idx, .m = out_m };
-    t->pdq = dq;
-    t->pring = r;
-    t->next_pos = end;
-    pthread_cond_broadcast(&t->cv);
-    pthread_mutex_unlock(&t->mu);
-    return 0;
-}
-
-/* Where ring r's next new message is: past what is in flight, else at its tail. */
-static uint64_t next_new(struct rthread *t, uint32_t r, struct xp_ring *ring, bool *other)
-{
-    pthread_mutex_lock(&t->mu);
-    *other = t->fifo.n && t->pring != r;
-    uint64_t pos = t->fifo.n && t->pring == r ? t->next_pos
-                                              : atomic_load_explicit(&ring->tail, memory_order_relaxed);
-    pthread_mutex_unlock(&t->mu);
-    return pos;
-}
-
-/* One pass over a thread's rings; how many messages were started or handled, and whether one
- * is stuck. DMAs may stay in flight after it, with the completer. */
-static int drain(struct rthread *t, bool *stuck)
-{
-    int done = 0;
-    *stuck = false;
-    for (int i = 0; i < t->nrings; i++) {
-        uint32_t r = t->rings[i];
-        struct xp_ring *ring = xp_ring_at(inbox, r);
-        bool other;
-        uint64_t pos = next_new(t, r, ring, &other);
-        if (pos == atomic_load_explicit(&ring->head, memory_order_acquire))
-            continue; /* nothing new here (another ring's DMAs stay in flight) */
-        if (other) {
-            flush(t);
-            pos = atomic_load_explicit(&ring->tail, memory_order_relaxed);
-        }
-        uint64_t head;
-        while (pos < (head = atomic_load_explicit(&ring->head, memory_order_acquire))) {
-            const struct xp_msg *m = &ring->msg[pos % XP_SLOTS];
-            uint64_t end = pos + span_at(m, pos, head);
-            int rc = start_dma(t, r, pos, end, m);
-            if (rc == 0) {
-                pos = end;
-                done++;
-                continue;
-            }
-            if (rc < 0) {
-                *stuck = true;
-                break;
-            }
-            flush(t); /* in order: what is in flight goes first */
-            pthread_mutex_lock(&t->mu);
-            rc = handle(t, m, xp_slot_data(inbox, nrings, shm.chunk, r, pos + m->lead), r);
-            pthread_mutex_unlock(&t->mu);
-            if (rc) {
-                *stuck = true;
-                break;
-            }
-            advance(ring, end);
-            pos = end;
-            done++;
-        }
-        /* A ring whose next message must wait does not hold up the thread's other rings. */
-    }
-    pthread_mutex_lock(&t->mu);
-    if (!pay_acks(t))
-        *stuck = true;
-    pthread_mutex_unlock(&t->mu);
-    return done;
-}
-
-/* A producer streaming small messages has the next one ready within microseconds, one
- * streaming large ones (a 256 KiB put takes 44 us at 6 GB/s) has not, and polling through its
- * gaps takes the CPU the DMA engines need: the wait policy learns which (per thread), spinning
- * up to RELAY_POLL_NS, then sleeping on the doorbell bit, whose ring ends the wait. */
-#define RELAY_POLL_NS 20000u
-
-static bool any_new(void *arg)
-{
-    struct rthread *t = arg;
-    bool other, busy = false;
-    for (int k = 0; k < t->nrings && !busy; k++)
-        busy = next_new(t, t->rings[k], xp_ring_at(inbox, t->rings[k]), &other) <
-               atomic_load(&xp_ring_at(inbox, t->rings[k])->head);
-    return busy;
-}
-
-static int bell_wait(void *arg, uint64_t max_ns)
-{
-    struct rthread *t = arg;
-    return ntb_db_vector_wait(t->dev, t->bit, (int)(max_ns / 1000000u) + 1) > 0 ? -EINTR : 0;
-}
-
-static void *transfer_thread(void *arg)
-{
-    struct rthread *t = arg;
-    const struct wpol_how how = { .ready = any_new, .arg = t, .sleep = bell_wait,
-                                  .sleep_ns = 100000000 };
-    while (!atomic_load(&stop)) {
-        xp_route_refresh(false);
-        ntb_db_clear(t->dev, t->bit);
-        bool stuck;
-        if (drain(t, &stuck))
-            continue;
-        if (stuck) { /* the next host is busy: try again shortly */
-            struct timespec ts = { 0, 20000 };
-            nanosleep(&ts, NULL);
-            continue;
-        }
-        wpol_wait(&t->wait, &how); /* DMAs in flight are the completer's */
-    }
-    return NULL;
-}
-
 static uint32_t seg_id_of(uint32_t job, int pe)
 {
     return 0x40000000u | ((job & 0x3ffffu) << 12) | (uint32_t)pe;
@@ -650,24 +372,24 @@ int shmemi_relay_main(void)
         shm_debug("relay on node %u: not needed by this job", self);
         return 0;
     }
-    nrings = xp_nrings();
-    size_t size = xp_inbox_size(nrings, shm.chunk);
+    relay_nrings = xp_nrings();
+    size_t size = xp_inbox_size(relay_nrings, shm.chunk);
     seg_local_t *local;
     int rc = seg_create(shm.sd, &local, xp_inbox_id(shm.job, self), size);
-    inbox_seg = local;
+    relay_inbox_seg = local;
     if (rc)
         shm_fatal("relay: cannot create the inbox (%zu bytes) on node %u: %s", size, self,
                   seg_strerror(rc));
     seg_map_t *lmap;
-    inbox = seg_map_local(local, 0, 0, 0, &lmap);
-    if (!inbox)
+    relay_inbox = seg_map_local(local, 0, 0, 0, &lmap);
+    if (!relay_inbox)
         shm_fatal("relay: cannot map the inbox: %s", seg_strerror(-errno));
-    memset(inbox, 0, xp_data_off(nrings));
-    struct xp_inbox *hdr = inbox;
-    hdr->nrings = nrings;
+    memset(relay_inbox, 0, xp_data_off(relay_nrings));
+    struct xp_inbox *hdr = relay_inbox;
+    hdr->nrings = relay_nrings;
     hdr->slots = XP_SLOTS;
     hdr->chunk = shm.chunk;
-    hdr->data_off = xp_data_off(nrings);
+    hdr->data_off = xp_data_off(relay_nrings);
     atomic_store(&hdr->magic, XP_MAGIC);
     int nad = ntb_adapter_count();
     for (int a = 0; a < nad; a++)
@@ -696,7 +418,7 @@ int shmemi_relay_main(void)
     }
     /* The neighbours' inboxes, to pass messages on (only a ring forwards). */
     nlinks = calloc((size_t)shm.nhosts, sizeof *nlinks);
-    nprods = calloc((size_t)shm.nhosts * nrings, sizeof *nprods);
+    nprods = calloc((size_t)shm.nhosts * relay_nrings, sizeof *nprods);
     if (!nlinks || !nprods)
         shm_fatal("out of memory");
     for (int h = 0; h < shm.nhosts; h++) {
@@ -707,8 +429,8 @@ int shmemi_relay_main(void)
                       seg_strerror(rc),
                       rc == -ENOSPC ? "; a smaller SHMEM_RING_CHUNK or SHMEM_SYMMETRIC_SIZE needs "
                                       "fewer LUT entries" : "");
-        for (uint32_t r = 0; r < nrings; r++) {
-            struct xp_prod *p = &nprods[(size_t)h * nrings + r];
+        for (uint32_t r = 0; r < relay_nrings; r++) {
+            struct xp_prod *p = &nprods[(size_t)h * relay_nrings + r];
             p->link = &nlinks[h];
             p->ring = r;
             pthread_mutex_init(&p->lock, NULL);
@@ -744,16 +466,14 @@ int shmemi_relay_main(void)
         for (int t = 0; t < shm.threads; t++) {
             struct rthread *x = &th[a * shm.threads + t];
             x->bit = UINT64_C(1) << t;
-            x->wait = (struct wpol_site)WPOL_SITE("shmem relay transfer", RELAY_POLL_NS, 0);
-            pthread_mutex_init(&x->mu, NULL);
-            pthread_cond_init(&x->cv, NULL);
-            x->rings = calloc(nrings, sizeof *x->rings);
+            relay_thread_init(x);
+            x->rings = calloc(relay_nrings, sizeof *x->rings);
             x->owed = calloc((size_t)shm.npes, sizeof *x->owed);
             x->dq = calloc((size_t)nad, sizeof *x->dq);
             if (!x->rings || !x->owed || !x->dq)
                 shm_fatal("out of memory");
             uint32_t nb = (uint32_t)(shm.npes + shm.nhosts);
-            for (uint32_t r = 0; r < nrings; r++) {
+            for (uint32_t r = 0; r < relay_nrings; r++) {
                 uint32_t b = r % nb;
                 int from = b < (uint32_t)shm.npes ? shm.pes[b].host : (int)(b - (uint32_t)shm.npes);
                 if (from == shm.myhost || (r % (uint32_t)shm.threads) != (uint32_t)t)
@@ -769,13 +489,13 @@ int shmemi_relay_main(void)
                 continue;
             if (!(x->dev = ntb_open(a)))
                 shm_fatal("relay: cannot open adapter %d: %s", a, strerror(errno));
-            if ((rc = pthread_create(&x->tid, NULL, transfer_thread, x)))
+            if ((rc = pthread_create(&x->tid, NULL, relay_transfer_thread, x)))
                 shm_fatal("relay: cannot start a transfer thread: %s", strerror(rc));
             started++;
         }
     }
     shm_debug("relay on node %u: %d transfer threads, %u rings of %u slots of %zu bytes (chunk %zu)",
-              self, started, nrings, XP_SLOTS, xp_slot_size(shm.chunk), shm.chunk);
+              self, started, relay_nrings, XP_SLOTS, xp_slot_size(shm.chunk), shm.chunk);
 
     /* Until oshrun ends us (or goes away itself). */
     pid_t launcher = (pid_t)shm_env_num(SHM_ENV_LAUNCHER_PID, 0);
@@ -788,17 +508,12 @@ int shmemi_relay_main(void)
         if (launcher > 0 && kill(launcher, 0) && errno == ESRCH)
             break;
     }
-    atomic_store(&stop, true);
+    atomic_store(&relay_stop, true);
     for (int i = 0; i < nthreads; i++)
         if (th[i].dev) {
             ntb_db_set(th[i].dev, th[i].bit); /* wake it */
             pthread_join(th[i].tid, NULL);
-            if (th[i].cstarted) { /* it hands on what is in flight, then ends */
-                pthread_mutex_lock(&th[i].mu);
-                pthread_cond_broadcast(&th[i].cv);
-                pthread_mutex_unlock(&th[i].mu);
-                pthread_join(th[i].ctid, NULL);
-            }
+            relay_thread_join(&th[i]);
             ntb_close(th[i].dev);
             for (int a = 0; a < nad; a++)
                 xp_dmaq_put(&th[i].dq[a]);

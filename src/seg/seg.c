@@ -13,22 +13,56 @@
 #include <unistd.h>
 
 #include "seg_int.h"
+#include "wpol.h"
 
 /* ---------------------------------------------------------------- helpers */
+
+/* The segment API's waits (src/wait): for a connection's events; and for a segment or an
+ * interrupt to appear, where nothing wakes us (each look is a request to the agent): naps that
+ * grow from 2 us to 5 ms, so one that appears at once is found at once. */
+static struct wpol_site event_site = WPOL_SITE("segment event", 20000, 50000);
+struct wpol_site seg_intr_site = WPOL_SITE("segment interrupt", 20000, 50000);
+struct wpol_site seg_appear_site = WPOL_SITE("segment or interrupt to appear", 0, 0);
+const struct wpol_how seg_appear_naps = { .sleep_ns = 5000000 };
 
 uint64_t seg_deadline(int timeout_ms)
 {
     return timeout_ms < 0 ? UINT64_MAX : ntb_backend()->now_ns() + (uint64_t)timeout_ms * 1000000ull;
 }
 
-int seg_futex_wait_ms(_Atomic uint32_t *w, uint32_t seen, uint64_t deadline)
+struct moved {
+    _Atomic uint32_t *w;
+    uint32_t seen;
+};
+
+static bool moved(void *arg)
 {
-    const struct ntb_backend_ops *ops = ntb_backend();
-    uint64_t now = ops->now_ns();
-    if (now >= deadline)
-        return -ETIMEDOUT;
-    ops->wait(w, seen, deadline == UINT64_MAX ? -1 : (int64_t)(deadline - now));
+    const struct moved *m = arg;
+    return atomic_load(m->w) != m->seen;
+}
+
+/* The backend's own sleep on the word (a futex on the emulated fabric). */
+static int word_sleep(void *arg, uint64_t max_ns)
+{
+    const struct moved *m = arg;
+    ntb_backend()->wait(m->w, m->seen, (int64_t)max_ns);
     return 0;
+}
+
+int seg_futex_wait_ms(struct wpol_site *site, _Atomic uint32_t *w, uint32_t seen, uint64_t deadline)
+{
+    struct moved m = { w, seen };
+    if (!site) { /* one sleep: the caller looks at more than the word between them */
+        uint64_t now = ntb_backend()->now_ns();
+        if (now >= deadline)
+            return -ETIMEDOUT;
+        word_sleep(&m, deadline == UINT64_MAX ? 1000000000ull : deadline - now);
+        return 0;
+    }
+    const struct wpol_how how = { .ready = moved, .arg = &m, .sleep = word_sleep,
+                                  .deadline_ns = deadline == UINT64_MAX ? 0 : deadline,
+                                  .sleep_ns = 1000000000ull };
+    return wpol_wait(site, &how) == -ETIMEDOUT ? -ETIMEDOUT : 0;
 }
 
 const char *seg_strerror(int err)
@@ -298,6 +332,8 @@ int seg_connect(seg_desc_t *sd, seg_remote_t **out, uint32_t node_id, uint32_t i
         goto fail_ev;
     }
     uint64_t deadline = seg_deadline(timeout_ms);
+    struct wpol w;
+    wpol_begin(&w, &seg_appear_site, &seg_appear_naps);
     for (;;) {
         struct agent_req q = { .op = AGENT_SEG_CONNECT, .flags = (uint32_t)adapter, .a = node_id,
                                .b = id, .c = r->event_phys };
@@ -305,9 +341,9 @@ int seg_connect(seg_desc_t *sd, seg_remote_t **out, uint32_t node_id, uint32_t i
         /* Not there yet, or not available yet: the owner may still be setting it up. */
         if ((rc != -ENOENT && rc != -ECONNREFUSED) || rt->ops->now_ns() >= deadline)
             break;
-        struct timespec ts = { 0, 5 * 1000000 };
-        nanosleep(&ts, NULL);
+        wpol_pause(&w, 0);
     }
+    wpol_end(&w);
     if (rc)
         goto fail_ev;
     r->bus = rsp.a;
@@ -469,7 +505,8 @@ int seg_wait_event(seg_remote_t *r, int timeout_ms)
     uint64_t deadline = seg_deadline(timeout_ms);
     if (!r->ev) { /* a device's BAR: no owner to send events; sleep out the timeout */
         _Atomic uint32_t none = 0;
-        while (!seg_futex_wait_ms(&none, 0, deadline))
+        static struct wpol_site no_event_site = WPOL_SITE("segment event (none to come)", 0, 0);
+        while (!seg_futex_wait_ms(&no_event_site, &none, 0, deadline))
             ;
         return SEG_EVENT_NONE;
     }
@@ -477,7 +514,7 @@ int seg_wait_event(seg_remote_t *r, int timeout_ms)
         uint32_t seq = atomic_load(&r->ev->seq);
         if (atomic_load(&r->ev->head) != r->ev_seen)
             return (int)r->ev->ring[r->ev_seen++ % SEG_EVENT_RING];
-        if (seg_futex_wait_ms(&r->ev->seq, seq, deadline))
+        if (seg_futex_wait_ms(&event_site, &r->ev->seq, seq, deadline))
             return SEG_EVENT_NONE;
     }
 }

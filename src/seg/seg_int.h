@@ -78,8 +78,15 @@ int seg_connect_phys(seg_desc_t *sd, uint32_t owner, uint64_t bus, uint64_t size
                      seg_remote_t **out);
 /* Bus address, on this host, of byte `off` of a connected segment (what a DMA engine uses). */
 uint64_t seg_remote_bus(const seg_remote_t *r, size_t off);
-/* Wait on a futex word with a millisecond timeout (<0 forever); 0 or -ETIMEDOUT. */
-int seg_futex_wait_ms(_Atomic uint32_t *w, uint32_t seen, uint64_t deadline_ns);
+/* Wait until *w is no longer `seen` (an event, an interrupt), by the wait policy of `site`
+ * (src/wait: a short spin, then a sleep on the word), or until the deadline (UINT64_MAX:
+ * none); 0 or -ETIMEDOUT. A NULL site sleeps once (a wake-up without a change of the word
+ * returns too), for a caller that looks at more than the word between sleeps. */
+struct wpol_site;
+int seg_futex_wait_ms(struct wpol_site *site, _Atomic uint32_t *w, uint32_t seen, uint64_t deadline_ns);
 uint64_t seg_deadline(int timeout_ms);
+/* seg.c's wait sites (wpol.h) that segdma.c shares. */
+extern struct wpol_site seg_intr_site, seg_appear_site;
+extern const struct wpol_how seg_appear_naps;
 
 #endif

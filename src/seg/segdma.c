@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "seg_int.h"
+#include "wpol.h"
 
 /* ---------------------------------------------------------------- DMA queues */
 
@@ -300,7 +301,7 @@ int seg_intr_wait(seg_intr_t *it, int timeout_ms)
             it->dseen++;
             return 0;
         }
-        if (seg_futex_wait_ms(&it->page->count, c, deadline))
+        if (seg_futex_wait_ms(&seg_intr_site, &it->page->count, c, deadline))
             return -ETIMEDOUT;
     }
 }
@@ -328,7 +329,7 @@ int seg_intr_wait_data(seg_intr_t *it, void *data, size_t max, size_t *len, int 
             it->seen++;
             return 0;
         }
-        if (seg_futex_wait_ms(&it->page->count, c, deadline))
+        if (seg_futex_wait_ms(&seg_intr_site, &it->page->count, c, deadline))
             return -ETIMEDOUT;
     }
 }
@@ -342,13 +343,16 @@ int seg_intr_connect(seg_desc_t *sd, seg_rintr_t **out, uint32_t node_id, uint32
     struct agent_rsp r;
     int rc;
     uint64_t deadline = seg_deadline(timeout_ms);
+    struct wpol w;
+    wpol_begin(&w, &seg_appear_site, &seg_appear_naps);
     for (;;) {
         struct agent_req q = { .op = AGENT_INTR_CONNECT, .flags = (uint32_t)adapter, .a = node_id, .b = id };
         rc = rt_request(rt, &q, &r);
         if (rc != -ENOENT || rt->ops->now_ns() >= deadline)
             break;
-        usleep(5000);
+        wpol_pause(&w, 0);
     }
+    wpol_end(&w);
     if (rc)
         return rc;
     seg_rintr_t *ri = calloc(1, sizeof *ri);

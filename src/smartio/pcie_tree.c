@@ -132,7 +132,8 @@ int sio_tree_wait(sio_tree_t *t, uint32_t *seen, int timeout_ms)
             rc = -EINTR;
             break;
         }
-        if (seg_futex_wait_ms(t->word, now, deadline)) {
+        /* One sleep at a time (no site): `woken` is looked at after each. */
+        if (seg_futex_wait_ms(NULL, t->word, now, deadline)) {
             rc = -ETIMEDOUT;
             break;
         }

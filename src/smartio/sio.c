@@ -374,7 +374,7 @@ int sio_wait_vector(uint32_t host_vector, uint32_t *seen, int timeout_ms)
             *seen = now;
             break;
         }
-        if (seg_futex_wait_ms(w, now, deadline)) {
+        if (seg_futex_wait_ms(&seg_intr_site, w, now, deadline)) {
             rc = -ETIMEDOUT;
             break;
         }

@@ -216,11 +216,16 @@ static int start(nvme_dev_t *d, const struct nvme_open_opts *o)
     /* A function just reset (returned by its previous user) reads zeros until it is ready
      * again; a real one answers configuration reads with Retry Status meanwhile. Give it a
      * second, as drivers do after a Function Level Reset. */
-    uint64_t cap = rd64(d, NVME_REG_CAP);
-    for (int i = 0; cap == 0 && i < 1000; i++) {
-        usleep(1000);
+    static struct wpol_site back_site = WPOL_SITE("nvme controller back from reset", 0, 0);
+    const struct wpol_how naps = { .sleep_ns = 1000000 }; /* nothing wakes us: naps up to 1 ms */
+    uint64_t cap = rd64(d, NVME_REG_CAP), until = nvl_now_ns() + 1000000000ull;
+    struct wpol w;
+    wpol_begin(&w, &back_site, &naps);
+    while (cap == 0 && nvl_now_ns() < until) {
+        wpol_pause(&w, 0);
         cap = rd64(d, NVME_REG_CAP);
     }
+    wpol_end(&w);
     if (cap == UINT64_MAX)
         return nvl_fail(-EIO, "%s does not answer (registers read all ones)", d->name);
     int rc = nvl_apply_regs(d, cap, d->ops->read32(d->ctx, NVME_REG_VS));
@@ -435,8 +440,12 @@ int nvme_close(nvme_dev_t *d)
         /* Normal shutdown, then disable: the device stops all DMA before memory goes. */
         uint32_t cc = d->ops->read32(d->ctx, NVME_REG_CC);
         d->ops->write32(d->ctx, NVME_REG_CC, cc | NVL_CC_SHN_NORMAL);
+        static struct wpol_site shn_site = WPOL_SITE("nvme controller shutdown", 0, 100000);
+        const struct wpol_how naps = { .sleep_ns = 100000 }; /* as ready_wait */
         uint64_t end = nvl_now_ns() + (uint64_t)d->to_ms * 1000000ull;
         uint32_t csts;
+        struct wpol w;
+        wpol_begin(&w, &shn_site, &naps);
         while (((csts = d->ops->read32(d->ctx, NVME_REG_CSTS)) & NVME_CSTS_SHST_MASK) !=
                NVME_CSTS_SHST_COMPLETE) {
             if (csts == UINT32_MAX) /* removed, or unreachable: nothing to wait for */
@@ -445,8 +454,9 @@ int nvme_close(nvme_dev_t *d)
                 rc = rc ? rc : nvl_fail(-ETIMEDOUT, "%s: shutdown did not complete", d->name);
                 break;
             }
-            usleep(100);
+            wpol_pause(&w, 0);
         }
+        wpol_end(&w);
     }
     if (d->ctx && !removed) {
         d->ops->write32(d->ctx, NVME_REG_CC, 0);

@@ -112,6 +112,16 @@ int sio_map_remote(sio_dev_t *dev, seg_remote_t *seg, size_t off, size_t size,
 int sio_map_peer_bar(sio_dev_t *dev, sio_dev_t *peer, int bar, uint64_t *ioaddr,
                      sio_dma_t **map);
 int sio_unmap(sio_dma_t *map);
+/* The same, at a device-side I/O address the caller chooses (`ioaddr`): the lender's IOMMU
+ * maps it (as a hypervisor maps a guest's device so that its I/O addresses are the guest's
+ * physical ones, device-lending-kvm-2019 §5). -EOPNOTSUPP when the lender's IOMMU is off (the
+ * device's addresses are then the window's: use the calls above); -EEXIST when the range
+ * overlaps another mapping of the device; -EINVAL when ioaddr is not at addr's offset in its
+ * 4 KiB page. */
+int sio_map_addr_at(sio_dev_t *dev, uint32_t node_id, uint64_t addr, size_t size,
+                    uint64_t ioaddr, sio_dma_t **map);
+int sio_map_peer_bar_at(sio_dev_t *dev, sio_dev_t *peer, int bar, uint64_t ioaddr,
+                        sio_dma_t **map);
 
 /* ---- device segments (smartio-tocs-2021 §6.1): a device's memory as segments ----
  * A borrowed device's BARs, and memory kept in its lender for its borrowers, as connected
@@ -203,6 +213,11 @@ int sio_stream_unmap(sio_dev_t *dev, uint64_t ioaddr, size_t size);
  * through the lender's NTB.
  */
 int sio_enable_vector(sio_dev_t *dev, uint32_t vector, uint32_t host_vector);
+/** sio_msi_at() - Before the first sio_enable_vector: the device reaches this host's MSI region
+ * at I/O address `ioaddr` (sio_map_addr_at; a guest's MSI doorbell, 0xfee00000 on x86) instead
+ * of where its lender's window puts it. 0, -EALREADY (vectors are enabled), or as
+ * sio_map_addr_at. */
+int sio_msi_at(sio_dev_t *dev, uint64_t ioaddr);
 /** sio_host_vectors() - How many interrupt vectors this host's MSI region has: the host vectors
  * sio_enable_vector and sio_wait_vector take are below it. -errno when not on a host. */
 int sio_host_vectors(void);

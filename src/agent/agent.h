@@ -256,6 +256,10 @@ int alend_return(int32_t client, uint32_t fn);
  */
 int alend_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_t size,
               uint64_t *ioaddr, uint64_t *id);
+/* As alend_map, at the device-side I/O address @iova (the lender's IOMMU maps it): -EOPNOTSUPP
+ * when the lender has no IOMMU, -EEXIST when it overlaps another mapping of the device. */
+int alend_map_at(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_t size,
+                 uint64_t iova, uint64_t *id);
 int alend_unmap(int32_t client, uint32_t fn, uint32_t id);
 /**
  * alend_aperture() - @take: let @client's bound function @fn (lent to us) reach the DMA

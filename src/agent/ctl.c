@@ -139,6 +139,11 @@ bool agent_serve(int fd, int32_t pid, const struct agent_req *req, struct agent_
         rsp.rc = alend_map(pid, (uint32_t)req->a, (uint32_t)req->b, req->c,
                          (uint64_t)req->flags * 4096, &rsp.a, &rsp.b);
         break;
+    case AGENT_DEV_MAP_AT:
+        rsp.rc = alend_map_at(pid, (uint32_t)req->a, (uint32_t)(req->a >> 32), req->b,
+                              (uint64_t)req->flags * 4096, req->c, &rsp.b);
+        rsp.a = req->c;
+        break;
     case AGENT_DEV_UNMAP:
         rsp.rc = alend_unmap(pid, (uint32_t)req->a, (uint32_t)req->b);
         break;

@@ -157,9 +157,12 @@ static bool borrows(uint32_t fn, uint32_t host)
 }
 
 /* Prepare an I/O address through which fn reaches `addr` on `target` (smartio §4.4: on the
- * lender itself, or through the lender's adapter facing the target). Lock held. */
+ * lender itself, or through the lender's adapter facing the target). With `at`, that address
+ * is `iova`, chosen by the borrower: the lender's IOMMU maps it onto the window (a guest's
+ * device, whose I/O addresses are the guest's physical ones: device-lending-kvm-2019 §5).
+ * Lock held. */
 static int lend_map(uint32_t fn, uint32_t host, uint32_t target, uint64_t addr, uint64_t size,
-                    bool aperture, struct lend_rsp *out)
+                    bool aperture, bool at, uint64_t iova, struct lend_rsp *out)
 {
     struct fab *f = agent.f;
     if (!lend_is_lender(fn) || !size || target >= f->ctl->nhosts)
@@ -172,6 +175,10 @@ static int lend_map(uint32_t fn, uint32_t host, uint32_t target, uint64_t addr, 
     *m = (struct lmap){ .id = ++lending.next_id, .fn = fn, .host = host, .aperture = aperture };
     int rc = 0;
     const struct fab_host *self = fab_host(f, agent.host);
+    if (at && (!self->iommu || aperture || (iova & 4095) != (addr & 4095))) {
+        free(m);
+        return !self->iommu ? -EOPNOTSUPP : -EINVAL; /* no IOMMU: addresses are the window's */
+    }
     const struct lmap *same = NULL; /* the aperture's window, if another device has it */
     for (const struct lmap *o = lending.lmaps; o && aperture && !same; o = o->next)
         if (o->aperture && o->host == host && o->win.count && o->win.peer_host == target &&
@@ -199,9 +206,13 @@ static int lend_map(uint32_t fn, uint32_t host, uint32_t target, uint64_t addr, 
         out->via = ai;
     }
     m->size = ((m->ioaddr & 4095) + size + 4095) & ~4095ull;
+    uint64_t phys = m->ioaddr;
+    if (at)
+        m->ioaddr = iova; /* what drop_lmap unmaps */
     if (!rc && self->iommu) {
-        /* The device reaches only what is mapped for it (identity I/O virtual addresses). */
-        rc = fab_iommu_map(f, agent.host, lend_func(fn)->rid, m->ioaddr & ~4095ull, m->ioaddr & ~4095ull,
+        /* The device reaches only what is mapped for it (identity I/O virtual addresses, but
+         * where the borrower chose them). */
+        rc = fab_iommu_map(f, agent.host, lend_func(fn)->rid, m->ioaddr & ~4095ull, phys & ~4095ull,
                            m->size, FAB_PERM_READ | FAB_PERM_WRITE, 0);
         m->iommu = rc == 0;
     }
@@ -263,8 +274,8 @@ int lend_call(uint32_t type, uint32_t from, const struct lend_req *r, struct len
             lend_drop(r->fn, from);
         break;
     case MBOX_DEV_MAP:
-        rc = lend_map(r->fn, from, r->target, r->addr, (uint64_t)r->pages * 4096, r->mode == 1,
-                      out);
+        rc = lend_map(r->fn, from, r->target, r->addr, (uint64_t)r->pages * 4096,
+                      r->mode == LEND_MAP_APERTURE, r->mode == LEND_MAP_AT, r->iova, out);
         break;
     case MBOX_DEV_UNMAP:
         rc = lend_unmap(r->fn, from, r->id);

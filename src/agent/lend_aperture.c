@@ -114,7 +114,7 @@ int alend_aperture(int32_t client, uint32_t fn, bool take, uint64_t *io, uint64_
     if (!rc && !have) {
         /* The lender lets fn through onto the range: its window (the first device's, shared
          * by the rest), fn's requester ID in that adapter's table, its own IOMMU told. */
-        struct lend_req r = { .fn = fn, .mode = 1, .target = agent.host, .addr = snap.iova,
+        struct lend_req r = { .fn = fn, .mode = LEND_MAP_APERTURE, .target = agent.host, .addr = snap.iova,
                               .pages = (uint32_t)(snap.size / 4096) };
         struct lend_rsp out;
         h = calloc(1, sizeof *h);

@@ -245,8 +245,8 @@ int alend_return(int32_t client, uint32_t fn)
     return rc;
 }
 
-int alend_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_t size,
-            uint64_t *ioaddr, uint64_t *id)
+static int map_for(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_t size,
+                   bool at, uint64_t iova, uint64_t *ioaddr, uint64_t *id)
 {
     struct fab *f = agent.f;
     if (!size || size > (1ull << 44) || target >= f->ctl->nhosts)
@@ -257,7 +257,8 @@ int alend_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint6
     if (!held)
         return -EPERM; /* borrow it first */
     uint64_t first = addr & ~4095ull, pages = (addr - first + size + 4095) / 4096;
-    struct lend_req r = { .fn = fn, .target = target, .addr = addr, .pages = (uint32_t)pages };
+    struct lend_req r = { .fn = fn, .target = target, .addr = addr, .pages = (uint32_t)pages,
+                          .mode = at ? LEND_MAP_AT : 0, .iova = iova };
     struct lend_rsp out;
     int rc = lend_to_lender(MBOX_DEV_MAP, &r, &out);
     if (rc)
@@ -271,8 +272,11 @@ int alend_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint6
     *m = (struct bmap){ .client = client, .fn = fn, .id = out.id, .lender = lend_func(fn)->host,
                         .target = target, .addr = first, .size = pages * 4096 };
     /* The device's traffic enters the target through the target's adapter facing the
-     * lender's: with the target's IOMMU on, that adapter's domain must map the memory. */
-    if (out.via >= 0 && fab_host(f, target)->iommu) {
+     * lender's: with the target's IOMMU on, that adapter's domain must map the memory. A
+     * BAR of another host (peer to peer) is its lender's to map, for every adapter, while
+     * it is lent out (lend.c): that host maps only RAM for others. */
+    if (out.via >= 0 && fab_host(f, target)->iommu &&
+        (target == agent.host || fab_host_ram_range(f, target, addr, size))) {
         int peer = fab_peer_on(f, (uint32_t)out.via, target);
         if (peer >= 0)
             m->rid = fab_adapter(f, (uint32_t)peer)->rid;
@@ -298,6 +302,21 @@ int alend_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint6
     *ioaddr = out.ioaddr;
     *id = m->id;
     return 0;
+}
+
+int alend_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_t size,
+              uint64_t *ioaddr, uint64_t *id)
+{
+    return map_for(client, fn, target, addr, size, false, 0, ioaddr, id);
+}
+
+int alend_map_at(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_t size,
+                 uint64_t iova, uint64_t *id)
+{
+    uint64_t io;
+    if ((iova & 4095) != (addr & 4095))
+        return -EINVAL;
+    return map_for(client, fn, target, addr, size, true, iova, &io, id);
 }
 
 void alend_client_gone(int32_t client)

@@ -23,7 +23,11 @@ struct lend_req {
     uint64_t addr;
     uint32_t id, boot;
     uint32_t pid;            /* MBOX_DEV_SHARE: the sharing process (mode 0: it stops managing) */
+    uint32_t pad;
+    uint64_t iova;           /* MBOX_DEV_MAP mode LEND_MAP_AT: the device-side address chosen */
 };
+#define LEND_MAP_APERTURE 1u /* MBOX_DEV_MAP modes */
+#define LEND_MAP_AT 2u
 
 struct lend_rsp {
     uint64_t ioaddr;

@@ -64,6 +64,12 @@ enum agent_op {
     AGENT_DEV_SEGMENT,    /* a = function borrowed by this host, b = number, c = size -> a =
                            * id, at the function's lender, of its device memory segment
                            * `number` (made with size bytes by the first request) */
+    AGENT_DEV_MAP_AT,     /* as AGENT_DEV_MAP, at a device-side I/O address the caller chooses
+                           * (a guest-physical address: IOVA = GPA): a = function | target
+                           * host index << 32, b = bus address there, c = the I/O address,
+                           * flags = pages -> a = c, b = mapping id. Needs the lender's IOMMU
+                           * (-EOPNOTSUPP without); -EEXIST when the range overlaps another
+                           * mapping of the device; c must have b's offset in its page */
 };
 
 struct agent_req {

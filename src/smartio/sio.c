@@ -249,8 +249,9 @@ uint64_t sio_read64(sio_bar_t *m, size_t off) { return *(volatile uint64_t *)(m-
 
 /* ---------------------------------------------------------------- memory for the device */
 
-static int map_host(sio_dev_t *d, uint32_t host, uint64_t addr, size_t size, uint64_t *ioaddr,
-                    sio_dma_t **out)
+/* at: at the I/O address *ioaddr (AGENT_DEV_MAP_AT). */
+static int map_host_as(sio_dev_t *d, uint32_t host, uint64_t addr, size_t size, bool at,
+                       uint64_t *ioaddr, sio_dma_t **out)
 {
     if (!size || !ioaddr || !out)
         return -EINVAL;
@@ -260,8 +261,9 @@ static int map_host(sio_dev_t *d, uint32_t host, uint64_t addr, size_t size, uin
     uint64_t pages = ((addr & 4095) + size + 4095) / 4096;
     struct agent_rsp rsp;
     int rc = pages > UINT32_MAX ? -EINVAL
-                                : smartio_call(d->rt, AGENT_DEV_MAP, (uint32_t)pages, d->fn, host,
-                                               addr, &rsp);
+             : at ? smartio_call(d->rt, AGENT_DEV_MAP_AT, (uint32_t)pages,
+                                 d->fn | (uint64_t)host << 32, addr, *ioaddr, &rsp)
+                  : smartio_call(d->rt, AGENT_DEV_MAP, (uint32_t)pages, d->fn, host, addr, &rsp);
     if (rc) {
         free(m);
         return rc;
@@ -271,6 +273,27 @@ static int map_host(sio_dev_t *d, uint32_t host, uint64_t addr, size_t size, uin
     *ioaddr = rsp.a;
     *out = m;
     return 0;
+}
+
+static int map_host(sio_dev_t *d, uint32_t host, uint64_t addr, size_t size, uint64_t *ioaddr,
+                    sio_dma_t **out)
+{
+    return map_host_as(d, host, addr, size, false, ioaddr, out);
+}
+
+int sio_map_addr_at(sio_dev_t *d, uint32_t node_id, uint64_t addr, size_t size, uint64_t ioaddr,
+                    sio_dma_t **out)
+{
+    int h = d->rt->ops->host_by_node(d->rt, node_id);
+    return h < 0 ? h : map_host_as(d, (uint32_t)h, addr, size, true, &ioaddr, out);
+}
+
+int sio_map_peer_bar_at(sio_dev_t *d, sio_dev_t *peer, int bar, uint64_t ioaddr, sio_dma_t **out)
+{
+    if (!peer || bar < 0 || bar >= NTB_BK_BARS || !peer->info.bar[bar].size)
+        return -EINVAL;
+    return map_host_as(d, peer->lender, peer->info.bar[bar].addr, peer->info.bar[bar].size, true,
+                       &ioaddr, out);
 }
 
 int sio_map_addr(sio_dev_t *d, uint32_t node_id, uint64_t addr, size_t size, uint64_t *ioaddr,
@@ -313,6 +336,18 @@ int sio_unmap(sio_dma_t *m)
 }
 
 /* ---------------------------------------------------------------- interrupts */
+
+int sio_msi_at(sio_dev_t *d, uint64_t ioaddr)
+{
+    if (d->msi)
+        return -EALREADY;
+    int rc = map_host_as(d, d->rt->host, d->rt->ops->msi_addr, 4096, true, &ioaddr, &d->msi);
+    if (rc)
+        d->msi = NULL;
+    else
+        d->msi_io = ioaddr;
+    return rc;
+}
 
 int sio_enable_vector(sio_dev_t *d, uint32_t vector, uint32_t host_vector)
 {

@@ -136,12 +136,13 @@ enum fab_vmdev_state {
     FAB_VMDEV_GONE,     /* its lender died or withdrew it: the guest sees a surprise removal */
 };
 enum fab_vmdev_kind { FAB_VMDEV_PASS = 0, FAB_VMDEV_VHOST_BLK = 1 };
+#define FAB_VMDEV_IOVA_GPA 1u /* the lender's IOMMU maps the guest's RAM at I/O address = GPA */
 struct fab_vm_dev {
     _Atomic uint32_t state;   /* enum fab_vmdev_state */
     uint32_t fn;              /* the function (fabric-wide index) */
     uint32_t kind;            /* enum fab_vmdev_kind: how the guest sees it */
     uint16_t guest_bdf;       /* where it sits in the guest's tree (bus 0) */
-    uint16_t pad;
+    uint16_t flags;           /* FAB_VMDEV_IOVA_GPA: ram_io is 0, I/O address = guest-physical */
     uint64_t guest_bar[FAB_BARS]; /* its BARs at guest-physical addresses, 0: none */
     uint64_t ram_io;          /* the device's I/O address of guest-physical address 0 */
     uint32_t luts;            /* LUT entries that mapping took on the lender's adapter */

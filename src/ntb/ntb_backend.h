@@ -88,6 +88,25 @@ struct ntb_func_info {
     } bar[NTB_BK_BARS];
 };
 
+/* A virtual machine as its guest sees it (docs/vm.md "For guests of the driver model"). */
+#define NTB_VM_DEVS 8
+enum ntb_vm_dev_state { NTB_VMDEV_NONE = 0, NTB_VMDEV_OFFERED, NTB_VMDEV_HELD, NTB_VMDEV_GONE };
+struct ntb_vm_info {
+    uint32_t slot, host;    /* the VM's slot on the fabric, the host it runs on */
+    bool running;           /* started, not stopping */
+    bool emulated;          /* a guest of the driver model (no QEMU) */
+    uint64_t mem;           /* guest RAM: guest-physical 0 .. mem */
+    uint64_t ram_base;      /* where guest-physical 0 is in the host's map */
+    char ctl[160];          /* its control socket (mediated config space and the rest) */
+    struct {
+        uint32_t state;     /* enum ntb_vm_dev_state */
+        uint32_t fn;        /* the function (a func_info index) */
+        uint16_t bdf;       /* in the guest's tree */
+        uint64_t bar[NTB_BK_BARS]; /* guest-physical BAR addresses, 0: none */
+        uint64_t ram_io;    /* the device's I/O address of guest-physical 0 */
+    } dev[NTB_VM_DEVS];
+};
+
 struct ntb_backend_ops {
     const char *name;
 
@@ -263,6 +282,12 @@ struct ntb_backend_ops {
     uint64_t (*now_ns)(void);
     int (*wait)(_Atomic uint32_t *w, uint32_t seen, int64_t timeout_ns);
     void (*wake)(_Atomic uint32_t *w, int n);
+
+    /* ---- virtual machines (may be NULL: no VMs) ----
+     * vm_info: the live VM named `name`, -ENOENT none. vm_word: a word that changes on every
+     * change of VM slot `slot`'s record (wait on it with wait()). */
+    int (*vm_info)(struct rt *rt, const char *name, struct ntb_vm_info *out);
+    _Atomic uint32_t *(*vm_word)(struct rt *rt, uint32_t slot);
 };
 
 /* The emulated PCIe NTB fabric (src/fabric, backend in src/ntb/emu), the default. */

@@ -272,6 +272,42 @@ static void emu_fn_raw(struct rt *rt, uint32_t fn, int delta)
     fab_fn_raw(emu_fab(rt), fn, delta);
 }
 
+/* ---------------------------------------------------------------- virtual machines */
+
+_Static_assert(NTB_VM_DEVS == FAB_VM_DEVS && NTB_BK_BARS == FAB_BARS, "a VM's device table");
+
+static int emu_vm_info(struct rt *rt, const char *name, struct ntb_vm_info *o)
+{
+    int s = fab_vm_find(emu_fab(rt), name);
+    if (s < 0)
+        return s;
+    const struct fab_vm *v = fab_vm(emu_fab(rt), (uint32_t)s);
+    memset(o, 0, sizeof *o);
+    o->slot = (uint32_t)s;
+    o->host = v->host;
+    o->running = atomic_load(&v->state) == FAB_VM_RUNNING;
+    o->emulated = !strcmp(v->guest, "emulated");
+    o->mem = v->mem;
+    o->ram_base = fab_vm_base((uint32_t)s);
+    if ((size_t)snprintf(o->ctl, sizeof o->ctl, "%.80s/vm.%.32s.ctl", emu_fab(rt)->dir, v->name) >=
+        sizeof o->ctl || strlen(emu_fab(rt)->dir) > 80)
+        return -ENAMETOOLONG;
+    for (int i = 0; i < FAB_VM_DEVS; i++) {
+        const struct fab_vm_dev *d = &v->dev[i];
+        o->dev[i].state = atomic_load(&d->state);
+        o->dev[i].fn = d->fn;
+        o->dev[i].bdf = d->guest_bdf;
+        memcpy(o->dev[i].bar, d->guest_bar, sizeof o->dev[i].bar);
+        o->dev[i].ram_io = d->ram_io;
+    }
+    return 0;
+}
+
+static _Atomic uint32_t *emu_vm_word(struct rt *rt, uint32_t slot)
+{
+    return slot < FAB_MAX_VMS ? &fab_vm(emu_fab(rt), slot)->seq : NULL;
+}
+
 /* ---------------------------------------------------------------- the table */
 
 const struct ntb_backend_ops ntb_backend_emu = {
@@ -336,6 +372,8 @@ const struct ntb_backend_ops ntb_backend_emu = {
     .iommu_on = emu_iommu_on,
     .iommu_map = emu_iommu_map,
     .iommu_unmap = emu_iommu_unmap,
+    .vm_info = emu_vm_info,
+    .vm_word = emu_vm_word,
     .now_ns = fab_now_ns,
     .wait = fab_futex_wait,
     .wake = fab_futex_wake,

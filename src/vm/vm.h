@@ -19,6 +19,23 @@
 
 #define VM_GUEST_QEMU 0
 #define VM_GUEST_EMULATED 1
+#define VM_GUEST_RAM_MAX 0xfee00000ull /* an emulated guest's RAM ends below its MSI doorbell */
+#define VM_MSIX 32                /* MSI-X vectors of a device a guest may program */
+
+/* An emulated guest's MSI-X table entry, as the guest wrote it (the device's own entry is
+ * the VM's: the guest's vector on the host vector that delivers it, once the device is held). */
+struct vm_msix {
+    bool set;
+    uint64_t addr;
+    uint32_t data;
+};
+
+/* Guest RAM a program in an emulated guest took (vm_guest_req.c). */
+struct vm_ram {
+    struct vm_ram *next;
+    uint64_t gpa, size;
+    pid_t pid;
+};
 
 struct vm_dev {
     bool used;
@@ -28,6 +45,11 @@ struct vm_dev {
     sio_dev_t *sio;            /* an emulated guest's device, borrowed for it */
     sio_dma_t *ram_map;        /* the guest's RAM mapped for the device */
     uint16_t cmd;              /* an emulated guest's command register, as the guest set it */
+    bool iova_gpa;             /* the guest's RAM mapped at I/O address = guest-physical */
+    bool msi_mapped;           /* the host's MSI region mapped at the guest's doorbell */
+    struct vm_msix msix[VM_MSIX];
+    sio_dma_t *peer[FAB_VM_DEVS][FAB_BARS]; /* device j's BAR b mapped for this one */
+    uint64_t peer_io[FAB_VM_DEVS][FAB_BARS];
     char sock[200];            /* vhost-user socket QEMU connects to */
     int listen_fd;
     _Atomic int conn_fd;       /* QEMU's connection, -1: none */
@@ -51,6 +73,7 @@ struct vm {
     pid_t qemu;
     char qmp[200];             /* QEMU's monitor socket (hot-add, hot-remove) */
     struct vm_dev dev[FAB_VM_DEVS];
+    struct vm_ram *ram;        /* guest RAM programs in the guest took, by address */
     pthread_mutex_t lock;
 };
 
@@ -71,6 +94,16 @@ int vm_dev_reset(struct vm *vm, int i, char *err, size_t len);
 /* vm_dev.c: take device i from its lender for the guest, and give it back. */
 int vm_dev_hold(struct vm *vm, int i, char *err, size_t len);
 void vm_dev_unhold(struct vm *vm, int i);
+/* vm_guest_req.c: what a program in an emulated guest asks of its VM on the control socket
+ * (c, the connection; the caller holds vm->lock): "ram SIZE", "unram GPA", "msix DEV VEC ADDR
+ * DATA", "peer DEV PEER BAR". Returns 1 with the answer's text in ans (after "ok"), -errno
+ * with a message in err, or 0 when req is none of these. */
+int vm_guest_request(struct vm *vm, int c, const char *req, char *ans, size_t alen, char *err,
+                     size_t elen);
+/* The held device i's MSI-X entries, as the guest programmed them, routed (at hold). And
+ * what a device leaving the guest undoes: its peer mappings both ways. */
+int vm_guest_route_all(struct vm *vm, int i, char *err, size_t len);
+void vm_guest_drop_peers(struct vm *vm, int i);
 /* The device of that name in the VM, or -1. */
 int vm_dev_find(const struct vm *vm, const char *name);
 /* QEMU command-line arguments for device i (a vhost-user-blk-pci on its socket). */

@@ -80,6 +80,7 @@ int vm_dev_reset(struct vm *vm, int i, char *err, size_t len)
                       "config space");
     vm_dev_unhold(vm, i);
     vm->dev[i].cmd = 0;
+    memset(vm->dev[i].msix, 0, sizeof vm->dev[i].msix); /* a reset device has no vectors */
     return 0;
 }
 

@@ -130,14 +130,29 @@ static int borrow_error(const char *name, int rc, char *err, size_t len)
     }
 }
 
-/* The guest's RAM for the device, once: guest-physical address g is at *ram_io + g. */
+/* The guest's RAM for the device, once: guest-physical address g is at *ram_io + g. As the
+ * papers do it (device-lending-kvm-2019 §5), at I/O address = guest-physical address (ram_io
+ * 0): the lender's IOMMU maps [0, mem) of the device's domain onto the window to the guest's
+ * RAM. Where the lender has no IOMMU the device's addresses are its window's, and ram_io is
+ * where the window is; where that range of the domain is taken already (the vhost-user back
+ * end's own NVMe queues, mapped where the lender put them), likewise. */
 static int map_ram(struct vm *vm, struct vm_dev *d, uint64_t *ram_io, char *err, size_t len)
 {
     const struct fab_function *fn = fab_func(vm->f, d->fn);
     const struct fab_host *h = fab_host(vm->f, vm->host);
-    int rc = d->sio ? sio_map_addr(d->sio, h->node_id, fab_vm_base(vm->slot), vm->mem, ram_io,
-                                   &d->ram_map)
+    int rc = d->sio ? sio_map_addr_at(d->sio, h->node_id, fab_vm_base(vm->slot), vm->mem, 0,
+                                      &d->ram_map)
                     : -ENODEV;
+    d->iova_gpa = rc == 0;
+    *ram_io = 0;
+    if (rc == -EOPNOTSUPP || (rc == -EEXIST && d->blk))
+        rc = sio_map_addr(d->sio, h->node_id, fab_vm_base(vm->slot), vm->mem, ram_io,
+                          &d->ram_map);
+    if (rc == -EEXIST)
+        return vm_say(err, len, rc, "mapping VM %s's RAM for %s at I/O address = guest-physical "
+                      "collides with another mapping of the device in host %s's IOMMU: return "
+                      "%s to its lender (ntblend vm detach) and give it again", vm->name, d->name,
+                      fab_host(vm->f, fn->host)->name, d->name);
     if (!rc)
         return 0;
     d->ram_map = NULL;
@@ -239,6 +254,7 @@ int vm_dev_attach(struct vm *vm, const char *name, char *err, size_t len)
     r->kind = d->blk ? FAB_VMDEV_VHOST_BLK : FAB_VMDEV_PASS;
     r->guest_bdf = (uint16_t)((i + 1) << 3); /* bus 0, device i + 1, function 0 */
     r->ram_io = ram_io;
+    r->flags = d->iova_gpa ? FAB_VMDEV_IOVA_GPA : 0;
     if (fn->host != vm->host) { /* what mapping the guest's RAM takes (now, or at Bus Master) */
         const struct fab_adapter *a = fab_adapter(vm->f, fab_host(vm->f, fn->host)->adapter_first);
         r->luts = (uint32_t)((vm->mem + a->lut_size - 1) / a->lut_size);
@@ -274,7 +290,16 @@ int vm_dev_hold(struct vm *vm, int i, char *err, size_t len)
         d->sio = NULL;
         return rc;
     }
+    if ((rc = vm_guest_route_all(vm, i, err, len))) { /* as the guest programmed them */
+        sio_unmap(d->ram_map);
+        d->ram_map = NULL;
+        sio_return(d->sio);
+        d->sio = NULL;
+        d->msi_mapped = false;
+        return rc;
+    }
     vm->rec->dev[i].ram_io = ram_io;
+    vm->rec->dev[i].flags = d->iova_gpa ? FAB_VMDEV_IOVA_GPA : 0;
     atomic_store(&vm->rec->dev[i].state, FAB_VMDEV_HELD);
     fab_vm_changed(vm->rec);
     return 0;
@@ -285,12 +310,15 @@ void vm_dev_unhold(struct vm *vm, int i)
     struct vm_dev *d = &vm->dev[i];
     if (!d->sio || d->blk)
         return;
+    vm_guest_drop_peers(vm, i);
     if (d->ram_map)
         sio_unmap(d->ram_map);
     d->ram_map = NULL;
+    d->msi_mapped = false; /* the MSI mapping goes with the borrow */
     sio_return(d->sio); /* the lender resets it before anyone else gets it */
     d->sio = NULL;
     vm->rec->dev[i].ram_io = 0;
+    vm->rec->dev[i].flags = 0;
     atomic_store(&vm->rec->dev[i].state, FAB_VMDEV_OFFERED);
     fab_vm_changed(vm->rec);
 }
@@ -303,6 +331,7 @@ int vm_dev_detach(struct vm *vm, const char *name, char *err, size_t len)
                    vm->name);
     atomic_store(&vm->rec->dev[i].state, FAB_VMDEV_NONE);
     fab_vm_changed(vm->rec);
+    vm_guest_drop_peers(vm, i);
     release(vm, &vm->dev[i]);
     return 0;
 }

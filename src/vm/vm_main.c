@@ -106,7 +106,14 @@ static bool control(struct vm *vm, int c)
     req[strcspn(req, "\n")] = 0;
     bool stop = false;
     int rc = 0;
-    if (!strncmp(req, "attach ", 7)) {
+    char out[128] = "";
+    pthread_mutex_lock(&vm->lock);
+    int g = vm_guest_request(vm, c, req, out, sizeof out, err, sizeof err);
+    pthread_mutex_unlock(&vm->lock);
+    if (g) { /* a program in the guest asked (vm_guest_req.c) */
+        rc = g < 0 ? g : 0;
+        snprintf(ans, sizeof ans, "ok%s%s\n", out[0] ? " " : "", out);
+    } else if (!strncmp(req, "attach ", 7)) {
         pthread_mutex_lock(&vm->lock);
         rc = vm_dev_attach(vm, req + 7, err, sizeof err);
         if (rc >= 0 && vm->qemu && (rc = vm_qemu_hotadd(vm, rc, err, sizeof err)) < 0) {
@@ -250,6 +257,13 @@ int main(int argc, char **argv)
     }
     if (parse_size(mem_arg, &vm.mem)) {
         fprintf(stderr, "ntblend-vm: --mem %s: give a size like 256M or 1G\n", mem_arg);
+        return 2;
+    }
+    if (vm.guest == VM_GUEST_EMULATED && vm.mem > VM_GUEST_RAM_MAX) {
+        /* Its devices' I/O addresses are guest-physical, and the MSI doorbell is one. */
+        fprintf(stderr, "ntblend-vm: an emulated guest takes at most %llu MiB of RAM (its MSI "
+                "doorbell is at guest-physical %#llx, as on x86): give less (--mem)\n",
+                VM_GUEST_RAM_MAX >> 20, VM_GUEST_RAM_MAX);
         return 2;
     }
     const char *hostname = getenv("NTBLEND_HOST");

@@ -8,9 +8,9 @@
  * (configuration space with what lending intercepts, BARs and register writes), dma_api.c
  * (coherent memory, host memory, streaming and peer-to-peer mappings), irq.c (MSI-X vectors
  * and their handler threads), host_sio.c (the platform of a host's own PCIe tree, through
- * SmartIO: the only one today). A VM would supply a platform of its own — the guest's tree,
- * BARs where the guest sees them, guest-physical DMA addresses — and nothing above the table
- * would change. Internal to libntblend.
+ * SmartIO), host_vm.c (the platform inside an emulated VM: the guest's tree, BARs where the
+ * guest sees them, guest-physical DMA addresses, guest MSI-X; chosen by $NTBLEND_VM, which
+ * `ntblend vm run` sets). Nothing above the table knows which. Internal to libntblend.
  */
 #ifndef NTBLEND_PDM_INT_H
 #define NTBLEND_PDM_INT_H
@@ -111,11 +111,20 @@ struct pdm_host_ops {
     int (*irq_wait)(uint32_t hv, uint32_t *seen, int timeout_ms);
 };
 
-/* The platform of this host's own PCIe tree (host_sio.c). */
+/* The platform of this host's own PCIe tree (host_sio.c), and of an emulated VM's guest
+ * (host_vm.c). */
 extern const struct pdm_host_ops pdm_host_sio;
+extern const struct pdm_host_ops pdm_host_vm;
 
-/* The platform this process's driver model runs on. */
-static inline const struct pdm_host_ops *pdm_host(void) { return &pdm_host_sio; }
+/* The platform this process's driver model runs on: chosen on first use, by $NTBLEND_VM
+ * (host_vm.c), for the process's life. */
+extern const struct pdm_host_ops *pdm_host_chosen;
+const struct pdm_host_ops *pdm_host_choose(void);
+static inline const struct pdm_host_ops *pdm_host(void)
+{
+    const struct pdm_host_ops *h = pdm_host_chosen;
+    return h ? h : pdm_host_choose();
+}
 
 /* bus.c: the bound function one of whose BARs holds [phys, phys + size), and which BAR;
  * NULL if none. */

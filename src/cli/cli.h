@@ -112,5 +112,8 @@ int cmd_vm(struct cli *c);
 void cli_print_vms(const struct fab *f);
 struct json_object *cli_vms_json(const struct fab *f);
 int cli_vm_of(const struct fab *f, uint32_t fn, char *out, size_t len);
+/* vm_run.c: `vm run NAME -- PROGRAM...`: exec argv inside emulated VM name; returns only on
+ * failure. */
+int cli_vm_run(const char *fabric, const char *name, char **argv);
 
 #endif

@@ -172,7 +172,7 @@ static const struct command commands[] = {
       "  ntblend nvme stop nvme0\n"
       "  ntblend device lend nvme0 --to c && ntblend nvme --host c mount pci:80:00.0 /tmp/n\n"
       "  ntblend nvme unmount /tmp/n && ntblend device reclaim nvme0\n" },
-    { "vm", cmd_vm, "vm start|attach|detach|list|console|cfg|reset|stop ... [--fabric NAME]",
+    { "vm", cmd_vm, "vm start|attach|detach|list|console|cfg|reset|run|stop ... [--fabric NAME]",
       "virtual machines: a guest given devices lent by any host (docs/vm.md)",
       "  vm start NAME --host H --mem SIZE [--device DEV]... [--guest qemu|emulated]\n"
       "           [--image DIR] [--initrd FILE] [--run SCRIPT] [--accel kvm|tcg] [--cpus N]\n"
@@ -203,6 +203,13 @@ static const struct command commands[] = {
       "                        guest addresses, what the VM cannot deliver hidden); setting\n"
       "                        Bus Master (command 0x4) takes DEV from its lender for the guest\n"
       "  vm reset NAME DEV     a function-level reset by the guest: DEV goes back to its lender\n"
+      "  vm run NAME -- PROGRAM [ARG...]\n"
+      "                        run a program of the driver model (ntblend/pci.h: accel_drv,\n"
+      "                        nvme_drv...) inside emulated VM NAME, on its host: it sees the\n"
+      "                        VM's devices at guest BDFs, their mediated config space (its\n"
+      "                        pci_set_master takes a device from its lender), BARs at guest\n"
+      "                        addresses, guest RAM for DMA at guest-physical I/O addresses,\n"
+      "                        MSI-X into its handlers. Exits with the program's status\n"
       "  vm stop NAME          power the guest off; its RAM and devices are returned\n"
       "\nexamples:\n"
       "  scripts/vm-guest.sh && ntblend device add nvme0\n"
@@ -210,6 +217,7 @@ static const struct command commands[] = {
       "  ntblend vm console g1\n"
       "  ntblend vm start e1 --host c --mem 1G --guest emulated --device accel0\n"
       "  ntblend vm list --json\n"
+      "  ntblend vm run e1 -- accel_drv --p2p\n"
       "  ntblend vm stop g1\n" },
     { "agent-ping", cmd_agent_ping, "agent-ping A B [--fabric NAME]",
       "ping host B's agent from host A's agent over the NTB",

@@ -505,8 +505,17 @@ int cmd_vm(struct cli *c)
     optind = 0; /* full re-initialisation: main() already ran getopt on the global options */
     opterr = 0;
     int o;
+    /* `vm run NAME -- PROGRAM ARGS`: what follows "--" is the program's, untouched. */
+    int argc = c->argc;
+    char **prog = NULL;
+    for (int k = 1; k < c->argc; k++)
+        if (!strcmp(c->argv[k], "--")) {
+            argc = k;
+            prog = c->argv + k + 1;
+            break;
+        }
     /* GNU getopt permutes: options may come before, between or after the operands. */
-    while ((o = getopt_long(c->argc, c->argv, "h", lo, NULL)) != -1) {
+    while ((o = getopt_long(argc, c->argv, "h", lo, NULL)) != -1) {
         switch (o) {
         case 'f': fabric = optarg; break;
         case 'H': so.host = optarg; break;
@@ -532,11 +541,11 @@ int cmd_vm(struct cli *c)
         }
     }
     const char **ops = (const char **)c->argv + optind;
-    int nops = c->argc - optind;
+    int nops = argc - optind;
     fabric = fab_name_resolve(fabric);
     if (!nops)
-        return cli_usage_error("vm", "say what: start, attach, detach, list, console, cfg, reset "
-                               "or stop");
+        return cli_usage_error("vm", "say what: start, attach, detach, list, console, cfg, reset, "
+                               "run or stop");
     const char *verb = ops[0];
     if (!strcmp(verb, "list"))
         return nops == 1 ? list(fabric, json) : cli_usage_error("vm", "list takes no arguments");
@@ -569,6 +578,13 @@ int cmd_vm(struct cli *c)
         snprintf(req, sizeof req, "reset %s", ops[2]);
         return guest_request(fabric, ops[1], req);
     }
+    if (!strcmp(verb, "run")) {
+        if (nops != 2 || !prog || !prog[0])
+            return cli_usage_error("vm", "run NAME -- PROGRAM [ARG...] (the program after '--')");
+        return cli_vm_run(fabric, ops[1], prog);
+    }
+    if (prog)
+        return cli_usage_error("vm", "only vm run takes a program after '--'");
     if (!strcmp(verb, "attach") || !strcmp(verb, "detach"))
         return nops == 3 ? attach_detach(fabric, verb, ops[1], ops[2])
                          : cli_usage_error("vm", "%s NAME DEVICE", verb);

@@ -134,7 +134,7 @@ static int sync_tree(void)
     /* Gone, or going: remove first. */
     for (int i = 0; i < PDM_MAX_DEVS; i++) {
         struct pci_dev *d = bus.devs[i];
-        if (!d || !d->fn.lent)
+        if (!d || !(d->fn.lent || d->fn.hotplug))
             continue;
         bool there = false;
         for (int k = 0; k < n; k++)

@@ -78,7 +78,7 @@ static int v_scan(struct pdm_fn *out, int max)
         struct pdm_fn *o = &out[i];
         /* Nothing tells a guest that a device is lent: the VM mediates its config space. */
         *o = (struct pdm_fn){ .id = (uint32_t)f[i].index, .bdf = f[i].bdf, .lent = false,
-                              .present = f[i].present, .vendor = f[i].vendor,
+                              .hotplug = true, .present = f[i].present, .vendor = f[i].vendor,
                               .device = f[i].device, .class_code = f[i].class_code };
         memcpy(o->name, f[i].name, sizeof o->name);
         memcpy(o->bar_start, f[i].bar_addr, sizeof o->bar_start);

@@ -33,6 +33,7 @@ struct pdm_fn {
     uint16_t bdf;         /* its place in the tree: bus << 8 | device << 3 | function */
     bool lent;            /* lent to this host: config accesses are intercepted (config.c) */
     bool present;         /* false once its hot-remove has begun */
+    bool hotplug;         /* may go while bound (lent functions are so without saying) */
     uint16_t vendor, device;
     uint32_t class_code;
     uint64_t bar_start[PDM_BARS], bar_len[PDM_BARS]; /* where the tree has its BARs */

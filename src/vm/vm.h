@@ -104,6 +104,8 @@ int vm_guest_request(struct vm *vm, int c, const char *req, char *ans, size_t al
  * what a device leaving the guest undoes: its peer mappings both ways. */
 int vm_guest_route_all(struct vm *vm, int i, char *err, size_t len);
 void vm_guest_drop_peers(struct vm *vm, int i);
+/* An emulated guest's devices whose lender died: gone from the guest (a surprise removal). */
+void vm_dev_check_lenders(struct vm *vm);
 /* The device of that name in the VM, or -1. */
 int vm_dev_find(const struct vm *vm, const char *name);
 /* QEMU command-line arguments for device i (a vhost-user-blk-pci on its socket). */

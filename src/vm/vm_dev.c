@@ -323,6 +323,24 @@ void vm_dev_unhold(struct vm *vm, int i)
     fab_vm_changed(vm->rec);
 }
 
+void vm_dev_check_lenders(struct vm *vm)
+{
+    for (int i = 0; i < FAB_VM_DEVS; i++) {
+        struct vm_dev *d = &vm->dev[i];
+        struct fab_vm_dev *r = &vm->rec->dev[i];
+        if (!d->used || d->blk || atomic_load(&r->state) == FAB_VMDEV_GONE)
+            continue;
+        const struct fab_function *fn = fab_func(vm->f, d->fn);
+        if (atomic_load(&fab_host(vm->f, fn->host)->state) == FAB_HOST_UP)
+            continue;
+        /* Its lender is gone: a surprise removal for the guest. What we held under it goes
+         * (the lender's next life knows nothing of it). */
+        vm_dev_unhold(vm, i);
+        atomic_store(&r->state, FAB_VMDEV_GONE);
+        fab_vm_changed(vm->rec);
+    }
+}
+
 int vm_dev_detach(struct vm *vm, const char *name, char *err, size_t len)
 {
     int i = vm_dev_find(vm, name);

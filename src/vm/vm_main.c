@@ -24,6 +24,7 @@
 #include "vm.h"
 
 #define STOP_GRACE_MS 5000
+#define LENDER_CHECK_MS 250
 
 static void usage(FILE *f)
 {
@@ -348,7 +349,15 @@ int main(int argc, char **argv)
     }
     for (bool stop = false; !stop;) {
         struct pollfd p[2] = { { sfd, POLLIN, 0 }, { ctl, POLLIN, 0 } };
-        if (poll(p, 2, -1) < 0)
+        /* An emulated guest's lenders are looked at a few times a second (a host's death
+         * wakes no descriptor of ours); a QEMU guest's back ends see theirs in their I/O. */
+        int np = poll(p, 2, vm.guest == VM_GUEST_EMULATED ? LENDER_CHECK_MS : -1);
+        if (np == 0) {
+            pthread_mutex_lock(&vm.lock);
+            vm_dev_check_lenders(&vm);
+            pthread_mutex_unlock(&vm.lock);
+        }
+        if (np <= 0)
             continue;
         if (p[0].revents & POLLIN) {
             struct signalfd_siginfo si;

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Guests of the driver model (docs/vm.md "For guests of the driver model"): `ntblend vm run`
+# runs accel_drv and nvme_drv unmodified inside an emulated VM — its devices at guest BDFs,
+# taken from their lenders by the driver's pci_set_master, DMA at guest-physical addresses
+# (IOVA = GPA: the lenders' IOMMUs map the guest's RAM at I/O address 0, ram_io 0 in the
+# record), MSI-X programmed with the guest's doorbell reaching the driver's handlers; peer to
+# peer between two devices of one lender and of two lenders at their guest BAR addresses,
+# leaving guest RAM untouched; hot-add while a driver runs; a lender that dies is a surprise
+# removal, not a hang; bad input is refused with what to do; nothing is left behind.
+set -euo pipefail
+fabric="t-vmrun-$$"
+n() { ntblend --fabric "$fabric" "$@"; }
+work=$(mktemp -d)
+trap 'n down >/dev/null 2>&1 || true; kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+wait_for() { for _ in $(seq "${3:-600}"); do eval "$1" && return 0; sleep 0.1; done; fail "$2"; }
+expect_err() {
+  local want=$1 out; shift
+  out=$("$@" 2>&1) && fail "'$*' succeeded: $out"
+  grep -qF -- "$want" <<<"$out" || fail "'$*' said: $out (wanted: $want)"
+}
+held() { n status --json | jq -c '[.adapters[] | [.lut.used - .lut_agent, .requester_ids.used]], [.hosts[].iommu_maps]'; }
+
+# smartio-p2p (accel0, accel1 in a; accel2 in c) with IOMMUs on and an NVMe in a.
+sed -e 's/^\[defaults\]$/[defaults]\niommu = on/' "$NTBLEND_SRC/examples/topologies/smartio-p2p.ini" >"$work/topo.ini"
+printf '\n[device nvme0]\nhost = a\ntype = nvme\nqueues = 8\nnamespaces = 1\nns_size = 64M\nbacking = %s\n' "$work" >>"$work/topo.ini"
+n up "$work/topo.ini" >/dev/null
+dir=$(n status --json | jq -r .dir)
+for d in accel0 accel1 accel2 nvme0; do n device add "$d" >/dev/null; done
+base=$(held)
+
+# ---- bad input
+expect_err "no VM named g9" n vm run g9 -- accel_drv
+expect_err "run NAME -- PROGRAM" n vm run g9 accel_drv
+expect_err "an emulated guest takes at most 4078 MiB" n vm start big --host b --mem 4G --guest emulated
+n vm start e1 --host b --mem 64M --guest emulated --device accel0 --device accel1 --device accel2 >/dev/null
+expect_err "cannot run 'no-such-program'" n vm run e1 -- no-such-program
+set +e; out=$(NTBLEND_VM=zz n run --host b -- accel_drv 2>&1); set -e
+grep -qF "pci: VM zz: no such VM" <<<"$out" || fail "a program given an unknown VM said: $out"
+set +e; out=$(NTBLEND_VM=e1 n run --host c -- accel_drv 2>&1); set -e
+grep -qF "runs on another host (start the program with ntblend vm run)" <<<"$out" ||
+  fail "a program on another host than its VM's said: $out"
+[ "$(n vm list --json | jq -r '[.[0].devices[].state] | unique | join(",")')" = offered ] ||
+  fail "the refused programs took devices: $(n vm list --json)"
+
+# ---- accel_drv in the VM: each device's copies and interrupts, then peer to peer (accel0 and
+# accel1 lent by a: within one lender; with accel2 lent by c: across the fabric between two)
+ram=$(ls "$dir"/vm*-*.ram)
+# Guest RAM from 16 MiB up is not given to the program (it takes well under that): a pattern
+# there must come through the run unchanged — no peer-to-peer copy goes through guest RAM.
+head -c $((48 << 20)) /dev/urandom | dd of="$ram" bs=1M seek=16 conv=notrunc status=none
+before=$(dd if="$ram" bs=1M skip=16 count=48 status=none | md5sum)
+out=$(n vm run e1 -- accel_drv --size 64k --iters 2 --p2p 2>&1) || fail "accel_drv in e1: $out"
+for bdf in 00:01.0 00:02.0 00:03.0; do
+  grep -q "^0000:$bdf 10de:1bb1: .* data verified" <<<"$out" || fail "no verified copies on $bdf: $out"
+done
+for pair in "01.0 -> 0000:00:02.0" "02.0 -> 0000:00:01.0" "01.0 -> 0000:00:03.0" "03.0 -> 0000:00:02.0"; do
+  grep -q "^p2p 0000:00:$pair: .* data verified" <<<"$out" || fail "no verified p2p $pair: $out"
+done
+[ "$(dd if="$ram" bs=1M skip=16 count=48 status=none | md5sum)" = "$before" ] ||
+  fail "guest RAM outside the program's changed during peer to peer"
+json=$(n vm list --json)
+[ "$(jq '[.[0].devices[] | .state == "held" and .ram_io == 0] | all' <<<"$json")" = true ] ||
+  fail "devices not held at IOVA = GPA (ram_io 0): $json"
+[ "$(jq -r '[.[0].devices[].lut_entries] | unique | join(",")' <<<"$json")" = 16 ] ||
+  fail "64 MiB of guest RAM should take 16 LUT entries of 4 MiB: $json"
+[ "$(n status --json | jq '[.hosts[].iommu_faults] | add')" = 0 ] || fail "IOMMU faults: $(n status)"
+
+# ---- nvme_drv in the VM, the NVMe hot-added while a driver runs there
+n vm run e1 -- accel_drv --size 4k --iters 1 --stay >"$work/stay" 2>&1 &
+stay=$!
+wait_for "grep -q '^0000:00:03.0 .*data verified' '$work/stay'" "accel_drv --stay did not start: $(cat "$work/stay")"
+n vm attach e1 nvme0 >/dev/null
+out=$(n vm run e1 -- nvme_drv --range 0:64 2>&1) || fail "nvme_drv in e1: $out"
+grep -q "^0000:00:04.0: namespace 1 blocks 0..63: .* data verified" <<<"$out" || fail "nvme_drv: $out"
+# ---- the lender of accel2 dies: the running driver sees it removed, and goes on with the rest
+n host kill c >/dev/null
+wait_for "grep -q '^0000:00:03.0: removed' '$work/stay'" "accel2's removal did not reach the driver: $(cat "$work/stay")"
+[ "$(n vm list --json | jq -r '.[0].devices[] | select(.device == "accel2") | .state')" = gone ] ||
+  fail "accel2 should be gone from e1: $(n vm list --json)"
+n vm detach e1 accel0 >/dev/null
+n vm detach e1 accel1 >/dev/null
+wait "$stay" || fail "accel_drv --stay: $(cat "$work/stay")"
+n host start c >/dev/null
+n vm stop e1 >/dev/null
+[ "$(held)" = "$base" ] || fail "the VM left something behind: $(held), was $base"
+echo "test_vm_run: ok"

@@ -41,8 +41,8 @@ base=$(held)
 expect_err "start needs --host H (where the VM runs) and --mem SIZE" n vm start g0 --host b
 expect_err "give a size like 256M or 1G" n vm start g0 --host b --mem lots --guest emulated
 expect_err "--mem must be a multiple of 2 MiB" n vm start g0 --host b --mem 3M --guest emulated
-expect_err "host b cannot give a guest 4096 MiB: it has 512 MiB of RAM" \
-  n vm start g0 --host b --mem 4G --guest emulated
+expect_err "host b cannot give a guest 1024 MiB: it has 512 MiB of RAM" \
+  n vm start g0 --host b --mem 1G --guest emulated
 expect_err "no device nvme9 on fabric $fabric" n vm start g0 --host b --mem 64M --device nvme9
 expect_err "accel0 is not lent out by its host: ntblend device add accel0" \
   n vm start g0 --host b --mem 64M --guest emulated --device accel0

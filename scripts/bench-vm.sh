@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The VM benchmark (docs/vm.md): fio inside a real Linux guest (4 KiB random reads: QD1 median
+# The VM benchmarks (docs/vm.md). Part "guest": fio inside a real Linux guest (4 KiB random reads: QD1 median
 # completion latency and QD32 IOPS; then, in a separate run, 4 MiB of writes read back with
 # --verify) on (a) ntblend's vhost-user-blk over an NVMe lent by another host
 # (ntblend vm start), (b) qemu-storage-daemon's vhost-user-blk export of a file in tmpfs, (c)
@@ -7,12 +7,21 @@
 # fio job, booted afresh for every run, the three interleaved round by round. Prints each
 # round and the medians with the ratios a/b and a/c; boots smartio3.ini under a unique name
 # and shuts it down (also on failure or Ctrl-C).
-# Usage: scripts/bench-vm.sh [-o FILE] [-b BUILD_BIN_DIR] [-r ROUNDS] [-s SECONDS] [-a ACCEL]
+# Parts "fig7", "irq", "p2p": guests of the driver model (ntblend vm run), on smartio-p2p.ini
+# with every IOMMU on and an NVMe in a, the VM on b: fig7 is the shape of 2018 Fig. 7 / 2019
+# Fig. 19, fio (the ntbnvme engine, through the driver model) 4 KiB random reads at QD1 on
+# the NVMe local (on a), lent (to b) and lent to the VM (on b), interleaved round by round
+# with the order rotating, the VM/lent ratio paired per round; irq is the interrupt path
+# (accel_drv --irq-bench: a 64-byte copy, doorbell to MSI-X handler) lent vs lent to the VM,
+# paired; p2p is peer to peer inside the VM (2019 Figs. 16, 18): accel_drv --p2p between two
+# accelerators of one lender and of two, beside the same data through guest RAM.
+# Usage: scripts/bench-vm.sh [-o FILE] [-b BUILD_BIN_DIR] [-r ROUNDS] [-s SECONDS] [-a ACCEL] [PART...]
 #   -o FILE     all results as one JSON object (default bench-vm.json)
 #   -b DIR      where ntblend is (default $NTBLEND_BIN, else ./build/bin)
 #   -r ROUNDS   rounds, each running a, b and c once (default 3; medians are reported)
 #   -s SECONDS  fio's time per job (default 5)
 #   -a ACCEL    tcg (default) or kvm
+#   PART        guest fig7 irq p2p (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,7 +30,7 @@ bin=${NTBLEND_BIN:-./build/bin}
 rounds=3
 secs=5
 accel=tcg
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
 while getopts "o:b:r:s:a:h" opt; do
   case $opt in
     o) out=$OPTARG ;;
@@ -36,31 +45,44 @@ done
 [[ $rounds =~ ^[1-9][0-9]?$ ]] || { echo "bench-vm: -r takes 1..99" >&2; exit 2; }
 [[ $secs =~ ^[1-9][0-9]?$ ]] || { echo "bench-vm: -s takes 1..99 seconds" >&2; exit 2; }
 [ "$accel" = tcg ] || [ "$accel" = kvm ] || { echo "bench-vm: -a takes tcg or kvm" >&2; exit 2; }
-for t in qemu-system-x86_64 qemu-storage-daemon jq; do
-  command -v $t >/dev/null || { echo "bench-vm: $t is missing (scripts/install-deps.sh)" >&2; exit 1; }
+shift $((OPTIND - 1))
+parts=("$@")
+[ ${#parts[@]} -gt 0 ] || parts=(guest fig7 irq p2p)
+for p in "${parts[@]}"; do
+  case $p in guest|fig7|irq|p2p) ;; *) echo "bench-vm: unknown part '$p' (guest fig7 irq p2p)" >&2; exit 2 ;; esac
 done
+want() { local p; for p in "${parts[@]}"; do [ "$p" = "$1" ] && return 0; done; return 1; }
 export PATH=$(cd "$bin" && pwd):$PATH
-image=$(bash scripts/vm-guest.sh --fio)
+bin=$(cd "$bin" && pwd)
 fabric=bench-vm-$$
+dfab=bench-vmd-$$
 work=$(mktemp -d /dev/shm/bench-vm.XXXXXX)   # tmpfs: the files of (b) and (c)
 qsd=""
 cleanup() {
   [ -n "$qsd" ] && kill "$qsd" 2>/dev/null
   ntblend --fabric "$fabric" down >/dev/null 2>&1 || true
+  ntblend --fabric "$dfab" down >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+. scripts/bench-vm-drv.sh
+echo '{}' >"$out"
+guest_part() {
+  for t in qemu-system-x86_64 qemu-storage-daemon jq; do
+    command -v $t >/dev/null || { echo "bench-vm: $t is missing (scripts/install-deps.sh)" >&2; exit 1; }
+  done
+  image=$(bash scripts/vm-guest.sh --fio)
 
-mem=384M   # smartio3 hosts have 512 MiB; the guest with fio fits in this
-ntblend --fabric "$fabric" up examples/topologies/smartio3.ini >/dev/null
-ntblend --fabric "$fabric" device add nvme0 >/dev/null
-truncate -s 1G "$work/disk.img"
-dd if=/dev/urandom of="$work/disk.img" bs=1M count=64 conv=notrunc status=none
+  mem=384M   # smartio3 hosts have 512 MiB; the guest with fio fits in this
+  ntblend --fabric "$fabric" up examples/topologies/smartio3.ini >/dev/null
+  ntblend --fabric "$fabric" device add nvme0 >/dev/null
+  truncate -s 1G "$work/disk.img"
+  dd if=/dev/urandom of="$work/disk.img" bs=1M count=64 conv=notrunc status=none
 
-# The guest's job: fill the first 64 MiB (so reads read data), then the three fio runs; each
-# prints its JSON between markers on the console.
-cat >"$work/guest.sh" <<EOF
+  # The guest's job: fill the first 64 MiB (so reads read data), then the three fio runs; each
+  # prints its JSON between markers on the console.
+  cat >"$work/guest.sh" <<EOF
 dev=/dev/vda; [ -e \$dev ] || dev=/dev/nvme0n1
 dd if=/dev/urandom of=\$dev bs=1M count=64 oflag=direct 2>/dev/null
 run() { echo "@@fio \$1"; shift; fio --output-format=json "\$@"; echo "@@end"; }
@@ -71,69 +93,73 @@ run verify --name=verify --filename=\$dev --direct=1 --ioengine=libaio --bs=4k -
   --rw=randwrite --iodepth=8 --verify=crc32c --do_verify=1
 EOF
 
-qemu_common=(-machine "q35,accel=$accel,memory-backend=ram" -cpu "$([ $accel = kvm ] && echo host || echo max)"
-             -smp 1 -m $mem -object "memory-backend-memfd,id=ram,size=$mem,share=on"
-             -nodefaults -no-user-config -display none -no-reboot -serial "file:$work/console"
-             -kernel "$image/vmlinuz" -initrd "$image/initramfs-fio.cpio.gz"
-             -append "console=ttyS0 quiet panic=-1 no_timer_check virtio"
-             -fw_cfg "name=opt/ntblend/run,file=$work/guest.sh")
+  qemu_common=(-machine "q35,accel=$accel,memory-backend=ram" -cpu "$([ $accel = kvm ] && echo host || echo max)"
+               -smp 1 -m $mem -object "memory-backend-memfd,id=ram,size=$mem,share=on"
+               -nodefaults -no-user-config -display none -no-reboot -serial "file:$work/console"
+               -kernel "$image/vmlinuz" -initrd "$image/initramfs-fio.cpio.gz"
+               -append "console=ttyS0 quiet panic=-1 no_timer_check virtio"
+               -fw_cfg "name=opt/ntblend/run,file=$work/guest.sh")
 
-# run_one CONFIG: boot the guest on it, leave its console in $work/CONFIG.log.
-run_one() {
-  case $1 in
-    a)
-      ntblend --fabric "$fabric" vm start bench --host b --mem $mem --device nvme0 --accel "$accel" \
-        --image "$image" --initrd initramfs-fio.cpio.gz --run "$work/guest.sh" --wait >/dev/null
-      cp "$(ntblend --fabric "$fabric" status --json | jq -r .dir)/vm.bench.console.log" "$work/a.log" ;;
-    b)
-      qemu-storage-daemon --blockdev "driver=file,node-name=f,filename=$work/disk.img,cache.direct=off" \
-        --export "type=vhost-user-blk,id=e,node-name=f,addr.type=unix,addr.path=$work/vu.sock,writable=on" &
-      qsd=$!
-      for _ in $(seq 100); do [ -S "$work/vu.sock" ] && break; sleep 0.05; done
-      qemu-system-x86_64 "${qemu_common[@]}" -chardev "socket,id=vu,path=$work/vu.sock" \
-        -device vhost-user-blk-pci,chardev=vu,num-queues=1 >/dev/null
-      kill "$qsd"; wait "$qsd" 2>/dev/null || true; qsd=""; rm -f "$work/vu.sock"
-      mv "$work/console" "$work/b.log" ;;
-    c)
-      qemu-system-x86_64 "${qemu_common[@]}" \
-        -drive "file=$work/disk.img,if=none,id=d,format=raw,cache=none,aio=native" \
-        -device nvme,drive=d,serial=bench >/dev/null
-      mv "$work/console" "$work/c.log" ;;
-  esac
+  # run_one CONFIG: boot the guest on it, leave its console in $work/CONFIG.log.
+  run_one() {
+    case $1 in
+      a)
+        ntblend --fabric "$fabric" vm start bench --host b --mem $mem --device nvme0 --accel "$accel" \
+          --image "$image" --initrd initramfs-fio.cpio.gz --run "$work/guest.sh" --wait >/dev/null
+        cp "$(ntblend --fabric "$fabric" status --json | jq -r .dir)/vm.bench.console.log" "$work/a.log" ;;
+      b)
+        qemu-storage-daemon --blockdev "driver=file,node-name=f,filename=$work/disk.img,cache.direct=off" \
+          --export "type=vhost-user-blk,id=e,node-name=f,addr.type=unix,addr.path=$work/vu.sock,writable=on" &
+        qsd=$!
+        for _ in $(seq 100); do [ -S "$work/vu.sock" ] && break; sleep 0.05; done
+        qemu-system-x86_64 "${qemu_common[@]}" -chardev "socket,id=vu,path=$work/vu.sock" \
+          -device vhost-user-blk-pci,chardev=vu,num-queues=1 >/dev/null
+        kill "$qsd"; wait "$qsd" 2>/dev/null || true; qsd=""; rm -f "$work/vu.sock"
+        mv "$work/console" "$work/b.log" ;;
+      c)
+        qemu-system-x86_64 "${qemu_common[@]}" \
+          -drive "file=$work/disk.img,if=none,id=d,format=raw,cache=none,aio=native" \
+          -device nvme,drive=d,serial=bench >/dev/null
+        mv "$work/console" "$work/c.log" ;;
+    esac
+  }
+
+  # fio_json LOG NAME: the JSON fio printed for job NAME.
+  fio_json() { tr -d '\r' <"$1" | sed -n "/^@@fio $2\$/,/^@@end\$/p" | sed '1d;$d'; }
+
+  results="[]"
+  for r in $(seq "$rounds"); do
+    for cfg in a b c; do
+      run_one $cfg
+      lat=$(fio_json "$work/$cfg.log" qd1 | jq '.jobs[0].read.clat_ns.percentile["50.000000"] / 1000')
+      iops=$(fio_json "$work/$cfg.log" qd32 | jq '.jobs[0].read.iops | floor')
+      verr=$(fio_json "$work/$cfg.log" verify | jq '.jobs[0].error')
+      [ -n "$lat" ] && [ -n "$iops" ] && [ "$verr" = 0 ] || {
+        echo "bench-vm: round $r, $cfg: fio did not finish (console: $work/$cfg.log)" >&2
+        sed 's/^/  /' "$work/$cfg.log" | tail -20 >&2; exit 1; }
+      printf 'round %d  %s  QD1 median %8.1f us   QD32 %7d IOPS   verify ok\n' "$r" "$cfg" "$lat" "$iops"
+      results=$(jq -c --arg c "$cfg" --argjson r "$r" --argjson l "$lat" --argjson i "$iops" \
+        '. + [{config: $c, round: $r, qd1_median_us: $l, qd32_iops: $i, verify: "ok"}]' <<<"$results")
+    done
+  done
+
+  summary=$(jq -c '
+    def med: sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+    (group_by(.config) | map({key: .[0].config, value: {qd1_median_us: (map(.qd1_median_us) | med),
+                                                       qd32_iops: (map(.qd32_iops) | med)}}) | from_entries) as $m
+    | {medians: $m,
+       qd1_a_over_b: ($m.a.qd1_median_us / $m.b.qd1_median_us), qd1_a_over_c: ($m.a.qd1_median_us / $m.c.qd1_median_us),
+       qd32_a_over_b: ($m.a.qd32_iops / $m.b.qd32_iops), qd32_a_over_c: ($m.a.qd32_iops / $m.c.qd32_iops)}' <<<"$results")
+  jq --argjson rounds "$results" --argjson s "$summary" --arg accel "$accel" --argjson secs "$secs" \
+    '.guest = {accel: $accel, seconds: $secs, guest_mem: "384M",
+      configs: {a: "ntblend vhost-user-blk over nvme0 lent by a to the VM on b",
+                b: "qemu-storage-daemon vhost-user-blk, file in tmpfs",
+                c: "QEMU -device nvme, file in tmpfs"},
+      rounds: $rounds, summary: $s}' "$out" >"$work/out.json"
+  mv "$work/out.json" "$out"
+  jq -r '.guest.summary | "medians: QD1 latency a/b \(.qd1_a_over_b * 100 | round / 100), a/c \(.qd1_a_over_c * 100 | round / 100) (lower is better); QD32 IOPS a/b \(.qd32_a_over_b * 100 | round / 100), a/c \(.qd32_a_over_c * 100 | round / 100) (higher is better)"' "$out"
 }
 
-# fio_json LOG NAME: the JSON fio printed for job NAME.
-fio_json() { tr -d '\r' <"$1" | sed -n "/^@@fio $2\$/,/^@@end\$/p" | sed '1d;$d'; }
-
-results="[]"
-for r in $(seq "$rounds"); do
-  for cfg in a b c; do
-    run_one $cfg
-    lat=$(fio_json "$work/$cfg.log" qd1 | jq '.jobs[0].read.clat_ns.percentile["50.000000"] / 1000')
-    iops=$(fio_json "$work/$cfg.log" qd32 | jq '.jobs[0].read.iops | floor')
-    verr=$(fio_json "$work/$cfg.log" verify | jq '.jobs[0].error')
-    [ -n "$lat" ] && [ -n "$iops" ] && [ "$verr" = 0 ] || {
-      echo "bench-vm: round $r, $cfg: fio did not finish (console: $work/$cfg.log)" >&2
-      sed 's/^/  /' "$work/$cfg.log" | tail -20 >&2; exit 1; }
-    printf 'round %d  %s  QD1 median %8.1f us   QD32 %7d IOPS   verify ok\n' "$r" "$cfg" "$lat" "$iops"
-    results=$(jq -c --arg c "$cfg" --argjson r "$r" --argjson l "$lat" --argjson i "$iops" \
-      '. + [{config: $c, round: $r, qd1_median_us: $l, qd32_iops: $i, verify: "ok"}]' <<<"$results")
-  done
-done
-
-summary=$(jq -c '
-  def med: sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
-  (group_by(.config) | map({key: .[0].config, value: {qd1_median_us: (map(.qd1_median_us) | med),
-                                                     qd32_iops: (map(.qd32_iops) | med)}}) | from_entries) as $m
-  | {medians: $m,
-     qd1_a_over_b: ($m.a.qd1_median_us / $m.b.qd1_median_us), qd1_a_over_c: ($m.a.qd1_median_us / $m.c.qd1_median_us),
-     qd32_a_over_b: ($m.a.qd32_iops / $m.b.qd32_iops), qd32_a_over_c: ($m.a.qd32_iops / $m.c.qd32_iops)}' <<<"$results")
-jq -n --argjson rounds "$results" --argjson s "$summary" --arg accel "$accel" --argjson secs "$secs" \
-  '{accel: $accel, seconds: $secs, guest_mem: "384M",
-    configs: {a: "ntblend vhost-user-blk over nvme0 lent by a to the VM on b",
-              b: "qemu-storage-daemon vhost-user-blk, file in tmpfs",
-              c: "QEMU -device nvme, file in tmpfs"},
-    rounds: $rounds, summary: $s,
-    part_two: "the driver-model guests (2018 Fig. 7 shape, peer-to-peer in a VM) are added here"}' >"$out"
-jq -r '.summary | "medians: QD1 latency a/b \(.qd1_a_over_b * 100 | round / 100), a/c \(.qd1_a_over_c * 100 | round / 100) (lower is better); QD32 IOPS a/b \(.qd32_a_over_b * 100 | round / 100), a/c \(.qd32_a_over_c * 100 | round / 100) (higher is better)"' "$out"
+want guest && guest_part
+want fig7 || want irq || want p2p && drv_parts
 echo "results: $out"

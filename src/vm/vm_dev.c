@@ -130,22 +130,26 @@ static int borrow_error(const char *name, int rc, char *err, size_t len)
     }
 }
 
-/* The guest's RAM for the device, once: guest-physical address g is at *ram_io + g. As the
- * papers do it (device-lending-kvm-2019 §5), at I/O address = guest-physical address (ram_io
- * 0): the lender's IOMMU maps [0, mem) of the device's domain onto the window to the guest's
- * RAM. Where the lender has no IOMMU the device's addresses are its window's, and ram_io is
- * where the window is; where that range of the domain is taken already (the vhost-user back
- * end's own NVMe queues, mapped where the lender put them), likewise. */
+/* The guest's RAM for the device, once: guest-physical address g is at *ram_io + g. For a
+ * device the guest drives, as the papers do it (device-lending-kvm-2019 §5): at I/O address =
+ * guest-physical address (ram_io 0), the lender's IOMMU mapping [0, mem) of the device's
+ * domain onto the window to the guest's RAM; every other mapping the VM makes for the device
+ * is at a guest address too (its MSI doorbell, peers' guest BARs). Where the lender has no
+ * IOMMU the device's addresses are its window's, and ram_io is where the window is. A QEMU
+ * guest's NVMe is driven by the vhost-user back end here, whose queues libntbnvme maps where
+ * the lender puts them (its RAM, identity I/O addresses, which guest-physical addresses would
+ * collide with): its guest RAM goes beside them, at ram_io, which the back end adds. */
 static int map_ram(struct vm *vm, struct vm_dev *d, uint64_t *ram_io, char *err, size_t len)
 {
     const struct fab_function *fn = fab_func(vm->f, d->fn);
     const struct fab_host *h = fab_host(vm->f, vm->host);
-    int rc = d->sio ? sio_map_addr_at(d->sio, h->node_id, fab_vm_base(vm->slot), vm->mem, 0,
-                                      &d->ram_map)
-                    : -ENODEV;
+    int rc = !d->sio  ? -ENODEV
+             : d->blk ? -EOPNOTSUPP
+                      : sio_map_addr_at(d->sio, h->node_id, fab_vm_base(vm->slot), vm->mem, 0,
+                                        &d->ram_map);
     d->iova_gpa = rc == 0;
     *ram_io = 0;
-    if (rc == -EOPNOTSUPP || (rc == -EEXIST && d->blk))
+    if (rc == -EOPNOTSUPP)
         rc = sio_map_addr(d->sio, h->node_id, fab_vm_base(vm->slot), vm->mem, ram_io,
                           &d->ram_map);
     if (rc == -EEXIST)

@@ -1,8 +1,8 @@
 /*
  * SmartIO: the device registry, borrowing (exclusive, shared, leases), BARs through the NTB,
  * memory mapped for a device in the three places smartio §4.4 names (the borrower, the
- * lender, another lender's device), MSI-X routed to the borrower, and IOMMU isolation on the
- * lender. Where a test needs the device to act, the parent performs the device's DMA or MSI-X
+ * lender, another lender's device), MSI-X routed to the borrower, IOMMU isolation on the
+ * lender, and mappings at an I/O address the borrower chooses (a VM's IOVA = GPA). Where a test needs the device to act, the parent performs the device's DMA or MSI-X
  * through the fabric model as the device's own requester (what the device models do).
  */
 #include <setjmp.h>
@@ -473,6 +473,72 @@ static void test_iommu_isolation_on_the_lender(void **state)
     h_down(fab);
 }
 
+/* ---------------------------------------------------------------- a chosen I/O address */
+
+#define AT_IO 0x100000ull /* where b asks for its buffer in accel0's domain (as a GPA would be) */
+
+static void at_user(void *arg)
+{
+    (void)arg;
+    sio_dev_t *acc, *other;
+    CHECK_EQ(sio_borrow((uint32_t)sio_find("accel0"), SIO_EXCLUSIVE, &acc), 0);
+    CHECK_EQ(sio_enable(acc), 0);
+    volatile uint8_t *buf = sio_ram_alloc(65536);
+    uint64_t phys;
+    CHECK(buf);
+    CHECK_EQ(sio_ram_addr((const void *)buf, 65536, &phys), 0);
+    memset((void *)buf, 0, 65536);
+    sio_dma_t *m, *m2;
+    CHECK_EQ(sio_map_addr_at(acc, NODE_B, phys, 65536, AT_IO, &m), 0);
+    /* The same range of the device's domain again: refused, nothing mapped. */
+    CHECK_EQ(sio_map_addr_at(acc, NODE_B, phys, 4096, AT_IO + 4096, &m2), -EEXIST);
+    /* Not at the memory's offset in its page. */
+    CHECK_EQ(sio_map_addr_at(acc, NODE_B, phys, 4096, AT_IO + 0x200010, &m2), -EINVAL);
+    /* accel1's lender (c) has no IOMMU: there is nothing to map a chosen address with. */
+    CHECK_EQ(sio_borrow((uint32_t)sio_find("accel1"), SIO_EXCLUSIVE, &other), 0);
+    CHECK_EQ(sio_map_addr_at(other, NODE_B, phys, 4096, AT_IO, &m2), -EOPNOTSUPP);
+    sio_return(other);
+    h_put(1);
+    h_get(); /* the parent wrote through AT_IO */
+    CHECK_EQ(buf[0], 0x42);
+    CHECK_EQ(buf[63], 0x42);
+    CHECK_EQ(sio_unmap(m), 0);
+    h_put(1);
+    h_get();
+    sio_ram_free((void *)buf);
+    sio_return(acc);
+}
+
+static void test_map_at_a_chosen_address(void **state)
+{
+    (void)state;
+    char fab[64];
+    snprintf(fab, sizeof fab, "%s", h_fabric_name("sioat"));
+    assert_int_equal(h_up(fab, "tests/topologies/smartio3-iommu.ini"), 0);
+    struct fab *f;
+    assert_int_equal(fab_attach(fab, -1, &f), 0);
+    for (const char *h = "a"; h; h = *h == 'a' ? "c" : NULL) {
+        struct h_proc l = h_spawn(fab, h, lender, (void *)1);
+        h_from(&l);
+        assert_int_equal(h_join(&l), 0);
+    }
+    uint32_t acc = (uint32_t)fab_func_by_name(f, "accel0");
+    struct h_proc u = h_spawn(fab, "b", at_user, NULL);
+    h_from(&u);
+    uint8_t v[64];
+    memset(v, 0x42, sizeof v);
+    /* The device's DMA to the address b chose lands in b's buffer. */
+    assert_int_equal(fab_fn_dma_write(f, acc, AT_IO, v, sizeof v), 0);
+    h_to(&u, 1);
+    h_from(&u);
+    /* Unmapped: the same address faults now. */
+    assert_int_equal(fab_fn_dma_write(f, acc, AT_IO, v, sizeof v), -EFAULT);
+    h_to(&u, 1);
+    assert_int_equal(h_join(&u), 0);
+    fab_detach(f);
+    h_down(fab);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -482,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_placement_by_access_hints),
         cmocka_unit_test(test_mapping_limits),
         cmocka_unit_test(test_iommu_isolation_on_the_lender),
+        cmocka_unit_test(test_map_at_a_chosen_address),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

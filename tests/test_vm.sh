@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Virtual machines (docs/vm.md): bad input is refused with messages that say what to do; a real
-# Linux guest under QEMU (TCG) reads and writes a lent NVMe through its unmodified virtio-blk
-# driver, and the data is on the namespace; the NVMe is hot-removed from and hot-added into the
-# running guest; its lender dies and the guest sees I/O errors, not a hang, while the VM runs
-# on; an emulated guest's address map is there for others to read; a VM killed, or its host,
-# returns everything it held (no LUT, requester-ID or IOMMU entry left). IOMMUs are on.
+# Virtual machines (docs/vm.md; the driver model's guests: test_vm_run): bad input is refused
+# with messages that say what to do; a real Linux guest under QEMU (TCG) reads and writes a
+# lent NVMe through its unmodified virtio-blk driver, and the data is on the namespace; the
+# NVMe is hot-removed from and hot-added into the running guest; its lender dies and the guest
+# sees I/O errors, not a hang, while the VM runs on; an emulated guest's address map is there
+# for others to read, its devices at I/O address = guest-physical once held; a VM killed, or
+# its host, returns everything it held (no LUT, requester-ID or IOMMU entry left). IOMMUs on.
 set -euo pipefail
 fabric="t-vm-$$"
 n() { ntblend --fabric "$fabric" "$@"; }
@@ -111,6 +112,7 @@ n lspci --host a -s nvme0 -v | grep -q "In VM: g1 (on host b)" || fail "lspci: n
   || fail "128 MiB of guest RAM did not take 32 LUT entries: $(n vm list --json)"
 expect_err "a VM named g1 runs already" n vm start g1 --host c --mem 64M --guest emulated
 expect_err "nvme0 is in VM g1 already" n vm start g2 --host c --mem 64M --device nvme0
+expect_err "VM g1 is a QEMU guest: its programs run under its own Linux" n vm run g1 -- true
 # Hot-remove: the guest lets it go, the device goes back to its lender.
 out=$(n vm detach g1 nvme0) || fail "vm detach: $out"
 wait_for 'grep -q "hot-removed" "$log"' '"the guest did not see the hot-remove"'
@@ -149,8 +151,8 @@ n device list | grep -q "accel0 .* yes  *- (vm e1)$" || fail "device list: $(n d
 expect_err "cannot read 4 bytes at 0x3" n vm cfg e1 accel0 3 4
 n vm cfg e1 accel0 4 2 6 || fail "Bus Master"
 j=$(n vm list --json)
-[ "$(jq -r '.[0].devices[0].state, .[0].devices[0].lut_entries' <<<"$j" | tr '\n' ' ')" = "held 16 " ] \
-  || fail "Bus Master did not take accel0: $j"
+[ "$(jq -r '.[0].devices[0].state, .[0].devices[0].lut_entries, .[0].devices[0].ram_io' <<<"$j" | tr '\n' ' ')" = "held 16 0 " ] \
+  || fail "Bus Master did not take accel0 with its I/O addresses the guest's (IOVA = GPA): $j"
 n device list | grep -q "accel0 .* exclusive c (vm e1)$" || fail "device list: $(n device list)"
 [ "$(n vm cfg e1 accel0 4 2)" = 0x6 ] || fail "command: $(n vm cfg e1 accel0 4 2)"
 n vm reset e1 accel0 || fail "reset"

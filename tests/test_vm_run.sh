@@ -84,4 +84,14 @@ wait "$stay" || fail "accel_drv --stay: $(cat "$work/stay")"
 n host start c >/dev/null
 n vm stop e1 >/dev/null
 [ "$(held)" = "$base" ] || fail "the VM left something behind: $(held), was $base"
+
+# ---- the VM stops under a running driver: its devices go, and the driver ends
+n vm start e2 --host b --mem 64M --guest emulated --device accel0 >/dev/null
+n vm run e2 -- accel_drv --size 4k --iters 1 --stay >"$work/stay3" 2>&1 &
+stay=$!
+wait_for "grep -q '^bound 1' '$work/stay3'" "accel_drv --stay in e2 did not start: $(cat "$work/stay3")"
+n vm stop e2 >/dev/null
+wait_for "! kill -0 $stay 2>/dev/null" "the driver outlived its VM: $(cat "$work/stay3")"
+grep -q '^0000:00:01.0: removed' "$work/stay3" || fail "no removal when the VM stopped: $(cat "$work/stay3")"
+[ "$(held)" = "$base" ] || fail "the stopped VM left something behind: $(held), was $base"
 echo "test_vm_run: ok"

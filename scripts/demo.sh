@@ -129,6 +129,13 @@ ntblend --fabric demo-dev vm list
 for _ in $(seq 300); do ntblend --fabric demo-dev vm list --json | grep -q demo-vm || break; sleep 0.1; done
 ntblend --fabric demo-dev vm console demo-vm --log | grep -E "^(guest|read back):"
 rm -f "$tmp_g"
+
+step "A guest of the driver model: an emulated VM on b is given a's and c's accelerators; the same accel_drv runs inside it (guest BDFs, guest RAM, MSI-X into its handler, peer to peer)"
+ntblend --fabric demo-dev device add accel0
+ntblend --fabric demo-dev device add accel1
+ntblend --fabric demo-dev vm start demo-e --host b --mem 64M --guest emulated --device accel0 --device accel1
+ntblend --fabric demo-dev vm run demo-e -- accel_drv --size 256k --iters 2 --p2p
+ntblend --fabric demo-dev vm stop demo-e
 ntblend --fabric demo-dev down
 
 step "OpenSHMEM on a switchless ring of five hosts (demo-ring5.png): oshcc, then oshrun across it"

@@ -6,12 +6,15 @@
 # record), MSI-X programmed with the guest's doorbell reaching the driver's handlers; peer to
 # peer between two devices of one lender and of two lenders at their guest BAR addresses,
 # leaving guest RAM untouched; hot-add while a driver runs; a lender that dies is a surprise
-# removal, not a hang; bad input is refused with what to do; nothing is left behind.
+# removal, not a hang; the VM stopping under a driver removes its devices; lenders without an
+# IOMMU (guest RAM at the window's address); bad input is refused with what to do; nothing is
+# left behind.
 set -euo pipefail
 fabric="t-vmrun-$$"
 n() { ntblend --fabric "$fabric" "$@"; }
 work=$(mktemp -d)
-trap 'n down >/dev/null 2>&1 || true; kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+n2() { ntblend --fabric "$fabric-n" "$@"; }
+trap 'n down >/dev/null 2>&1 || true; n2 down >/dev/null 2>&1 || true; kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 wait_for() { for _ in $(seq "${3:-600}"); do eval "$1" && return 0; sleep 0.1; done; fail "$2"; }
 expect_err() {
@@ -94,4 +97,17 @@ n vm stop e2 >/dev/null
 wait_for "! kill -0 $stay 2>/dev/null" "the driver outlived its VM: $(cat "$work/stay3")"
 grep -q '^0000:00:01.0: removed' "$work/stay3" || fail "no removal when the VM stopped: $(cat "$work/stay3")"
 [ "$(held)" = "$base" ] || fail "the stopped VM left something behind: $(held), was $base"
+n down >/dev/null
+
+# ---- lenders without an IOMMU (smartio3.ini): nothing maps a chosen I/O address, so the
+# devices reach guest RAM at their windows' addresses (ram_io), which the guest's DMA API adds
+n2 up "$NTBLEND_SRC/examples/topologies/smartio3.ini" >/dev/null
+n2 device add accel0 >/dev/null
+n2 device add accel1 >/dev/null
+n2 vm start e3 --host b --mem 64M --guest emulated --device accel0 --device accel1 >/dev/null
+out=$(n2 vm run e3 -- accel_drv --size 64k --iters 2 --p2p 2>&1) || fail "accel_drv without IOMMUs: $out"
+[ "$(grep -c 'data verified' <<<"$out")" = 4 ] || fail "accel_drv without IOMMUs: $out"
+[ "$(n2 vm list --json | jq '[.[0].devices[].ram_io > 0] | all')" = true ] ||
+  fail "without an IOMMU the I/O address of guest RAM is the window's: $(n2 vm list --json)"
+n2 vm stop e3 >/dev/null
 echo "test_vm_run: ok"

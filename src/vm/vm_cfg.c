@@ -9,8 +9,8 @@
  *                 writes are ignored, so sizing reads the address back
  *   command       the guest's own bits: memory space and Bus Master (the device's real
  *                 register is the VM's to set, through SmartIO)
- *   interrupt pin 0: the fabric carries no INTx to a guest; MSI-X stays (delivered through
- *                 the lender's window, sio_enable_vector)
+ *   interrupt pin 0: the fabric carries no INTx to a guest; MSI-X stays (routed by the VM:
+ *                 vm_guest_req.c, the guest's vector on a host vector of the VM's host)
  *   SR-IOV        hidden (0x100 reads 0): a guest cannot make virtual functions of a device
  *                 that is not its host's
  */

@@ -171,8 +171,8 @@ static void inbound_unmap(const struct bmap *m)
     if (!m->rid)
         return;
     struct inbound_req q = { .addr = m->addr, .size = m->size, .rid = m->rid };
-    if (m->target == agent.host)
-        fab_iommu_unmap(agent.f, agent.host, (uint16_t)q.rid, q.addr, q.size);
+    if (m->target == agent.host) /* counted: another device's mapping of it may stay */
+        lend_inbound(agent.host, &q, false);
     else
         mbox_call(m->target, MBOX_INBOUND_UNMAP, &q, sizeof q, NULL, 0, NULL, 1000);
 }
@@ -281,9 +281,8 @@ static int map_for(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, 
         if (peer >= 0)
             m->rid = fab_adapter(f, (uint32_t)peer)->rid;
         struct inbound_req q = { .addr = m->addr, .size = m->size, .rid = m->rid };
-        if (target == agent.host)
-            rc = fab_iommu_map(f, target, (uint16_t)q.rid, q.addr, q.addr, q.size,
-                               FAB_PERM_READ | FAB_PERM_WRITE, 0);
+        if (target == agent.host) /* counted: two devices of one lender may map the same */
+            rc = lend_inbound(agent.host, &q, true);
         else
             rc = mbox_call(target, MBOX_INBOUND_MAP, &q, sizeof q, NULL, 0, NULL, 1000);
         if (rc == -EEXIST)

@@ -2,7 +2,9 @@
  * Device lending, a target's side: IOMMU mappings a peer asks for (MBOX_INBOUND_MAP) so that a
  * device it borrowed, whose traffic arrives through one of our adapters, reaches our memory.
  * Only our adapters' requester IDs and only our RAM; kept per asking host and counted, so a
- * repeated request does not stack and a host that dies loses them (lend_lease.c).
+ * repeated request does not stack and a host that dies loses them (lend_lease.c). Our own
+ * borrows' mappings here (this host's RAM, MSI region or a VM's RAM, for devices this host
+ * borrows) are kept and counted the same way, as this host's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -42,21 +44,9 @@ void lend_inbound_put(struct inbound **pp)
     free(i);
 }
 
-/* A peer's request to open (or close) our IOMMU for traffic entering through one of our
- * adapters. Only our adapters' requester IDs and only our RAM: a peer cannot open the IOMMU
- * for anything else, and what it opened goes with it (dev_inbound_host_gone). */
-static int h_inbound(uint32_t from, const void *req, uint32_t len, void *rsp,
-                     uint32_t *rsp_len, bool map)
+int lend_inbound(uint32_t from, const struct inbound_req *q, bool map)
 {
-    (void)rsp;
-    (void)rsp_len;
-    struct inbound_req r;
-    if (len < sizeof r)
-        return -EINVAL;
-    memcpy(&r, req, sizeof r);
-    if (!r.size || (r.addr | r.size) & 4095 ||
-        !fab_host_ram_range(agent.f, agent.host, r.addr, r.size) || !own_adapter_rid(r.rid))
-        return -EINVAL;
+    struct inbound_req r = *q;
     int rc = 0;
     pthread_mutex_lock(&lending.lock);
     struct inbound **pp = &lending.inbounds, *mine = NULL;
@@ -101,6 +91,24 @@ static int h_inbound(uint32_t from, const void *req, uint32_t len, void *rsp,
 out:
     pthread_mutex_unlock(&lending.lock);
     return rc;
+}
+
+/* A peer's request to open (or close) our IOMMU for traffic entering through one of our
+ * adapters. Only our adapters' requester IDs and only our RAM: a peer cannot open the IOMMU
+ * for anything else, and what it opened goes with it (dev_inbound_host_gone). */
+static int h_inbound(uint32_t from, const void *req, uint32_t len, void *rsp,
+                     uint32_t *rsp_len, bool map)
+{
+    (void)rsp;
+    (void)rsp_len;
+    struct inbound_req r;
+    if (len < sizeof r)
+        return -EINVAL;
+    memcpy(&r, req, sizeof r);
+    if (!r.size || (r.addr | r.size) & 4095 ||
+        !fab_host_ram_range(agent.f, agent.host, r.addr, r.size) || !own_adapter_rid(r.rid))
+        return -EINVAL;
+    return lend_inbound(from, &r, map);
 }
 
 static int h_inbound_map(uint32_t from, const void *req, uint32_t len,

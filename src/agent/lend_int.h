@@ -142,6 +142,9 @@ void lend_register_lender(void);
 /* lend_inbound.c: drop one record of an inbound mapping, and the mapping with the last (lock
  * held); its handlers. */
 void lend_inbound_put(struct inbound **pp);
+/* Map (or unmap) q for requests of host `from` (this host's own borrows: agent.host), counted:
+ * the mapping goes with the last who asked for it. Lock not held. 0 or -errno. */
+int lend_inbound(uint32_t from, const struct inbound_req *q, bool map);
 void lend_register_inbound(void);
 
 /* lend_borrow.c: send a lending request to fn's lender (or serve it here when we are the

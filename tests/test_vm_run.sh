@@ -69,10 +69,14 @@ json=$(n vm list --json)
   fail "64 MiB of guest RAM should take 16 LUT entries of 4 MiB: $json"
 [ "$(n status --json | jq '[.hosts[].iommu_faults] | add')" = 0 ] || fail "IOMMU faults: $(n status)"
 
-# ---- nvme_drv in the VM, the NVMe hot-added while a driver runs there
+# ---- hot-add under a running driver: accel1 leaves, accel_drv --stay starts on the other two,
+# accel1 comes back and the running driver probes it; then nvme_drv on a hot-added NVMe
+n vm detach e1 accel1 >/dev/null
 n vm run e1 -- accel_drv --size 4k --iters 1 --stay >"$work/stay" 2>&1 &
 stay=$!
-wait_for "grep -q '^0000:00:03.0 .*data verified' '$work/stay'" "accel_drv --stay did not start: $(cat "$work/stay")"
+wait_for "grep -q '^bound 2' '$work/stay'" "accel_drv --stay did not start: $(cat "$work/stay")"
+n vm attach e1 accel1 >/dev/null
+wait_for "grep -q '^0000:00:02.0 .*data verified' '$work/stay'" "the running driver did not probe the hot-added accel1: $(cat "$work/stay")"
 n vm attach e1 nvme0 >/dev/null
 out=$(n vm run e1 -- nvme_drv --range 0:64 2>&1) || fail "nvme_drv in e1: $out"
 grep -q "^0000:00:04.0: namespace 1 blocks 0..63: .* data verified" <<<"$out" || fail "nvme_drv: $out"

@@ -128,6 +128,7 @@ json_object *cli_vms_json(const struct fab *f)
                 : atomic_load(&x->state) == FAB_VMDEV_GONE ? "gone" : "offered"));
             json_object_object_add(jd, "guest_bdf", json_object_new_string(bdf));
             json_object_object_add(jd, "ram_io", json_object_new_int64((int64_t)x->ram_io));
+            json_object_object_add(jd, "iova_gpa", json_object_new_boolean(x->flags & FAB_VMDEV_IOVA_GPA));
             json_object_object_add(jd, "lut_entries", json_object_new_int((int)x->luts));
             for (int b = 0; b < FAB_BARS; b++)
                 json_object_array_add(bars, json_object_new_int64((int64_t)x->guest_bar[b]));

@@ -180,7 +180,7 @@ int sio_vm_wait(sio_vm_t *vm, uint32_t *seen, int timeout_ms)
         }
         /* A VM that ended bumps no word: look now and then. */
         uint64_t soon = seg_deadline(timeout_ms < 0 || timeout_ms > 500 ? 500 : timeout_ms);
-        if (seg_futex_wait_ms(vm->word, now, soon < deadline ? soon : deadline)) {
+        if (seg_futex_wait_ms(NULL, vm->word, now, soon < deadline ? soon : deadline)) {
             struct ntb_vm_info x;
             if (vm->rt->ops->vm_info(vm->rt, vm->name, &x) || x.slot != vm->info.slot) {
                 rc = 0; /* gone: the caller lists no device any more */

@@ -3,9 +3,11 @@
  * (examples/topologies/smartio3.ini: nvme0 in host a): a borrowed NVMe's BAR 0 as a connected
  * segment whose plain stores reach the controller (it comes ready with no sio_write32 to tell
  * it), device memory shared by number between two borrowers and private to one connection,
- * and a segment of the caller's own pages (seg_create_registered) given back on removal.
+ * and a segment of the caller's own pages (seg_create_registered) given back on removal; a
+ * register mapping watched across a function reset and given back when its process dies.
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
@@ -112,6 +114,114 @@ static void test_bar_segment(void **state)
 {
     struct h_proc b = h_spawn(FAB, "b", bar_user, NULL);
     assert_int_equal(h_join(&b), 0);
+}
+
+/* ---------------------------------------------------------------- across a reset, and a death */
+
+/* Enable the controller with plain stores (admin queues at io: SQ, CQ, a data page), and wait
+ * up to 10 s for CSTS.RDY. */
+static uint32_t enable_by_stores(volatile uint32_t *r, uint64_t io)
+{
+    r[0x14 / 4] = 0;
+    r[0x24 / 4] = 31u << 16 | 31u;
+    *(volatile uint64_t *)&r[0x28 / 4] = io;
+    *(volatile uint64_t *)&r[0x30 / 4] = io + 4096;
+    r[0x14 / 4] = 0x460001;
+    struct timespec ts = { 0, 1000000 };
+    for (int i = 0; !(r[0x1c / 4] & 1) && i < 10000; i++)
+        nanosleep(&ts, NULL);
+    return r[0x1c / 4] & 1;
+}
+
+/* A held mapping is what the model watches, not the function's state: a function-level reset
+ * (a guest's FLR, a lender reclaiming) unmaps nobody, so stores through the mapping after it,
+ * an enable and an admin doorbell, must still reach the controller. */
+static void reset_user(void *arg)
+{
+    seg_desc_t *sd;
+    seg_remote_t *bar;
+    seg_map_t *m, *qm;
+    seg_local_t *q;
+    uint64_t io;
+    sio_dma_t *dma;
+    CHECK_EQ(seg_open(&sd), 0);
+    sio_dev_t *d = borrow_nvme();
+    CHECK_EQ(sio_connect_bar(sd, d, 0, 0, &bar), 0);
+    volatile uint32_t *r = seg_map_remote(bar, 0, 0, 0, &m);
+    CHECK(r);
+    CHECK_EQ(seg_create(sd, &q, SEG_ID_AUTO, 3 * 4096), 0);
+    volatile uint32_t *mem = seg_map_local(q, 0, 0, 0, &qm);
+    CHECK(mem);
+    CHECK_EQ(sio_map_local(d, q, 0, 3 * 4096, &io, &dma), 0);
+    CHECK_EQ(enable_by_stores(r, io), 1);
+    h_put(1);
+    h_get(); /* the function was reset meanwhile */
+    CHECK_EQ(raw_maps(), 1);
+    CHECK_EQ(r[0x1c / 4] & 1, 0); /* the reset disabled it */
+    CHECK_EQ(sio_enable(d), 0);   /* bus mastering back, as a driver does after an FLR */
+    memset((void *)mem, 0, 3 * 4096);
+    CHECK_EQ(enable_by_stores(r, io), 1);
+    /* Identify Controller through the admin doorbell, a plain store */
+    mem[0] = 0x06 | 7u << 16;                        /* opcode, command id 7 */
+    *(volatile uint64_t *)&mem[6] = io + 2 * 4096;   /* PRP1 */
+    mem[10] = 1;                                     /* CNS: the controller */
+    r[0x1000 / 4] = 1;                               /* SQ 0 tail */
+    volatile uint32_t *cqe = mem + 4096 / 4;
+    struct timespec ts = { 0, 1000000 };
+    for (int i = 0; !(cqe[3] & 0x10000) && i < 10000; i++)
+        nanosleep(&ts, NULL);
+    CHECK_EQ(cqe[3] & 0xffff, 7);       /* phase set, command 7 ... */
+    CHECK_EQ(cqe[3] >> 17, 0);          /* ... with success */
+    CHECK(mem[2 * 1024] != 0);          /* the identify data (PCI vendor id) landed */
+    r[0x1004 / 4] = 1;                  /* CQ 0 head */
+    r[0x14 / 4] = 0;
+    CHECK_EQ(seg_unmap(m), 0);
+    CHECK_EQ(raw_maps(), 0);
+    CHECK_EQ(seg_disconnect(bar), 0);
+    CHECK_EQ(sio_unmap(dma), 0);
+    CHECK_EQ(seg_unmap(qm), 0);
+    CHECK_EQ(seg_remove(q), 0);
+    CHECK_EQ(sio_return(d), 0);
+    seg_close(sd);
+}
+
+static void test_mapping_across_reset(void **state)
+{
+    struct h_proc b = h_spawn(FAB, "b", reset_user, NULL);
+    assert_int_equal(h_from(&b), 1);
+    assert_int_equal(raw_maps(), 1);
+    fab_fn_reset(F, 0);
+    assert_int_equal(raw_maps(), 1);
+    h_to(&b, 1);
+    assert_int_equal(h_join(&b), 0);
+}
+
+/* A process killed with its mapping gives its count back, as it does its LUT entries. */
+static void dying_user(void *arg)
+{
+    seg_desc_t *sd;
+    seg_remote_t *bar;
+    seg_map_t *m;
+    CHECK_EQ(seg_open(&sd), 0);
+    sio_dev_t *d = borrow_nvme();
+    CHECK_EQ(sio_connect_bar(sd, d, 0, 0, &bar), 0);
+    CHECK(seg_map_remote(bar, 0, 0, 0, &m));
+    CHECK(seg_map_remote(bar, 0, 4096, 0, &m)); /* two: counted twice, both given back */
+    h_put(1);
+    h_get(); /* killed here */
+}
+
+static void test_mapping_dies_with_process(void **state)
+{
+    struct h_proc b = h_spawn(FAB, "b", dying_user, NULL);
+    assert_int_equal(h_from(&b), 1);
+    assert_int_equal(raw_maps(), 2);
+    kill(b.pid, SIGKILL);
+    h_join(&b);
+    struct timespec ts = { 0, 10000000 };
+    for (int i = 0; raw_maps() && i < 3000; i++) /* the agent reaps it: up to 30 s */
+        nanosleep(&ts, NULL);
+    assert_int_equal(raw_maps(), 0);
 }
 
 /* ---------------------------------------------------------------- device memory */
@@ -253,6 +363,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bar_segment),
+        cmocka_unit_test(test_mapping_across_reset),
+        cmocka_unit_test(test_mapping_dies_with_process),
         cmocka_unit_test(test_device_memory),
         cmocka_unit_test(test_registered),
     };

@@ -97,7 +97,9 @@ uint32_t seg_remote_node_id(const seg_remote_t *seg);
 /* ---- mappings ---- */
 #define SEG_MAP_READONLY 1u
 /** seg_map_remote() - Map [offset, offset+size) of a segment; size 0 maps to the end. The
- * pointer reaches the owner's memory directly.
+ * pointer reaches the owner's memory directly. A writable map of a device's register BAR
+ * (sio_connect_bar) makes the device's model watch its registers for plain stores until the
+ * map goes (or this process does); ENOSPC: 32 processes hold such maps of the device already.
  */
 void *seg_map_remote(seg_remote_t *seg, size_t offset, size_t size, unsigned flags,
                      seg_map_t **map);

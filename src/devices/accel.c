@@ -119,10 +119,16 @@ static void *accel_thread(void *arg)
     /* Idle: the wait policy (src/wait), spinning up to IDLE_POLL_NS, then asleep on reg_seq. */
     struct wpol_site site = WPOL_SITE("accel model", IDLE_POLL_NS, 0);
     struct ring_wait r = { a, fx, 0, 0 };
-    const struct wpol_how how = { .ready = rang, .arg = &r, .word = &fx->reg_seq,
-                                  .sleepers = &fx->reg_waiters, .sleep_ns = 1000000000 };
+    struct wpol_how how = { .ready = rang, .arg = &r, .word = &fx->reg_seq,
+                            .sleepers = &fx->reg_waiters, .sleep_ns = 1000000000 };
+    uint64_t swept = 0;
+    uint32_t gen = atomic_load(&fx->reset_gen);
     while (!atomic_load(&a->stop)) {
         uint32_t seen = atomic_load(&fx->reg_seq);
+        if (atomic_load(&fx->reset_gen) != gen) { /* an FLR: the registers are cleared */
+            gen = atomic_load(&fx->reset_gen);
+            accel_core_flr(&a->core);
+        }
         uint32_t head = accel_core_head(&a->core);
         switch (accel_core_step(&a->core)) {
         case ACCEL_STEP_RAN:
@@ -137,6 +143,11 @@ static void *accel_thread(void *arg)
         }
         r.seen = seen;
         r.head = head;
+        /* A mapped BAR0 (a SISCI program's) moves HEAD and CTRL with plain stores, which bump
+         * no reg_seq: rang sees HEAD while spinning, and no sleep is longer than a tick. */
+        bool raw = fab_fn_raw_watch(a->f, a->fn, &swept);
+        how.deadline_ns = raw ? wpol_now_ns() + FAB_RAW_TICK_NS : 0;
+        how.sleep_ns = raw ? FAB_RAW_TICK_NS : 1000000000;
         wpol_wait(&site, &how);
     }
     return NULL;

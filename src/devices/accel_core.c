@@ -60,6 +60,8 @@ static void do_reset(struct accel_core *a)
                        __ATOMIC_ACQ_REL);
 }
 
+void accel_core_flr(struct accel_core *a) { do_reset(a); }
+
 void accel_core_init(struct accel_core *a)
 {
     wr32(a, ACCEL_REG_CONTROL, 0);

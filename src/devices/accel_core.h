@@ -45,6 +45,8 @@ enum accel_step {
 
 /* Power-on state: engine disabled, ring empty, registers published. */
 void accel_core_init(struct accel_core *a);
+/* A function-level reset cleared the registers: forget the ring's progress and any error. */
+void accel_core_flr(struct accel_core *a);
 
 /* Handle a pending reset, deliver pending MSI-X vectors, and execute at most one descriptor. */
 enum accel_step accel_core_step(struct accel_core *a);

@@ -142,14 +142,23 @@ static void *run(void *arg)
     struct bell_wait b = { m, fx, 0 };
     struct wpol_how how = { .ready = rang, .arg = &b, .word = &fx->reg_seq,
                             .sleepers = &fx->reg_waiters, .sleep_ns = 1000000000 };
+    uint64_t swept = 0;
+    uint32_t gen = atomic_load(&fx->reset_gen);
     while (!atomic_load(&m->stop)) {
         b.seen = atomic_load(&fx->reg_seq);
+        /* A function-level reset cleared the registers, maybe with an enable stored again
+         * before this thread looked (CC.EN seen set throughout): the controller's state goes
+         * first, as it does on hardware before the reset completes. */
+        if (atomic_load(&fx->reset_gen) != gen) {
+            gen = atomic_load(&fx->reset_gen);
+            nvme_reset(&m->c);
+        }
         bool ready = nvme_regs_update(&m->c);
         if (ready && nvme_process(&m->c) > 0)
             continue;
         /* With plain stores to watch for, no wait is longer than a tick: any register (an
          * enable in CC, say) may have changed unannounced. */
-        bool raw = atomic_load(&fx->raw_maps) != 0;
+        bool raw = fab_fn_raw_watch(m->f, m->fn, &swept);
         how.deadline_ns = raw ? wpol_now_ns() + FAB_RAW_TICK_NS : 0;
         how.sleep_ns = raw ? FAB_RAW_TICK_NS : 1000000000;
         wpol_wait(ready ? &polling : &idle, &how);

@@ -134,19 +134,6 @@ int fab_fn_wait(struct fab *f, uint32_t fni, uint32_t seen, int64_t timeout_ns)
     return rc;
 }
 
-void fab_fn_raw(struct fab *f, uint32_t fni, int delta)
-{
-    _Atomic uint32_t *n = &fab_func(f, fni)->raw_maps;
-    uint32_t v = atomic_load(n);
-    /* Never below zero: a reset may have cleared the count of a mapping still held. */
-    while (!atomic_compare_exchange_weak(n, &v, delta > 0 ? v + 1 : v ? v - 1 : 0))
-        ;
-    /* A model asleep without a deadline (nothing to watch when it went to sleep) must start
-     * watching now: the first plain store (an enable in CC) may come right after the map. */
-    if (delta > 0)
-        fab_fn_notify(f, fni);
-}
-
 static void fn_reset(struct fab *f, uint32_t fni, bool all_bars)
 {
     struct fab_function *fn = fab_func(f, fni);
@@ -163,7 +150,8 @@ static void fn_reset(struct fab *f, uint32_t fni, bool all_bars)
         if (fn->bar[b].kind == FAB_BAR_REGS || (all_bars && fn->bar[b].kind == FAB_BAR_MEM))
             fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)fn->bar[b].off,
                       (off_t)fn->bar[b].size);
-    atomic_store(&fn->raw_maps, 0); /* a reset function has no mappings left to watch */
+    /* raw_maps stays: a reset unmaps nobody, and stores through a mapping held across it (a
+     * guest's FLR, a reclaim racing a map) must still be seen. */
     atomic_fetch_add(&fn->reset_gen, 1);
     fab_fn_notify(f, fni);
 }

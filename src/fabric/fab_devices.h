@@ -28,11 +28,19 @@ int fab_fn_msix(struct fab *f, uint32_t fn, uint32_t vector);
  * so the model drops its state (what a lender does when it reclaims a device). */
 void fab_fn_reset(struct fab *f, uint32_t fn);
 /* Tell a function's model that a register changed (what a write to a register BAR does). */
-/* A CPU mapping of fn's registers that stores without fab_fn_notify was made (delta > 0) or
- * dropped (delta < 0): models then look at their registers every FAB_RAW_TICK_NS. */
-#define FAB_RAW_TICK_NS 200000
-void fab_fn_raw(struct fab *f, uint32_t fn, int delta);
 void fab_fn_notify(struct fab *f, uint32_t fn);
+/* rawmap.c: a CPU mapping of fn's registers that stores without fab_fn_notify was made
+ * (delta > 0) or dropped (delta < 0) by this process: models then look at their registers
+ * every FAB_RAW_TICK_NS. Counted per process (-ENOSPC: FAB_RAW_OWNERS processes hold such
+ * mappings of fn already); a reset keeps the counts, the holder's death gives them back. */
+#define FAB_RAW_TICK_NS 200000
+#define FAB_RAW_SWEEP_NS 1000000000ull
+int fab_fn_raw(struct fab *f, uint32_t fn, int delta);
+/* Give back the mappings that process pid (dead) held. */
+void fab_fn_raw_reap(struct fab *f, int32_t pid);
+/* A model: are there plain-store mappings of fn to watch? Every FAB_RAW_SWEEP_NS (by
+ * *swept_ns, the caller's) it also gives back those of processes that died unreaped. */
+bool fab_fn_raw_watch(struct fab *f, uint32_t fn, uint64_t *swept_ns);
 /* A model thread: sleep until a register write of fn changes reg_seq from `seen`, or
  * timeout_ns (< 0: none) passes. As fab_futex_wait. */
 int fab_fn_wait(struct fab *f, uint32_t fn, uint32_t seen, int64_t timeout_ns);

@@ -70,6 +70,13 @@ struct fab_bar {
     uint64_t off;    /* where it lives in the function's BAR file */
 };
 
+/* A process's CPU mappings of one function's registers (fab_function.raw_maps). */
+#define FAB_RAW_OWNERS 32
+struct fab_raw_owner {
+    int32_t pid; /* 0: free */
+    uint32_t n;
+};
+
 struct fab_function {
     char name[TOPO_NAME_MAX];  /* "nvme0", "nvme0.f1" (multi-function), "accel0.vf2" (SR-IOV) */
     char type[TOPO_NAME_MAX];  /* model: "nvme", "accel" */
@@ -102,8 +109,12 @@ struct fab_function {
     /* CPU mappings of a register BAR whose stores come without fab_fn_notify (a SISCI
      * program's plain stores to a mapped BAR): while there are any, the model looks at its
      * registers on its own (fab_fn_wait wakes every FAB_RAW_TICK_NS), as hardware sees a
-     * store without being told. */
+     * store without being told. raw_maps is the sum of raw_owner[].n, kept for the models'
+     * hot checks; each process's share is counted under its pid (rawmap.c) so that it goes
+     * with the process, as its LUT entries do. A reset leaves them: it unmaps nobody. */
     _Atomic uint32_t raw_maps;
+    _Atomic uint32_t raw_lock;
+    struct fab_raw_owner raw_owner[FAB_RAW_OWNERS];
 };
 
 /* Device Lending: a function lent to this host and hot-added into its PCIe tree ("shadow").

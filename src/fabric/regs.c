@@ -358,6 +358,7 @@ void fab_reap_owner(struct fab *f, int32_t pid)
             }
         fab_unlock(&hh->iommu_lock);
     }
+    fab_fn_raw_reap(f, pid);
     if (changed)
         fab_map_changed(f);
 }

@@ -192,14 +192,15 @@ struct ntb_backend_ops {
      * tell the function's model a register was written (a doorbell write on hardware needs
      * nothing: the write itself is the notification). fn_raw: a CPU mapping of fn's
      * registers whose stores come without fn_notify was made (+1) or dropped (-1), so the
-     * model must watch them itself; NULL where a store needs no notification (hardware). */
+     * model must watch them itself (-ENOSPC: too many processes hold such mappings of fn);
+     * NULL where a store needs no notification (hardware). */
     int (*func_info)(struct rt *rt, uint32_t fn, struct ntb_func_info *out);
     int (*func_by_name)(struct rt *rt, const char *name);
     uint32_t (*cfg_read)(struct rt *rt, uint32_t fn, uint32_t off, uint32_t len);
     int (*cfg_write)(struct rt *rt, uint32_t fn, uint32_t off, uint32_t len, uint32_t val);
     volatile void *(*bar_mem)(struct rt *rt, uint32_t fn, int bar);
     void (*fn_notify)(struct rt *rt, uint32_t fn);
-    void (*fn_raw)(struct rt *rt, uint32_t fn, int delta);
+    int (*fn_raw)(struct rt *rt, uint32_t fn, int delta);
     /* tree: the functions lent to `host` and hot-added into its PCIe tree, at most max into
      * out; returns how many there are. tree_word: a word that changes on every hot-add and
      * hot-remove in host's tree (wait on it with wait()). Both may be NULL (no lending). */

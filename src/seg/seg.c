@@ -448,6 +448,17 @@ void *seg_map_remote(seg_remote_t *r, size_t offset, size_t size, unsigned flags
         errno = ENOMEM;
         return NULL;
     }
+    /* Stores through it reach the registers with no sio_write32 to tell the model: counted
+     * first, so that a model never misses a store through a mapping it was not told of. */
+    m->raw = r->dev_regs && !(flags & SEG_MAP_READONLY) && rt->ops->fn_raw;
+    if (m->raw) {
+        int rc = rt->ops->fn_raw(rt, r->dev_fn, +1);
+        if (rc) {
+            free(m);
+            errno = -rc;
+            return NULL;
+        }
+    }
     if (r->dev && r->local) { /* the BAR of a device in this host: its own mapping */
         volatile char *bar = rt->ops->bar_mem(rt, r->dev_fn, r->dev_bar);
         m->ptr = bar ? (char *)bar + offset : NULL;
@@ -461,16 +472,14 @@ void *seg_map_remote(seg_remote_t *r, size_t offset, size_t size, unsigned flags
     }
     if (!m->ptr) {
         int e = errno;
+        if (m->raw)
+            rt->ops->fn_raw(rt, r->dev_fn, -1);
         free(m);
         errno = e;
         return NULL;
     }
     m->remote = r;
     m->size = size;
-    /* Stores through it reach the registers with no sio_write32 to tell the model. */
-    m->raw = r->dev_regs && !(flags & SEG_MAP_READONLY) && rt->ops->fn_raw;
-    if (m->raw)
-        rt->ops->fn_raw(rt, r->dev_fn, +1);
     atomic_fetch_add(&r->nmaps, 1);
     *map = m;
     return m->ptr;

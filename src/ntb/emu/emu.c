@@ -267,9 +267,9 @@ static volatile void *emu_bar_mem(struct rt *rt, uint32_t fn, int bar)
 }
 
 static void emu_fn_notify(struct rt *rt, uint32_t fn) { fab_fn_notify(emu_fab(rt), fn); }
-static void emu_fn_raw(struct rt *rt, uint32_t fn, int delta)
+static int emu_fn_raw(struct rt *rt, uint32_t fn, int delta)
 {
-    fab_fn_raw(emu_fab(rt), fn, delta);
+    return fab_fn_raw(emu_fab(rt), fn, delta);
 }
 
 /* ---------------------------------------------------------------- virtual machines */

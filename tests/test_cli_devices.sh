@@ -12,6 +12,15 @@ n up "$NTBLEND_SRC/examples/topologies/smartio3.ini" >/dev/null
 out=$(n device list)
 grep -q "nvme0 .*nvme .*a .*8086:2701 010802" <<<"$out" || fail "device list: $out"
 grep -q "accel1 .*accel .*c " <<<"$out" || fail "device list: $out"
+# Each device's SISCI fdid (node id << 16 | id + 1): what libnvm's --ctrl= takes.
+grep -q "^ *0  0x40001  *nvme0 " <<<"$out" || fail "device list: no fdid 0x40001 for nvme0: $out"
+grep -q "^ *2  0xc0003  *accel1 " <<<"$out" || fail "device list: no fdid 0xc0003 for accel1: $out"
+[ "$(n device list --json | jq -r '.[] | select(.name=="nvme0") | .fdid')" = $((0x40001)) ] \
+  || fail "device list --json: fdid"
+grep -q "Device: nvme0 (model nvme, up), SISCI fdid 0x40001" <<<"$(n lspci -s nvme0 -v)" \
+  || fail "lspci -v: fdid"
+[ "$(n lspci --json --host c | jq -r '.[0].functions[] | select(.name=="accel1") | .fdid')" = $((0xc0003)) ] \
+  || fail "lspci --json: fdid"
 
 expect_fail n device borrow nvme0 --host b           # not lent out yet
 n device add nvme0 >/dev/null

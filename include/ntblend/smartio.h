@@ -54,6 +54,10 @@ struct sio_info {
     uint32_t manager_pid;   /* ... in this process */
 };
 
+/* A device's SISCI fabric device id (fdid, what SCIBorrowDevice and libnvm's --ctrl= take):
+ * its lender's node id and its id + 1, never 0 (SISCI programs read 0 as "none"). */
+#define SIO_FDID(node_id, id) ((unsigned long long)(node_id) << 16 | ((unsigned long long)(id) + 1))
+
 /** sio_list() - All devices of the fabric; returns how many there are (copies at most max). */
 int sio_list(struct sio_info *out, int max);
 /** sio_find() - The id of a device by name, or -ENOENT. */

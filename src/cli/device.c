@@ -40,8 +40,8 @@ void cli_print_devices(const struct fab *f)
     printf("\nDEVICES (%u)\n", f->ctl->nfuncs);
     if (!f->ctl->nfuncs)
         return;
-    printf("  %3s  %-14s %-6s %-8s %-9s %-8s %-5s %-9s %s\n", "ID", "NAME", "TYPE", "LENDER",
-           "VEN:DEV", "CLASS", "MODEL", "LENT", "BORROWERS");
+    printf("  %3s  %-8s %-14s %-6s %-8s %-9s %-8s %-5s %-9s %s\n", "ID", "FDID", "NAME", "TYPE",
+           "LENDER", "VEN:DEV", "CLASS", "MODEL", "LENT", "BORROWERS");
     for (uint32_t i = 0; i < f->ctl->nfuncs; i++) {
         const struct fab_function *x = fab_func(f, i);
         uint16_t ven, dev;
@@ -60,8 +60,10 @@ void cli_print_devices(const struct fab *f)
         char vm[FAB_VM_NAME + 8] = "";
         if (cli_vm_of(f, i, vm + 5, sizeof vm - 5) >= 0)
             memcpy(vm, " (vm ", 5), strcat(vm, ")");
-        printf("  %3u  %-14s %-6s %-8s %04x:%04x %06x   %-5s %-9s %s%s%s\n", i, x->name, x->type,
-               fab_host(f, x->host)->name, ven, dev, class_of(x),
+        char fdid[24];
+        snprintf(fdid, sizeof fdid, "0x%llx", SIO_FDID(fab_host(f, x->host)->node_id, i));
+        printf("  %3u  %-8s %-14s %-6s %-8s %04x:%04x %06x   %-5s %-9s %s%s%s\n", i, fdid, x->name,
+               x->type, fab_host(f, x->host)->name, ven, dev, class_of(x),
                atomic_load(&x->model_up) ? "up" : "down", lent, n ? names : "-", mgr, vm);
     }
 }
@@ -81,6 +83,8 @@ json_object *cli_devices_json(const struct fab *f)
         for (char *save, *t = strtok_r(names, ",", &save); t; t = strtok_r(NULL, ",", &save))
             json_object_array_add(b, json_object_new_string(t));
         json_object_object_add(o, "id", json_object_new_int((int)i));
+        json_object_object_add(o, "fdid", json_object_new_int64(
+                                              (int64_t)SIO_FDID(fab_host(f, x->host)->node_id, i)));
         json_object_object_add(o, "name", json_object_new_string(x->name));
         json_object_object_add(o, "type", json_object_new_string(x->type));
         json_object_object_add(o, "lender", json_object_new_string(fab_host(f, x->host)->name));

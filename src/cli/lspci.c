@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "ntblend/smartio.h"
 
 /* The adapters' IDs: the seeds' PXH810 cards are built on a Broadcom (PLX) PEX8733. */
 #define NTB_VENDOR 0x10b5
@@ -288,8 +289,9 @@ static void print_verbose(const struct fab *f, const struct pci_entry *e, int ve
                 printf("\t\tTotal VFs: %u, Number of VFs: %u\n", total, num);
         }
         /* Where a kernel would name the bound driver: the model and who holds the device. */
-        printf("\tDevice: %s (model %s, %s)\n", x->name, x->type,
-               atomic_load(&x->model_up) ? "up" : "down");
+        printf("\tDevice: %s (model %s, %s), SISCI fdid 0x%llx\n", x->name, x->type,
+               atomic_load(&x->model_up) ? "up" : "down",
+               SIO_FDID(fab_host(f, x->host)->node_id, (uint32_t)(x - fab_func(f, 0))));
         if (e->shadow)
             printf("\tLent by: %s (hot-added; its %02x:%02x.%x there)\n",
                    fab_host(f, x->host)->name, x->rid >> 8, (x->rid >> 3) & 0x1f, x->rid & 7);
@@ -365,8 +367,12 @@ static json_object *entry_json(const struct fab *f, const struct pci_entry *e)
                                                              : e->dma ? "ntb-dma" : "ntb"));
     if (e->shadow)
         json_object_object_add(o, "lender", json_object_new_string(fab_host(f, e->fn->host)->name));
-    if (e->fn)
+    if (e->fn) {
         json_object_object_add(o, "type", json_object_new_string(e->fn->type));
+        json_object_object_add(o, "fdid", json_object_new_int64((int64_t)SIO_FDID(
+                                              fab_host(f, e->fn->host)->node_id,
+                                              (uint32_t)(e->fn - fab_func(f, 0)))));
+    }
     snprintf(buf, sizeof buf, "%06x", e->class_code);
     json_object_object_add(o, "class", json_object_new_string(buf));
     json_object_object_add(o, "class_name", json_object_new_string(

@@ -102,8 +102,9 @@ static const struct command commands[] = {
       "  ntblend topology --dot examples/topologies/ring5.ini | dot -Tsvg -o ring5.svg\n" },
     { "device", cmd_device, "device list|add|remove|borrow|return|lend|reclaim ... [--fabric NAME]",
       "list the fabric's PCIe devices, lend them out, borrow them, hot-add them elsewhere",
-      "  device list [--json]            every device: id, name, type, lender, PCI ids and\n"
-      "                                  class, whether it is lent out, who borrows it\n"
+      "  device list [--json]            every device: id, SISCI fdid, name, type, lender,\n"
+      "                                  PCI ids and class, whether it is lent out, who\n"
+      "                                  borrows it\n"
       "  device add NAME                 the lender makes the device available to borrow\n"
       "  device remove NAME              ... and withdraws it (hot-removed where lent; borrows stay)\n"
       "  device borrow NAME --host H [--shared]\n"

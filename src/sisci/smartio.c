@@ -19,7 +19,7 @@ static struct {
 
 unsigned long long sci_fdid(uint32_t device, uint32_t node)
 {
-    return (unsigned long long)node << 16 | (device + 1);
+    return SIO_FDID(node, device);
 }
 
 int sci_fdid_device(unsigned long long fdid)

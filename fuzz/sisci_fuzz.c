@@ -140,6 +140,13 @@ static unsigned node_of(uint32_t v)
     return nodes[v & 3];
 }
 
+/* A local segment's callback: it only has to be called safely (and stop with the segment). */
+static sci_callback_action_t on_lseg(void *arg, sci_local_segment_t seg, sci_segment_cb_reason_t why,
+                                     unsigned int node, unsigned int adapter, sci_error_t status)
+{
+    return SCI_CALLBACK_CONTINUE;
+}
+
 static void run(const uint8_t *r)
 {
     uint8_t op = r[0];
@@ -155,7 +162,8 @@ static void run(const uint8_t *r)
     switch (op % 40) {
     case 0: SCIOpen((sci_desc_t *)&o, fl & 1 ? SCI_FLAG_THREAD_SAFE : fl, &err); if (!err) put(r[3], K_DESC, o); break;
     case 1: SCIClose(h1, fl & 1, &err); if (!err) s1->kind = K_NONE; break;
-    case 2: SCICreateSegment(h1, (sci_local_segment_t *)&o, n, size_of(b), NULL, NULL, fl, &err); if (!err) put(r[3], K_LSEG, o); break;
+    case 2: SCICreateSegment(h1, (sci_local_segment_t *)&o, n, size_of(b), a & 0x10000 ? on_lseg : NULL, NULL,
+                             fl | (c & SCI_FLAG_USE_CALLBACK), &err); if (!err) put(r[3], K_LSEG, o); break;
     case 3: SCIRemoveSegment(h1, fl & 1, &err); if (!err) s1->kind = K_NONE; break;
     case 4: SCIPrepareSegment(h1, adapter, fl & 1, &err); break;
     case 5: SCISetSegmentAvailable(h1, adapter, fl & 1, &err); break;
@@ -185,7 +193,13 @@ static void run(const uint8_t *r)
     case 25: SCIConnectInterrupt(h1, (sci_remote_interrupt_t *)&o, node_of(b), adapter, s2->kind == K_LI ? SCIGetLocalInterruptNo(h2) : n, b & 3, fl & 1, &err); if (!err) put(r[3], K_RI, o); break;
     case 26: SCIDisconnectInterrupt(h1, fl & 1, &err); if (!err) s1->kind = K_NONE; break;
     case 27: SCITriggerInterrupt(h1, fl & 1, &err); break;
-    case 28: SCIWaitForInterrupt(h1, b & 3, fl & 1, &err); break;
+    case 28: {
+        unsigned node, ad;
+        if (a & 0x100)
+            SCIWaitForLocalSegmentEvent(h1, a & 0x200 ? NULL : &node, &ad, b & 3, fl & 1, &err);
+        else
+            SCIWaitForInterrupt(h1, b & 3, fl & 1, &err);
+        break; }
     case 29: SCICreateDataInterrupt(h1, (sci_local_data_interrupt_t *)&o, adapter, &n, NULL, NULL, fl, &err); if (!err) put(r[3], K_LDI, o); break;
     case 30: SCIConnectDataInterrupt(h1, (sci_remote_data_interrupt_t *)&o, node_of(b), adapter, n, b & 3, fl & 1, &err); if (!err) put(r[3], K_RDI, o); break;
     case 31: SCITriggerDataInterrupt(h1, a & 1 ? buf : NULL, b & 0xff, fl & 1, &err); break;

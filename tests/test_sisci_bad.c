@@ -174,6 +174,11 @@ CASE(create_null, SCICreateSegment(c->sd, NULL, 901, 4096, NULL, NULL, 0, &err))
 CASE(prepare_adapter, SCIPrepareSegment(c->lseg, 5, 0, &err))
 CASE(prepare_flags, SCIPrepareSegment(c->lseg, 0, 1, &err))
 CASE(prepare_empty, SCIPrepareSegment(c->empty, 0, 0, &err))
+CASE(wait_lseg_empty, unsigned n, a; SCIWaitForLocalSegmentEvent(c->empty, &n, &a, 0, 0, &err))
+CASE(wait_lseg_flags, unsigned n, a; SCIWaitForLocalSegmentEvent(c->lseg, &n, &a, 0, 1, &err))
+CASE(wait_lseg_null, unsigned a; SCIWaitForLocalSegmentEvent(c->lseg, NULL, &a, 0, 0, &err))
+/* the context's own connection to it is an event: past it, nothing comes */
+CASE(wait_lseg_timeout, unsigned n, a; do SCIWaitForLocalSegmentEvent(c->lseg, &n, &a, 1, 0, &err); while (!err))
 CASE(available_unprepared, sci_local_segment_t s; SCICreateSegment(c->sd, &s, 902, 4096, NULL, NULL, 0, &err); SCISetSegmentAvailable(s, 0, 0, &err); sci_error_t e2; SCIRemoveSegment(s, 0, &e2))
 CASE(remove_mapped, SCIRemoveSegment(c->lseg, 0, &err))
 CASE(attach_cuda, SCIAttachPhysicalMemory(0, (void *)1, 0, 4096, c->empty, SCI_FLAG_CUDA_BUFFER, &err))
@@ -264,7 +269,9 @@ static const struct {
     E(query_unknown, SCI_ERR_ILLEGAL_QUERY), E(query_adapter, SCI_ERR_NO_SUCH_ADAPTERNO),
     E(query_sub, SCI_ERR_ILLEGAL_QUERY), E(query_nodev, SCI_ERR_DEVICE_NOT_FOUND),
     E(create_zero, SCI_ERR_ILLEGAL_PARAMETER), E(create_huge, SCI_ERR_NOSPC),
-    E(create_flags, SCI_ERR_ILLEGAL_FLAG), E(create_cb, SCI_ERR_NOT_SUPPORTED),
+    E(create_flags, SCI_ERR_ILLEGAL_FLAG), E(create_cb, SCI_ERR_ILLEGAL_PARAMETER),
+    E(wait_lseg_empty, SCI_ERR_ILLEGAL_OPERATION), E(wait_lseg_flags, SCI_ERR_ILLEGAL_FLAG),
+    E(wait_lseg_null, SCI_ERR_ILLEGAL_PARAMETER), E(wait_lseg_timeout, SCI_ERR_TIMEOUT),
     E(create_used, SCI_ERR_SEGMENTID_USED), E(create_null, SCI_ERR_ILLEGAL_PARAMETER),
     E(prepare_adapter, SCI_ERR_NO_SUCH_ADAPTERNO), E(prepare_flags, SCI_ERR_ILLEGAL_FLAG),
     E(prepare_empty, SCI_ERR_ILLEGAL_OPERATION),

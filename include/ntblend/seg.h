@@ -119,6 +119,8 @@ enum seg_event {
     SEG_EVENT_REMOVED,     /* the owner removed it (or its host rebooted): disconnect */
     SEG_EVENT_LOST,        /* the path to the owner is down */
     SEG_EVENT_RESTORED,    /* the path is back */
+    SEG_EVENT_CONNECT,     /* (a local segment's) a host connected to it */
+    SEG_EVENT_DISCONNECT,  /* (a local segment's) ... disconnected, or went down */
 };
 /** seg_wait_event() - Wait for the next event on a connection: returns an enum seg_event, 0 on
  * timeout.
@@ -128,6 +130,24 @@ int seg_wait_event(seg_remote_t *seg, int timeout_ms);
  * REMOVED or LOST).
  */
 int seg_remote_state(seg_remote_t *seg);
+
+/* The owner's side: who connects to a local segment. */
+struct seg_conn_event {
+    uint32_t event;   /* SEG_EVENT_CONNECT, _DISCONNECT, _LOST (the connector's path went
+                       * down) or _RESTORED (... came back) */
+    uint32_t node_id; /* the connecting host's */
+    uint32_t adapter; /* ours it came through (0 for a process of this host) */
+};
+/** seg_local_watch() - From now on, record the connections to seg (its host's agent posts them
+ * into a page of this process's, freed with the segment). Call it before the segment is made
+ * available to see every connection. 0, or -errno.
+ */
+int seg_local_watch(seg_local_t *seg);
+/** seg_local_wait_event() - The next connection event of a watched segment, in order: its
+ * event (> 0) with *ev filled in, 0 on timeout, -EINVAL if not watched. A reader more than 255
+ * events behind loses the oldest. One reader at a time.
+ */
+int seg_local_wait_event(seg_local_t *seg, struct seg_conn_event *ev, int timeout_ms);
 
 /* ---- DMA ----
  * A queue may be used by two threads at once: one queueing transfers while another waits for

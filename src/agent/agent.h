@@ -194,6 +194,9 @@ int aseg_remove(int32_t client, uint32_t id);
 int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
                  uint64_t event_phys, uint64_t *bus, uint64_t *size, uint64_t *conn);
 int aseg_disconnect(int32_t client, uint32_t owner, uint32_t conn_id);
+/** aseg_watch() - post the connections to @client's segment @id into @phys, a page of
+ * @client's (struct seg_conn_events), until the segment is removed. -ENOENT, -EPERM, -EINVAL. */
+int aseg_watch(int32_t client, uint32_t id, uint64_t phys);
 /** aseg_events_in() - does a connection of @client post its events into [@phys, @phys+@len)?
  * Such memory must not be freed or handed to a segment until it is disconnected. */
 bool aseg_events_in(int32_t client, uint64_t phys, uint64_t len);

@@ -101,6 +101,9 @@ bool agent_serve(int fd, int32_t pid, const struct agent_req *req, struct agent_
     case AGENT_SEG_CREATE:
         rsp.rc = aseg_create(pid, (uint32_t)req->a, req->b, req->c, &rsp.a, &rsp.b, &rsp.c);
         break;
+    case AGENT_SEG_WATCH:
+        rsp.rc = aseg_watch(pid, (uint32_t)req->a, req->b);
+        break;
     case AGENT_SEG_PREPARE:
         rsp.rc = aseg_prepare(pid, (uint32_t)req->a, (uint32_t)req->b);
         break;

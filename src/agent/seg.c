@@ -147,12 +147,17 @@ static void notify_connections(struct aseg *s, uint32_t ev)
     }
 }
 
-/* Does a connection of client post its events into [phys, phys+len)? Lock held. */
+/* Does a connection of client, or a segment it watches, post its events into [phys,
+ * phys+len)? Lock held. */
 static bool events_in(int32_t client, uint64_t phys, uint64_t len)
 {
     for (struct conn_out *c = segments.out; c; c = c->next)
         if (c->client == client && c->event_phys < phys + len &&
             c->event_phys + sizeof(struct seg_event_word) > phys)
+            return true;
+    for (struct aseg *s = segments.segs; s; s = s->next)
+        if (s->creator == client && s->events && s->events < phys + len &&
+            s->events + sizeof(struct seg_conn_events) > phys)
             return true;
     return false;
 }
@@ -269,6 +274,7 @@ int aseg_remove(int32_t client, uint32_t id)
     if (s) {
         s->removed = true;
         s->available = 0;
+        s->events = 0; /* the creator frees the page once this returns */
     }
     pthread_mutex_unlock(&segments.lock);
     if (rc)
@@ -284,7 +290,7 @@ int aseg_remove(int32_t client, uint32_t id)
  * through our adapter `via` (-1: a process on this host), made by the connector's request
  * `token` (0: none). */
 static int accept_connection(uint32_t id, uint32_t from_host, uint32_t from_boot, int via,
-                             uint32_t token, struct seg_rsp *rsp)
+                             uint32_t from_adapter, uint32_t token, struct seg_rsp *rsp)
 {
     struct aseg *s = seg_find(id);
     if (!s)
@@ -320,9 +326,11 @@ static int accept_connection(uint32_t id, uint32_t from_host, uint32_t from_boot
         return -ENOMEM;
     *c = (struct conn_in){ .next = segments.in, .conn_id = ++segments.next_conn, .seg = s,
                            .from_host = from_host, .from_boot = from_boot, .token = token,
-                           .via = via < 0 ? UINT32_MAX : (uint32_t)via };
+                           .via = via < 0 ? UINT32_MAX : (uint32_t)via,
+                           .from_adapter = from_adapter };
     segments.in = c;
     s->nconn++;
+    seg_post_conn(s, c, SEG_EVENT_CONNECT);
     *rsp = (struct seg_rsp){ .bus = s->phys, .size = s->user_size, .conn_id = c->conn_id };
     return 0;
 }
@@ -335,6 +343,7 @@ static int drop_connection(uint32_t from_host, uint32_t conn_id)
             continue;
         *pp = c->next;
         c->seg->nconn--;
+        seg_post_conn(c->seg, c, SEG_EVENT_DISCONNECT);
         free(c);
         seg_reap();
         return 0;
@@ -358,7 +367,7 @@ static int h_seg_connect(uint32_t from, const void *req, uint32_t len,
         return -EHOSTUNREACH;
     struct seg_rsp out;
     pthread_mutex_lock(&segments.lock);
-    int rc = accept_connection(r.id, from, r.boot_gen, via, r.token, &out);
+    int rc = accept_connection(r.id, from, r.boot_gen, via, r.from_adapter, r.token, &out);
     pthread_mutex_unlock(&segments.lock);
     if (!rc) {
         memcpy(rsp, &out, sizeof out);
@@ -442,7 +451,8 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
     uint32_t ai = 0, peer = 0;
     if ((uint32_t)owner == agent.host) {
         pthread_mutex_lock(&segments.lock);
-        rc = accept_connection(id, agent.host, atomic_load(&seg_self()->boot_gen), -1, 0, &r);
+        rc = accept_connection(id, agent.host, atomic_load(&seg_self()->boot_gen), -1, UINT32_MAX,
+                               0, &r);
         pthread_mutex_unlock(&segments.lock);
     } else {
         if (adapter >= seg_self()->nadapters)
@@ -597,6 +607,7 @@ void aseg_sweep(void)
             (atomic_load(&h->state) == FAB_HOST_DOWN || atomic_load(&h->boot_gen) != c->from_boot))
             drop_connection(c->from_host, c->conn_id);
     }
+    seg_watch_paths();
     pthread_mutex_unlock(&segments.lock);
 }
 

@@ -25,6 +25,7 @@ struct aseg {
     uint64_t iommu_mapped;        /* adapters whose inbound domain maps it */
     bool removed;
     uint32_t nconn;
+    uint64_t events; /* the creator's struct seg_conn_events (seg_watch.c), 0: not watched */
     uint32_t token; /* created for a host (place.c): its request's token (struct seg_req) */
 };
 
@@ -33,6 +34,8 @@ struct conn_in { /* another host's connection to one of our segments */
     struct aseg *seg; /* stays allocated while connected (quarantine) */
     uint32_t conn_id, from_host, from_boot, via; /* via: our adapter index on host */
     uint32_t token; /* the connector's name for its request (struct seg_req), 0: none */
+    uint32_t from_adapter; /* the connector's adapter (global index); its path to us */
+    bool lost;             /* that path was down at the last sweep */
 };
 
 struct conn_out { /* one of our processes' connections to another host's segment */
@@ -111,6 +114,11 @@ int seg_adapter_facing(uint32_t remote_adapter);
 uint64_t seg_granule(void);
 void seg_reap(void);
 void seg_post_event(uint64_t event_phys, uint32_t ev);
+/* ---- seg_watch.c (lock held) ---- */
+/* Tell s's creator (if it watches) of an event of connection c. */
+void seg_post_conn(const struct aseg *s, const struct conn_in *c, uint32_t ev);
+/* Tell the creators of connected segments whose connector's path went down or came back. */
+void seg_watch_paths(void);
 /* A new request token (struct seg_req): never 0. */
 uint32_t seg_new_token(void);
 /* A mailbox call's result that is no answer of the peer's (no port, path down, no answer in

@@ -70,6 +70,8 @@ enum agent_op {
                            * flags = pages -> a = c, b = mapping id. Needs the lender's IOMMU
                            * (-EOPNOTSUPP without); -EEXIST when the range overlaps another
                            * mapping of the device; c must have b's offset in its page */
+    AGENT_SEG_WATCH,      /* a = id of the caller's segment, b = phys of a page of its own
+                           * (struct seg_conn_events): post the segment's connections there */
 };
 
 struct agent_req {

@@ -20,6 +20,20 @@ struct seg_event_word {
     uint32_t ring[SEG_EVENT_RING];
 };
 
+/* A local segment's connection events (seg_local_watch): a page of the owner process's memory
+ * that its agent writes as hosts connect to the segment, disconnect, or lose their path. The
+ * reader keeps its own tail; one that falls SEG_CONN_RING behind loses the oldest. */
+#define SEG_CONN_RING 255u
+struct seg_conn_events {
+    _Atomic uint32_t seq;  /* futex: bumps with every event */
+    _Atomic uint32_t head; /* events posted */
+    uint32_t pad[2];
+    struct {
+        uint32_t event, node_id, adapter, pad;
+    } ring[SEG_CONN_RING];
+};
+_Static_assert(sizeof(struct seg_conn_events) <= 4096, "connection events are one page");
+
 #define SEG_INTR_SLOTS 32u
 #define SEG_INTR_PAYLOAD 112u /* the page stays one 4 KiB page: 16 + 32 * (8 + 112) */
 

@@ -264,6 +264,8 @@ int seg_remove(seg_local_t *seg)
         seg->registered = NULL;
     }
     int rc = rt_call(seg->sd->rt, AGENT_SEG_REMOVE, seg->id, 0, NULL);
+    if (!rc && seg->events_phys) /* the agent posts no more there */
+        rt_call(seg->sd->rt, AGENT_FREE, seg->events_phys, 0, NULL);
     if (!rc)
         free(seg);
     return rc;

@@ -25,6 +25,9 @@ struct seg_local {
     uint64_t phys, size;
     _Atomic uint32_t nmaps; /* remove refuses while mapped: the memory could be reused */
     void *registered;       /* seg_create_registered: the caller's address it replaced */
+    uint64_t events_phys;   /* seg_local_watch: its agent posts connections there (0: none) */
+    struct seg_conn_events *events;
+    uint32_t events_seen;
 };
 
 struct seg_remote {

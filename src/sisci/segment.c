@@ -19,6 +19,70 @@ static struct sci_desc_obj *desc(sci_desc_t sd) { return sci_get(sd, SCI_K_DESC)
 
 /* ---------------------------------------------------------------- local segments */
 
+/* What a connection event of a local segment is to SISCI. */
+static sci_segment_cb_reason_t local_reason(int ev, sci_error_t *status)
+{
+    *status = SCI_ERR_OK;
+    switch (ev) {
+    case SEG_EVENT_CONNECT: return SCI_CB_CONNECT;
+    case SEG_EVENT_DISCONNECT: return SCI_CB_DISCONNECT;
+    case SEG_EVENT_LOST: *status = SCI_ERR_NO_LINK_ACCESS; return SCI_CB_NOT_OPERATIONAL;
+    case SEG_EVENT_RESTORED: return SCI_CB_OPERATIONAL;
+    }
+    return 0;
+}
+
+/* The callback thread of a local segment: reports each connection event until told to stop
+ * or the callback says cancel. It looks at the stop flag at least every 100 ms. */
+static void *lseg_events(void *arg)
+{
+    struct sci_lseg_obj *s = arg;
+    while (!atomic_load(&s->cb_stop)) {
+        struct seg_conn_event ev;
+        int e = seg_local_wait_event(s->seg, &ev, 100);
+        if (e <= 0 || atomic_load(&s->cb_stop))
+            continue;
+        sci_error_t status;
+        sci_segment_cb_reason_t why = local_reason(e, &status);
+        if (why && s->cb(s->cb_arg, (sci_local_segment_t)s->o.handle, why, ev.node_id, ev.adapter,
+                         status) == SCI_CALLBACK_CANCEL)
+            break;
+    }
+    return NULL;
+}
+
+/* The segment has memory now (created, attached or registered): from here on its
+ * connections are recorded (before it can be made available, so none is missed), and its
+ * callback, if it has one, starts reporting them. */
+static int got_memory(struct sci_lseg_obj *s, seg_local_t *seg)
+{
+    int rc = seg_local_watch(seg);
+    if (!rc) {
+        s->seg = seg;
+        if (s->cb) {
+            rc = -pthread_create(&s->cb_thread, NULL, lseg_events, s);
+            s->cb_running = !rc;
+        }
+    }
+    if (rc) {
+        s->seg = NULL;
+        seg_remove(seg);
+    }
+    return rc;
+}
+
+static void stop_events(struct sci_lseg_obj *s)
+{
+    if (!s->cb_running)
+        return;
+    atomic_store(&s->cb_stop, true);
+    if (!pthread_equal(pthread_self(), s->cb_thread))
+        pthread_join(s->cb_thread, NULL);
+    else
+        pthread_detach(s->cb_thread); /* removed from its own callback */
+    s->cb_running = false;
+}
+
 void SCICreateSegment(sci_desc_t sd, sci_local_segment_t *segment, unsigned int segmentId,
                       size_t size, sci_cb_local_segment_t callback, void *callbackArg,
                       unsigned int flags, sci_error_t *error)
@@ -32,9 +96,8 @@ void SCICreateSegment(sci_desc_t sd, sci_local_segment_t *segment, unsigned int 
         sci_set(error, SCI_ERR_ILLEGAL_FLAG);
         return;
     }
-    if (flags & SCI_FLAG_USE_CALLBACK) {
-        /* ntblend's owners are not told of connections (docs/sisci.md). */
-        sci_set(error, SCI_ERR_NOT_SUPPORTED);
+    if ((flags & SCI_FLAG_USE_CALLBACK) && !callback) {
+        sci_set(error, SCI_ERR_ILLEGAL_PARAMETER);
         return;
     }
     struct sci_lseg_obj *s = sci_new(SCI_K_LSEG, sizeof *s, d);
@@ -45,11 +108,18 @@ void SCICreateSegment(sci_desc_t sd, sci_local_segment_t *segment, unsigned int 
     pthread_mutex_init(&s->lock, NULL);
     s->size = size;
     s->id = segmentId;
+    if (flags & SCI_FLAG_USE_CALLBACK) {
+        s->cb = callback;
+        s->cb_arg = callbackArg;
+    }
     int rc = 0;
     if (!(flags & SCI_FLAG_EMPTY)) {
         uint32_t want = flags & (SCI_FLAG_AUTO_ID | SCI_FLAG_PRIVATE) ? SEG_ID_AUTO
                                                                       : sci_id_to_native(segmentId);
-        rc = seg_create(d->sd, &s->seg, want, size);
+        seg_local_t *seg;
+        rc = seg_create(d->sd, &seg, want, size);
+        if (!rc)
+            rc = got_memory(s, seg);
         if (!rc)
             s->id = sci_id_from_native(seg_local_id(s->seg));
     }
@@ -74,6 +144,7 @@ void SCIRemoveSegment(sci_local_segment_t segment, unsigned int flags, sci_error
         sci_set(error, SCI_ERR_BUSY); /* SCIUnmapSegment first */
         return;
     }
+    stop_events(s);
     sci_devmaps_drop(&s->devmaps, &s->lock);
     int rc = s->seg ? seg_remove(s->seg) : 0; /* registered memory: the caller's again */
     if (rc) {
@@ -164,11 +235,25 @@ sci_segment_cb_reason_t SCIWaitForLocalSegmentEvent(sci_local_segment_t segment,
                                                     unsigned int timeout, unsigned int flags,
                                                     sci_error_t *error)
 {
-    if (!sci_get(segment, SCI_K_LSEG) || !sourcenodeId || !localAdapterNo)
-        sci_set(error, SCI_ERR_ILLEGAL_PARAMETER);
-    else
-        sci_set(error, flags ? SCI_ERR_ILLEGAL_FLAG : SCI_ERR_NOT_SUPPORTED);
-    return 0;
+    struct sci_lseg_obj *s = sci_get(segment, SCI_K_LSEG);
+    if (!s || !sourcenodeId || !localAdapterNo || flags || !s->seg || s->cb_running) {
+        sci_set(error, !s || !sourcenodeId || !localAdapterNo ? SCI_ERR_ILLEGAL_PARAMETER
+                       : flags ? SCI_ERR_ILLEGAL_FLAG
+                               : SCI_ERR_ILLEGAL_OPERATION); /* empty, or its callback has them */
+        return 0;
+    }
+    struct seg_conn_event ev;
+    int e = seg_local_wait_event(s->seg, &ev, sci_timeout(timeout));
+    if (e <= 0) {
+        sci_set(error, e ? sci_err(e) : SCI_ERR_TIMEOUT);
+        return 0;
+    }
+    *sourcenodeId = ev.node_id;
+    *localAdapterNo = ev.adapter;
+    sci_error_t status; /* a callback's to see; the wait itself went well */
+    sci_segment_cb_reason_t why = local_reason(e, &status);
+    sci_set(error, SCI_ERR_OK);
+    return why;
 }
 
 /* An empty segment gets memory: the checks both attach calls share. */
@@ -210,7 +295,10 @@ void SCIAttachPhysicalMemory(sci_ioaddr_t ioaddress, void *address, unsigned int
         sci_set(error, !ioaddress ? SCI_ERR_ILLEGAL_ADDRESS : SCI_ERR_OFFSET_ALIGNMENT);
         return;
     }
-    int rc = seg_create_attached(s->o.owner->sd, &s->seg, sci_id_to_native(s->id), ioaddress, size);
+    seg_local_t *seg;
+    int rc = seg_create_attached(s->o.owner->sd, &seg, sci_id_to_native(s->id), ioaddress, size);
+    if (!rc)
+        rc = got_memory(s, seg);
     if (!rc)
         s->size = size;
     sci_set(error, rc == -EINVAL || rc == -ENOENT ? SCI_ERR_ILLEGAL_ADDRESS : sci_err(rc));
@@ -238,11 +326,12 @@ void SCIRegisterSegmentMemory(void *address, size_t size, sci_local_segment_t se
     }
     seg_local_t *seg;
     int rc = seg_create_registered(s->o.owner->sd, &seg, sci_id_to_native(s->id), address, size);
+    if (!rc)
+        rc = got_memory(s, seg);
     if (rc) {
         sci_set(error, rc == -EFAULT ? SCI_ERR_ILLEGAL_ADDRESS : sci_err(rc));
         return;
     }
-    s->seg = seg;
     s->size = size;
     s->registered = address;
     sci_set(error, SCI_ERR_OK);

@@ -52,6 +52,12 @@ struct sci_lseg_obj {
     _Atomic uint32_t nmaps;
     pthread_mutex_t lock;  /* devmaps */
     struct sci_devmap *devmaps;
+    /* SCI_FLAG_USE_CALLBACK: a thread that reports connections (from when it has memory) */
+    sci_cb_local_segment_t cb;
+    void *cb_arg;
+    pthread_t cb_thread;
+    _Atomic bool cb_stop;
+    bool cb_running;
 };
 
 struct sci_rseg_obj {

@@ -3,16 +3,15 @@
 #  1. libnvm through libsisci against libntbnvme on the same lent NVMe (smartio3, nvme0 in
 #     host a, read from host b): 4 KiB random reads, QD1 median latency and QD32 IOPS;
 #  2. sisci_bench: the SISCI layer against the native segment API (two-hosts): store
-#     bandwidth, remote load latency, DMA bandwidth, interrupt round trip; and once more with
-#     native calls on both sides of the interrupt comparison (A/A: what the set-up alone
-#     makes of it).
+#     bandwidth, remote load latency, DMA bandwidth, interrupt round trip; DMA and interrupts
+#     also against a second native side in the same rounds (A/A: the noise floor).
 # It installs the SISCI prefix, builds libnvm from the snapshot (Release) and
 # tools/sisci/libnvm_bench.c against it, boots its fabrics under unique names and brings them
 # down (also on failure or Ctrl-C).
 # Usage: scripts/bench-sisci.sh [-o DIR] [-b BUILD_DIR] [-r ROUNDS] [-s SECONDS] [-l TARBALL]
 #                               [-p nvme|api|all]
 #   -o DIR      output directory (default bench-sisci/): nvme.jsonl (every run), sisci.json,
-#               sisci-aa.json, summary.json
+#               summary.json
 #   -b DIR      the ntblend build (default build/)
 #   -r ROUNDS   rounds of each pair (default 5)
 #   -s SECONDS  seconds per NVMe run (default 3)
@@ -106,17 +105,14 @@ server=$!
 for _ in $(seq 200); do grep -q ready "$out/server.log" && break; sleep 0.05; done
 grep -q ready "$out/server.log" || { echo "bench-sisci: sisci_bench server: $(cat "$out/server.log")" >&2; exit 1; }
 ntblend --fabric "$segfab" run --host b -- sisci_bench run 4 $((rounds * 4)) >"$out/sisci.json"
-# the A/A check: the same run with native calls on both sides of the interrupt comparison
-ntblend --fabric "$segfab" run --host b -- sisci_bench run 4 $((rounds * 4)) aa >"$out/sisci-aa.json"
 fi
 rm -f "$out/sisci.json.tmp"
 [ -f "$out/nvme.jsonl" ] || : >"$out/nvme.jsonl"
 [ -f "$out/sisci.json" ] || echo null >"$out/sisci.json"
-[ -f "$out/sisci-aa.json" ] || echo null >"$out/sisci-aa.json"
 
 # ---- summary: per metric, the median of each side and of the per-round ratios (cost:
 # libnvm or SISCI time per operation over ntblend's native time per operation)
-jq -s --slurpfile s "$out/sisci.json" --slurpfile aa "$out/sisci-aa.json" '
+jq -s --slurpfile s "$out/sisci.json" '
   def med: sort | if length % 2 == 1 then .[length/2|floor] else (.[length/2-1] + .[length/2]) / 2 end;
   def pair($qd; $f): [group_by(.round)[] | map(select(.qd == $qd)) |
       {l: (map(select(.driver == "libnvm"))[0][$f]), n: (map(select(.driver == "libntbnvme"))[0][$f])}];
@@ -129,6 +125,5 @@ jq -s --slurpfile s "$out/sisci.json" --slurpfile aa "$out/sisci-aa.json" '
     qd32_iops: {libnvm: ($iops | map(.l) | med), libntbnvme: ($iops | map(.n) | med),
                 cost_ratio: ($iops | map(.n / .l) | med),
                 round_ratios: ($iops | map(.n / .l * 1000 | round / 1000))}} end),
-   sisci_vs_native: $s[0],
-   interrupt_native_vs_native: (if $aa[0] == null then null else $aa[0].intr_rtt_ns end)}' "$out/nvme.jsonl" >"$out/summary.json"
+   sisci_vs_native: $s[0]}' "$out/nvme.jsonl" >"$out/summary.json"
 cat "$out/summary.json"

@@ -7,12 +7,15 @@
  * (time per operation: above 1 means SISCI is slower), with their spread. docs/sisci.md has
  * the figures, scripts/bench-sisci.sh runs it.
  *
- *   ntblend run --host a -- sisci_bench serve PEER_NODE     (the other side; runs until killed)
- *   ntblend run --host b -- sisci_bench run PEER_NODE [ROUNDS [aa]]
+ * DMA and interrupts, whose figures move with the machine's load (the DMA engine is a thread
+ * of the host's agent, an interrupt wakes a thread on each side), are measured three ways in
+ * the same rounds: native, SISCI, and native again through a second DMA queue and a second
+ * pair of interrupts served by a second thread. The second native side against the first
+ * (A/A, "aa" in the report) is the noise floor the SISCI ratio is to be read against. DMA
+ * transfers rotate among the three one by one, so that each triple shares the moment's load.
  *
- * With aa, the interrupt round trip's "SISCI" side is native too, through a second pair of
- * interrupts and a second server thread: an A/A run, showing what the set-up alone makes of
- * the comparison.
+ *   ntblend run --host a -- sisci_bench serve PEER_NODE     (the other side; runs until killed)
+ *   ntblend run --host b -- sisci_bench run PEER_NODE [ROUNDS]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -41,7 +44,7 @@
 #define PINGS 2000
 #define LOADS 20000
 #define DMA_SIZE (1u << 20)
-#define DMAS 16
+#define DMAS 24 /* transfers per side and round: every order of the three sides, 4 times */
 #define STORES 64 /* MiB per store round */
 
 static void fail(const char *what, int e)
@@ -135,16 +138,22 @@ static int serve(void)
 
 struct side { /* what one API gave the client */
     volatile uint8_t *remote;  /* the segment, mapped */
-    double store, load, dma, intr; /* this round: ns per MiB stored, per load, per MiB by
-                                    * DMA, per round trip */
+    double store, load; /* this round: ns per MiB stored, per load */
 };
+
+enum { NATIVE, SISCI, NATIVE2, SIDES }; /* NATIVE2: the A/A side (DMA and interrupts) */
+
+/* The six orders of the three sides, taken in turn: each side follows each other side as
+ * often (what ran just before, its memory in the caches, its threads awake, counts). */
+static const int order[6][SIDES] = { { 0, 1, 2 }, { 1, 2, 0 }, { 2, 0, 1 },
+                                     { 0, 2, 1 }, { 2, 1, 0 }, { 1, 0, 2 } };
 
 static double median(double *v, int n);
 
 /* Each figure of a round is the median of its samples (one MiB stored, a chunk of 1000
  * dependent loads, one DMA transfer, one round trip): a sample that lost its CPU to another
  * process moves it little. */
-static double samples[PINGS];
+static double samples[PINGS], dma_samples[SIDES][DMAS];
 
 static void measure_cpu(struct side *s, uint8_t *src)
 {
@@ -180,7 +189,7 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static int run(int rounds, bool aa)
+static int run(int rounds)
 {
     sci_desc_t sd;
     seg_desc_t *nsd;
@@ -190,22 +199,26 @@ static int run(int rounds, bool aa)
     sci_remote_segment_t rs;
     sci_map_t map;
     sci_local_segment_t ls;
-    seg_remote_t *nrs;
+    seg_remote_t *nrs, *nrs2; /* the A/A side connects on its own too, as SISCI does */
     seg_map_t *nmap;
-    seg_local_t *nls;
+    seg_local_t *nls, *nls2; /* each side's own source, as SISCI has its own */
     struct side sci = { 0 }, nat = { 0 };
     SCI(SCIConnectSegment(sd, &rs, peer, SEG_ID, 0, NULL, NULL, 10000, 0, &err));
     SCI(sci.remote = SCIMapRemoteSegment(rs, &map, 0, 0, NULL, 0, &err));
     NAT(seg_connect(nsd, &nrs, peer, SEG_ID, 0, 10000));
+    NAT(seg_connect(nsd, &nrs2, peer, SEG_ID, 0, 10000));
     nat.remote = seg_map_remote(nrs, 0, 0, 0, &nmap);
     if (!nat.remote)
         fail("seg_map_remote", -errno);
     SCI(SCICreateSegment(sd, &ls, 0, DMA_SIZE, NULL, NULL, SCI_FLAG_AUTO_ID, &err));
     NAT(seg_create(nsd, &nls, SEG_ID_AUTO, DMA_SIZE));
-    sci_dma_queue_t dq;
-    seg_dma_queue_t *nq;
-    SCI(SCICreateDMAQueue(sd, &dq, 0, 1, 0, &err));
-    NAT(seg_dma_queue_create(nsd, &nq, 0));
+    NAT(seg_create(nsd, &nls2, SEG_ID_AUTO, DMA_SIZE));
+    /* Each queue is a channel of the engine, each channel a thread of the agent, and the
+     * threads are not equally quick to wake (where the scheduler last ran them): a side on
+     * one channel for the whole run would carry that channel's bias. So the queues are made
+     * anew every round, in an order that rotates, and each side has each channel in turn. */
+    sci_dma_queue_t dq = NULL;
+    seg_dma_queue_t *nq = NULL, *nq2 = NULL;
     /* interrupts: ours for the answers, connections to the server's */
     sci_local_interrupt_t in;
     sci_remote_interrupt_t out;
@@ -254,32 +267,55 @@ static int run(int rounds, bool aa)
     }
     uint8_t *src = malloc(1u << 20);
     memset(src, 0x5a, 1u << 20);
-    double *v[2][4];
-    for (int a = 0; a < 2; a++)
+    double *v[SIDES][4];
+    for (int a = 0; a < SIDES; a++)
         for (int m = 0; m < 4; m++)
             v[a][m] = calloc((size_t)rounds, sizeof(double));
     for (int r = 0; r < rounds; r++) {
-        for (int a = 0; a < 2; a++) { /* a = 0 native, 1 SISCI; the order alternates */
+        for (int a = 0; a < 2; a++) { /* CPU: native and SISCI; the order alternates */
             int api = (r % 2) ^ a;
             struct side *s = api ? &sci : &nat;
             measure_cpu(s, src);
-            for (int i = 0; i < DMAS; i++) {
+            v[api][0][r] = s->store;
+            v[api][1][r] = s->load;
+        }
+        /* DMA: the queues on rotated channels, then one transfer of each side in turn, the
+         * order rotating */
+        if (dq)
+            SCI(SCIRemoveDMAQueue(dq, 0, &err));
+        seg_dma_queue_remove(nq);
+        seg_dma_queue_remove(nq2);
+        for (int k = 0; k < SIDES; k++)
+            switch ((r + k) % SIDES) {
+            case SISCI: SCI(SCICreateDMAQueue(sd, &dq, 0, 1, 0, &err)); break;
+            case NATIVE: NAT(seg_dma_queue_create(nsd, &nq, 0)); break;
+            default: NAT(seg_dma_queue_create(nsd, &nq2, 0)); break;
+            }
+        for (int i = 0; i < DMAS; i++)
+            for (int k = 0; k < SIDES; k++) {
+                int api = order[(i + r) % 6][k];
                 uint64_t t = tu_now_ns();
-                if (api) {
+                if (api == SISCI) {
                     SCI(SCIStartDmaTransfer(dq, ls, rs, 0, DMA_SIZE, 0, NULL, NULL, SCI_FLAG_DMA_WAIT, &err));
                 } else {
-                    NAT(seg_dma_transfer(nq, nls, 0, nrs, 0, DMA_SIZE, 0));
-                    NAT(seg_dma_wait(nq, -1));
+                    seg_dma_queue_t *q = api == NATIVE ? nq : nq2;
+                    NAT(seg_dma_transfer(q, api == NATIVE ? nls : nls2, 0, api == NATIVE ? nrs : nrs2,
+                                         0, DMA_SIZE, 0));
+                    NAT(seg_dma_wait(q, -1));
                 }
-                samples[i] = (double)(tu_now_ns() - t);
+                dma_samples[api][i] = (double)(tu_now_ns() - t);
             }
-            s->dma = median(samples, DMAS);
+        for (int api = 0; api < SIDES; api++)
+            v[api][2][r] = median(dma_samples[api], DMAS);
+        /* interrupts: PINGS round trips of each side, in the round's order */
+        for (int k = 0; k < SIDES; k++) {
+            int api = order[r % 6][k];
             for (int i = 0; i < PINGS; i++) {
                 uint64_t t = tu_now_ns();
-                if (api && aa) {
+                if (api == NATIVE2) {
                     NAT(seg_intr_trigger(aout));
                     NAT(seg_intr_wait(ain, 10000));
-                } else if (api) {
+                } else if (api == SISCI) {
                     SCI(SCITriggerInterrupt(out, 0, &err));
                     SCI(SCIWaitForInterrupt(in, 10000, 0, &err));
                 } else {
@@ -288,28 +324,31 @@ static int run(int rounds, bool aa)
                 }
                 samples[i] = (double)(tu_now_ns() - t);
             }
-            s->intr = median(samples, PINGS);
-            v[api][0][r] = s->store;
-            v[api][1][r] = s->load;
-            v[api][2][r] = s->dma;
-            v[api][3][r] = s->intr;
+            v[api][3][r] = median(samples, PINGS);
         }
     }
     static const char *names[] = { "store_ns_per_mib", "load_ns", "dma_ns_per_mib", "intr_rtt_ns" };
-    printf("{\"rounds\":%d,\"aa\":%s", rounds, aa ? "true" : "false");
+    printf("{\"rounds\":%d", rounds);
     for (int m = 0; m < 4; m++) {
-        double ratio[rounds];
-        for (int r = 0; r < rounds; r++)
-            ratio[r] = v[1][m][r] / v[0][m][r];
-        double lo = ratio[0], hi = ratio[0];
-        for (int r = 1; r < rounds; r++) {
-            lo = ratio[r] < lo ? ratio[r] : lo;
-            hi = ratio[r] > hi ? ratio[r] : hi;
+        double nm[rounds]; /* median() sorts: the rounds' order must stay for the ratios */
+        memcpy(nm, v[NATIVE][m], sizeof nm);
+        printf(",\"%s\":{\"native\":%.1f", names[m], median(nm, rounds));
+        for (int api = SISCI; api < (m >= 2 ? SIDES : NATIVE2); api++) {
+            double ratio[rounds];
+            for (int r = 0; r < rounds; r++)
+                ratio[r] = v[api][m][r] / v[NATIVE][m][r];
+            double lo = ratio[0], hi = ratio[0];
+            for (int r = 1; r < rounds; r++) {
+                lo = ratio[r] < lo ? ratio[r] : lo;
+                hi = ratio[r] > hi ? ratio[r] : hi;
+            }
+            double sm = median(v[api][m], rounds);
+            const char *p = api == SISCI ? "" : "aa_";
+            printf(",\"%s\":%.1f,\"%sround_ratio_min\":%.4f,\"%sround_ratio_max\":%.4f,"
+                   "\"%sround_ratio_median\":%.4f",
+                   api == SISCI ? "sisci" : "native2", sm, p, lo, p, hi, p, median(ratio, rounds));
         }
-        double nm = median(v[0][m], rounds), sm = median(v[1][m], rounds);
-        printf(",\"%s\":{\"native\":%.1f,\"sisci\":%.1f,\"ratio\":%.4f,\"round_ratio_min\":%.4f,"
-               "\"round_ratio_max\":%.4f,\"round_ratio_median\":%.4f}",
-               names[m], nm, sm, sm / nm, lo, hi, median(ratio, rounds));
+        printf("}");
     }
     printf("}\n");
     return 0;
@@ -319,9 +358,12 @@ int main(int argc, char **argv)
 {
     if (argc < 3 || (strcmp(argv[1], "serve") && strcmp(argv[1], "run"))) {
         fprintf(stderr, "usage: ntblend run --host H -- sisci_bench serve PEER_NODE\n"
-                        "       ntblend run --host H -- sisci_bench run PEER_NODE [ROUNDS [aa]]\n"
-                        "aa: the interrupt round trip's second side also native, through a second\n"
-                        "pair of interrupts and server thread (what the setup alone makes of it)\n");
+                        "       ntblend run --host H -- sisci_bench run PEER_NODE [ROUNDS]\n"
+                        "Run the server first, on the peer's host. ROUNDS (default 12) is rounded\n"
+                        "up to a multiple of 6. The report (JSON) gives per figure the native and\n"
+                        "SISCI medians and the per-round ratios SISCI / native (their median and\n"
+                        "spread); for DMA and interrupts also a second native side (native2,\n"
+                        "aa_*): the noise floor (docs/sisci.md).\n");
         return 2;
     }
     peer = (unsigned)strtoul(argv[2], NULL, 0);
@@ -331,7 +373,8 @@ int main(int argc, char **argv)
         fail("SCIInitialize", (int)err);
     if (!strcmp(argv[1], "serve"))
         return serve();
-    int rounds = argc > 3 ? atoi(argv[3]) : 10;
-    bool aa = argc > 4 && !strcmp(argv[4], "aa");
-    return run(rounds < 2 ? 2 : rounds, aa);
+    int rounds = argc > 3 ? atoi(argv[3]) : 12;
+    if (rounds < 6)
+        rounds = 6;
+    return run((rounds + 5) / 6 * 6); /* whole turns of the orders and the DMA channels */
 }

@@ -15,18 +15,14 @@
 
 /* ---------------------------------------------------------------- handles */
 
-#define SLOT_BITS 24u
-#define PAGE_SLOTS 1024u
-#define PAGES 4096u /* 4 Mi handles at once */
-/* A slot's tag is its generation and the kind of what it holds (0: nothing): a look-up
- * compares it with the handle's, with no lock (it is on the data path: a trigger, a wait, a
- * DMA transfer); making and freeing handles take the table's lock. Pages of slots are never
- * freed or moved, so a look-up may read any slot at any time. */
-struct slot {
-    _Atomic uint64_t tag;
-    void *_Atomic obj;
-};
-static struct slot *_Atomic pages[PAGES];
+/* The table (struct sci_slot, sci_pages) is declared in sisci_int.h, where sci_get reads it
+ * inline: a look-up compares a slot's tag with the handle's, with no lock (it is on the data
+ * path: a trigger, a wait, a DMA transfer); making and freeing handles take the table's lock.
+ * Pages of slots are never freed or moved, so a look-up may read any slot at any time. */
+#define SLOT_BITS SCI_SLOT_BITS
+#define PAGE_SLOTS SCI_PAGE_SLOTS
+#define PAGES SCI_PAGES
+struct sci_slot *_Atomic sci_pages[SCI_PAGES];
 static struct {
     pthread_mutex_t lock;
     uint32_t n, free_hint; /* slots in use so far; the lowest that may be free */
@@ -37,9 +33,9 @@ static uintptr_t make_handle(uint32_t idx, uint32_t gen, enum sci_kind kind)
     return (uintptr_t)((uint64_t)gen << 32 | (uint64_t)kind << SLOT_BITS | (idx + 1));
 }
 
-static struct slot *slot_at(uint32_t i)
+static struct sci_slot *slot_at(uint32_t i)
 {
-    struct slot *p = i / PAGE_SLOTS < PAGES ? atomic_load_explicit(&pages[i / PAGE_SLOTS], memory_order_acquire) : NULL;
+    struct sci_slot *p = i / PAGE_SLOTS < PAGES ? atomic_load_explicit(&sci_pages[i / PAGE_SLOTS], memory_order_acquire) : NULL;
     return p ? &p[i % PAGE_SLOTS] : NULL;
 }
 
@@ -54,17 +50,17 @@ void *sci_new(enum sci_kind kind, size_t size, struct sci_desc_obj *owner)
         i++;
     if (i == table.n) {
         if (i % PAGE_SLOTS == 0) { /* a new page */
-            struct slot *p = i / PAGE_SLOTS < PAGES ? calloc(PAGE_SLOTS, sizeof *p) : NULL;
+            struct sci_slot *p = i / PAGE_SLOTS < PAGES ? calloc(PAGE_SLOTS, sizeof *p) : NULL;
             if (!p) {
                 pthread_mutex_unlock(&table.lock);
                 free(o);
                 return NULL;
             }
-            atomic_store_explicit(&pages[i / PAGE_SLOTS], p, memory_order_release);
+            atomic_store_explicit(&sci_pages[i / PAGE_SLOTS], p, memory_order_release);
         }
         table.n++;
     }
-    struct slot *s = slot_at(i);
+    struct sci_slot *s = slot_at(i);
     uint32_t gen = (uint32_t)(atomic_load(&s->tag) >> 8) + 1;
     gen = gen ? gen : 1;
     o->kind = kind;
@@ -79,25 +75,13 @@ void *sci_new(enum sci_kind kind, size_t size, struct sci_desc_obj *owner)
     return o;
 }
 
-void *sci_get(const void *handle, enum sci_kind kind)
-{
-    uint64_t h = (uint64_t)(uintptr_t)handle;
-    uint32_t idx = (uint32_t)(h & ((1u << SLOT_BITS) - 1)), gen = (uint32_t)(h >> 32);
-    if (!idx || ((h >> SLOT_BITS) & 0xffu) != (uint64_t)kind)
-        return NULL;
-    struct slot *s = slot_at(idx - 1);
-    if (!s || atomic_load_explicit(&s->tag, memory_order_acquire) != ((uint64_t)gen << 8 | kind))
-        return NULL;
-    return atomic_load_explicit(&s->obj, memory_order_relaxed);
-}
-
 void sci_free(void *obj)
 {
     struct sci_obj *o = obj;
     if (!o)
         return;
     uint32_t idx = (uint32_t)(o->handle & ((1u << SLOT_BITS) - 1)) - 1;
-    struct slot *s = slot_at(idx);
+    struct sci_slot *s = slot_at(idx);
     pthread_mutex_lock(&table.lock);
     atomic_store(&s->tag, atomic_load(&s->tag) & ~0xffull); /* the generation stays */
     atomic_store(&s->obj, NULL);

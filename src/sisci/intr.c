@@ -187,7 +187,13 @@ void SCIRemoveInterrupt(sci_local_interrupt_t interrupt, unsigned int flags, sci
 void SCIWaitForInterrupt(sci_local_interrupt_t interrupt, unsigned int timeout,
                          unsigned int flags, sci_error_t *error)
 {
-    sci_set(error, wait_intr(sci_get(interrupt, SCI_K_LINTR), NULL, NULL, timeout, flags));
+    struct sci_lintr_obj *l = sci_get(interrupt, SCI_K_LINTR);
+    if (__builtin_expect(l && !flags && !l->cb_running, 1)) { /* the data path: no more */
+        int rc = seg_intr_wait(l->intr, sci_timeout(timeout));
+        sci_set(error, !rc ? SCI_ERR_OK : rc == -ETIMEDOUT ? SCI_ERR_TIMEOUT : sci_err(rc));
+        return;
+    }
+    sci_set(error, wait_intr(l, NULL, NULL, timeout, flags));
 }
 
 unsigned int SCIGetLocalInterruptNo(sci_local_interrupt_t interrupt)
@@ -218,7 +224,7 @@ void SCITriggerInterrupt(sci_remote_interrupt_t interrupt, unsigned int flags, s
         return;
     }
     int rc = seg_intr_trigger(r->r);
-    sci_set(error, rc == -ENOENT ? SCI_ERR_NOT_CONNECTED : sci_err(rc));
+    sci_set(error, !rc ? SCI_ERR_OK : rc == -ENOENT ? SCI_ERR_NOT_CONNECTED : sci_err(rc));
 }
 
 /* ---------------------------------------------------------------- with data */

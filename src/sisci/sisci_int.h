@@ -142,8 +142,31 @@ struct sci_dev_obj {
 /* A new object of `kind` (size bytes, zeroed) counted in owner (NULL for a descriptor);
  * NULL when out of memory or handles. */
 void *sci_new(enum sci_kind kind, size_t size, struct sci_desc_obj *owner);
-/* The object of a live handle of that kind, or NULL. */
-void *sci_get(const void *handle, enum sci_kind kind);
+/* The handle table: a handle is the generation << 32 | kind << SCI_SLOT_BITS | slot + 1; a
+ * slot's tag is its generation << 8 | the kind it holds (0: nothing). Pages of slots are
+ * never freed or moved. */
+#define SCI_SLOT_BITS 24u
+#define SCI_PAGE_SLOTS 1024u
+#define SCI_PAGES 4096u /* 4 Mi handles at once */
+struct sci_slot {
+    _Atomic uint64_t tag;
+    void *_Atomic obj;
+};
+extern struct sci_slot *_Atomic sci_pages[SCI_PAGES] __attribute__((visibility("hidden")));
+/* The object of a live handle of that kind, or NULL. Inline and lock-free: every call on the
+ * data path starts with it. */
+static inline void *sci_get(const void *handle, enum sci_kind kind)
+{
+    uint64_t h = (uint64_t)(uintptr_t)handle;
+    uint32_t idx = (uint32_t)(h & ((1u << SCI_SLOT_BITS) - 1)) - 1, gen = (uint32_t)(h >> 32);
+    if (idx >= SCI_PAGES * SCI_PAGE_SLOTS || ((h >> SCI_SLOT_BITS) & 0xffu) != (uint64_t)kind)
+        return NULL; /* also slot 0 (idx wraps) */
+    struct sci_slot *p = atomic_load_explicit(&sci_pages[idx / SCI_PAGE_SLOTS], memory_order_acquire);
+    if (!p || atomic_load_explicit(&p[idx % SCI_PAGE_SLOTS].tag, memory_order_acquire) !=
+                  ((uint64_t)gen << 8 | kind))
+        return NULL;
+    return atomic_load_explicit(&p[idx % SCI_PAGE_SLOTS].obj, memory_order_relaxed);
+}
 /* Forget the handle (later uses are refused) and free the object. */
 void sci_free(void *obj);
 bool sci_initialized(void);

@@ -10,9 +10,12 @@
  * DMA and interrupts, whose figures move with the machine's load (the DMA engine is a thread
  * of the host's agent, an interrupt wakes a thread on each side), are measured three ways in
  * the same rounds: native, SISCI, and native again through a second DMA queue and a second
- * pair of interrupts served by a second thread. The second native side against the first
- * (A/A, "aa" in the report) is the noise floor the SISCI ratio is to be read against. DMA
- * transfers rotate among the three one by one, so that each triple shares the moment's load.
+ * pair of interrupts served by a second thread (and its own DMA source segment and
+ * connection, as SISCI has its own). The second native side against the first (A/A, "aa" in
+ * the report) is the noise floor the SISCI ratio is to be read against. DMA transfers take
+ * turns one by one, so that each triple shares the moment's load; the order goes through all
+ * six orders of the three (what ran just before counts), and the DMA queues are made anew each
+ * round on rotated channels (each channel is a thread of the agent, not all equally quick).
  *
  *   ntblend run --host a -- sisci_bench serve PEER_NODE     (the other side; runs until killed)
  *   ntblend run --host b -- sisci_bench run PEER_NODE [ROUNDS]

@@ -54,7 +54,7 @@ int seg_local_wait_event(seg_local_t *seg, struct seg_conn_event *ev, int timeou
             seg->events_seen++;
             return (int)ev->event;
         }
-        if (seg_futex_wait_ms(&w->seq, seq, deadline))
+        if (seg_futex_wait_ms(NULL, &w->seq, seq, deadline))
             return 0;
     }
 }

@@ -127,6 +127,12 @@ int fab_create(const char *name, const struct topo *t, fab_layout_fn layout, str
     ctl->nfuncs = (uint32_t)nfuncs;
     ctl->off_funcs = off_funcs;
     ctl->latency = t->latency;
+    ctl->nhswitches = t->nhswitches;
+    for (uint32_t i = 0; i < t->nhswitches; i++)
+        ctl->hswitches[i] = (struct fab_hswitch){ .host = t->hswitches[i].host,
+                                                  .parent = t->hswitches[i].parent,
+                                                  .latency_ns = t->hswitches[i].latency_ns,
+                                                  .link_ns = t->hswitches[i].link_ns };
 
     struct fab tmp = { .ctl = ctl, .ctl_size = size, .self_host = -1, .proc_slot = -1 };
     for (uint32_t i = 0; i < t->nhosts; i++) {
@@ -151,6 +157,7 @@ int fab_create(const char *name, const struct topo *t, fab_layout_fn layout, str
         a->spads = ta->spads;
         a->dma_channels = ta->dma_channels;
         a->rid = fab_adapter_rid(ta->index_on_host);
+        a->at = (uint16_t)ta->at;
         a->off_lut = lut_off[3 * i];
         a->off_rid = lut_off[3 * i + 1];
         a->off_dma = lut_off[3 * i + 2];
@@ -181,6 +188,7 @@ int fab_create(const char *name, const struct topo *t, fab_layout_fn layout, str
         if (h->nfuncs++ == 0)
             h->func_first = i;
         bar_sizes[i] = fab_func(&tmp, i)->file_size;
+        fab_func(&tmp, i)->at = (uint16_t)t->devices[fab_func(&tmp, i)->device].at;
     }
     for (uint32_t i = 0; i < t->nswitches; i++) {
         struct fab_switch *s = fab_switch(&tmp, i);

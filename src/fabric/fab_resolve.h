@@ -17,6 +17,8 @@ struct fab_target {
     uint32_t hops;       /* NTB crossings + switches, for the latency model */
     uint32_t ntbs;       /* NTB crossings */
     uint32_t path_ns;    /* one-way latency of the path (latency model; 0 when off) */
+    uint16_t walks;      /* IOMMU translations on the path (latency model) */
+    uint16_t split;      /* reads on it leave a root complex's IOMMU split (latency model) */
     uint32_t egress;     /* 1 + the adapter of the first NTB crossing (0: none) */
     uint32_t fn;         /* FAB_REGION_DEVICE: the function; addr is then the offset in its
                           * BAR file */
@@ -60,11 +62,24 @@ int fab_dev_copy_queued(struct fab *f, uint32_t host, uint16_t rid, uint64_t dst
                         uint64_t len, uint64_t queued_ns);
 
 
-/* ---- latency model ---- */
-/* Delay for a DMA of len bytes over a path whose one-way latency is one_way_ns (what
- * fab_resolve computes in path_ns: root complex, NTBs, adapter switch chips and the cluster
- * switches' own latency_ns), 0 when the model is off. */
-uint64_t fab_lat_dma_ns(const struct fab *f, uint64_t one_way_ns, uint64_t len, bool read);
+/* ---- latency model (latency.c; docs/topology.md has every constant and its source) ---- */
+/* Time for a transfer of len bytes over a path whose one-way latency is one_way_ns: a posted
+ * write arrives after the path and streams at the link's rate; a read pays a round trip per
+ * request, with a bounded number in flight. `split`: the read crosses a root complex's IOMMU
+ * on its way to a device or an NTB, which splits its requests (l->root_read_bytes, at most
+ * l->root_max_reads open). Pure arithmetic: whether the model is on is the caller's business. */
+uint64_t fab_lat_xfer_ns(const struct topo_latency *l, uint64_t one_way_ns, uint64_t len,
+                         bool read, bool split);
+/* The same for a DMA on fabric f: 0 when the model is off. */
+uint64_t fab_lat_dma_ns(const struct fab *f, uint64_t one_way_ns, uint64_t len, bool read,
+                        bool split);
+/* One way between two points of one host's PCIe tree, each an in-host switch + 1 or 0 (a root
+ * port, where RAM is too): up to their lowest common switch and down, or through the root
+ * complex when via_root (the host's IOMMU translates the access). sw: the in-host switches. */
+uint32_t fab_lat_tree_ns(const struct fab_hswitch *sw, uint32_t root_ns, uint32_t a, uint32_t b,
+                         bool via_root);
+/* IOMMU translations on a path: each costs an IOTLB look-up, and a page walk when it missed. */
+uint32_t fab_lat_iommu_ns(const struct topo_latency *l, uint32_t walks, bool hit);
 /* Delay for ringing a doorbell from adapter a on its peer b. */
 uint64_t fab_lat_doorbell_ns(const struct fab *f, uint32_t a, uint32_t b);
 void fab_lat_delay(uint64_t ns);

@@ -86,7 +86,7 @@ struct fab_function {
     uint32_t fn;               /* function number within the device */
     uint32_t vf;               /* 0 for a physical function, else the VF number (1..) */
     uint16_t rid;              /* requester ID: bus 2 + device index, device, function */
-    uint16_t pad;
+    uint16_t at;               /* the in-host switch it sits below + 1; 0: a root port */
     struct fab_bar bar[FAB_BARS];
     uint64_t file_size;        /* of fn<N>.bars */
     uint8_t cfg[4096];         /* configuration space */
@@ -277,6 +277,7 @@ struct fab_adapter {
     uint64_t lut_size;
     uint32_t lut_entries, rid_entries, db_bits, spads, dma_channels;
     uint16_t rid;               /* the adapter's own requester ID (inbound traffic, DMA) */
+    uint16_t at;                /* the in-host switch it sits below + 1; 0: a root port */
     int32_t link;               /* the cable at this adapter's port, -1 if unplugged */
     uint32_t npeers;
     uint32_t peers[TOPO_MAX_PEERS];   /* adapter indices reachable through this port, by node id */
@@ -295,6 +296,14 @@ struct fab_adapter {
     _Atomic uint64_t wire_out_until, wire_in_until;
     _Atomic uint32_t spad[TOPO_MAX_SPADS];
     uint64_t off_lut, off_rid, off_dma; /* offsets from ctl base */
+};
+
+/* An in-host PCIe switch (topo_hswitch): the latency model's hops inside a host. */
+struct fab_hswitch {
+    uint32_t host;
+    uint32_t parent;     /* + 1; 0: a root port */
+    uint32_t latency_ns; /* per traversal */
+    uint32_t link_ns;    /* its upstream link (an expansion chassis' cable and adapters) */
 };
 
 struct fab_switch {
@@ -336,6 +345,8 @@ struct fab_ctl {
     uint64_t dma_cpus[FAB_CPU_WORDS];
     _Atomic uint32_t vm_gen;   /* the next VM RAM file's generation */
     struct fab_vm vms[FAB_MAX_VMS];
+    uint32_t nhswitches;
+    struct fab_hswitch hswitches[TOPO_MAX_HSWITCHES];
 };
 
 /* A process's attachment to a fabric. */

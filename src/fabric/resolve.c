@@ -87,7 +87,7 @@ static void gens_add(struct walk_gens *g, const uint32_t *at, uint32_t gen)
  */
 struct hop {
     const struct fab_ctl *ctl;
-    uint32_t map_gen, tlb_gen, host, peer_host;
+    uint32_t map_gen, tlb_gen, host, peer_host, peer_at;
     uint16_t rid, peer_rid;
     bool write, valid;
     uint64_t base, end, delta;
@@ -104,7 +104,21 @@ struct walk_start {
     uint64_t addr, len;
     int depth;
     bool cpu; /* a CPU's access (no IOMMU on its own host) */
+    uint32_t at; /* where the requester sits in the host's tree (latency model) */
 };
+
+/* Where requester rid sits in host's PCIe tree: an in-host switch + 1, or 0 (a root port). */
+static uint32_t requester_at(const struct fab *f, uint32_t host, uint16_t rid)
+{
+    const struct fab_host *h = fab_host(f, host);
+    for (uint32_t i = 0; i < h->nfuncs; i++)
+        if (fab_func(f, h->func_first + i)->rid == rid)
+            return fab_func(f, h->func_first + i)->at;
+    for (uint32_t i = 0; i < h->nadapters; i++)
+        if (fab_adapter(f, h->adapter_first + i)->rid == rid)
+            return fab_adapter(f, h->adapter_first + i)->at;
+    return 0;
+}
 
 static int resolve_walk(struct fab *f, struct walk_start s, bool write, struct fab_target *t,
                         struct walk_gens *g, struct hop *rec)
@@ -114,10 +128,17 @@ static int resolve_walk(struct fab *f, struct walk_start s, bool write, struct f
     uint16_t rid = s.rid;
     uint64_t addr = s.addr, len = s.len;
     bool cpu = s.cpu, from_cpu = s.cpu;
+    uint32_t at = s.at;
+    const struct fab_hswitch *hs = f->ctl->hswitches;
     struct fab_iommu_span span = { 0, 0, 0 };
     for (int depth = s.depth; depth < FAB_MAX_CHAIN; depth++) {
         uint64_t phys = addr;
         t->region = FAB_REGION_NONE;
+        /* With its host's IOMMU on, a device's access goes to the root complex to be
+         * translated, whatever it is bound for (smartio-tocs-2021 §7.3.1). */
+        bool xlate = !cpu && fab_host(f, host)->iommu;
+        if (xlate)
+            t->walks++;
         if (!cpu) {
             uint64_t contig;
             const uint32_t *gen_at;
@@ -136,12 +157,16 @@ static int resolve_walk(struct fab *f, struct walk_start s, bool write, struct f
         t->addr = phys;
         t->len = len;
         const struct fab_host *h = fab_host(f, host);
+        /* RAM and the MSI region are behind the root complex. */
+        uint32_t to_root = lat->enabled ? fab_lat_tree_ns(hs, lat->root_ns, at, 0, xlate) : 0;
         if (phys >= FAB_MSI_BASE && phys - FAB_MSI_BASE < FAB_MSI_SIZE) {
+            t->path_ns += to_root;
             t->region = FAB_REGION_MSI;
             t->len = min64(len, FAB_MSI_SIZE - (phys - FAB_MSI_BASE));
             return 0;
         }
         if (phys - FAB_RAM_BASE < h->ram_size) { /* RAM starts at 0: one compare */
+            t->path_ns += to_root;
             t->region = FAB_REGION_RAM;
             t->len = min64(len, h->ram_size - (phys - FAB_RAM_BASE));
             return 0;
@@ -149,6 +174,7 @@ static int resolve_walk(struct fab *f, struct walk_start s, bool write, struct f
         uint64_t vm_off;
         const struct fab_vm *vm = fab_vm_at(f, host, phys, &vm_off);
         if (vm) { /* guest RAM: a RAM region of its own (docs/vm.md) */
+            t->path_ns += to_root;
             t->region = FAB_REGION_RAM;
             t->len = min64(len, vm->mem - vm_off);
             return 0;
@@ -161,6 +187,9 @@ static int resolve_walk(struct fab *f, struct walk_start s, bool write, struct f
                     continue;
                 t->region = FAB_REGION_DEVICE;
                 t->fn = h->func_first + i;
+                if (lat->enabled) /* peer to peer: through the root when translated */
+                    t->path_ns += fab_lat_tree_ns(hs, lat->root_ns, at, fn->at, xlate);
+                t->split |= xlate;
                 t->addr = bar->off + (phys - bar->addr);
                 t->len = min64(len, bar->size - (phys - bar->addr));
                 return 0;
@@ -198,9 +227,11 @@ static int resolve_walk(struct fab *f, struct walk_start s, bool write, struct f
         t->hops += hops;
         if (!t->ntbs++)
             t->egress = (uint32_t)ai + 1;
+        t->split |= xlate;
         if (lat->enabled) {
             int p = fab_peer_index(f, (uint32_t)ai, peer);
-            t->path_ns += lat->ntb_ns + 2 * lat->adapter_switch_ns + a->peer_sw_ns[p];
+            t->path_ns += fab_lat_tree_ns(hs, lat->root_ns, at, a->at, xlate) + lat->ntb_ns +
+                          2 * lat->adapter_switch_ns + a->peer_sw_ns[p];
         }
         if (rec && g && depth == 0 && !cpu) {
             /* The addresses of this requester that reach this LUT entry through this
@@ -214,12 +245,14 @@ static int resolve_walk(struct fab *f, struct walk_start s, bool write, struct f
                                  .end = span.iova + (hi - span.phys),
                                  .delta = (span.phys - span.iova) + (e->peer_addr - lut_lo),
                                  .peer_host = target, .peer_rid = fab_adapter(f, peer)->rid,
+                                 .peer_at = fab_adapter(f, peer)->at,
                                  .gen_at = g->n ? g->at[0] : NULL,
                                  .gen = g->n ? g->gen[0] : 0, .t = *t };
         }
         /* On the far side the transaction comes from that host's NTB function. */
         host = target;
         rid = fab_adapter(f, peer)->rid;
+        at = fab_adapter(f, peer)->at;
         cpu = false;
         addr = peer_addr;
     }
@@ -231,11 +264,11 @@ static int resolve_from(struct fab *f, uint32_t host, uint16_t rid, uint64_t add
                         bool write, struct fab_target *t, struct walk_gens *g, struct hop *rec)
 {
     const struct topo_latency *lat = &f->ctl->latency;
-    *t = (struct fab_target){ .region = FAB_REGION_NONE, .host = host, .addr = addr, .len = len,
-                              .path_ns = lat->enabled ? lat->root_ns : 0 };
+    *t = (struct fab_target){ .region = FAB_REGION_NONE, .host = host, .addr = addr, .len = len };
     bool cpu = is_cpu(rid);
     struct walk_start s = { .host = host, .rid = rid, .addr = addr, .len = len, .depth = 0,
-                            .cpu = cpu };
+                            .cpu = cpu,
+                            .at = cpu || !lat->enabled ? 0 : requester_at(f, host, rid) };
     return resolve_walk(f, s, write, t, g, rec);
 }
 
@@ -309,6 +342,8 @@ int fab_resolve(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint6
         *t = e->t;
         t->addr += in;
         t->len = len;
+        if (t->walks && f->ctl->latency.enabled) /* the device's IOTLB holds it */
+            t->path_ns += fab_lat_iommu_ns(&f->ctl->latency, t->walks, true);
         return 0;
     }
     struct walk_gens g = { 0 };
@@ -320,7 +355,7 @@ int fab_resolve(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint6
         gens_add(&g, hp->gen_at, hp->gen);
         struct walk_start s = { .host = hp->peer_host, .rid = hp->peer_rid,
                                 .addr = addr + hp->delta, .len = min64(len, hp->end - addr),
-                                .depth = 1, .cpu = false };
+                                .depth = 1, .cpu = false, .at = hp->peer_at };
         rc = resolve_walk(f, s, write, t, &g, NULL);
     } else {
         struct hop rec = { .valid = false };
@@ -332,14 +367,20 @@ int fab_resolve(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, uint6
             hop_cache[hop_next++ % HOP_ENTRIES] = rec;
         }
     }
+    /* Not in the IOTLB: each translation walks the I/O page table (added after caching). */
+    uint32_t walk_ns = t->walks && f->ctl->latency.enabled
+                     ? fab_lat_iommu_ns(&f->ctl->latency, t->walks, false) : 0;
     if (rc || t->err || (t->region != FAB_REGION_RAM && t->region != FAB_REGION_DEVICE) ||
-        g.n > WALK_GENS)
+        g.n > WALK_GENS) {
+        t->path_ns += walk_ns;
         return rc;
+    }
     *e = (struct iotlb_entry){ .ctl = f->ctl, .map_gen = map_gen, .tlb_gen = tlb_gen,
                                .host = host, .rid = rid, .write = write, .valid = true,
                                .page = page, .g = g, .t = *t };
     e->t.addr -= in;
     e->t.len = 4096;
+    t->path_ns += walk_ns;
     return 0;
 }
 
@@ -422,12 +463,14 @@ static void delay_for(struct fab *f, const struct extent *x, size_t n, uint64_t 
         return;
     uint64_t path = 0; /* the longest path among the extents */
     uint32_t egress = 0;
+    bool split = false;
     for (size_t i = 0; i < n; i++) {
         path = x[i].t.path_ns > path ? x[i].t.path_ns : path;
+        split |= x[i].t.split;
         if (!egress)
             egress = x[i].t.egress;
     }
-    uint64_t want = fab_lat_dma_ns(f, path, len, read);
+    uint64_t want = fab_lat_dma_ns(f, path, len, read, split);
     uint64_t end = started + want;
     if (egress) {
         struct fab_adapter *a = fab_adapter(f, egress - 1);
@@ -499,6 +542,7 @@ int fab_dev_read(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, void
     int first = 0;
     uint64_t t0 = lat_start(f);
     uint64_t path = 0;
+    bool split = false;
     for (uint64_t off = 0; off < len;) {
         struct fab_target t;
         int rc = fab_resolve(f, host, rid, addr + off, len - off, false, &t);
@@ -522,10 +566,11 @@ int fab_dev_read(struct fab *f, uint32_t host, uint16_t rid, uint64_t addr, void
                 first = t.err;
         }
         path = t.path_ns > path ? t.path_ns : path;
+        split |= t.split;
         off += t.len;
     }
     if (f->ctl->latency.enabled) {
-        uint64_t want = fab_lat_dma_ns(f, path, len, true), spent = fab_now_ns() - t0;
+        uint64_t want = fab_lat_dma_ns(f, path, len, true, split), spent = fab_now_ns() - t0;
         if (want > spent)
             fab_lat_delay(want - spent);
     }

@@ -54,6 +54,13 @@ const struct keydef topo_keys[K_COUNT] = {
                        "PCIe read requests are 128..4096 bytes, a power of two" },
     [K_LINK_MBPS] = { "link_mbps", V_NUM, SEC_BIT(SEC_LATENCY), 1, 1000000, 6000, 0, NULL },
     [K_DESCRIPTION] = { "description", V_TEXT, SEC_BIT(SEC_FABRIC), 0, 0, 0, 0, NULL },
+    [K_HSW_LATENCY] = { "latency_ns", V_NUM, SEC_BIT(SEC_HOSTSWITCH), 0, NS_MAX, 132, 0, NULL },
+    [K_LINK_NS] = { "link_ns", V_NUM, SEC_BIT(SEC_HOSTSWITCH), 0, NS_MAX, 0, 0, NULL },
+    [K_CHASSIS] = { "chassis", V_BOOL, SEC_BIT(SEC_HOSTSWITCH), 0, 1, 0, 0, NULL },
+    [K_IOTLB_HIT_NS] = { "iotlb_hit_ns", V_NUM, SEC_BIT(SEC_LATENCY), 0, NS_MAX, 20, 0, NULL },
+    [K_PAGE_WALK_NS] = { "page_walk_ns", V_NUM, SEC_BIT(SEC_LATENCY), 0, NS_MAX, 330, 0, NULL },
+    [K_ROOT_READ_BYTES] = { "root_read_bytes", V_SIZE, SEC_BIT(SEC_LATENCY), 64, 4096, 64, F_POW2, NULL },
+    [K_ROOT_MAX_READS] = { "root_max_reads", V_NUM, SEC_BIT(SEC_LATENCY), 1, 4096, 24, 0, NULL },
 };
 
 static const struct {
@@ -65,6 +72,7 @@ static const struct {
     { "latency", SEC_LATENCY, false }, { "host", SEC_HOST, true },
     { "adapter", SEC_ADAPTER, true }, { "switch", SEC_SWITCH, true },
     { "links", SEC_LINKS, false }, { "device", SEC_DEVICE, true },
+    { "hostswitch", SEC_HOSTSWITCH, true },
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -87,6 +95,7 @@ void topo_limit_error(struct pstate *st, enum limit l)
         [L_SWITCHES] = { "switches", TOPO_MAX_SWITCHES, "TOPO_MAX_SWITCHES" },
         [L_LINKS] = { "links", TOPO_MAX_LINKS, "TOPO_MAX_LINKS" },
         [L_DEVICES] = { "devices", TOPO_MAX_DEVICES, "TOPO_MAX_DEVICES" },
+        [L_HSWITCHES] = { "in-host switches", TOPO_MAX_HSWITCHES, "TOPO_MAX_HSWITCHES" },
     };
     if (st->limit_hit[l])
         return; /* once is enough */
@@ -170,7 +179,7 @@ const char *topo_fmt_size(uint64_t v, char *buf, size_t len)
 }
 
 /* Names are what links, the CLI and shared-memory paths use: keep them plain. */
-static bool valid_name(const char *s)
+bool topo_valid_name(const char *s)
 {
     size_t n = strlen(s);
     if (n == 0 || n >= TOPO_NAME_MAX)
@@ -198,7 +207,7 @@ static bool split_adapter(const char *q, char host[TOPO_NAME_MAX], char name[TOP
     memcpy(host, q, (size_t)(dot - q));
     host[dot - q] = '\0';
     topo_copy_name(name, dot + 1);
-    return valid_name(host) && valid_name(name);
+    return topo_valid_name(host) && topo_valid_name(name);
 }
 
 /* ---- values ---- */
@@ -303,7 +312,7 @@ static void host_adapters(struct pstate *st, const char *value)
         if (!*item) {
             topo_perr(st, st->line, "empty name in the adapters list; separate names by single "
                  "commas, e.g. adapters = ntb0, ntb1");
-        } else if (!valid_name(item)) {
+        } else if (!topo_valid_name(item)) {
             topo_perr(st, st->line, "adapter name '%s' in the adapters list is not valid; %s, "
                  "separated by commas", item, NAME_RULE);
         } else if (strlen(host) + 1 + n >= TOPO_NAME_MAX) {
@@ -330,7 +339,7 @@ static void host_adapters(struct pstate *st, const char *value)
     }
 }
 
-static void section_key(struct pstate *st, const char *name, const char *value)
+void topo_section_key(struct pstate *st, const char *name, const char *value)
 {
     int k;
     for (k = 0; k < K_COUNT; k++)
@@ -372,7 +381,7 @@ static void device_key(struct pstate *st, const char *name, const char *value)
         }
         if (line)
             *line = st->line; /* set, even if invalid: "has no host" would mislead */
-        if (!valid_name(value))
+        if (!topo_valid_name(value))
             topo_perr(st, st->line, "%s = '%s' is not a valid name; %s", name, value, NAME_RULE);
         else if (d)
             topo_copy_name(is_host ? st->dev_host[st->cur] : d->type, value);
@@ -472,7 +481,7 @@ static void begin_named(struct pstate *st, enum sec s, const char *name)
     }
     static const char *const what[SEC_COUNT] = { [SEC_HOST] = "host", [SEC_SWITCH] = "switch",
                                                  [SEC_DEVICE] = "device" };
-    if (!valid_name(name)) {
+    if (!topo_valid_name(name)) {
         topo_perr(st, st->line, "%s name '%s' is not valid; %s", what[s], name, NAME_RULE);
         return;
     }
@@ -589,6 +598,9 @@ static void begin_section(struct pstate *st, const char *section, const char *ex
         break;
     case SEC_LINKS: /* may appear more than once: cables are a list */
         break;
+    case SEC_HOSTSWITCH:
+        topo_hswitch_begin(st, name);
+        break;
     default:
         begin_named(st, s, name);
         break;
@@ -615,8 +627,11 @@ static int handler(void *user, const char *section, const char *name, const char
     case SEC_DEVICE:
         device_key(st, name, value);
         break;
+    case SEC_HOSTSWITCH:
+        topo_hswitch_key(st, name, value);
+        break;
     default:
-        section_key(st, name, value);
+        topo_section_key(st, name, value);
         break;
     }
     return 1; /* we report errors ourselves; inih only reports the first */

@@ -13,6 +13,7 @@
 #define TOPO_MAX_HOSTS 256
 #define TOPO_MAX_ADAPTERS 1024
 #define TOPO_MAX_SWITCHES 64
+#define TOPO_MAX_HSWITCHES 32 /* in-host PCIe switches, all hosts together */
 #define TOPO_MAX_LINKS 2048
 #define TOPO_MAX_DEVICES 256
 #define TOPO_MAX_SPADS 64
@@ -40,6 +41,7 @@ struct topo_adapter {
     uint32_t db_bits;         /* doorbell bits, <= 32 */
     uint32_t spads;           /* 32-bit scratchpads */
     uint32_t dma_channels;    /* DMA-engine channels, 0 = no engine */
+    uint32_t at;              /* in-host switch it sits below + 1; 0: a root port */
     int line;
 };
 
@@ -47,6 +49,20 @@ struct topo_switch {
     char name[TOPO_NAME_MAX];
     uint32_t ports;     /* port count; links to it may not exceed this */
     uint32_t latency_ns; /* per traversal, used by the latency model */
+    int line;
+};
+
+/* A transparent PCIe switch inside a host's tree: on the motherboard, or in an expansion chassis
+ * cabled to the host through a transparent host and target adapter (smartio-tocs-2021 Fig. 5).
+ * Devices and adapters below it reach each other through it, not through the root complex,
+ * unless the host's IOMMU is on. */
+struct topo_hswitch {
+    char name[TOPO_NAME_MAX];
+    uint32_t host;
+    uint32_t parent;     /* the in-host switch above it + 1; 0: a root port */
+    uint32_t latency_ns; /* per traversal, used by the latency model */
+    uint32_t link_ns;    /* its upstream link's own cost: an expansion cable and its adapters */
+    int chassis;         /* in an expansion chassis (link_ns defaults to the cable's cost) */
     int line;
 };
 
@@ -66,6 +82,7 @@ struct topo_device {
     char type[TOPO_NAME_MAX]; /* "nvme", "accel", ... */
     uint32_t host;
     char params[512]; /* remaining "key=value" pairs, ';'-separated, unvalidated here */
+    uint32_t at;      /* in-host switch it sits below + 1; 0: a root port */
     int line;
 };
 
@@ -78,16 +95,21 @@ struct topo_latency {
     uint32_t max_read_requests; /* outstanding DMA read requests per requester */
     uint32_t read_request_bytes; /* max read request size */
     uint32_t link_mbps;       /* link bandwidth in MB/s for DMA transfer time */
+    uint32_t iotlb_hit_ns;    /* an IOMMU translation the IOTLB holds */
+    uint32_t page_walk_ns;    /* added on an IOTLB miss: the walk of the I/O page table */
+    uint32_t root_read_bytes; /* reads routed through a root complex's IOMMU leave it split to this */
+    uint32_t root_max_reads;  /* ... with at most this many of them open there */
 };
 
 struct topo {
     char path[256];
-    uint32_t nhosts, nadapters, nswitches, nlinks, ndevices;
+    uint32_t nhosts, nadapters, nswitches, nlinks, ndevices, nhswitches;
     struct topo_host hosts[TOPO_MAX_HOSTS];
     struct topo_adapter adapters[TOPO_MAX_ADAPTERS];
     struct topo_switch switches[TOPO_MAX_SWITCHES];
     struct topo_link links[TOPO_MAX_LINKS];
     struct topo_device devices[TOPO_MAX_DEVICES];
+    struct topo_hswitch hswitches[TOPO_MAX_HSWITCHES];
     struct topo_latency latency;
 };
 

@@ -25,14 +25,15 @@
 #define MARK_BAD "\x02"  /* marker value: the header was unreadable and already reported */
 
 enum sec { SEC_NONE, SEC_BAD, SEC_FABRIC, SEC_DEFAULTS, SEC_LATENCY, SEC_HOST, SEC_ADAPTER,
-           SEC_SWITCH, SEC_LINKS, SEC_DEVICE, SEC_COUNT };
+           SEC_SWITCH, SEC_LINKS, SEC_DEVICE, SEC_HOSTSWITCH, SEC_COUNT };
 
 #define SEC_BIT(sec) (1u << (sec)) /* sections as a set: where a key may appear */
 
 enum key { K_RAM, K_IOMMU, K_LUT_SIZE, K_LUT_ENTRIES, K_RID_ENTRIES, K_DOORBELLS,
            K_SCRATCHPADS, K_DMA_CHANNELS, K_NODE_ID, K_ADAPTERS, K_PORTS, K_SW_LATENCY,
            K_ENABLED, K_NTB_NS, K_ADAPTER_SWITCH_NS, K_ROOT_NS, K_DOORBELL_NS, K_MAX_READS,
-           K_READ_BYTES, K_LINK_MBPS, K_DESCRIPTION, K_COUNT };
+           K_READ_BYTES, K_LINK_MBPS, K_DESCRIPTION, K_HSW_LATENCY, K_LINK_NS, K_CHASSIS,
+           K_IOTLB_HIT_NS, K_PAGE_WALK_NS, K_ROOT_READ_BYTES, K_ROOT_MAX_READS, K_COUNT };
 
 enum vkind { V_NUM, V_SIZE, V_BOOL, V_TEXT, V_LIST };
 #define F_POW2 1u /* must be a power of two */
@@ -51,7 +52,7 @@ struct keydef {
 extern const struct keydef topo_keys[K_COUNT];
 
 #define SECTION_LIST "[fabric], [defaults], [latency], [host NAME], [adapter HOST.NAME], " \
-                     "[switch NAME], [links] and [device NAME]"
+                     "[switch NAME], [hostswitch NAME], [links] and [device NAME]"
 
 /* Values one section instance set: line[k] != 0 once key k appeared, ok bit once it was valid. */
 struct vals {
@@ -78,7 +79,13 @@ struct raw_link {
     int line;
 };
 
-enum limit { L_HOSTS, L_ADAPTERS, L_SWITCHES, L_LINKS, L_DEVICES, L_COUNT };
+enum limit { L_HOSTS, L_ADAPTERS, L_SWITCHES, L_LINKS, L_DEVICES, L_HSWITCHES, L_COUNT };
+
+struct sect_hswitch { /* what a [hostswitch NAME] names, resolved after the whole file */
+    char host[TOPO_NAME_MAX], parent[TOPO_NAME_MAX];
+    char devices[200];
+    int host_line, parent_line, devices_line;
+};
 
 struct pstate {
     struct topo *t;
@@ -117,6 +124,8 @@ struct pstate {
     char dev_host[TOPO_MAX_DEVICES][TOPO_NAME_MAX];
     int dev_host_line[TOPO_MAX_DEVICES], dev_type_line[TOPO_MAX_DEVICES];
     bool limit_hit[L_COUNT];
+    struct vals hsw_v[TOPO_MAX_HSWITCHES];
+    struct sect_hswitch hsw[TOPO_MAX_HSWITCHES];
 
     /* resolution */
     int adapter_link_line[TOPO_MAX_ADAPTERS];
@@ -135,5 +144,14 @@ const char *topo_fmt_size(uint64_t v, char *buf, size_t len);
 void topo_copy_name(char dst[TOPO_NAME_MAX], const char *src);
 /* After reading: build adapters, hosts, switches, links, devices and latency in st->t. */
 void topo_resolve(struct pstate *st);
+/* A key of the current section that has a keydef (numbers, sizes, booleans, lists). */
+void topo_section_key(struct pstate *st, const char *name, const char *value);
+/* true when name is 1..31 letters, digits, '_' or '-'. */
+bool topo_valid_name(const char *name);
+/* [hostswitch NAME] (topo_hswitch.c): begin a section, take one of its keys, and after the
+ * whole file resolve the hosts, parents and devices they name (after the adapters and devices). */
+void topo_hswitch_begin(struct pstate *st, const char *name);
+void topo_hswitch_key(struct pstate *st, const char *name, const char *value);
+void topo_hswitch_resolve(struct pstate *st);
 
 #endif

@@ -298,6 +298,10 @@ static void resolve_latency(struct pstate *st)
     l->max_read_requests = LAT(K_MAX_READS);
     l->read_request_bytes = LAT(K_READ_BYTES);
     l->link_mbps = LAT(K_LINK_MBPS);
+    l->iotlb_hit_ns = LAT(K_IOTLB_HIT_NS);
+    l->page_walk_ns = LAT(K_PAGE_WALK_NS);
+    l->root_read_bytes = LAT(K_ROOT_READ_BYTES);
+    l->root_max_reads = LAT(K_ROOT_MAX_READS);
 #undef LAT
 }
 
@@ -309,4 +313,5 @@ void topo_resolve(struct pstate *st)
     resolve_links(st);
     resolve_devices(st);
     resolve_latency(st);
+    topo_hswitch_resolve(st); /* after the latency model: a chassis link costs an NTB's */
 }

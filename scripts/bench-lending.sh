@@ -22,6 +22,13 @@
 #         order, and the median of the rounds' ratios is reported), and the completion-latency
 #         CDF of both with it on. Skipped, with a note, without fio or an engine that has
 #         ntb_map.
+#   fig21eq  the same fio runs on examples/topologies/chassis.ini (latency model on): an NVMe in an
+#         expansion chassis lent by a to c, and c's own NVMe in a chassis of its own, so that both
+#         paths have the same hops (the paper's setup); the local NVMe is c's, so both runs share
+#         c's IOMMU and mapping work. Paired lent/local (target <= 1.02).
+#   iommu smartio-tocs-2021 Fig. 31: accel0 in a's chassis lent to c, accel_drv copies with a's
+#         IOMMU off (peer to peer in the chassis) and on (through a's root complex, reads split);
+#         two fabrics up at once, rounds alternating; off/on per direction (target reads >= 4)
 # Every round runs each case once, the cases interleaved; the figures are medians over rounds.
 # Writes the JSON (every round's figures and the medians) and a PNG per figure (gnuplot,
 # tools/plots/lending-*.gp) and prints a summary. Fabrics are booted under unique names in
@@ -36,7 +43,7 @@
 #   -t SECS   fio run time per case and round (default 3)
 #   -n N      map+unmap pairs per map round (default 20000)
 #   -q        quick: 2 rounds, 1M copies, 1 s fio runs, 2000 map pairs (a smoke test)
-#   PART      any of bw p2p map fig21 (default: all)
+#   PART      any of bw p2p map fig21 fig21eq iommu (default: all)
 set -euo pipefail
 
 out=bench-lending.json
@@ -46,7 +53,7 @@ rounds=5
 size=4M
 secs=3
 mapn=20000
-usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//'; }
 for a in "$@"; do [ "$a" = --help ] && { usage; exit 0; }; done
 while getopts "o:p:b:r:s:t:n:qh" opt; do
   case $opt in
@@ -64,9 +71,9 @@ while getopts "o:p:b:r:s:t:n:qh" opt; do
 done
 shift $((OPTIND - 1))
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(bw p2p map fig21)
+[ ${#parts[@]} -gt 0 ] || parts=(bw p2p map fig21 fig21eq iommu)
 for p in "${parts[@]}"; do
-  case $p in bw|p2p|map|fig21) ;; *) echo "bench-lending: unknown part '$p' (bw p2p map fig21; see -h)" >&2; exit 2 ;; esac
+  case $p in bw|p2p|map|fig21|fig21eq|iommu) ;; *) echo "bench-lending: unknown part '$p' (bw p2p map fig21 fig21eq iommu; see -h)" >&2; exit 2 ;; esac
 done
 want() { local p; for p in "${parts[@]}"; do [ "$p" = "$1" ] && return 0; done; return 1; }
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "bench-lending: -r takes a positive number" >&2; exit 2; }
@@ -274,34 +281,81 @@ if want map; then
     "   round, median of $rounds rounds' medians): local ${l} ns, lent ${b} ns, lent/local $(ratio "$b" "$l")")
 fi
 
-# ---------------------------------------------------------------- fig21: fio, per-I/O mapping
-if want fig21; then
+# ---------------------------------------------------------------- fio, per-I/O mapping
+# fio 4 KiB random reads at QD 1 on HOST's function SLOT, the buffer mapped per I/O; the
+# figures (IOPS, median total latency, its CDF) as one JSON object in OUT.
+why=""
+if want fig21 || want fig21eq; then
   engine=$bin/../lib/ntbnvme-fio.so
-  why=""
   if ! command -v fio >/dev/null; then why="no fio"
   elif [ ! -f "$engine" ]; then why="no fio engine at $engine"
   elif ! fio --enghelp="$engine" 2>/dev/null | grep -q '^ntb_map'; then why="the fio engine has no ntb_map option"
-  elif [ ! -f "$topos/lend-nvme.ini" ]; then why="no examples/topologies/lend-nvme.ini"
+  elif [ ! -f "$topos/lend-nvme.ini" ] || [ ! -f "$topos/chassis.ini" ]; then why="no examples/topologies/lend-nvme.ini or chassis.ini"
+  else engine=$(cd "$(dirname "$engine")" && pwd)/ntbnvme-fio.so
   fi
+  pcts=1:5:10:20:30:40:50:60:70:80:90:95:99:99.5:99.9
+  fio_run() { # HOST SLOT OUT
+    if ! nb run --host "$1" -- fio --output-format=json --name=fig21 --ioengine=external:"$engine" \
+        --ntb_device="pci:0000:$2" --ntb_map=per-io --thread=1 --rw=randread --bs=4k --size=256M \
+        --iodepth=1 --norandommap --randrepeat=0 --time_based --runtime="$secs" --ramp_time=0.2 \
+        --lat_percentiles=1 --percentile_list="$pcts" >"$tmp/fio.out" 2>"$tmp/fio.err"; then
+      echo "bench-lending: fio on host $1 failed: $(cat "$tmp/fio.err")" >&2
+      exit 1
+    fi
+    sed -n '/^{/,$p' "$tmp/fio.out" | jq -c '.jobs[0] | if .error != 0 then error("fio job error \(.error)") else . end |
+      .read | (if .lat_ns.percentile then .lat_ns else .clat_ns end) as $l |
+      {iops: .iops, median_ns: $l.percentile["50.000000"],
+       cdf: [$l.percentile | to_entries[] | [(.key | tonumber), .value]]}' >"$3"
+  }
+  # Paired rounds of PART/MODEL, back to back and in ABBA order (local, lent | lent, local | ...),
+  # so that the pair of a round shares the machine's state: on a VM whose two CPUs change
+  # speed from second to second, a round's lent/local ratio is steadier than the ratio of the
+  # two medians over rounds, which the rounds' speeds move (both are reported). LOCAL_HOST and
+  # LOCAL_DEV are the local NVMe; the lent one is a's nvme0, lent to c for the lent runs.
+  fio_pairs() { # PART MODEL LOCAL_HOST LOCAL_DEV
+    local part=$1 model=$2 own r w
+    own=$(slot "$3" "$4")
+    for r in $(seq "$rounds"); do
+      if ((r % 2)); then
+        fio_run "$3" "$own" "$tmp/f-$model-local-$r.json"
+        lend nvme0 c
+        fio_run c "$(slot c nvme0)" "$tmp/f-$model-lent-$r.json"
+      else
+        fio_run c "$(slot c nvme0)" "$tmp/f-$model-lent-$r.json"
+        reclaim nvme0
+        fio_run "$3" "$own" "$tmp/f-$model-local-$r.json"
+      fi
+      for w in local lent; do
+        row "$part" "$model-$w" median_ns "$r" "$(jq -r .median_ns "$tmp/f-$model-$w-$r.json")"
+        row "$part" "$model-$w" iops "$r" "$(jq -r .iops "$tmp/f-$model-$w-$r.json")"
+      done
+      row "$part" "$model-ratio" lent_over_local "$r" "$(ratio "$(jq -r .median_ns "$tmp/f-$model-lent-$r.json")" \
+        "$(jq -r .median_ns "$tmp/f-$model-local-$r.json")")"
+    done
+    ((rounds % 2)) && reclaim nvme0
+    return 0
+  }
+fi
+# The CDF (total latency: submission, the mapping, the I/O, its completion and the unmap) of
+# PART's runs with MODEL: the round whose median is the median of the rounds, for each of local
+# and lent, kept in $tmp/cdf-PART-{local,lent}.json and plotted into PNG.
+cdf_plot() { # PART MODEL PNG
+  local w m best
+  for w in local lent; do
+    m=$(median "$1" "$2-$w" median_ns)
+    best=$(awk -F'\t' -v p="$1" -v c="$2-$w" -v m="$m" '$1 == p && $2 == c && $3 == "median_ns" {
+      d = $5 - m; if (d < 0) d = -d; if (!n++ || d < bd) { bd = d; br = $4 } } END { print br }' "$tmp/rows.tsv")
+    jq -r '.cdf[] | "\(.[0])\t\(.[1])"' "$tmp/f-$2-$w-$best.json" >"$tmp/cdf-$1-$w.tsv"
+    cp "$tmp/f-$2-$w-$best.json" "$tmp/cdf-$1-$w.json"
+  done
+  gnuplot -e "dir='$src/tools/plots/'; local='$tmp/cdf-$1-local.tsv'; lent='$tmp/cdf-$1-lent.tsv'; out='$plotdir/$3'; lmed='$(median "$1" "$2-local" median_ns)'; bmed='$(median "$1" "$2-lent" median_ns)'" \
+    "$src/tools/plots/lending-fig21.gp"
+}
+if want fig21; then
   if [ -n "$why" ]; then
     echo "bench-lending: fig21 skipped: $why" >&2
     summary+=("" "== Fig. 21 (fio, per-I/O mapping): skipped: $why")
   else
-    engine=$(cd "$(dirname "$engine")" && pwd)/ntbnvme-fio.so
-    pcts=1:5:10:20:30:40:50:60:70:80:90:95:99:99.5:99.9
-    fio_run() { # HOST SLOT OUT
-      if ! nb run --host "$1" -- fio --output-format=json --name=fig21 --ioengine=external:"$engine" \
-          --ntb_device="pci:0000:$2" --ntb_map=per-io --thread=1 --rw=randread --bs=4k --size=256M \
-          --iodepth=1 --norandommap --randrepeat=0 --time_based --runtime="$secs" --ramp_time=0.2 \
-          --lat_percentiles=1 --percentile_list="$pcts" >"$tmp/fio.out" 2>"$tmp/fio.err"; then
-        echo "bench-lending: fio on host $1 failed: $(cat "$tmp/fio.err")" >&2
-        exit 1
-      fi
-      sed -n '/^{/,$p' "$tmp/fio.out" | jq -c '.jobs[0] | if .error != 0 then error("fio job error \(.error)") else . end |
-        .read | (if .lat_ns.percentile then .lat_ns else .clat_ns end) as $l |
-        {iops: .iops, median_ns: $l.percentile["50.000000"],
-         cdf: [$l.percentile | to_entries[] | [(.key | tonumber), .value]]}' >"$3"
-    }
     # Both hosts with their IOMMU on (lend-nvme.ini has it on the borrower c only): the same
     # driver then does the same mapping work per I/O locally and lent, so the ratio is what
     # lending costs. With the lender's IOMMU off its local maps would cost nothing, and the
@@ -310,43 +364,10 @@ if want fig21; then
       topo=$(with_iommu "$topos/lend-nvme.ini" a)
       [ $model = on ] && topo=$(with_latency "$topo")
       boot "fig21-$model" "$topo"
-      own=$(slot a nvme0)
-      # Paired rounds, back to back and in ABBA order (local, lent | lent, local | ...), so
-      # that the pair of a round shares the machine's state: on a VM whose two CPUs change
-      # speed from second to second, a round's lent/local ratio is steadier than the ratio of
-      # the two medians over rounds, which the rounds' speeds move (both are reported).
-      for r in $(seq "$rounds"); do
-        if ((r % 2)); then
-          fio_run a "$own" "$tmp/f-$model-local-$r.json"
-          lend nvme0 c
-          fio_run c "$(slot c nvme0)" "$tmp/f-$model-lent-$r.json"
-        else
-          fio_run c "$(slot c nvme0)" "$tmp/f-$model-lent-$r.json"
-          reclaim nvme0
-          fio_run a "$own" "$tmp/f-$model-local-$r.json"
-        fi
-        for w in local lent; do
-          row fig21 "$model-$w" median_ns "$r" "$(jq -r .median_ns "$tmp/f-$model-$w-$r.json")"
-          row fig21 "$model-$w" iops "$r" "$(jq -r .iops "$tmp/f-$model-$w-$r.json")"
-        done
-        row fig21 "$model-ratio" lent_over_local "$r" "$(ratio "$(jq -r .median_ns "$tmp/f-$model-lent-$r.json")" \
-          "$(jq -r .median_ns "$tmp/f-$model-local-$r.json")")"
-      done
-      ((rounds % 2)) && reclaim nvme0
+      fio_pairs fig21 "$model" a nvme0
       down
     done
-    # The CDF (total latency: submission, the mapping, the I/O, its completion and the unmap):
-    # the round whose median is the median of the rounds, for each of local and lent.
-    for w in local lent; do
-      m=$(median fig21 on-$w median_ns)
-      best=$(awk -F'\t' -v c="on-$w" -v m="$m" '$1 == "fig21" && $2 == c && $3 == "median_ns" {
-        d = $5 - m; if (d < 0) d = -d; if (!n++ || d < bd) { bd = d; br = $4 } } END { print br }' "$tmp/rows.tsv")
-      jq -r '.cdf[] | "\(.[0])\t\(.[1])"' "$tmp/f-on-$w-$best.json" >"$tmp/cdf-$w.tsv"
-      cp "$tmp/f-on-$w-$best.json" "$tmp/cdf-$w.json"
-    done
-    lm=$(median fig21 on-local median_ns) bm=$(median fig21 on-lent median_ns)
-    gnuplot -e "dir='$src/tools/plots/'; local='$tmp/cdf-local.tsv'; lent='$tmp/cdf-lent.tsv'; out='$plotdir/lending-fig21.png'; lmed='$lm'; bmed='$bm'" \
-      "$src/tools/plots/lending-fig21.gp"
+    cdf_plot fig21 on lending-fig21.png
     l0=$(median fig21 off-local median_ns) b0=$(median fig21 off-lent median_ns)
     p0=$(median fig21 off-ratio lent_over_local) pm=$(median fig21 on-ratio lent_over_local)
     summary+=("" "== Fig. 21: fio 4 KiB random reads, QD 1, dma_map_single+dma_unmap_single around every"
@@ -358,6 +379,67 @@ if want fig21; then
   fi
 fi
 
+# ---------------------------------------------------------------- fig21eq: equal hops
+if want fig21eq; then
+  if [ -n "$why" ]; then
+    echo "bench-lending: fig21eq skipped: $why" >&2
+    summary+=("" "== Fig. 21 with equal hops (fio, per-I/O mapping): skipped: $why")
+  else
+    boot fig21eq "$topos/chassis.ini"
+    fio_pairs fig21eq on c nvme1
+    down
+    cdf_plot fig21eq on lending-fig21eq.png
+    lm=$(median fig21eq on-local median_ns) bm=$(median fig21eq on-lent median_ns)
+    summary+=("" "== Fig. 21 with equal hops (chassis.ini, latency model on): fio as above, c's own NVMe"
+      "   in its chassis (local) against a's NVMe in a's chassis lent to c (lent)"
+      "$(printf '   local %s ns, lent %s ns, lent/local %s; paired %s (target <= 1.02)' "$lm" "$bm" "$(ratio "$bm" "$lm")" "$(median fig21eq on-ratio lent_over_local)")"
+      "   CDF plot: $plotdir/lending-fig21eq.png")
+  fi
+fi
+
+# ---------------------------------------------------------------- iommu: Fig. 31
+if want iommu; then
+  # Both fabrics up at once, the rounds alternating between them, so that the machine's load
+  # falls on both alike.
+  f_off="lendb-$$-iommu-off" f_on="lendb-$$-iommu-on"
+  iommu_down() { "$bin/ntblend" --fabric "$f_off" down >/dev/null 2>&1 || true; "$bin/ntblend" --fabric "$f_on" down >/dev/null 2>&1 || true; }
+  trap 'iommu_down; down; rm -rf "$tmp"' EXIT
+  "$bin/ntblend" --fabric "$f_off" up "$topos/chassis.ini" >/dev/null
+  "$bin/ntblend" --fabric "$f_on" up "$(with_iommu "$topos/chassis.ini" a)" >/dev/null
+  for fb in "$f_off" "$f_on"; do "$bin/ntblend" --fabric "$fb" device lend accel0 --to c >/dev/null; done
+  for r in $(seq "$rounds"); do
+    order="$f_off $f_on"
+    [ $((r % 2)) = 0 ] && order="$f_on $f_off"
+    for fb in $order; do
+      fabric=$fb
+      drv c --size "$size" --iters 8
+      line=$(grep "^0000:$(slot c accel0) " "$tmp/drv.out")
+      h2d=$(sed -n 's/.*host->device \([0-9.]*\) MB\/s.*/\1/p' <<<"$line")
+      d2h=$(sed -n 's/.*device->host \([0-9.]*\) MB\/s.*/\1/p' <<<"$line")
+      [ -n "$h2d" ] && [ -n "$d2h" ] || { echo "bench-lending: no rates from accel_drv: $(cat "$tmp/drv.out")" >&2; exit 1; }
+      w=$([ "$fb" = "$f_on" ] && echo on || echo off)
+      row iommu "$w" read_mbps "$r" "$h2d"
+      row iommu "$w" write_mbps "$r" "$d2h"
+    done
+  done
+  fabric=""
+  iommu_down
+  trap 'down; rm -rf "$tmp"' EXIT
+  {
+    printf '# direction\toff\ton\n'
+    printf 'reads\t%s\t%s\n' "$(median iommu off read_mbps)" "$(median iommu on read_mbps)"
+    printf 'writes\t%s\t%s\n' "$(median iommu off write_mbps)" "$(median iommu on write_mbps)"
+  } >"$tmp/iommu.tsv"
+  gnuplot -e "dir='$src/tools/plots/'; in='$tmp/iommu.tsv'; out='$plotdir/lending-iommu.png'; size='$size'" "$src/tools/plots/lending-iommu.gp"
+  ro=$(median iommu off read_mbps) rn=$(median iommu on read_mbps)
+  wo=$(median iommu off write_mbps) wn=$(median iommu on write_mbps)
+  summary+=("" "== Fig. 31: accel0 in a's chassis lent to c, the device's engine copying $size (chassis.ini,"
+    "   latency model on), a's IOMMU off (peer to peer in the chassis) and on (through a's root)"
+    "$(printf '   reads (host->device):  off %s MB/s, on %s MB/s, penalty %s (target >= 4)' "$ro" "$rn" "$(ratio "$ro" "$rn")")"
+    "$(printf '   writes (device->host): off %s MB/s, on %s MB/s, penalty %s' "$wo" "$wn" "$(ratio "$wo" "$wn")")"
+    "   plot: $plotdir/lending-iommu.png")
+fi
+
 # ---------------------------------------------------------------- JSON
 jq -Rn --arg size "$size" --argjson rounds "$rounds" --argjson cpus "$(nproc)" --arg parts "${parts[*]}" '
   [inputs | split("\t") | {part: .[0], case: .[1], key: .[2], round: (.[3] | tonumber), value: (.[4] | tonumber)}] as $rows |
@@ -366,11 +448,13 @@ jq -Rn --arg size "$size" --argjson rounds "$rounds" --argjson cpus "$(nproc)" -
    medians: ($rows | group_by([.part, .case, .key]) | map({part: .[0].part, case: .[0].case, key: .[0].key,
                                                           median: (map(.value) | med)})),
    rounds_data: $rows}' <"$tmp/rows.tsv" >"$out"
-if want fig21 && [ -f "$tmp/cdf-local.json" ]; then
-  jq --slurpfile l "$tmp/cdf-local.json" --slurpfile b "$tmp/cdf-lent.json" \
-    '.fig21_cdf_latency_model_on = {local: $l[0].cdf, lent: $b[0].cdf}' "$out" >"$tmp/o.json"
-  mv "$tmp/o.json" "$out"
-fi
+for p in fig21 fig21eq; do
+  if want $p && [ -f "$tmp/cdf-$p-local.json" ]; then
+    jq --arg k "${p}_cdf_latency_model_on" --slurpfile l "$tmp/cdf-$p-local.json" --slurpfile b "$tmp/cdf-$p-lent.json" \
+      '.[$k] = {local: $l[0].cdf, lent: $b[0].cdf}' "$out" >"$tmp/o.json"
+    mv "$tmp/o.json" "$out"
+  fi
+done
 printf '%s\n' "${summary[@]}"
 echo
 floor_finish "$out"

@@ -230,8 +230,10 @@ static int resolve_walk(struct fab *f, struct walk_start s, bool write, struct f
         t->split |= xlate;
         if (lat->enabled) {
             int p = fab_peer_index(f, (uint32_t)ai, peer);
-            t->path_ns += fab_lat_tree_ns(hs, lat->root_ns, at, a->at, xlate) + lat->ntb_ns +
-                          2 * lat->adapter_switch_ns + a->peer_sw_ns[p];
+            /* The adapter's own DMA engine is already at its window. */
+            bool self = rid == a->rid && !xlate;
+            t->path_ns += (self ? 0 : fab_lat_tree_ns(hs, lat->root_ns, at, a->at, xlate)) +
+                          lat->ntb_ns + 2 * lat->adapter_switch_ns + a->peer_sw_ns[p];
         }
         if (rec && g && depth == 0 && !cpu) {
             /* The addresses of this requester that reach this LUT entry through this

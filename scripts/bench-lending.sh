@@ -6,7 +6,8 @@
 #         device->host MB/s and the lent/local ratio; smartio3.ini with the latency model off,
 #         and the same topology with it on
 #   p2p   latency model on (smartio-p2p-latency.ini): a peer-to-peer copy by one accelerator's
-#         engine into the other's memory BAR in the three cases of the 2019 paper: both lent
+#         engine into the other's memory BAR in the local baseline (accel0+accel1 used by their
+#         own host a) and the three cases of the 2019 paper: both lent
 #         by one lender (accel0+accel1 of a, to b), one lent and one the borrower's own
 #         (accel0 of a lent to c, with c's accel2), lent by two lenders (accel0 of a and accel2
 #         of c, to b); hops of the path (NTB crossings + cluster switches, from the fabric's
@@ -29,6 +30,10 @@
 #   iommu smartio-tocs-2021 Fig. 31: accel0 in a's chassis lent to c, accel_drv copies with a's
 #         IOMMU off (peer to peer in the chassis) and on (through a's root complex, reads split);
 #         two fabrics up at once, rounds alternating; off/on per direction (target reads >= 4)
+#   fig22 smartio-tocs-2021 Fig. 22 on chassis.ini: c's own accel1 and a's accel0 lent to c,
+#         the same hops, copied by one accel_drv run each round
+#   fig23 smartio-tocs-2021 Fig. 23: accel0 lent over chassis.ini's back-to-back cable and
+#         through a cluster switch instead (one more hop), copies of several sizes
 # Every round runs each case once, the cases interleaved; the figures are medians over rounds.
 # Writes the JSON (every round's figures and the medians) and a PNG per figure (gnuplot,
 # tools/plots/lending-*.gp) and prints a summary. Fabrics are booted under unique names in
@@ -43,7 +48,7 @@
 #   -t SECS   fio run time per case and round (default 3)
 #   -n N      map+unmap pairs per map round (default 20000)
 #   -q        quick: 2 rounds, 1M copies, 1 s fio runs, 2000 map pairs (a smoke test)
-#   PART      any of bw p2p map fig21 fig21eq iommu (default: all)
+#   PART      any of bw p2p map fig21 fig21eq iommu fig22 fig23 (default: all)
 set -euo pipefail
 
 out=bench-lending.json
@@ -53,7 +58,8 @@ rounds=5
 size=4M
 secs=3
 mapn=20000
-usage() { sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//'; }
+quick=false
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 for a in "$@"; do [ "$a" = --help ] && { usage; exit 0; }; done
 while getopts "o:p:b:r:s:t:n:qh" opt; do
   case $opt in
@@ -64,16 +70,16 @@ while getopts "o:p:b:r:s:t:n:qh" opt; do
     s) size=$OPTARG ;;
     t) secs=$OPTARG ;;
     n) mapn=$OPTARG ;;
-    q) rounds=2 size=1M secs=1 mapn=2000 ;;
+    q) rounds=2 size=1M secs=1 mapn=2000 quick=true ;;
     h) usage; exit 0 ;;
     *) echo "bench-lending: see -h" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(bw p2p map fig21 fig21eq iommu)
+[ ${#parts[@]} -gt 0 ] || parts=(bw p2p map fig21 fig21eq iommu fig22 fig23)
 for p in "${parts[@]}"; do
-  case $p in bw|p2p|map|fig21|fig21eq|iommu) ;; *) echo "bench-lending: unknown part '$p' (bw p2p map fig21 fig21eq iommu; see -h)" >&2; exit 2 ;; esac
+  case $p in bw|p2p|map|fig21|fig21eq|iommu|fig22|fig23) ;; *) echo "bench-lending: unknown part '$p' (bw p2p map fig21 fig21eq iommu fig22 fig23; see -h)" >&2; exit 2 ;; esac
 done
 want() { local p; for p in "${parts[@]}"; do [ "$p" = "$1" ] && return 0; done; return 1; }
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "bench-lending: -r takes a positive number" >&2; exit 2; }
@@ -209,7 +215,8 @@ if want p2p; then
       '[.adapters[] | select(.host == $a) | .peers[] | select(.host == $b) | .switches + 1] | min' <<<"$st"
   }
   # case: label, borrower, lent devices (with their lenders), hops
-  cases=("same-lender|b|accel0 accel1|$(hops a a)"
+  cases=("local|a||$(hops a a)"
+         "same-lender|b|accel0 accel1|$(hops a a)"
          "lent+local|c|accel0|$(hops a c)"
          "two-lenders|b|accel0 accel2|$(hops a c)")
   p2p_run() { # CASE ROUND KIND SIZE ITERS
@@ -253,6 +260,7 @@ if want p2p; then
   summary+=("$(printf '%-44s | %4s | %10s | %10s | %9s' case hops "queued us" "1-by-1 us" "MB/s")")
   while IFS=$'\t' read -r label h q mb us; do
     case $label in
+      local) desc="both a's own, used by a (no lending)" ;;
       same-lender) desc="both lent by a (accel0, accel1) to b" ;;
       lent+local) desc="accel0 of a lent to c, c's own accel2" ;;
       two-lenders) desc="lent by a (accel0) and by c (accel2) to b" ;;
@@ -397,47 +405,113 @@ if want fig21eq; then
   fi
 fi
 
-# ---------------------------------------------------------------- iommu: Fig. 31
-if want iommu; then
-  # Both fabrics up at once, the rounds alternating between them, so that the machine's load
-  # falls on both alike.
-  f_off="lendb-$$-iommu-off" f_on="lendb-$$-iommu-on"
-  iommu_down() { "$bin/ntblend" --fabric "$f_off" down >/dev/null 2>&1 || true; "$bin/ntblend" --fabric "$f_on" down >/dev/null 2>&1 || true; }
-  trap 'iommu_down; down; rm -rf "$tmp"' EXIT
-  "$bin/ntblend" --fabric "$f_off" up "$topos/chassis.ini" >/dev/null
-  "$bin/ntblend" --fabric "$f_on" up "$(with_iommu "$topos/chassis.ini" a)" >/dev/null
-  for fb in "$f_off" "$f_on"; do "$bin/ntblend" --fabric "$fb" device lend accel0 --to c >/dev/null; done
+# ---------------------------------------------------------------- two fabrics side by side
+# Fabrics A and B up at once, accel0 of a lent to c in each, accel_drv's copies of each SIZE on
+# c, the rounds alternating which fabric goes first, so the machine's load falls on both alike.
+# Rows: PART, LABEL-SIZE, read_mbps (host->device: the device reads c's RAM) / write_mbps.
+bw_two() { # PART A_LABEL A_TOPO B_LABEL B_TOPO SIZE...
+  local part=$1 la=$2 ta=$3 lb=$4 tb=$5 r fb w sz line h2d d2h
+  shift 5
+  local fa="lendb-$$-$part-$la" fbb="lendb-$$-$part-$lb"
+  two_down() { "$bin/ntblend" --fabric "$fa" down >/dev/null 2>&1 || true; "$bin/ntblend" --fabric "$fbb" down >/dev/null 2>&1 || true; }
+  trap 'two_down; down; rm -rf "$tmp"' EXIT
+  "$bin/ntblend" --fabric "$fa" up "$ta" >/dev/null
+  "$bin/ntblend" --fabric "$fbb" up "$tb" >/dev/null
+  echo "bench-lending: fabrics $fa ($(basename "$ta")) and $fbb ($(basename "$tb"))" >&2
+  for fb in "$fa" "$fbb"; do "$bin/ntblend" --fabric "$fb" device lend accel0 --to c >/dev/null; done
   for r in $(seq "$rounds"); do
-    order="$f_off $f_on"
-    [ $((r % 2)) = 0 ] && order="$f_on $f_off"
+    local order="$fa $fbb"
+    [ $((r % 2)) = 0 ] && order="$fbb $fa"
     for fb in $order; do
       fabric=$fb
-      drv c --size "$size" --iters 8
-      line=$(grep "^0000:$(slot c accel0) " "$tmp/drv.out")
-      h2d=$(sed -n 's/.*host->device \([0-9.]*\) MB\/s.*/\1/p' <<<"$line")
-      d2h=$(sed -n 's/.*device->host \([0-9.]*\) MB\/s.*/\1/p' <<<"$line")
-      [ -n "$h2d" ] && [ -n "$d2h" ] || { echo "bench-lending: no rates from accel_drv: $(cat "$tmp/drv.out")" >&2; exit 1; }
-      w=$([ "$fb" = "$f_on" ] && echo on || echo off)
-      row iommu "$w" read_mbps "$r" "$h2d"
-      row iommu "$w" write_mbps "$r" "$d2h"
+      w=$([ "$fb" = "$fa" ] && echo "$la" || echo "$lb")
+      for sz in "$@"; do
+        drv c --size "$sz" --iters 8
+        line=$(grep "^0000:$(slot c accel0) " "$tmp/drv.out")
+        h2d=$(sed -n 's/.*host->device \([0-9.]*\) MB\/s.*/\1/p' <<<"$line")
+        d2h=$(sed -n 's/.*device->host \([0-9.]*\) MB\/s.*/\1/p' <<<"$line")
+        [ -n "$h2d" ] && [ -n "$d2h" ] || { echo "bench-lending: no rates from accel_drv: $(cat "$tmp/drv.out")" >&2; exit 1; }
+        row "$part" "$w-$sz" read_mbps "$r" "$h2d"
+        row "$part" "$w-$sz" write_mbps "$r" "$d2h"
+      done
     done
   done
   fabric=""
-  iommu_down
+  two_down
   trap 'down; rm -rf "$tmp"' EXIT
-  {
-    printf '# direction\toff\ton\n'
-    printf 'reads\t%s\t%s\n' "$(median iommu off read_mbps)" "$(median iommu on read_mbps)"
-    printf 'writes\t%s\t%s\n' "$(median iommu off write_mbps)" "$(median iommu on write_mbps)"
-  } >"$tmp/iommu.tsv"
+}
+
+# ---------------------------------------------------------------- iommu: Fig. 31
+if want iommu; then
+  bw_two iommu off "$topos/chassis.ini" on "$(with_iommu "$topos/chassis.ini" a)" "$size"
+  ro=$(median iommu "off-$size" read_mbps) rn=$(median iommu "on-$size" read_mbps)
+  wo=$(median iommu "off-$size" write_mbps) wn=$(median iommu "on-$size" write_mbps)
+  printf '# direction\toff\ton\nreads\t%s\t%s\nwrites\t%s\t%s\n' "$ro" "$rn" "$wo" "$wn" >"$tmp/iommu.tsv"
   gnuplot -e "dir='$src/tools/plots/'; in='$tmp/iommu.tsv'; out='$plotdir/lending-iommu.png'; size='$size'" "$src/tools/plots/lending-iommu.gp"
-  ro=$(median iommu off read_mbps) rn=$(median iommu on read_mbps)
-  wo=$(median iommu off write_mbps) wn=$(median iommu on write_mbps)
   summary+=("" "== Fig. 31: accel0 in a's chassis lent to c, the device's engine copying $size (chassis.ini,"
     "   latency model on), a's IOMMU off (peer to peer in the chassis) and on (through a's root)"
     "$(printf '   reads (host->device):  off %s MB/s, on %s MB/s, penalty %s (target >= 4)' "$ro" "$rn" "$(ratio "$ro" "$rn")")"
     "$(printf '   writes (device->host): off %s MB/s, on %s MB/s, penalty %s' "$wo" "$wn" "$(ratio "$wo" "$wn")")"
     "   plot: $plotdir/lending-iommu.png")
+fi
+
+# ---------------------------------------------------------------- fig23: one more hop
+if want fig23; then
+  # chassis.ini's back-to-back cable replaced by two cables to a cluster switch.
+  sw=$tmp/chassis-switch.ini
+  sed 's/^a\.ntb0 = c\.ntb0$/a.ntb0 = sw0\nc.ntb0 = sw0\n[switch sw0]\nports = 8/' "$topos/chassis.ini" >"$sw"
+  grep -q '^\[switch sw0\]' "$sw" || { echo "bench-lending: chassis.ini has no a.ntb0 = c.ntb0 cable" >&2; exit 1; }
+  sizes=(64k 256k 1M)
+  $quick && sizes=(64k)
+  [[ " ${sizes[*]} " == *" $size "* ]] || sizes+=("$size")
+  bw_two fig23 b2b "$topos/chassis.ini" switch "$sw" "${sizes[@]}"
+  {
+    printf '# size\tb2b_read\tswitch_read\tb2b_write\tswitch_write\n'
+    for sz in "${sizes[@]}"; do
+      printf '%s\t%s\t%s\t%s\t%s\n' "$sz" "$(median fig23 "b2b-$sz" read_mbps)" "$(median fig23 "switch-$sz" read_mbps)" \
+        "$(median fig23 "b2b-$sz" write_mbps)" "$(median fig23 "switch-$sz" write_mbps)"
+    done
+  } >"$tmp/fig23.tsv"
+  gnuplot -e "dir='$src/tools/plots/'; in='$tmp/fig23.tsv'; out='$plotdir/lending-fig23.png'" "$src/tools/plots/lending-fig23.gp"
+  summary+=("" "== Fig. 23: accel0 lent by a to c over a back-to-back cable (chassis.ini) and through a"
+    "   cluster switch (one more hop), MB/s, median of $rounds rounds of 8 copies"
+    "$(printf '%-8s | %9s %9s %7s | %9s %9s %7s' size "b2b rd" "sw rd" "sw/b2b" "b2b wr" "sw wr" "sw/b2b")")
+  while IFS=$'\t' read -r sz br sr bw_ sw_; do
+    summary+=("$(printf '%-8s | %9s %9s %7s | %9s %9s %7s' "$sz" "$br" "$sr" "$(ratio "$sr" "$br")" "$bw_" "$sw_" "$(ratio "$sw_" "$bw_")")")
+  done < <(tail -n +2 "$tmp/fig23.tsv")
+  summary+=("   plot: $plotdir/lending-fig23.png")
+fi
+
+# ---------------------------------------------------------------- fig22: local vs lent, equal hops
+if want fig22; then
+  # One fabric, one run of accel_drv on c copying on both: c's own accel1 in c's chassis and
+  # accel0 in a's chassis lent to c (chassis.ini: the same hops).
+  boot fig22 "$topos/chassis.ini"
+  lend accel0 c
+  for r in $(seq "$rounds"); do
+    drv c --size "$size" --iters 8
+    for w in local lent; do
+      d=$([ $w = local ] && echo accel1 || echo accel0)
+      line=$(grep "^0000:$(slot c $d) " "$tmp/drv.out")
+      h2d=$(sed -n 's/.*host->device \([0-9.]*\) MB\/s.*/\1/p' <<<"$line")
+      d2h=$(sed -n 's/.*device->host \([0-9.]*\) MB\/s.*/\1/p' <<<"$line")
+      [ -n "$h2d" ] && [ -n "$d2h" ] || { echo "bench-lending: no rates from accel_drv: $(cat "$tmp/drv.out")" >&2; exit 1; }
+      row fig22 "$w" read_mbps "$r" "$h2d"
+      row fig22 "$w" write_mbps "$r" "$d2h"
+    done
+  done
+  reclaim accel0
+  down
+  lr=$(median fig22 local read_mbps) br=$(median fig22 lent read_mbps)
+  lw=$(median fig22 local write_mbps) bw_=$(median fig22 lent write_mbps)
+  printf '# model\tdirection\tlocal\tlent\nchassis\th2d\t%s\t%s\nchassis\td2h\t%s\t%s\n' "$lr" "$br" "$lw" "$bw_" >"$tmp/fig22.tsv"
+  gnuplot -e "dir='$src/tools/plots/'; in='$tmp/fig22.tsv'; out='$plotdir/lending-fig22.png'; size='$size'" \
+    "$src/tools/plots/lending-bw.gp"
+  summary+=("" "== Fig. 22: c's own accel1 in its chassis (local) and a's accel0 in a's chassis lent to c"
+    "   (lent), chassis.ini, one accel_drv run on both per round, $size copies, MB/s"
+    "$(printf '   host->device (reads):  local %s, lent %s, lent/local %s' "$lr" "$br" "$(ratio "$br" "$lr")")"
+    "$(printf '   device->host (writes): local %s, lent %s, lent/local %s' "$lw" "$bw_" "$(ratio "$bw_" "$lw")")"
+    "   plot: $plotdir/lending-fig22.png")
 fi
 
 # ---------------------------------------------------------------- JSON

@@ -85,7 +85,7 @@ static void test_defaults(void **state)
     assert_int_equal(l.iotlb_hit_ns, 20);
     assert_int_equal(l.page_walk_ns, 330);
     assert_int_equal(l.root_read_bytes, 64);
-    assert_int_equal(l.root_max_reads, 24);
+    assert_int_equal(l.root_max_reads, 16);
     assert_int_equal(load_text("[host a]\nnode_id = 1\n[latency]\niotlb_hit_ns = 5\n"
                                "page_walk_ns = 700\nroot_read_bytes = 128\nroot_max_reads = 8\n"), 0);
     assert_int_equal(t->latency.iotlb_hit_ns, 5);
@@ -101,7 +101,7 @@ static void test_defaults(void **state)
 static void test_transfer(void **state)
 {
     (void)state;
-    struct topo_latency l = defaults(); /* 6000 MB/s, 8 reads of 512 B, root: 24 of 64 B */
+    struct topo_latency l = defaults(); /* 6000 MB/s, 8 reads of 512 B, root: 16 of 64 B */
     /* A posted write: the path once, then the data at the link's rate. */
     assert_int_equal(fab_lat_xfer_ns(&l, 500, 6000, false, false), 500 + 1000);
     /* A read: a round trip, then requests: 8 x 512 B per 1 us round trip is 4096 B/us, slower
@@ -109,8 +109,8 @@ static void test_transfer(void **state)
     assert_int_equal(fab_lat_xfer_ns(&l, 500, 40960, true, false), 1000 + 10000);
     /* A short path: the link limits. */
     assert_int_equal(fab_lat_xfer_ns(&l, 100, 60000, true, false), 200 + 10000);
-    /* Split at the root: 24 x 64 B = 1536 B per round trip. */
-    assert_int_equal(fab_lat_xfer_ns(&l, 500, 15360, true, true), 1000 + 10000);
+    /* Split at the root: 16 x 64 B = 1024 B per round trip. */
+    assert_int_equal(fab_lat_xfer_ns(&l, 500, 10240, true, true), 1000 + 10000);
     /* A split never helps: a root that keeps more open than the device asks for. */
     l.root_max_reads = 4096;
     assert_int_equal(fab_lat_xfer_ns(&l, 500, 40960, true, true), 1000 + 10000);

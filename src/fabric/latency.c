@@ -39,7 +39,7 @@ uint64_t fab_lat_xfer_ns(const struct topo_latency *l, uint64_t lat, uint64_t le
          * root_max_reads of them open (device-lending-kvm-multidevice-2019 §7.1: 256-byte
          * requests leave a Xeon's IOMMU as 4 x 64 bytes). */
         uint64_t rb = l->root_read_bytes ? l->root_read_bytes : 64;
-        uint64_t rn = l->root_max_reads ? l->root_max_reads : 24;
+        uint64_t rn = l->root_max_reads ? l->root_max_reads : 16;
         if (rb * rn < per_rtt)
             per_rtt = rb * rn;
     }

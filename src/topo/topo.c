@@ -60,7 +60,7 @@ const struct keydef topo_keys[K_COUNT] = {
     [K_IOTLB_HIT_NS] = { "iotlb_hit_ns", V_NUM, SEC_BIT(SEC_LATENCY), 0, NS_MAX, 20, 0, NULL },
     [K_PAGE_WALK_NS] = { "page_walk_ns", V_NUM, SEC_BIT(SEC_LATENCY), 0, NS_MAX, 330, 0, NULL },
     [K_ROOT_READ_BYTES] = { "root_read_bytes", V_SIZE, SEC_BIT(SEC_LATENCY), 64, 4096, 64, F_POW2, NULL },
-    [K_ROOT_MAX_READS] = { "root_max_reads", V_NUM, SEC_BIT(SEC_LATENCY), 1, 4096, 24, 0, NULL },
+    [K_ROOT_MAX_READS] = { "root_max_reads", V_NUM, SEC_BIT(SEC_LATENCY), 1, 4096, 16, 0, NULL },
 };
 
 static const struct {

@@ -19,7 +19,7 @@ set boxwidth 0.35
 set key outside bottom center horizontal box opaque
 set bmargin 7
 set offsets 0.2, 0.2, graph 0.12, 0
-name(c) = c eq "same-lender" ? "both lent by one lender" : c eq "lent+local" ? "one lent, one the borrower's" : "lent by two lenders"
+name(c) = c eq "local" ? "both local (no lending)" : c eq "same-lender" ? "both lent by one lender" : c eq "lent+local" ? "one lent, one the borrower's" : "lent by two lenders"
 plot in using ($0 - 0.19):3:xtic(sprintf("%s\n%d hop%s", name(strcol(1)), $2, $2 == 1 ? "" : "s")) with boxes lc rgb "#1f5fbf" title "us per queued 4 KiB copy (left)", \
      '' using ($0 - 0.19):3:(sprintf("%.2f", $3)) with labels offset 0,0.7 notitle, \
      '' using ($0 + 0.19):4 axes x1y2 with boxes lc rgb "#e08a1e" title "MB/s (right)", \

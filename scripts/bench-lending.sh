@@ -58,6 +58,7 @@ rounds=5
 size=4M
 secs=3
 mapn=20000
+p2p_n=3000
 quick=false
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 for a in "$@"; do [ "$a" = --help ] && { usage; exit 0; }; done
@@ -70,7 +71,7 @@ while getopts "o:p:b:r:s:t:n:qh" opt; do
     s) size=$OPTARG ;;
     t) secs=$OPTARG ;;
     n) mapn=$OPTARG ;;
-    q) rounds=2 size=1M secs=1 mapn=2000 quick=true ;;
+    q) rounds=2 size=1M secs=1 mapn=2000 p2p_n=300 quick=true ;;
     h) usage; exit 0 ;;
     *) echo "bench-lending: see -h" >&2; exit 2 ;;
   esac
@@ -225,19 +226,28 @@ if want p2p; then
     for d in $devs; do lend "$d" "$host"; done
     drv "$host" --p2p --size "$4" --iters "$5"
     for d in $devs; do reclaim "$d"; done
-    [ "$(grep -c '^p2p .* data verified$' "$tmp/drv.out")" = 2 ] ||
-      { echo "bench-lending: p2p $label: not two verified copies: $(cat "$tmp/drv.out")" >&2; exit 1; }
-    # Both directions take the same path: their mean.
+    [ "$(grep -c '^p2p .* data verified$' "$tmp/drv.out")" = 2 ] && [ "$(grep -c '^via-ram .* data verified$' "$tmp/drv.out")" = 2 ] ||
+      { echo "bench-lending: p2p $label: not two verified copies each way: $(cat "$tmp/drv.out")" >&2; exit 1; }
+    # Both directions take the same path: their mean. Peer to peer (p2p lines) and via the
+    # borrower's RAM (via-ram lines: one engine writes a buffer, the other reads it).
+    mean() { sed -n "$1" "$tmp/drv.out" | awk -v f="$2" '{ s += $1 } END { printf f, s / NR }'; }
+    local m k
     if [ "$3" = lat ]; then
-      row p2p "$label" median_us "$2" "$(sed -n 's/^p2p .* median \([0-9.]*\) us per copy.*/\1/p' "$tmp/drv.out" | awk '{ s += $1 } END { printf "%.2f", s / NR }')"
-      row p2p "$label" queued_us "$2" "$(sed -n 's/^p2p .* \([0-9.]*\) us per queued copy.*/\1/p' "$tmp/drv.out" | awk '{ s += $1 } END { printf "%.3f", s / NR }')"
+      for m in p2p via-ram; do
+        k=$([ $m = p2p ] && echo "" || echo via_)
+        row p2p "$label" "${k}median_us" "$2" "$(mean "s/^$m .* median \([0-9.]*\) us per copy.*/\1/p" %.2f)"
+        row p2p "$label" "${k}p99_us" "$2" "$(mean "s/^$m .* (p99 \([0-9.]*\), p99.99 .*/\1/p" %.2f)"
+        row p2p "$label" "${k}p9999_us" "$2" "$(mean "s/^$m .* p99.99 \([0-9.]*\) us).*/\1/p" %.2f)"
+      done
+      row p2p "$label" queued_us "$2" "$(mean 's/^p2p .* \([0-9.]*\) us per queued copy.*/\1/p' %.3f)"
     else
-      row p2p "$label" mbps "$2" "$(sed -n 's/^p2p .* bytes \([0-9.]*\) MB\/s.*/\1/p' "$tmp/drv.out" | awk '{ s += $1 } END { printf "%.0f", s / NR }')"
+      row p2p "$label" mbps "$2" "$(mean 's/^p2p .* bytes \([0-9.]*\) MB\/s.*/\1/p' %.0f)"
+      row p2p "$label" via_mbps "$2" "$(mean 's/^via-ram .* bytes \([0-9.]*\) MB\/s.*/\1/p' %.0f)"
     fi
   }
   for r in $(seq "$rounds"); do
     for c in "${cases[@]}"; do
-      p2p_run "$c" "$r" lat 4k 64
+      p2p_run "$c" "$r" lat 4k "$p2p_n"
       p2p_run "$c" "$r" bw "$size" 8
     done
   done
@@ -251,13 +261,26 @@ if want p2p; then
       row p2p "$label" hops 0 "$h"
     done
   } >"$tmp/p2p.tsv"
+  {
+    printf '# case\tp2p_p50\tp2p_p99\tp2p_p9999\tvia_p50\tvia_p99\tvia_p9999\n'
+    for c in "${cases[@]}"; do
+      IFS='|' read -r label _ <<<"$c"
+      printf '%s' "$label"
+      for k in median_us p99_us p9999_us via_median_us via_p99_us via_p9999_us; do printf '\t%s' "$(median p2p "$label" $k)"; done
+      echo
+    done
+  } >"$tmp/p2p-lat.tsv"
   gnuplot -e "dir='$src/tools/plots/'; in='$tmp/p2p.tsv'; out='$plotdir/lending-p2p.png'; size='$size'" \
     "$src/tools/plots/lending-p2p.gp"
+  gnuplot -e "dir='$src/tools/plots/'; in='$tmp/p2p-lat.tsv'; out='$plotdir/lending-p2p-lat.png'; n='$p2p_n'" \
+    "$src/tools/plots/lending-p2p-lat.gp"
   summary+=("" "== Peer-to-peer copies by one accelerator's engine into the other's memory BAR, latency"
     "   model on (smartio-p2p-latency.ini), medians of $rounds rounds, both directions averaged:"
-    "   queued = 64 copies of 4 KiB queued at once (engine time per copy over the path);"
-    "   one by one = median 4 KiB copy from doorbell to interrupt; MB/s = 8 x $size one by one")
-  summary+=("$(printf '%-44s | %4s | %10s | %10s | %9s' case hops "queued us" "1-by-1 us" "MB/s")")
+    "   queued = up to 256 copies of 4 KiB queued at once (engine time per copy over the path);"
+    "   one by one = $p2p_n copies of 4 KiB, each from doorbell to interrupt: median, p99, p99.99;"
+    "   via RAM = the same through a buffer in the driver's RAM (one engine writes, the other reads);"
+    "   MB/s = 8 x $size one by one")
+  summary+=("$(printf '%-44s | %4s | %9s | %22s | %22s | %7s %7s' case hops "queued us" "1-by-1 us p50/99/99.99" "via RAM us p50/99/99.99" "MB/s" "via RAM")")
   while IFS=$'\t' read -r label h q mb us; do
     case $label in
       local) desc="both a's own, used by a (no lending)" ;;
@@ -265,9 +288,12 @@ if want p2p; then
       lent+local) desc="accel0 of a lent to c, c's own accel2" ;;
       two-lenders) desc="lent by a (accel0) and by c (accel2) to b" ;;
     esac
-    summary+=("$(printf '%-44s | %4s | %10s | %10s | %9s' "$desc" "$h" "$q" "$us" "$mb")")
+    summary+=("$(printf '%-44s | %4s | %9s | %22s | %22s | %7s %7s' "$desc" "$h" "$q" \
+      "$us/$(median p2p "$label" p99_us)/$(median p2p "$label" p9999_us)" \
+      "$(median p2p "$label" via_median_us)/$(median p2p "$label" via_p99_us)/$(median p2p "$label" via_p9999_us)" \
+      "$mb" "$(median p2p "$label" via_mbps)")")
   done < <(tail -n +2 "$tmp/p2p.tsv")
-  summary+=("   plot: $plotdir/lending-p2p.png")
+  summary+=("   plots: $plotdir/lending-p2p.png, $plotdir/lending-p2p-lat.png")
 fi
 
 # ---------------------------------------------------------------- map: map+unmap costs

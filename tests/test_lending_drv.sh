@@ -87,8 +87,11 @@ n down >/dev/null
 n up "$NTBLEND_SRC/examples/topologies/smartio-p2p.ini" >/dev/null
 p2p() { # HOST WHAT
   out=$(n run --host "$1" -- accel_drv --p2p --size 256k --iters 2) || fail "p2p, $2: $out"
-  [ "$(grep -Ec '^p2p .* [0-9]+ MB/s, median [0-9.]+ us per copy, [0-9.]+ us per queued copy, data verified$' <<<"$out")" = 2 ] \
+  [ "$(grep -Ec '^p2p .* [0-9]+ MB/s, median [0-9.]+ us per copy \(p99 [0-9.]+, p99.99 [0-9.]+ us\), [0-9.]+ us per queued copy, data verified$' <<<"$out")" = 2 ] \
     || fail "p2p, $2: $out"
+  # The same data via the borrower's RAM, one engine writing and the other reading.
+  [ "$(grep -Ec '^via-ram .* [0-9]+ MB/s, median [0-9.]+ us per copy \(p99 [0-9.]+, p99.99 [0-9.]+ us\), data verified$' <<<"$out")" = 2 ] \
+    || fail "via RAM, $2: $out"
 }
 n device lend accel0 --to b >/dev/null
 n device lend accel1 --to b >/dev/null

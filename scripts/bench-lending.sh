@@ -142,6 +142,17 @@ drv() {
 slot() { nb lspci --host "$1" --json | jq -r --arg d "$2" '.[0].functions[] | select(.name == $d) | .slot'; }
 # rows.tsv: part, case, key, round, value
 row() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$tmp/rows.tsv"; }
+# The rates of accel_drv's run on function SLOT (in $tmp/drv.out) as rows: host->device under
+# key H2D, device->host under key D2H.
+rates() { # PART CASE ROUND SLOT H2D D2H
+  local line h2d d2h
+  line=$(grep "^0000:$4 " "$tmp/drv.out")
+  h2d=$(sed -n 's/.*host->device \([0-9.]*\) MB\/s.*/\1/p' <<<"$line")
+  d2h=$(sed -n 's/.*device->host \([0-9.]*\) MB\/s.*/\1/p' <<<"$line")
+  [ -n "$h2d" ] && [ -n "$d2h" ] || { echo "bench-lending: no rates from accel_drv: $(cat "$tmp/drv.out")" >&2; exit 1; }
+  row "$1" "$2" "$5" "$3" "$h2d"
+  row "$1" "$2" "$6" "$3" "$d2h"
+}
 : >"$tmp/rows.tsv"
 median() { # PART CASE KEY
   awk -F'\t' -v p="$1" -v c="$2" -v k="$3" '$1 == p && $2 == c && $3 == k { print $5 }' "$tmp/rows.tsv" |
@@ -164,18 +175,13 @@ if want bw; then
       for where in $order; do
         if [ $where = local ]; then
           drv a --size "$size" --iters $iters
-          line=$(grep "^0000:$(slot a accel0) " "$tmp/drv.out")
+          rates bw "$model-$where" "$r" "$(slot a accel0)" h2d_mbps d2h_mbps
         else
           lend accel0 b
           drv b --size "$size" --iters $iters
-          line=$(grep "^0000:$(slot b accel0) " "$tmp/drv.out")
+          rates bw "$model-$where" "$r" "$(slot b accel0)" h2d_mbps d2h_mbps
           reclaim accel0
         fi
-        h2d=$(sed -n 's/.*host->device \([0-9.]*\) MB\/s.*/\1/p' <<<"$line")
-        d2h=$(sed -n 's/.*device->host \([0-9.]*\) MB\/s.*/\1/p' <<<"$line")
-        [ -n "$h2d" ] && [ -n "$d2h" ] || { echo "bench-lending: no rates from accel_drv: $(cat "$tmp/drv.out")" >&2; exit 1; }
-        row bw "$model-$where" h2d_mbps "$r" "$h2d"
-        row bw "$model-$where" d2h_mbps "$r" "$d2h"
       done
     done
     down
@@ -436,7 +442,7 @@ fi
 # c, the rounds alternating which fabric goes first, so the machine's load falls on both alike.
 # Rows: PART, LABEL-SIZE, read_mbps (host->device: the device reads c's RAM) / write_mbps.
 bw_two() { # PART A_LABEL A_TOPO B_LABEL B_TOPO SIZE...
-  local part=$1 la=$2 ta=$3 lb=$4 tb=$5 r fb w sz line h2d d2h
+  local part=$1 la=$2 ta=$3 lb=$4 tb=$5 r fb w sz
   shift 5
   local fa="lendb-$$-$part-$la" fbb="lendb-$$-$part-$lb"
   two_down() { "$bin/ntblend" --fabric "$fa" down >/dev/null 2>&1 || true; "$bin/ntblend" --fabric "$fbb" down >/dev/null 2>&1 || true; }
@@ -453,12 +459,7 @@ bw_two() { # PART A_LABEL A_TOPO B_LABEL B_TOPO SIZE...
       w=$([ "$fb" = "$fa" ] && echo "$la" || echo "$lb")
       for sz in "$@"; do
         drv c --size "$sz" --iters 8
-        line=$(grep "^0000:$(slot c accel0) " "$tmp/drv.out")
-        h2d=$(sed -n 's/.*host->device \([0-9.]*\) MB\/s.*/\1/p' <<<"$line")
-        d2h=$(sed -n 's/.*device->host \([0-9.]*\) MB\/s.*/\1/p' <<<"$line")
-        [ -n "$h2d" ] && [ -n "$d2h" ] || { echo "bench-lending: no rates from accel_drv: $(cat "$tmp/drv.out")" >&2; exit 1; }
-        row "$part" "$w-$sz" read_mbps "$r" "$h2d"
-        row "$part" "$w-$sz" write_mbps "$r" "$d2h"
+        rates "$part" "$w-$sz" "$r" "$(slot c accel0)" read_mbps write_mbps
       done
     done
   done
@@ -516,15 +517,8 @@ if want fig22; then
   lend accel0 c
   for r in $(seq "$rounds"); do
     drv c --size "$size" --iters 8
-    for w in local lent; do
-      d=$([ $w = local ] && echo accel1 || echo accel0)
-      line=$(grep "^0000:$(slot c $d) " "$tmp/drv.out")
-      h2d=$(sed -n 's/.*host->device \([0-9.]*\) MB\/s.*/\1/p' <<<"$line")
-      d2h=$(sed -n 's/.*device->host \([0-9.]*\) MB\/s.*/\1/p' <<<"$line")
-      [ -n "$h2d" ] && [ -n "$d2h" ] || { echo "bench-lending: no rates from accel_drv: $(cat "$tmp/drv.out")" >&2; exit 1; }
-      row fig22 "$w" read_mbps "$r" "$h2d"
-      row fig22 "$w" write_mbps "$r" "$d2h"
-    done
+    rates fig22 local "$r" "$(slot c accel1)" read_mbps write_mbps
+    rates fig22 lent "$r" "$(slot c accel0)" read_mbps write_mbps
   done
   reclaim accel0
   down

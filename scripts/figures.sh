@@ -153,6 +153,16 @@ r3() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) pr
 f0() { awk -v x="$1" 'BEGIN { if (x == "") print "-"; else printf "%.0f", x }'; }
 f1() { awk -v x="$1" 'BEGIN { if (x == "") print "-"; else printf "%.1f", x }'; }
 lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && b != "" && a + 0 < b + 0) }'; }
+# True when the awk condition holds of the NAME=VALUE pairs: ok 'r >= 4' r=5.1 (false when a
+# value is missing).
+ok() {
+  local c=$1 a v=()
+  shift
+  for a in "$@"; do [ -n "${a#*=}" ] && [ "${a#*=}" != - ] || return 1; v+=(-v "$a"); done
+  awk "${v[@]}" "BEGIN { exit !($c) }"
+}
+holds() { HOLDS=yes; WHY=$1; }
+fails() { HOLDS=no; WHY=$1; }
 tsv_at() { awk -F'\t' -v r="$2" -v c="$3" '!/^#/ && $1 == r { print $c }' "$1"; } # FILE ROW COLUMN
 plot() { # SRC NAME: copy a plot into the report's directory
   if [ -f "$1" ]; then cp "$1" "$pngdir/$2"; echo "![$2](figures/$2)"; else echo "(no plot: $1 is missing)"; fi
@@ -180,8 +190,9 @@ fig_dl2016-4a() {
   echo "| read/write | 0.63 | $(r3 "$r" "$w") |"
   echo
   plot "$work/seg/dma-model-on.png" dl2016-4a.png
-  if lt "$r" "$w"; then HOLDS=yes; WHY="reads are slower than writes (a round trip per request, a bounded number in flight), as in the paper"
-  else HOLDS=no; WHY="reads were not slower than writes at the largest block: the emulated engine's copy, not the modelled link, limited both (a busy machine)"; fi
+  lt "$r" "$w" \
+    && holds "reads are slower than writes (a round trip per request, a bounded number in flight), as in the paper" \
+    || fails "reads were not slower than writes at the largest block: the emulated engine's copy, not the modelled link, limited both (a busy machine)"
 }
 iommu_table() {
   local s ro rn wo wn
@@ -198,46 +209,52 @@ iommu_table() {
   plot "$work/lending/lending-iommu.png" "$1"
   local rp wp
   rp=$(r3 "$ro" "$rn"); wp=$(r3 "$wo" "$wn")
-  if awk -v r="$rp" -v w="$wp" 'BEGIN { exit !(r >= 4 && r > w) }'; then
-    HOLDS=yes; WHY="the lender's IOMMU costs reads ${rp}x (target at least 4x) and writes less (${wp}x): reads cross the lender's root twice and leave it split into 64-byte requests"
-  else
-    HOLDS=no; WHY="read penalty ${rp}x, write penalty ${wp}x: under the model it is over 6x, but the emulated engine's own copy time (CPU-bound on a busy machine) caps the IOMMU-off rate below the modelled one, which shrinks the ratio"
-  fi
+  ok 'r >= 4 && r > w' r="$rp" w="$wp" \
+    && holds "the lender's IOMMU costs reads ${rp}x (target at least 4x) and writes less (${wp}x): reads cross the lender's root twice and leave it split into 64-byte requests" \
+    || fails "read penalty ${rp}x, write penalty ${wp}x: under the model it is over 6x, but the emulated engine's own copy time (CPU-bound on a busy machine) caps the IOMMU-off rate below the modelled one, which shrinks the ratio"
 }
 fig_dl2018-6() { iommu_table dl2018-6.png; }
 fig_dl2019-10() { iommu_table dl2019-10.png; }
 fig_smartio-31() { iommu_table smartio-31.png; }
-p2p_table() {
-  echo "| case (latency model on, smartio-p2p-latency.ini) | hops | 4 KiB copy, median µs | MB/s |"
-  echo "|---|---|---|---|"
-  local c
+# The peer-to-peer matrix: per case, one-by-one 4 KiB copies (doorbell to interrupt) as
+# percentiles, peer to peer and via the driver's RAM, and the rate of large copies.
+p2p_table() { # PNG-PREFIX
+  local c k
+  echo "| case (latency model on, smartio-p2p-latency.ini) | hops | peer to peer, µs p50 / p99 / p99.99 | via RAM, µs p50 / p99 / p99.99 | peer to peer MB/s | via RAM MB/s |"
+  echo "|---|---|---|---|---|---|"
   for c in local same-lender lent+local two-lenders; do
-    echo "| $c | $(f0 "$(lmed p2p "$c" hops)") | $(f1 "$(lmed p2p "$c" median_us)") | $(f0 "$(lmed p2p "$c" mbps)") |"
+    printf '| %s | %s |' "$c" "$(f0 "$(lmed p2p "$c" hops)")"
+    for k in "" via_; do
+      printf ' %s / %s / %s |' "$(f1 "$(lmed p2p "$c" ${k}median_us)")" "$(f1 "$(lmed p2p "$c" ${k}p99_us)")" "$(f1 "$(lmed p2p "$c" ${k}p9999_us)")"
+    done
+    printf ' %s | %s |\n' "$(f0 "$(lmed p2p "$c" mbps)")" "$(f0 "$(lmed p2p "$c" via_mbps)")"
   done
   echo
-  plot "$work/lending/lending-p2p.png" "$1"
+  plot "$work/lending/lending-p2p.png" "$1.png"
+  plot "$work/lending/lending-p2p-lat.png" "$1-latency.png"
 }
 fig_dl2019-t1() {
-  echo "Paper (Table 1, Figs. 12 and 14): 1L-P2P-SW is almost identical to Loc-P2P-SW; two lenders are"
-  echo "slower, the more so with the IOMMU on. Not reproduced: the via-RAM mode (Fig. 12, bottom) and the"
-  echo "IOMMU-on cases of the table, and percentiles beyond the median (Fig. 14)."
+  echo "Paper (Table 1, Figs. 12 and 14): peer to peer beats bouncing via RAM; 1L-P2P-SW is almost"
+  echo "identical to Loc-P2P-SW; two lenders are slower, the more so with the IOMMU on. The"
+  echo "IOMMU-on rows of the table are smartio-31's experiment here (a lent device through its"
+  echo "lender's root)."
   echo
-  p2p_table dl2019-t1.png
-  p2p_verdict "same lender as local"
+  p2p_table dl2019-t1
+  local s v
+  s=$(lmed p2p same-lender mbps); v=$(lmed p2p same-lender via_mbps)
+  p2p_verdict
+  ok 'v < s' v="$v" s="$s" || fails "via RAM ($(f0 "$v") MB/s) was not slower than peer to peer ($(f0 "$s") MB/s) for two GPUs of one lender: both bounce through engine threads on a busy machine; $WHY"
 }
 p2p_verdict() {
-  local l s t
-  l=$(lmed p2p local mbps); s=$(lmed p2p same-lender mbps); t=$(lmed p2p two-lenders mbps)
-  local sl tl
+  local l s t sl tl
+  l=$(lmed p2p local median_us); s=$(lmed p2p same-lender median_us); t=$(lmed p2p two-lenders median_us)
   sl=$(r3 "$s" "$l"); tl=$(r3 "$t" "$s")
-  if awk -v a="$sl" -v b="$tl" 'BEGIN { exit !(a >= 0.9 && b < 1) }'; then
-    HOLDS=yes; WHY="two GPUs from one lender copy as fast as local ones (${sl}x local), two lenders are slower (${tl}x same lender): the same-lender path crosses no NTB"
-  else
-    HOLDS=no; WHY="same lender ${sl}x local, two lenders ${tl}x same lender: the copies were limited by the emulated engines' CPU time on a busy machine, not by the paths"
-  fi
+  ok 'a <= 1.1 && b > 1' a="$sl" b="$tl" \
+    && holds "a 4 KiB copy between two GPUs of one lender takes what it takes between local ones (median ${sl}x), between two lenders longer (${tl}x same lender): the same-lender path crosses no NTB" \
+    || fails "same lender ${sl}x local, two lenders ${tl}x same lender (medians): the copies' wake-ups on a busy machine, not the paths, set these"
 }
-fig_smartio-24() { echo "Paper: local baseline and Device Lending overlap in throughput and ping-pong latency (Figs. 24c, 25b)."; echo; p2p_table smartio-24.png; p2p_verdict; }
-fig_smartio-26() { echo "Paper: different lenders add four hops (NTB, cluster switch, NTB, internal switch); throughput and ping-pong latency suffer, less than the worst case."; echo; p2p_table smartio-26.png; p2p_verdict; }
+fig_smartio-24() { echo "Paper: local baseline and Device Lending overlap in throughput and ping-pong latency (Figs. 24c, 25b)."; echo; p2p_table smartio-24; p2p_verdict; }
+fig_smartio-26() { echo "Paper: different lenders add four hops (NTB, cluster switch, NTB, internal switch); throughput and ping-pong latency suffer, less than the worst case."; echo; p2p_table smartio-26; p2p_verdict; }
 fig_smartio-21() {
   local lm bm pr
   lm=$(lmed fig21eq on-local median_ns); bm=$(lmed fig21eq on-lent median_ns); pr=$(lmed fig21eq on-ratio lent_over_local)
@@ -249,11 +266,9 @@ fig_smartio-21() {
   echo "| lent/local (paired rounds) | about 1.00 | $pr |"
   echo
   plot "$work/lending/lending-fig21eq.png" smartio-21.png
-  if awk -v r="$pr" 'BEGIN { exit !(r != "" && r <= 1.02) }'; then
-    HOLDS=yes; WHY="with equal hops (an expansion chassis on both sides) lent costs what local does, lent/local $pr (target at most 1.02)"
-  else
-    HOLDS=no; WHY="lent/local $pr: the paths are equal in the model, so the difference is the emulation's (the lender's agent thread serving the NVMe and the borrower's fio compete for 2 CPUs)"
-  fi
+  ok 'r <= 1.02' r="$pr" \
+    && holds "with equal hops (an expansion chassis on both sides) lent costs what local does, lent/local $pr (target at most 1.02)" \
+    || fails "lent/local $pr: the paths are equal in the model, so the difference is the emulation's (the lender's agent thread serving the NVMe and the borrower's fio compete for 2 CPUs)"
 }
 fig_smartio-22() {
   local lr br lw bw
@@ -264,11 +279,9 @@ fig_smartio-22() {
   echo "| reads (host-to-device), MB/s | overlap (lent slightly above) | $(f0 "$lr") | $(f0 "$br") | $(r3 "$br" "$lr") |"
   echo
   plot "$work/lending/lending-fig22.png" smartio-22.png
-  if awk -v a="$(r3 "$bw" "$lw")" -v b="$(r3 "$br" "$lr")" 'BEGIN { exit !(a >= 0.9 && a <= 1.1 && b >= 0.9 && b <= 1.1) }'; then
-    HOLDS=yes; WHY="with equal hops the lent accelerator moves data as fast as the local one, within 10 %"
-  else
-    HOLDS=no; WHY="local and lent differ by more than 10 %: both copy in one accel_drv run on a busy 2-CPU machine, where the engines' threads, not the paths, set the rate"
-  fi
+  ok 'a >= 0.9 && a <= 1.1 && b >= 0.9 && b <= 1.1' a="$(r3 "$bw" "$lw")" b="$(r3 "$br" "$lr")" \
+    && holds "with equal hops the lent accelerator moves data as fast as the local one, within 10 %" \
+    || fails "local and lent differ by more than 10 %: both copy in one accel_drv run on a busy 2-CPU machine, where the engines' threads, not the paths, set the rate"
 }
 fig_smartio-23() {
   local s big
@@ -285,11 +298,9 @@ fig_smartio-23() {
   plot "$work/lending/lending-fig23.png" smartio-23.png
   local rr
   rr=$(r3 "$(lmed fig23 "switch-$big" read_mbps)" "$(lmed fig23 "b2b-$big" read_mbps)")
-  if awk -v r="$rr" 'BEGIN { exit !(r < 0.97) }'; then
-    HOLDS=yes; WHY="one more hop lowers the read rate ($rr of back to back at $big): a longer round trip with the same requests in flight"
-  else
-    HOLDS=no; WHY="reads via the switch at $rr of back to back at $big: the model charges 170 ns more each way (about 10 % of the round trip), which the emulated copy's own time hides on a busy machine"
-  fi
+  ok 'r < 0.97' r="$rr" \
+    && holds "one more hop lowers the read rate ($rr of back to back at $big): a longer round trip with the same requests in flight" \
+    || fails "reads via the switch at $rr of back to back at $big: the model charges 170 ns more each way (about 10 % of the round trip), which the emulated copy's own time hides on a busy machine"
 }
 fig_smartio-34() {
   local j=$work/nvme.json
@@ -303,11 +314,9 @@ fig_smartio-34() {
   echo
   printf 'borrower RAM\t%s\nlender RAM\t%s\nGPU memory (peer)\t%s\n' "$b" "$l" "$p" >"$work/fig34.tsv"
   bars "$work/fig34.tsv" smartio-34.png "Fig. 34: NVMe QD1 command latency by SQ placement (CQ in borrower RAM)" "median ns"
-  if lt "$l" "$b" && lt "$p" "$b"; then
-    HOLDS=yes; WHY="an SQ nearer the NVMe completes commands sooner: the command fetch is a read, a round trip over the path"
-  else
-    HOLDS=no; WHY="the SQ nearer the NVMe was not faster in every case: the medians move with the machine's load more than the few hundred ns the path saves (bench-nvme.sh reports the minimum too)"
-  fi
+  lt "$l" "$b" && lt "$p" "$b" \
+    && holds "an SQ nearer the NVMe completes commands sooner: the command fetch is a read, a round trip over the path" \
+    || fails "the SQ nearer the NVMe was not faster in every case: the medians move with the machine's load more than the few hundred ns the path saves (bench-nvme.sh reports the minimum too)"
 }
 fig_ring-4a() {
   local d=$work/ring
@@ -317,8 +326,9 @@ fig_ring-4a() {
   echo
   plot "$d/fig4a.png" ring-4a.png
   local r; r=$(jq -r '[.ratios[].ratio] | max' "$d/summary.json")
-  if awk -v r="$r" 'BEGIN { exit !(r >= 0.7) }'; then HOLDS=yes; WHY="OpenSHMEM puts reach most of the raw link (best ratio $r; the paper 0.80-0.85)"
-  else HOLDS=no; WHY="puts to a non-neighbour reach at best $r of the raw link (the paper 0.80-0.85): each relayed chunk pays two modelled DMAs and the relay threads' wake-ups on 2 CPUs (docs/tools.md); the transport's hosts x threads is being reworked"; fi
+  ok 'r >= 0.7' r="$r" \
+    && holds "OpenSHMEM puts reach most of the raw link (best ratio $r; the paper 0.80-0.85)" \
+    || fails "puts to a non-neighbour reach at best $r of the raw link (the paper 0.80-0.85): each relayed chunk pays two modelled DMAs and the relay threads' wake-ups on 2 CPUs (docs/tools.md)"
 }
 fig_ring-5() {
   local d=$work/ring big t1 t2 h3 h5
@@ -332,7 +342,7 @@ fig_ring-5() {
   echo
   plot "$d/fig5.png" ring-5.png
   if lt "$h3" "$h5" && lt "$t2" "$t1"; then HOLDS=yes; WHY="latency grows with the hosts and falls with a second transfer thread"
-  elif lt "$h3" "$h5"; then HOLDS=no; WHY="latency grows with the hosts, but a second thread does not cut it as in the paper: one put is carried by one thread at a time here, so more threads help only concurrent transfers (the ring's threads are being reworked)"
+  elif lt "$h3" "$h5"; then HOLDS=no; WHY="latency grows with the hosts, but a second thread does not cut it as in the paper: one put is carried by one thread at a time here, so more threads help only concurrent transfers"
   else HOLDS=no; WHY="latency did not grow with the hosts at this size"; fi
 }
 fig_ring-6() {
@@ -344,8 +354,9 @@ fig_ring-6() {
   echo "| 1 thread → 2 threads | throughput rises greatly | $(f0 "$a") → $(f0 "$b") MB/s ($(r3 "$b" "$a")x) |"
   echo
   plot "$d/fig6.png" ring-6.png
-  if awk -v r="$(r3 "$b" "$a")" 'BEGIN { exit !(r >= 1.1) }'; then HOLDS=yes; WHY="a second transfer thread raises the throughput to a non-neighbour"
-  else HOLDS=no; WHY="a second thread does not raise it: the emulated DMA engines' copies (CPU time on 2 CPUs), not the transport's threads, limit the relayed stream"; fi
+  ok 'r >= 1.1' r="$(r3 "$b" "$a")" \
+    && holds "a second transfer thread raises the throughput to a non-neighbour" \
+    || fails "a second thread does not raise it: the emulated DMA engines' copies (CPU time on 2 CPUs), not the transport's threads, limit the relayed stream"
 }
 fig_ring-7() {
   local d=$work/ring a3 a5 b5
@@ -357,7 +368,7 @@ fig_ring-7() {
   echo
   plot "$d/fig7.png" ring-7.png
   if lt "$a3" "$a5" && lt "$b5" "$a5"; then HOLDS=yes; WHY="turn-around grows with the hosts and falls with more threads"
-  elif lt "$a3" "$a5"; then HOLDS=no; WHY="turn-around grows with the hosts (3 hosts need no relay: every PE is a neighbour), but more threads do not cut it: the relays' wake-ups on 2 CPUs dominate (being reworked)"
+  elif lt "$a3" "$a5"; then HOLDS=no; WHY="turn-around grows with the hosts (3 hosts need no relay: every PE is a neighbour), but more threads do not cut it: the relays' wake-ups on 2 CPUs dominate"
   else HOLDS=no; WHY="turn-around did not grow with the hosts"; fi
 }
 

@@ -36,8 +36,9 @@ for id in "${ids[@]}"; do
   [ -n "$sec" ] || fail "no section for $id"
   grep -q '^| .* | .* |' <<<"$sec" || fail "$id: no table of numbers"
   grep -q '^\*\*Holds: \(yes\|no\|n/a\)\*\* — .' <<<"$sec" || fail "$id: no verdict"
-  png=$(sed -n 's/^!\[[^]]*\](figures\/\([^)]*\))$/\1/p' <<<"$sec")
-  [ -n "$png" ] && [ -s "$work/out/figures/$png" ] || fail "$id: no plot ($png)"
+  pngs=$(sed -n 's/^!\[[^]]*\](figures\/\([^)]*\))$/\1/p' <<<"$sec")
+  [ -n "$pngs" ] || fail "$id: no plot"
+  for png in $pngs; do [ -s "$work/out/figures/$png" ] || fail "$id: plot $png is missing"; done
   grep -q "^| \[$id\](#" "$md" || fail "$id: not in the summary table"
 done
 grep -q '^## Not reproduced here' "$md" || fail "no list of what is not reproduced"

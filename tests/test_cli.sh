@@ -271,6 +271,24 @@ expect 1 ntblend status --fabric "$G"
 expect 2 ntblend status --fabric "$F" --dma-cpus 0
 has err "unknown option '--dma-cpus'"
 
+step "status: in-host switches and expansion chassis ([hostswitch]) and what is below them"
+expect 0 ntblend up "$TOPO/chassis.ini" --fabric "$G"
+expect 0 ntblend --fabric "$G" status
+has out '^IN-HOST SWITCHES \(2\)'
+has out '^  cha +a +root +132 ns +460 ns +nvme0, accel0, a\.ntb0$'
+has out '^  chc +c +root +132 ns +460 ns +nvme1, accel1$'
+expect 0 ntblend --fabric "$G" status --json
+jq -e '[.hostswitches[] | {name, host, parent, latency_ns, link_ns, below}] ==
+       [{"name": "cha", "host": "a", "parent": null, "latency_ns": 132, "link_ns": 460,
+         "below": ["nvme0", "accel0", "a.ntb0"]},
+        {"name": "chc", "host": "c", "parent": null, "latency_ns": 132, "link_ns": 460,
+         "below": ["nvme1", "accel1"]}]' <"$tmp/out" >/dev/null || fail "status --json: hostswitches"
+expect 0 ntblend down --fabric "$G"
+expect 0 ntblend up "$TOPO/four-hosts-switch.ini" --fabric "$G"
+expect 0 ntblend --fabric "$G" status
+hasnt out '^IN-HOST SWITCHES'
+expect 0 ntblend down --fabric "$G"
+
 step "down: removes the fabric; twice is an error"
 expect 0 ntblend --fabric "$F" down
 has out "fabric '$F' is down \(2 agents stopped"

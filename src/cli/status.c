@@ -286,6 +286,27 @@ static int print_json(struct fab *f, const struct health *hs)
     }
     json_object_object_add(root, "switches", switches);
 
+    json_object *hsw = json_object_new_array();
+    for (uint32_t i = 0; i < ctl->nhswitches; i++) {
+        const struct fab_hswitch *h = &ctl->hswitches[i];
+        json_object *o = json_object_new_object(), *below = json_object_new_array();
+        json_object_object_add(o, "name", jstr(h->name));
+        json_object_object_add(o, "host", jstr(fab_host(f, h->host)->name));
+        json_object_object_add(o, "parent", h->parent ? jstr(ctl->hswitches[h->parent - 1].name)
+                                                      : NULL);
+        json_object_object_add(o, "latency_ns", jint(h->latency_ns));
+        json_object_object_add(o, "link_ns", jint(h->link_ns));
+        for (uint32_t k = 0; k < ctl->nfuncs; k++)
+            if (fab_func(f, k)->at == i + 1)
+                json_object_array_add(below, jstr(fab_func(f, k)->name));
+        for (uint32_t k = 0; k < ctl->nadapters; k++)
+            if (fab_adapter(f, k)->at == i + 1)
+                json_object_array_add(below, jstr(fab_adapter(f, k)->name));
+        json_object_object_add(o, "below", below);
+        json_object_array_add(hsw, o);
+    }
+    json_object_object_add(root, "hostswitches", hsw);
+
     json_object *links = json_object_new_array();
     for (uint32_t i = 0; i < ctl->nlinks; i++) {
         struct fab_link *l = fab_link(f, i);
@@ -373,6 +394,35 @@ static int print_table(struct fab *f, const struct health *hs)
             char ports[24];
             snprintf(ports, sizeof ports, "%u/%u", switch_ports_used(f, i), s->ports);
             printf("  %-*s %-11s %u ns\n", sw, s->name, ports, s->latency_ns);
+        }
+    }
+
+    if (ctl->nhswitches) {
+        /* In-host switches and expansion chassis: what the latency model charges inside hosts. */
+        int nw = 5, hw = 4;
+        for (uint32_t i = 0; i < ctl->nhswitches; i++) {
+            nw = width(nw, ctl->hswitches[i].name);
+            hw = width(hw, fab_host(f, ctl->hswitches[i].host)->name);
+        }
+        printf("\nIN-HOST SWITCHES (%u)\n  %-*s %-*s %-*s %8s %8s  %s\n", ctl->nhswitches, nw,
+               "NAME", hw, "HOST", nw, "ABOVE", "LATENCY", "LINK", "BELOW");
+        for (uint32_t i = 0; i < ctl->nhswitches; i++) {
+            const struct fab_hswitch *h = &ctl->hswitches[i];
+            printf("  %-*s %-*s %-*s %5u ns %5u ns ", nw, h->name, hw, fab_host(f, h->host)->name,
+                   nw, h->parent ? ctl->hswitches[h->parent - 1].name : "root", h->latency_ns,
+                   h->link_ns);
+            const char *sep = " ";
+            for (uint32_t k = 0; k < ctl->nfuncs; k++)
+                if (fab_func(f, k)->at == i + 1) {
+                    printf("%s%s", sep, fab_func(f, k)->name);
+                    sep = ", ";
+                }
+            for (uint32_t k = 0; k < ctl->nadapters; k++)
+                if (fab_adapter(f, k)->at == i + 1) {
+                    printf("%s%s", sep, fab_adapter(f, k)->name);
+                    sep = ", ";
+                }
+            printf("\n");
         }
     }
 

@@ -128,11 +128,14 @@ int fab_create(const char *name, const struct topo *t, fab_layout_fn layout, str
     ctl->off_funcs = off_funcs;
     ctl->latency = t->latency;
     ctl->nhswitches = t->nhswitches;
-    for (uint32_t i = 0; i < t->nhswitches; i++)
+    for (uint32_t i = 0; i < t->nhswitches; i++) {
         ctl->hswitches[i] = (struct fab_hswitch){ .host = t->hswitches[i].host,
                                                   .parent = t->hswitches[i].parent,
                                                   .latency_ns = t->hswitches[i].latency_ns,
                                                   .link_ns = t->hswitches[i].link_ns };
+        snprintf(ctl->hswitches[i].name, sizeof ctl->hswitches[i].name, "%s",
+                 t->hswitches[i].name);
+    }
 
     struct fab tmp = { .ctl = ctl, .ctl_size = size, .self_host = -1, .proc_slot = -1 };
     for (uint32_t i = 0; i < t->nhosts; i++) {

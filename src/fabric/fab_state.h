@@ -300,6 +300,7 @@ struct fab_adapter {
 
 /* An in-host PCIe switch (topo_hswitch): the latency model's hops inside a host. */
 struct fab_hswitch {
+    char name[TOPO_NAME_MAX];
     uint32_t host;
     uint32_t parent;     /* + 1; 0: a root port */
     uint32_t latency_ns; /* per traversal */

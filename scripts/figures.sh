@@ -15,6 +15,8 @@
 #   -o FILE      the report (default docs/figures.md; its plots go to figures/ beside it)
 #   -b DIR       ntblend's build/bin (default $NTBLEND_BIN, else ./build/bin)
 #   -w DIR       where the experiments' JSON and logs go (default build/figures-work)
+#   --report-only  run no experiment: write the report from what an earlier run left in the
+#                -w directory (e.g. after running some figures again with --figure)
 #   --list       the figures' ids, papers and what they need, then exit
 #   -h, --help   this text
 # Needs jq and gnuplot (apt-get install jq gnuplot-nox); fio for smartio-21 (skipped without).
@@ -27,7 +29,7 @@ die() { echo "$me: $*" >&2; exit 1; }
 
 src=$(cd "$(dirname "$0")/.." && pwd)
 bin=${NTBLEND_BIN:-$src/build/bin}
-out="" work="" quick=false list=false
+out="" work="" quick=false list=false report_only=false
 papers=() only=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -38,6 +40,7 @@ while [ $# -gt 0 ]; do
     -b) [ $# -ge 2 ] || die "-b needs a directory"; bin=$2; shift ;;
     -w) [ $# -ge 2 ] || die "-w needs a directory"; work=$2; shift ;;
     --list) list=true ;;
+    --report-only) report_only=true ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown argument '$1'; see --help" ;;
   esac
@@ -110,25 +113,39 @@ pngdir=$(dirname "$out")/figures
 mkdir -p "$work" "$pngdir"
 work=$(cd "$work" && pwd)
 log=$work/figures.log
-: >"$log"
+$report_only || : >"$log"
 
 # ---------------------------------------------------------------- experiments
 needs() { printf '%s\n' "${sel[@]}" | cut -d'|' -f4 | grep -q "^$1"; }
 parts_of() { printf '%s\n' "${sel[@]}" | cut -d'|' -f4 | grep "^$1:" | cut -d: -f2 | sort -u; }
+# Each experiment's conditions, kept beside its data in NAME.meta (one line of tab-separated
+# fields: when, seconds, load average before and after, the floor before and after), so that
+# a report written later (--report-only) states them.
+. "$src/scripts/bench-floor.sh"
+floor_init "$bin" || exit 1
 run() { # NAME CMD...: the bench's output into the log; a failure stops us with its tail
-  local name=$1; shift
+  local name=$1 t=$SECONDS lb fb
+  shift
+  $report_only && return 0
   echo "$me: $name: $*" >&2
   echo "==== $name: $*" >>"$log"
+  lb=$(cut -d' ' -f1-3 /proc/loadavg); fb=$(floor_probe) || fb=null
   if ! "$@" >>"$log" 2>&1; then
     tail -n 30 "$log" >&2
     die "$name failed (log: $log)"
   fi
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u '+%Y-%m-%d %H:%M UTC')" "$((SECONDS - t))" "$lb" \
+    "$(cut -d' ' -f1-3 /proc/loadavg)" "$fb" "$(floor_probe || echo null)" >"$work/$name.meta"
 }
-. "$src/scripts/bench-floor.sh"
-floor_init "$bin" || exit 1
-floor_start || exit 1
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-t0=$SECONDS
+# "bench-x: DATE, N s, load L1 -> L2, floor F1 -> F2" for the report.
+meta_line() {
+  local m=$work/$1.meta when secs lb la fb fa
+  [ -f "$m" ] || { echo "$1: not run"; return; }
+  IFS=$'\t' read -r when secs lb la fb fa <"$m"
+  echo "\`$1\`: $when, $secs s, load average $lb before and $la after (1, 5, 15 min);" \
+    "floor $([ "$fb" != null ] && floor_text "$fb" || echo "?") before," \
+    "$([ "$fa" != null ] && floor_text "$fa" || echo "?") after"
+}
 
 if needs lending; then
   mapfile -t lparts < <(parts_of lending)
@@ -143,8 +160,6 @@ fi
 if needs ring; then
   run bench-ring "$src/scripts/bench-ring.sh" -o "$work/ring" $($quick && echo "--quick --threads 1,2")
 fi
-load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-floor_after=$(floor_probe) || floor_after=""
 
 # ---------------------------------------------------------------- extraction helpers
 lmed() { jq -r --arg p "$1" --arg c "$2" --arg k "$3" \
@@ -384,10 +399,13 @@ fig_ring-7() {
   echo "[topology.md](topology.md) (\`[latency]\`, \`[hostswitch]\`)."
   echo
   $quick && { echo "**Quick run** (\`--quick\`): every experiment briefly, a smoke test; the figures are noisy."; echo; }
-  echo "**Machine:** $(nproc) CPUs, load average $load_before before the runs and $load_after after"
-  echo "(1, 5, 15 min; the machine is shared). Floor (tools/shmem/cpu_pair.c): before the runs"
-  echo "$(floor_text "$floor_before"), after them $([ -n "$floor_after" ] && floor_text "$floor_after" || echo "not measured")."
-  echo "Experiments: $((SECONDS - t0)) s; their JSON and logs in \`$(basename "$work")/\` of the build."
+  echo "**Machine:** $(nproc) CPUs, shared with other work: a figure only compares with one taken"
+  echo "at a similar load and floor (cross-CPU cache-line round trip and memcpy rate,"
+  echo "tools/shmem/cpu_pair.c). Each experiment ran under:"
+  echo
+  for g in bench-lending bench-seg bench-nvme bench-ring; do
+    needs "$(sed 's/^bench-//' <<<"$g")" && echo "- $(meta_line "$g")"
+  done
   echo
   echo "| figure | paper | holds |"
   echo "|---|---|---|"

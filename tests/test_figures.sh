@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/figures.sh --quick: the script runs every experiment briefly and writes a report
 # with a section for every figure it lists (the paper's numbers, ntblend's, a plot that exists,
-# a verdict), the table of what it does not reproduce, the machine's load and floor; usage
+# a verdict), the table of what it does not reproduce, each experiment's load and floor, and
+# the same report again from the same data (--report-only); usage
 # errors are refused with a message; no fabric is left up. The numbers are not checked (a
 # quick run on a shared machine is noise). Its fabrics live in a private NTBLEND_SHM_DIR.
 set -euo pipefail
@@ -43,8 +44,12 @@ for id in "${ids[@]}"; do
 done
 grep -q '^## Not reproduced here' "$md" || fail "no list of what is not reproduced"
 grep -q '^\*\*Quick run\*\*' "$md" || fail "the quick run is not said"
-grep -q '^\*\*Machine:\*\* .*load average' "$md" || fail "no machine load"
-grep -q 'cross-CPU round trip' "$md" || fail "no machine floor"
+for g in lending seg nvme ring; do
+  grep -q "^- \`bench-$g\`: .* load average .*cross-CPU round trip" "$md" || fail "no load and floor of bench-$g"
+done
+# The report again from the same data, without running anything.
+fig --report-only -o "$work/again/figures.md" -w "$work/w" 2>"$work/err" || { cat "$work/err" >&2; fail "--report-only"; }
+[ "$(grep -c '^## ' "$work/again/figures.md")" = "$(grep -c '^## ' "$md")" ] || fail "--report-only: other sections"
 left=$(ls "$NTBLEND_SHM_DIR")
 [ -z "$left" ] || fail "left behind: $left"
 echo "ok: ${#ids[@]} figures"

@@ -396,7 +396,11 @@ fig_ring-7() {
   echo "with the latency model on, their ratio, a plot in the paper's form, and whether the paper's"
   echo "qualitative result holds. The papers' absolute numbers are of real hardware; what carries"
   echo "over is who is faster and by roughly how much. The model's constants and their sources:"
-  echo "[topology.md](topology.md) (\`[latency]\`, \`[hostswitch]\`)."
+  echo "[topology.md](topology.md) (\`[latency]\`, \`[hostswitch]\`). To run them again:"
+  echo "\`scripts/figures.sh\` (all; \`--paper P\` or \`--figure F\` for some, \`--list\` shows them,"
+  echo "\`--help\` the rest). The emulation runs every device and DMA engine as a thread: on a"
+  echo "machine whose CPUs are busy, those threads, not the modelled paths, set the rates, and a"
+  echo "verdict of \"no\" says where that is the likely cause."
   echo
   $quick && { echo "**Quick run** (\`--quick\`): every experiment briefly, a smoke test; the figures are noisy."; echo; }
   echo "**Machine:** $(nproc) CPUs, shared with other work: a figure only compares with one taken"

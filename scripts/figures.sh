@@ -69,7 +69,7 @@ figs=(
 # Figures with measurements that figures.sh does not reproduce yet, and why.
 missing=(
   "device-lending-2016 §6.1, Fig. 4b|DMA by the NTB's engine between RAM and a GPU's memory, local and remote|no experiment yet: the NTB DMA engine between a segment and an accelerator BAR exported as a segment is there (SmartIO), a benchmark driving it is not"
-  "device-lending-kvm-2018 §7.2-7.3, Figs. 7-8|a lent GPU and NVMe passed through to a VM guest|scripts/bench-vm.sh measures the VM path (fio in a real guest); the driver-model guests' shape of Fig. 7 is being built (ntblend vm, docs/vm.md)"
+  "device-lending-kvm-2018 §7.2-7.3, Figs. 7-8|a lent GPU and NVMe passed through to a VM guest|scripts/bench-vm.sh measures a real guest on a lent NVMe (fio; docs/vm.md); the GPU-in-a-guest shape of Fig. 7 is not measured here"
   "device-lending-kvm-multidevice-2019 §7.5, Fig. 21; smartio-tocs-2021 §7.2, Fig. 30|the composite workload: NVMe into two GPUs, peer-to-peer exchange, write back; per epoch all local, one lender, two|no experiment yet"
   "smartio-tocs-2021 §7.1.6-7.1.7, Figs. 28-29|TCP through a lent (SR-IOV) network adapter|ntblend has no network adapter model"
   "smartio-tocs-2021 §7.3.2, Figs. 32-33|peer-to-peer between GPUs passed through to a VM|needs the driver-model guests (ntblend vm)"

@@ -178,6 +178,13 @@ ok() {
 }
 holds() { HOLDS=yes; WHY=$1; }
 fails() { HOLDS=no; WHY=$1; }
+# The ring's Figs. 5 and 7: a latency that grows with the hosts (LO < HI) and falls with more
+# threads (MORE < ONE).
+hosts_threads() { # LO HI MORE ONE YES-WHY NO-THREADS-WHY NO-HOSTS-WHY
+  if ! lt "$1" "$2"; then fails "$7"
+  elif lt "$3" "$4"; then holds "$5"
+  else fails "$6"; fi
+}
 tsv_at() { awk -F'\t' -v r="$2" -v c="$3" '!/^#/ && $1 == r { print $c }' "$1"; } # FILE ROW COLUMN
 plot() { # SRC NAME: copy a plot into the report's directory
   if [ -f "$1" ]; then cp "$1" "$pngdir/$2"; echo "![$2](figures/$2)"; else echo "(no plot: $1 is missing)"; fi
@@ -356,9 +363,9 @@ fig_ring-5() {
   echo "| 1 thread, 3 → 5 hosts | +22-36 % per host | $(f1 "$h3") → $(f1 "$h5") µs |"
   echo
   plot "$d/fig5.png" ring-5.png
-  if lt "$h3" "$h5" && lt "$t2" "$t1"; then HOLDS=yes; WHY="latency grows with the hosts and falls with a second transfer thread"
-  elif lt "$h3" "$h5"; then HOLDS=no; WHY="latency grows with the hosts, but a second thread does not cut it as in the paper: one put is carried by one thread at a time here, so more threads help only concurrent transfers"
-  else HOLDS=no; WHY="latency did not grow with the hosts at this size"; fi
+  hosts_threads "$h3" "$h5" "$t2" "$t1" "latency grows with the hosts and falls with a second transfer thread" \
+    "latency grows with the hosts, but a second thread does not cut it as in the paper: one put is carried by one thread at a time here, so more threads help only concurrent transfers" \
+    "latency did not grow with the hosts at this size"
 }
 fig_ring-6() {
   local d=$work/ring big a b
@@ -382,9 +389,9 @@ fig_ring-7() {
   echo "| 5 hosts, 1 → 2 threads | falls with threads | $(f1 "$a5") → $(f1 "$b5") µs |"
   echo
   plot "$d/fig7.png" ring-7.png
-  if lt "$a3" "$a5" && lt "$b5" "$a5"; then HOLDS=yes; WHY="turn-around grows with the hosts and falls with more threads"
-  elif lt "$a3" "$a5"; then HOLDS=no; WHY="turn-around grows with the hosts (3 hosts need no relay: every PE is a neighbour), but more threads do not cut it: the relays' wake-ups on 2 CPUs dominate"
-  else HOLDS=no; WHY="turn-around did not grow with the hosts"; fi
+  hosts_threads "$a3" "$a5" "$b5" "$a5" "turn-around grows with the hosts and falls with more threads" \
+    "turn-around grows with the hosts (3 hosts need no relay: every PE is a neighbour), but more threads do not cut it: the relays' wake-ups on 2 CPUs dominate" \
+    "turn-around did not grow with the hosts"
 }
 
 # ---------------------------------------------------------------- the report

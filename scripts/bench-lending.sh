@@ -409,6 +409,7 @@ if want fig21; then
     done
     cdf_plot fig21 on lending-fig21.png
     l0=$(median fig21 off-local median_ns) b0=$(median fig21 off-lent median_ns)
+    lm=$(median fig21 on-local median_ns) bm=$(median fig21 on-lent median_ns)
     p0=$(median fig21 off-ratio lent_over_local) pm=$(median fig21 on-ratio lent_over_local)
     summary+=("" "== Fig. 21: fio 4 KiB random reads, QD 1, dma_map_single+dma_unmap_single around every"
       "   I/O (ntb_map=per-io), median total latency (fio lat) (median of $rounds rounds of ${secs} s;"

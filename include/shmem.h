@@ -19,6 +19,10 @@
 extern "C" {
 #endif
 
+/* What this header declares is libshmem's API, the symbols it exports (it is built with
+ * -fvisibility=hidden; docs/install.md). */
+#pragma GCC visibility push(default)
+
 #if defined(__GNUC__) || defined(__clang__)
 #define SHMEM_ATTR_NORETURN __attribute__((noreturn))
 #else
@@ -735,6 +739,8 @@ void shmem_pcontrol(const int level, ...);
 #define shmem_prod_reduce(team, dest, source, nreduce)                                        \
     _Generic(*(dest), SHMEM_G_RED_CPLX(prod_reduce))(team, dest, source, nreduce)
 #endif
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

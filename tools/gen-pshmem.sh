@@ -10,7 +10,7 @@ set -eu
 cc=$1 inc=$2 out=$3
 mkdir -p "$out"
 # Every function shmem.h declares, one declaration a line, as the C compiler sees them.
-"$cc" -E -P -std=gnu11 -I"$inc" "$inc/shmem.h" | tr '\n' ' ' | tr ';' '\n' | awk '
+"$cc" -E -P -std=gnu11 -I"$inc" "$inc/shmem.h" | grep -v '^#pragma' | tr '\n' ' ' | tr ';' '\n' | awk '
     { sub(/^[ \t]+/, ""); gsub(/[ \t]+/, " ") }
     /^typedef / || /^extern [a-z_]+ SHMEM_/ { next }
     match($0, /shmem_[A-Za-z0-9_]+ ?\(/) {
@@ -29,7 +29,9 @@ mkdir -p "$out"
     echo "#ifdef __cplusplus"
     echo "extern \"C\" {"
     echo "#endif"
+    echo "#pragma GCC visibility push(default) /* libshmem's API, as in shmem.h */"
     cut -f2 "$out/pshmem.list" | sed 's/$/;/'
+    echo "#pragma GCC visibility pop"
     echo "#ifdef __cplusplus"
     echo "}"
     echo "#endif"

@@ -29,6 +29,10 @@
 extern "C" {
 #endif
 
+/* What this header declares is libntblend's API, the symbols it exports (it is built with
+ * -fvisibility=hidden; docs/install.md). */
+#pragma GCC visibility push(default)
+
 struct ntb_dev;
 
 /* ---- opening ---- */
@@ -199,6 +203,8 @@ struct ntb_fault {
  * many, and the total fault count so far in *total.
  */
 int ntb_iommu_faults(struct ntb_dev *ntb, struct ntb_fault *out, int max, uint64_t *total);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

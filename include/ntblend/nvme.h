@@ -39,6 +39,10 @@
 extern "C" {
 #endif
 
+/* What this header declares is libntbnvme's API, the symbols it exports (it is built with
+ * -fvisibility=hidden; docs/install.md). */
+#pragma GCC visibility push(default)
+
 typedef struct nvme_dev nvme_dev_t;     /* one controller */
 typedef struct nvme_qpair nvme_qpair_t; /* one I/O submission queue and its completion queue */
 typedef struct nvme_mem nvme_mem_t;     /* memory the device can reach by DMA */
@@ -538,6 +542,8 @@ int nvme_manager_status(nvme_manager_t *m, struct nvme_manager_status *st,
 
 /* The manager's own handle on the controller (for Identify and the like, not I/O). */
 nvme_dev_t *nvme_manager_dev(nvme_manager_t *m);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -34,6 +34,10 @@
 extern "C" {
 #endif
 
+/* What this header declares is libntblend's API, the symbols it exports (it is built with
+ * -fvisibility=hidden; docs/install.md). */
+#pragma GCC visibility push(default)
+
 #define PCI_ANY_ID 0xffffffffu
 
 /* Configuration space offsets and bits a driver needs (PCI Local Bus 3.0, PCIe 4.0 §7.5). */
@@ -252,6 +256,8 @@ typedef void (*irq_handler_t)(int vector, void *arg);
  */
 int request_irq(struct pci_dev *dev, unsigned vector, irq_handler_t handler, void *arg);
 void free_irq(struct pci_dev *dev, unsigned vector);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

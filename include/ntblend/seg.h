@@ -27,6 +27,10 @@
 extern "C" {
 #endif
 
+/* What this header declares is libntblend's API, the symbols it exports (it is built with
+ * -fvisibility=hidden; docs/install.md). */
+#pragma GCC visibility push(default)
+
 typedef struct seg_desc seg_desc_t;       /* an open descriptor (SCIOpen) */
 typedef struct seg_local seg_local_t;     /* a segment of this host's memory */
 typedef struct seg_remote seg_remote_t;   /* a connection to a (possibly remote) segment */
@@ -214,6 +218,8 @@ void seg_seq_remove(seg_seq_t *seq);
 int seg_seq_start(seg_seq_t *seq);
 /** seg_seq_check() - Flush, then compare with the start: enum seg_seq_status. */
 int seg_seq_check(seg_seq_t *seq);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

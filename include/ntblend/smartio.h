@@ -33,6 +33,10 @@
 extern "C" {
 #endif
 
+/* What this header declares is libntblend's API, the symbols it exports (it is built with
+ * -fvisibility=hidden; docs/install.md). */
+#pragma GCC visibility push(default)
+
 #define SIO_EXCLUSIVE 1u /* only this host may use the device */
 #define SIO_SHARED 2u    /* several hosts at once (e.g. each owns separate NVMe queues) */
 
@@ -232,6 +236,8 @@ int sio_host_vectors(void);
  * sharing one wake each other.
  */
 int sio_wait_vector(uint32_t host_vector, uint32_t *seen, int timeout_ms);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,10 @@
 extern "C" {
 #endif
 
+/* What this header declares is libntblend's API, the symbols it exports (it is built with
+ * -fvisibility=hidden; docs/install.md). */
+#pragma GCC visibility push(default)
+
 #define SIO_BARS 6 /* BAR slots of a function */
 
 /**
@@ -107,6 +111,8 @@ void sio_tree_wake(sio_tree_t *tree);
  * function), -EHOSTUNREACH (its lender cannot be reached).
  */
 int sio_bind(sio_tree_t *tree, uint32_t id, sio_dev_t **dev);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -662,6 +662,7 @@ static struct ioengine_ops ntbfio_ops = {
     .option_struct_size = sizeof(struct ntbfio_opts),
 };
 
-/* What fio looks up in an external engine. */
-void get_ioengine(struct ioengine_ops **ops);
+/* What fio looks up in an external engine: the one symbol the module exports (it is built with
+ * -fvisibility=hidden like the rest of the tree). */
+__attribute__((visibility("default"))) void get_ioengine(struct ioengine_ops **ops);
 void get_ioengine(struct ioengine_ops **ops) { *ops = &ntbfio_ops; }

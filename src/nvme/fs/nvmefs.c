@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "ntblend/nvme.h"
+#include "ntblend/version.h"
 
 #define PROG "ntblend-nvmefs"
 #define MAX_NS 64          /* namespaces shown; more are rare and listed as skipped */

@@ -68,6 +68,8 @@ _ntblend_relative(NTBLEND_REL_BIN_TO_HELPERS "${CMAKE_INSTALL_BINDIR}" "${NTBLEN
 _ntblend_relative(NTBLEND_REL_BIN_TO_PKGLIB "${CMAKE_INSTALL_BINDIR}" "${NTBLEND_PKGLIBDIR}")
 _ntblend_relative(NTBLEND_REL_BIN_TO_DATA "${CMAKE_INSTALL_BINDIR}" "${NTBLEND_PKGDATADIR}")
 _ntblend_relative(NTBLEND_REL_HELPERS_TO_BIN "${NTBLEND_HELPERDIR}" "${CMAKE_INSTALL_BINDIR}")
+configure_file("${CMAKE_CURRENT_LIST_DIR}/install_dirs.h.in"
+               "${PROJECT_BINARY_DIR}/gen/install_dirs.h" @ONLY)
 _ntblend_relative(_rel_bin_lib "${CMAKE_INSTALL_BINDIR}" "${CMAKE_INSTALL_LIBDIR}")
 _ntblend_relative(_rel_helpers_lib "${NTBLEND_HELPERDIR}" "${CMAKE_INSTALL_LIBDIR}")
 _ntblend_relative(_rel_pkglib_lib "${NTBLEND_PKGLIBDIR}" "${CMAKE_INSTALL_LIBDIR}")

@@ -10,7 +10,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -226,24 +225,15 @@ size_t cli_stop_pids(const pid_t *pids, size_t n, int grace_ms)
     return killed;
 }
 
-/* The agent binary is installed beside ntblend (build/bin, or the install prefix's bin). */
+/* The host agent: beside ntblend in the build tree, in the helpers' directory installed. */
 static int agent_path(char *out, size_t len)
 {
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n < 0)
-        return -errno;
-    self[n] = '\0';
-    int w = snprintf(out, len, "%s/ntblend-agent", dirname(self));
-    if (w < 0 || (size_t)w >= len)
-        return -ENAMETOOLONG;
-    if (access(out, X_OK) < 0) {
-        int e = errno;
-        cli_err("cannot run the host agent %s: %s; build it (target ntblend-agent) or "
-                "reinstall ntblend", out, strerror(e));
-        return -e;
-    }
-    return 0;
+    int rc = cli_sibling("ntblend-agent", out, len);
+    if (rc)
+        cli_err("cannot find the host agent, ntblend-agent, beside ntblend or in its helpers' "
+                "directory (%s): build it (target ntblend-agent) or reinstall ntblend",
+                strerror(-rc));
+    return rc;
 }
 
 int cli_spawn_agent(const char *fabric, const char *dir, uint32_t host, pid_t *pid)

@@ -80,9 +80,7 @@ void cli_log_tail(const char *dir, uint32_t host, int lines);
  * many needed SIGKILL. */
 size_t cli_stop_pids(const pid_t *pids, size_t n, int grace_ms);
 void cli_sleep_ms(int ms);
-/* ---- spawn.c: programs installed next to ntblend ---- */
-/* The path of program `name` beside this ntblend: 0, or -errno (not there). */
-int cli_sibling(const char *name, char *out, size_t len);
+/* ---- spawn.c: programs ntblend starts in the background ---- */
 /* Start exe with args in the background (a session of its own, stdout and stderr to log) and
  * wait up to timeout_ms for it to write a line to its ready pipe, whose descriptor number is
  * put in args[fd_arg]. Returns its pid; -1 after saying "WHAT did not start" with its log. */
@@ -90,6 +88,16 @@ pid_t cli_spawn_ready(const char *exe, char **args, int fd_arg, const char *log,
                       const char *what);
 /* Parse and check a topology file (calloc'd, free it); NULL after printing what is wrong. */
 struct topo *cli_load_topology(const char *file);
+
+/* ---- paths.c: the programs and files ntblend starts or hands on, found from its own place
+ * (the build tree, or an installed tree under any prefix) ---- */
+/* The path of program NAME: beside ntblend, else in the helpers' directory. 0 or -errno. */
+int cli_sibling(const char *name, char *out, size_t len);
+/* The helpers' directory (libexec/ntblend installed, bin/ in the build tree): the host agent,
+ * oshrelay, the tools and drivers. `ntblend run` puts it first on PATH. */
+int cli_helpers_dir(char *out, size_t len);
+/* The fio engine (ntbnvme-fio.so), or -ENOENT when this build has none. */
+int cli_fio_engine(char *out, size_t len);
 
 /* ---- commands ---- */
 int cmd_up(struct cli *c);

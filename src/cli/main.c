@@ -75,7 +75,9 @@ static const struct command commands[] = {
     { "run", cmd_run, "run --host H [--fabric NAME] -- CMD [ARG...]",
       "run a command as a process of host H",
       "H is a host name or node id. Sets NTBLEND_FABRIC and NTBLEND_HOST and executes CMD,\n"
-      "so the exit status is CMD's (127 if it cannot be executed).\n"
+      "so the exit status is CMD's (127 if it cannot be executed). ntblend's tools and\n"
+      "drivers (ntb_tool, ntb_perf, scibench, nvme_bench, nvme_drv, ...) come first on CMD's\n"
+      "PATH, and NTBLEND_FIO_ENGINE names the fio engine unless it is set already.\n"
       "\nexamples:\n"
       "  ntblend run --host a -- ./my-app --size 4M\n"
       "  ntblend run --host 8 -- sh -c 'echo I am $NTBLEND_HOST'\n" },

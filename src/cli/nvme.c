@@ -64,8 +64,8 @@ static int manager(const char *fabric, const char *host, const char *dev, bool f
 {
     char exe[4096], log[600], status[600];
     if (cli_sibling("ntblend-nvme-manager", exe, sizeof exe)) {
-        cli_err("cannot find ntblend-nvme-manager next to ntblend: build it (target "
-                "ntblend-nvme-manager)");
+        cli_err("cannot find ntblend-nvme-manager beside ntblend: build it (target "
+                "ntblend-nvme-manager) or reinstall ntblend");
         return CLI_FAIL;
     }
     struct fab *f;

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,35 @@
 
 /* A peer ping waits up to 1 s for a dead path inside the agent; give it room to say so. */
 #define PEER_PING_TIMEOUT_MS 5000
+
+/*
+ * What a program run on a host finds: ntblend's tools and drivers first on PATH (installed,
+ * they are in the helpers' directory, not in bin/), and NTBLEND_FIO_ENGINE, the fio engine
+ * the fio job files name, unless the caller chose one. -1 with errno when the environment
+ * cannot be changed; a build without a helper directory or engine changes nothing.
+ */
+static int run_env(void)
+{
+    char dir[PATH_MAX], engine[PATH_MAX];
+    if (cli_helpers_dir(dir, sizeof dir) == 0) {
+        const char *path = getenv("PATH");
+        if (!path || !*path)
+            path = "/usr/local/bin:/usr/bin:/bin";
+        size_t n = strlen(dir) + strlen(path) + 2;
+        char *p = malloc(n);
+        if (!p)
+            return -1;
+        snprintf(p, n, "%s:%s", dir, path);
+        int rc = setenv("PATH", p, 1);
+        free(p);
+        if (rc < 0)
+            return -1;
+    }
+    if (!getenv("NTBLEND_FIO_ENGINE") && cli_fio_engine(engine, sizeof engine) == 0 &&
+        setenv("NTBLEND_FIO_ENGINE", engine, 1) < 0)
+        return -1;
+    return 0;
+}
 
 int cmd_run(struct cli *c)
 {
@@ -50,7 +80,7 @@ int cmd_run(struct cli *c)
     }
     /* NTBLEND_HOST_BOOT: the host's life the program belongs to (it dies with it). */
     if (setenv("NTBLEND_FABRIC", o.fabric, 1) < 0 || setenv("NTBLEND_HOST", name, 1) < 0 ||
-        setenv("NTBLEND_HOST_BOOT", life, 1) < 0) {
+        setenv("NTBLEND_HOST_BOOT", life, 1) < 0 || run_env() < 0) {
         cli_err("cannot set the environment: %s", strerror(errno));
         return CLI_FAIL;
     }

@@ -1,12 +1,11 @@
 /*
- * Programs the CLI starts next to itself: finding one installed beside `ntblend`, and starting
- * one in the background (a session of its own, its output in a log) that says on a pipe when
- * it is ready — the NVMe manager, a VM's process.
+ * Programs the CLI starts beside itself (paths.c finds them): starting one in the background
+ * (a session of its own, its output in a log) that says on a pipe when it is ready — the NVMe
+ * manager, a VM's process.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,19 +13,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-
-int cli_sibling(const char *name, char *out, size_t len)
-{
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
-        return -errno;
-    self[n] = 0;
-    int w = snprintf(out, len, "%s/%s", dirname(self), name);
-    if (w < 0 || (size_t)w >= len)
-        return -ENAMETOOLONG;
-    return access(out, X_OK) == 0 ? 0 : -errno;
-}
 
 pid_t cli_spawn_ready(const char *exe, char **args, int fd_arg, const char *log, int timeout_ms,
                       const char *what)

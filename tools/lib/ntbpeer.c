@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "install_dirs.h"
 #include "ntbtool.h"
 
 /* ---------------------------------------------------------------- opening */
@@ -163,7 +164,7 @@ void tu_db_restore(struct tu_db *d)
 
 pid_t tu_spawn_peer(const char *host, const char *const *args)
 {
-    char self[PATH_MAX], dir[PATH_MAX], cli[PATH_MAX + 16];
+    char self[PATH_MAX], dir[PATH_MAX], cli[PATH_MAX + 64];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) {
         tu_err("cannot find this executable (/proc/self/exe): %s", strerror(errno));
@@ -171,10 +172,16 @@ pid_t tu_spawn_peer(const char *host, const char *const *args)
     }
     self[n] = 0;
     snprintf(dir, sizeof dir, "%s", self);
-    snprintf(cli, sizeof cli, "%s/ntblend", dirname(dir));
+    const char *d = dirname(dir);
+    /* ntblend is beside the tool in the build tree; installed, the tool is in the helpers'
+     * directory (libexec/ntblend) and ntblend in bin/. */
+    snprintf(cli, sizeof cli, "%s/ntblend", d);
+    if (access(cli, X_OK))
+        snprintf(cli, sizeof cli, "%s/" NTBLEND_REL_HELPERS_TO_BIN "/ntblend", d);
     if (access(cli, X_OK)) {
-        tu_err("cannot find '%s' to start the peer side; start '%s --serve' on host '%s' "
-               "yourself and pass --no-spawn", cli, tu_prog, host);
+        tu_err("cannot find ntblend beside %s or in %s/" NTBLEND_REL_HELPERS_TO_BIN
+               " to start the peer side; start '%s --serve' on host '%s' yourself and pass "
+               "--no-spawn", d, d, tu_prog, host);
         return -ENOENT;
     }
     const char *argv[48];

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "ntblend/version.h"
 
 struct command {
     const char *name;
@@ -293,7 +294,8 @@ static void unknown_command(const char *name)
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: ntblend [--fabric NAME] COMMAND [ARGS...]\n\ncommands:\n");
+    fprintf(to, "usage: ntblend [--fabric NAME] COMMAND [ARGS...]\n"
+                "       ntblend --help | --version\n\ncommands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(to, "  %-12s %s\n", commands[i].name, commands[i].summary);
     fprintf(to, "\nThe fabric is --fabric NAME, else $NTBLEND_FABRIC, else \"default\".\n"
@@ -436,16 +438,18 @@ int main(int argc, char **argv)
     static const struct option global[] = {
         { "fabric", required_argument, NULL, 'f' },
         { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
         { 0 },
     };
     const char *fabric = NULL;
     int ch;
     opterr = 0;
     /* '+': stop at the command; what follows is the command's to parse. */
-    while ((ch = getopt_long(argc, argv, "+:h", global, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "+:hV", global, NULL)) != -1) {
         switch (ch) {
         case 'f': fabric = optarg; break;
         case 'h': full_help(); return CLI_OK;
+        case 'V': printf("ntblend %s\n", NTBLEND_VERSION); return CLI_OK;
         case ':':
             cli_err("option '%s' needs a value", argv[optind - 1]);
             usage(stderr);

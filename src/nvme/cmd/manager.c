@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ntblend/nvme.h"
+#include "ntblend/version.h"
 
 static volatile sig_atomic_t stop;
 static void on_signal(int sig) { (void)sig; stop = 1; }
@@ -21,6 +22,8 @@ static void on_signal(int sig) { (void)sig; stop = 1; }
 static void usage(FILE *f)
 {
     fprintf(f,
+            "ntblend-nvme-manager - the manager of an NVMe that many hosts share\n"
+            "\n"
             "usage: ntblend-nvme-manager [--max-clients N] [--status-file FILE] [--ready-fd FD] "
             "DEVICE\n"
             "\n"
@@ -35,7 +38,8 @@ static void usage(FILE *f)
             "  --max-clients N     serve at most N clients at once (default 1024)\n"
             "  --status-file FILE  keep FILE up to date with the manager's state as JSON\n"
             "  --ready-fd FD       write one line to FD once clients may connect, then close it\n"
-            "  -h, --help          this text\n");
+            "  -h, --help          this text\n"
+            "  -V, --version       the version\n");
 }
 
 static void write_status(const char *path, const char *dev, nvme_manager_t *m)
@@ -71,12 +75,13 @@ int main(int argc, char **argv)
         { "status-file", required_argument, NULL, 's' },
         { "ready-fd", required_argument, NULL, 'r' },
         { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
         { 0 },
     };
     struct nvme_manager_opts mo = { .log = true };
     const char *status = NULL;
     int ready_fd = -1, ch;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
         char *end;
         switch (ch) {
         case 'c':
@@ -95,6 +100,7 @@ int main(int argc, char **argv)
             }
             break;
         case 'h': usage(stdout); return 0;
+        case 'V': printf("ntblend-nvme-manager (ntblend) %s\n", NTBLEND_VERSION); return 0;
         default: usage(stderr); return 2;
         }
     }

@@ -123,5 +123,6 @@ int cli_vm_of(const struct fab *f, uint32_t fn, char *out, size_t len);
 /* vm_run.c: `vm run NAME -- PROGRAM...`: exec argv inside emulated VM name; returns only on
  * failure. */
 int cli_vm_run(const char *fabric, const char *name, char **argv);
+int cmd_names(struct cli *c);
 
 #endif

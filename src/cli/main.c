@@ -2,7 +2,8 @@
  * ntblend: the command-line tool that starts, inspects and breaks emulated NTB fabrics.
  * This file owns the entry point, the global options, dispatch to the commands, the help
  * texts and the option parsing every command shares. The commands live in up.c (up, down,
- * host), status.c, dot.c (topology), device.c, lspci.c and ops.c (run, link, agent-ping).
+ * host), status.c, dot.c (topology), device.c, lspci.c, nvme.c, names.c and ops.c
+ * (run, link, agent-ping); paths.c finds the programs they start.
  */
 #define _GNU_SOURCE
 #include <getopt.h>
@@ -233,6 +234,21 @@ static const struct command commands[] = {
       "no path is up between them, or when A has no port that reaches B directly.\n"
       "\nexamples:\n"
       "  ntblend agent-ping a b\n" },
+    { "names", cmd_names, "names fabrics|hosts|adapters|switches|devices [--fabric NAME]",
+      "print the names of fabrics, hosts, adapters, switches or devices, one a line",
+      "Nothing but the names, for scripts and shell completion (ntblend's bash completion\n"
+      "completes fabric, host and device names with it).\n"
+      "\n"
+      "fabrics   every fabric whose state is in /dev/shm (or $NTBLEND_SHM_DIR): up, or not\n"
+      "          taken down yet; no --fabric needed\n"
+      "hosts     the hosts of the fabric, up or down\n"
+      "adapters  its NTB adapters, as HOST.ADAPTER\n"
+      "switches  its switches\n"
+      "devices   its PCIe devices (what 'ntblend device list' shows)\n"
+      "\nexamples:\n"
+      "  ntblend names fabrics\n"
+      "  ntblend names hosts --fabric big\n"
+      "  for h in $(ntblend names hosts); do ntblend run --host $h -- hostname; done\n" },
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

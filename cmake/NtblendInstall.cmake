@@ -132,6 +132,10 @@ function(ntblend_library target)
   if(L_PKGCONFIG)
     string(REPLACE ";" " " requires "${L_PKGCONFIG_REQUIRES}")
     # libdir and includedir as ${prefix}/..., as pkg-config files usually say.
+    set(pc_sep "")
+    if(NTBLEND_CONSUMER_FLAGS_STRING)
+      set(pc_sep " ")
+    endif()
     foreach(d libdir:L_LIBRARY_DESTINATION includedir:CMAKE_INSTALL_INCLUDEDIR)
       string(REGEX REPLACE ":.*" "" key "${d}")
       string(REGEX REPLACE ".*:" "" var "${d}")
@@ -144,9 +148,10 @@ function(ntblend_library target)
     ntblend_install_configured(TEMPLATE "${PROJECT_SOURCE_DIR}/cmake/library.pc.in"
       DESTINATION "${L_LIBRARY_DESTINATION}/pkgconfig" RENAME "${target}.pc"
       VARS "PC_NAME=${target}" "PC_DESCRIPTION=${L_PKGCONFIG}" "PC_REQUIRES=${requires}"
-           "PC_LIB=${target}" "PC_VERSION=${PROJECT_VERSION}"
+           "PC_VERSION=${PROJECT_VERSION}"
            "PC_LIBDIR=${pc_libdir}" "PC_INCLUDEDIR=${pc_includedir}"
-           "PC_FLAGS=${NTBLEND_CONSUMER_FLAGS_STRING}")
+           "PC_LIBS=${NTBLEND_CONSUMER_FLAGS_STRING}${pc_sep}-L\${libdir} -l${target}"
+           "PC_CFLAGS=${NTBLEND_CONSUMER_FLAGS_STRING}${pc_sep}-I\${includedir}")
   endif()
 endfunction()
 
@@ -172,7 +177,7 @@ endfunction()
 function(ntblend_install_configured)
   cmake_parse_arguments(PARSE_ARGV 0 C "PROGRAM" "TEMPLATE;DESTINATION;RENAME" "VARS")
   # The directories the install script fills in, as given to GNUInstallDirs.
-  set(code "set(ntblend_template \"${C_TEMPLATE}\")\n"
+  string(CONCAT code "set(ntblend_template \"${C_TEMPLATE}\")\n"
            "set(ntblend_destination \"${C_DESTINATION}\")\n"
            "set(ntblend_rename \"${C_RENAME}\")\n"
            "set(ntblend_program \"${C_PROGRAM}\")\n"

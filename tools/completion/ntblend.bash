@@ -33,8 +33,8 @@ _ntblend_words() {
                                               _ntblend_names switches)" -- "$cur") ;;
     NAME | DEVICE | SEL) mapfile -t COMPREPLY < <(compgen -W "$(_ntblend_names devices)" -- "$cur") ;;
     FABRIC) mapfile -t COMPREPLY < <(compgen -W "$(_ntblend_names fabrics)" -- "$cur") ;;
-    FILE) compopt -o filenames; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
-    DIR) compopt -o filenames; mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
+    FILE) compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+    DIR) compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
     CMD) mapfile -t COMPREPLY < <(compgen -c -- "$cur") ;;
     *) COMPREPLY=() ;;
     esac
@@ -69,7 +69,7 @@ _ntblend() {
         if ((COMP_CWORD == dashdash + 1)); then
             mapfile -t COMPREPLY < <(compgen -c -- "$cur")
         else
-            compopt -o default
+            compopt -o default 2>/dev/null
         fi
         return
     fi
@@ -109,8 +109,12 @@ _ntblend() {
         fi
     fi
     if [[ $cur == -* ]]; then
-        mapfile -t COMPREPLY < <(compgen -W "$(grep -oE -- '(^| )-{1,2}[a-zA-Z][a-zA-Z-]*' \
-            <<<"$forms" | tr -d ' ' | sort -u) --fabric --help" -- "$cur")
+        # The options of the forms, and of the command's option table ("  -v, -vv  ...").
+        local opts
+        opts=$({ printf '%s\n' "$forms"
+                 "$_ntblend_prog" help "$cmd" 2>/dev/null | grep -E '^  -' | sed -E 's/  +[^ -].*//'
+               } | grep -oE -- '(^| )-{1,2}[a-zA-Z][a-zA-Z-]*' | tr -d ' ' | sort -u)
+        mapfile -t COMPREPLY < <(compgen -W "$opts --fabric --help" -- "$cur" | awk '!seen[$0]++')
         return
     fi
     # A positional word: what the forms that match the words so far have in its place.
@@ -146,6 +150,6 @@ _ntblend() {
             words+=(${want//|/ })
         fi
     done <<<"$forms"
-    mapfile -t COMPREPLY < <(compgen -W "${words[*]}" -- "$cur")
+    mapfile -t COMPREPLY < <(compgen -W "${words[*]}" -- "$cur" | awk '!seen[$0]++')
 }
 complete -F _ntblend ntblend

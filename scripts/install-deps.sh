@@ -22,6 +22,9 @@ packages=(
   "openmpi-bin:Open MPI's OSHMEM (oshrun), the reference of scripts/bench-shmem-oshmem.sh"
   "libopenmpi-dev:Open MPI's oshcc and shmem.h, to build that benchmark's reference binary"
   "qemu-system-x86:QEMU for the VMs' Linux guests (ntblend vm, tests/test_vm.sh), with qemu-storage-daemon, a reference of scripts/bench-vm.sh"
+  "debhelper:scripts/package.sh builds the Debian package with dpkg-buildpackage and debhelper"
+  "lintian:the package test checks the Debian package as Debian does"
+  "man-db:the install test reads the installed manual pages with man"
 )
 
 # The fio engine is compiled against fio's headers, which Debian does not ship:

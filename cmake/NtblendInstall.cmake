@@ -177,7 +177,10 @@ endfunction()
 function(ntblend_install_configured)
   cmake_parse_arguments(PARSE_ARGV 0 C "PROGRAM" "TEMPLATE;DESTINATION;RENAME" "VARS")
   # The directories the install script fills in, as given to GNUInstallDirs.
-  string(CONCAT code "set(ntblend_template \"${C_TEMPLATE}\")\n"
+  # The VARS hold @...@ for the install script to fill in: evaluated as CMake 3.1 on does
+  # (CMP0053), not as the default policies of cmake_install.cmake would.
+  string(CONCAT code "cmake_policy(PUSH)\ncmake_policy(SET CMP0053 NEW)\n"
+           "set(ntblend_template \"${C_TEMPLATE}\")\n"
            "set(ntblend_destination \"${C_DESTINATION}\")\n"
            "set(ntblend_rename \"${C_RENAME}\")\n"
            "set(ntblend_program \"${C_PROGRAM}\")\n"
@@ -192,7 +195,8 @@ function(ntblend_install_configured)
     string(REPLACE "$" "\\$" v "${v}")
     string(APPEND code "list(APPEND ntblend_vars \"${v}\")\n")
   endforeach()
-  string(APPEND code "include(\"${PROJECT_SOURCE_DIR}/cmake/install-configure.cmake\")\n")
+  string(APPEND code "include(\"${PROJECT_SOURCE_DIR}/cmake/install-configure.cmake\")\n"
+                     "cmake_policy(POP)\n")
   install(CODE "${code}")
 endfunction()
 

@@ -74,6 +74,13 @@ _ntblend_relative(_rel_bin_lib "${CMAKE_INSTALL_BINDIR}" "${CMAKE_INSTALL_LIBDIR
 _ntblend_relative(_rel_helpers_lib "${NTBLEND_HELPERDIR}" "${CMAKE_INSTALL_LIBDIR}")
 _ntblend_relative(_rel_pkglib_lib "${NTBLEND_PKGLIBDIR}" "${CMAKE_INSTALL_LIBDIR}")
 
+# The installed names of the OpenSHMEM wrappers are oshcc, oshc++, oshCC, oshcxx and oshrun
+# followed by this suffix. Empty by default; the Debian package uses ".ntblend", as Debian's
+# MPI packages name their wrappers (mpicc.openmpi), because Open MPI's package has the plain
+# names (its postinst gives the plain names to ntblend's where no package has them).
+set(NTBLEND_OSH_SUFFIX "" CACHE STRING
+    "Suffix of the installed OpenSHMEM wrappers (oshcc, oshrun, ...), e.g. .ntblend")
+
 # What a program built against a sanitized ntblend needs too (a sanitized library cannot be
 # loaded by a program without the sanitizer runtime): passed on by oshcc, the pkg-config
 # files and the CMake targets of such a build, and empty otherwise.

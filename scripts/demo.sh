@@ -49,6 +49,7 @@ if [ $mode = source ]; then
   ring_demo_src=examples/shmem/ring_demo.c
   vm_guest="bash scripts/vm-guest.sh"
   work=build
+  osh=""
 else
   # The example programs the demo runs, built against the installed ntblend as a user would.
   step "Build the example programs against the installed ntblend ($prefix)"
@@ -63,6 +64,11 @@ else
      make -s -f "$examples/Makefile" seg_hello)
   export PATH=$work:$PATH
   echo "seg_hello: $work/seg_hello (ntblend run finds ntblend's own tools by itself)"
+  # The OpenSHMEM wrappers may carry a suffix (the Debian package's are oshrun.ntblend, ...).
+  osh=""
+  for w in "$prefix"/bin/oshrun*; do
+    if "$w" --version 2>/dev/null | grep -q '(ntblend)'; then osh=${w#"$prefix/bin/oshrun"}; fi
+  done
 fi
 export NTBLEND_FABRIC=$name
 topo=$topologies/two-hosts.ini
@@ -179,8 +185,8 @@ ntblend --fabric "$name-dev" down
 step "OpenSHMEM on a switchless ring of five hosts (demo-ring5.png): oshcc, then oshrun across it"
 ntblend --fabric "$name-ring" up "$topologies/ring5.ini"
 [ $keep = 1 ] || trap 'ntblend down >/dev/null 2>&1 || true; ntblend --fabric "$name-ring" down >/dev/null 2>&1 || true; cleanup_work' EXIT
-oshcc -o "$work/ring_demo" "$ring_demo_src"
-oshrun -np 5 --fabric "$name-ring" "$work/ring_demo"
+"oshcc$osh" -o "$work/ring_demo" "$ring_demo_src"
+"oshrun$osh" -np 5 --fabric "$name-ring" "$work/ring_demo"
 ntblend --fabric "$name-ring" down
 
 step "Pull the cable: the agents can no longer reach each other"

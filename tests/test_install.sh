@@ -19,6 +19,7 @@ version=$("$bin/ntblend" --version | awk '{ print $2 }')
 tmp=$(mktemp -d /tmp/test_install.XXXXXX)
 prefix=$tmp/prefix
 fabric=t-install-$$
+sfx=${NTBLEND_OSH_SUFFIX:-} # the installed OpenSHMEM wrappers are oshcc$sfx, oshrun$sfx, ...
 export NTBLEND_NVME_DIR=$tmp/nvme-data
 fail() { echo "FAIL: $*" >&2; exit 1; }
 cleanup() {
@@ -40,7 +41,7 @@ libdir=$(find "$prefix" -name libntblend.so -printf '%h\n' | head -n1)
 libdir=${libdir#"$prefix"/}
 [ -n "$libdir" ] || fail "no libntblend.so installed under $prefix"
 sover=$(readlink "$prefix/$libdir/libntblend.so")
-for f in bin/ntblend bin/ntblend-nvme-manager bin/oshrun bin/oshcc bin/oshc++ \
+for f in bin/ntblend bin/ntblend-nvme-manager "bin/oshrun$sfx" "bin/oshcc$sfx" "bin/oshc++$sfx" \
     libexec/ntblend/ntblend-agent libexec/ntblend/oshrelay libexec/ntblend/ntb_tool \
     libexec/ntblend/ntb_perf libexec/ntblend/nvme_bench libexec/ntblend/nvme_drv \
     "$libdir/libntblend.so.$version" "$libdir/libntbnvme.so.$version" \
@@ -50,7 +51,7 @@ for f in bin/ntblend bin/ntblend-nvme-manager bin/oshrun bin/oshcc bin/oshc++ \
     include/ntblend/ntb.h include/ntblend/seg.h include/ntblend/smartio.h include/ntblend/pci.h \
     include/ntblend/nvme.h include/ntblend/version.h include/shmem.h include/shmemx.h \
     include/pshmem.h share/ntblend/topologies/two-hosts.ini share/ntblend/topologies/smartio3.ini \
-    share/man/man1/ntblend.1 share/man/man1/oshrun.1 share/man/man1/oshcc.1 \
+    share/man/man1/ntblend.1 "share/man/man1/oshrun$sfx.1" "share/man/man1/oshcc$sfx.1" \
     share/man/man1/ntblend-nvme-manager.1 share/bash-completion/completions/ntblend \
     share/doc/ntblend/examples/CMakeLists.txt share/doc/ntblend/examples/Makefile; do
     [ -e "$prefix/$f" ] || fail "not installed: $f"
@@ -74,7 +75,7 @@ echo "ok: nothing installed names $build or $src"
 # 2-4. The rest runs as a user of the installed tree would.
 cat >"$tmp/inner.sh" <<'INNER'
 set -euo pipefail
-prefix=$1 libdir=$2 version=$3 fabric=$4 tmp=$5 hidden=$6
+prefix=$1 libdir=$2 version=$3 fabric=$4 tmp=$5 hidden=$6 sfx=$7
 fail() { echo "FAIL: $*" >&2; exit 1; }
 if [ -n "$hidden" ]; then
     [ -z "$(ls -A "$hidden")" ] || fail "$hidden is still visible"
@@ -83,7 +84,8 @@ unset NTBLEND_BIN NTBLEND_SRC LD_LIBRARY_PATH PKG_CONFIG_PATH CMAKE_PREFIX_PATH 
 export PATH=$prefix/bin:/usr/local/bin:/usr/bin:/bin
 [ "$(command -v ntblend)" = "$prefix/bin/ntblend" ] || fail "ntblend is not the installed one"
 [ "$(ntblend --version)" = "ntblend $version" ] || fail "ntblend --version: $(ntblend --version)"
-[ "$(oshrun --version)" = "oshrun (ntblend) $version" ] || fail "oshrun --version: $(oshrun --version)"
+[ "$("oshrun$sfx" --version)" = "oshrun$sfx (ntblend) $version" ] ||
+    fail "oshrun$sfx --version: $("oshrun$sfx" --version)"
 ex=$prefix/share/doc/ntblend/examples
 n() { ntblend --fabric "$fabric" "$@"; }
 
@@ -96,10 +98,10 @@ PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig make -s -f "$ex/Makefile" >"$tmp/pc.lo
 echo "== build the examples with CMake (find_package(ntblend))"
 cmake -S "$ex" -B "$tmp/cm" -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/cm.log" 2>&1 &&
     cmake --build "$tmp/cm" >>"$tmp/cm.log" 2>&1 || fail "CMake build: $(tail -30 "$tmp/cm.log")"
-echo "== build ring_demo with the installed oshcc"
+echo "== build ring_demo with the installed oshcc$sfx"
 mkdir -p "$tmp/osh"
-oshcc -o "$tmp/osh/ring_demo" "$ex/shmem/ring_demo.c" || fail "oshcc"
-oshcc --showme -c x.c | grep -q -- "-I$prefix/include" || fail "oshcc does not use $prefix/include"
+"oshcc$sfx" -o "$tmp/osh/ring_demo" "$ex/shmem/ring_demo.c" || fail "oshcc$sfx"
+"oshcc$sfx" --showme -c x.c | grep -q -- "-I$prefix/include" || fail "oshcc$sfx does not use $prefix/include"
 
 echo "== a fabric from the installed ntblend and topologies"
 n up "$prefix/share/ntblend/topologies/smartio3.ini" >/dev/null
@@ -116,11 +118,11 @@ for kind in pc cm; do
     out=$(n run --host b -- "$d/nvme_hello" nvme0 2>&1) || fail "nvme_hello ($kind): $out"
     grep -q 'block 0 reads back: "hello from nvme0"' <<<"$out" || fail "nvme_hello ($kind): $out"
     grep -q '8 asynchronous reads: done' <<<"$out" || fail "nvme_hello ($kind): $out"
-    out=$(oshrun -np 3 --fabric "$fabric" "$d/ring_demo" 2>&1) || fail "ring_demo ($kind): $out"
+    out=$("oshrun$sfx" -np 3 --fabric "$fabric" "$d/ring_demo" 2>&1) || fail "ring_demo ($kind): $out"
     grep -q "$ring_ok" <<<"$out" || fail "ring_demo ($kind): $out"
     echo "ok: seg_hello, nvme_hello and ring_demo built with $kind run"
 done
-out=$(oshrun -np 3 --fabric "$fabric" "$tmp/osh/ring_demo" 2>&1) || fail "ring_demo (oshcc): $out"
+out=$("oshrun$sfx" -np 3 --fabric "$fabric" "$tmp/osh/ring_demo" 2>&1) || fail "ring_demo (oshcc): $out"
 grep -q "$ring_ok" <<<"$out" || fail "ring_demo (oshcc): $out"
 echo "ok: ring_demo built with the installed oshcc runs under the installed oshrun"
 
@@ -164,6 +166,6 @@ if unshare -m true 2>/dev/null; then
 else
     echo "== (unshare -m is not permitted here: the trees are only taken off PATH)"
 fi
-env -u NTBLEND_BIN "${hide[@]}" bash "$tmp/inner.sh" "$prefix" "$libdir" "$version" "$fabric" "$tmp" "$hidden" ||
+env -u NTBLEND_BIN "${hide[@]}" bash "$tmp/inner.sh" "$prefix" "$libdir" "$version" "$fabric" "$tmp" "$hidden" "$sfx" ||
     fail "the installed tree does not work on its own (above)"
 echo "PASS"

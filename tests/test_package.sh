@@ -54,7 +54,7 @@ dpkg-deb -c "$deb" | awk '{ print $6 }' | sed 's|^\./|/|' >"$tmp/contents"
 # from a Debian package it depends on.
 own=$(find "$tmp/x" -name 'lib*.so.*' -printf '%f\n')
 find "$tmp/x" -type f -print0 | while IFS= read -r -d '' f; do
-    readelf -d "$f" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'
+    { readelf -d "$f" 2>/dev/null || true; } | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'
 done | sort -u >"$tmp/needed"
 while read -r so; do
     grep -qx "$so" <<<"$own" && continue
@@ -71,8 +71,8 @@ echo "ok: depends on the package of each of the $(wc -l <"$tmp/needed") librarie
 
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 lib=/usr/lib/$multiarch
-for f in /usr/bin/ntblend /usr/bin/ntblend-nvme-manager /usr/bin/oshrun /usr/bin/oshcc \
-    /usr/bin/oshc++ /usr/libexec/ntblend/ntblend-agent /usr/libexec/ntblend/oshrelay \
+for f in /usr/bin/ntblend /usr/bin/ntblend-nvme-manager /usr/bin/oshrun.ntblend \
+    /usr/bin/oshcc.ntblend /usr/bin/oshc++.ntblend /usr/libexec/ntblend/ntblend-agent /usr/libexec/ntblend/oshrelay \
     /usr/libexec/ntblend/ntb_tool /usr/libexec/ntblend/ntb_perf /usr/libexec/ntblend/nvme_bench \
     /usr/libexec/ntblend/accel_drv /usr/libexec/ntblend/nvme_drv \
     "$lib/libntblend.so.$version" "$lib/libntbnvme.so.$version" "$lib/libshmem.so.$version" \
@@ -80,7 +80,7 @@ for f in /usr/bin/ntblend /usr/bin/ntblend-nvme-manager /usr/bin/oshrun /usr/bin
     "$lib/pkgconfig/ntbnvme.pc" "$lib/pkgconfig/shmem.pc" "$lib/cmake/ntblend/ntblendConfig.cmake" \
     /usr/include/ntblend/seg.h /usr/include/ntblend/version.h /usr/include/shmem.h \
     /usr/include/pshmem.h /usr/share/man/man1/ntblend.1.gz /usr/share/man/man1/ntblend-up.1.gz \
-    /usr/share/man/man1/oshrun.1.gz /usr/share/bash-completion/completions/ntblend \
+    /usr/share/man/man1/oshrun.ntblend.1.gz /usr/share/bash-completion/completions/ntblend \
     /usr/share/ntblend/topologies/two-hosts.ini /usr/share/ntblend/demo.sh \
     /usr/share/doc/ntblend/examples/Makefile /usr/share/doc/ntblend/examples/seg_hello.c \
     /usr/share/doc/ntblend/copyright; do
@@ -114,12 +114,25 @@ if dpkg-query -W -f='${Status}' ntblend 2>/dev/null | grep -q 'install ok instal
     exit 0
 fi
 
+# Open MPI's package has oshcc and oshrun: those must stay as they are; where no package
+# has them, they become ntblend's (postinst, update-alternatives).
+osh_owner=$(dpkg-query -S /usr/bin/oshcc 2>/dev/null | cut -d: -f1 || true)
+osh_before=$(readlink -f /usr/bin/oshcc 2>/dev/null || true)
+
 echo "== apt-get install $(basename "$deb")"
 installed=yes
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 "$deb" \
     >"$tmp/apt.log" 2>&1 || fail "apt-get install: $(tail -20 "$tmp/apt.log")"
 [ "$(PATH=/usr/bin:/bin ntblend --version)" = "ntblend $version" ] || fail "/usr/bin/ntblend --version"
 man -w ntblend-up >/dev/null 2>&1 || fail "man does not find ntblend-up(1)"
+if [ -n "$osh_owner" ]; then
+    [ "$(readlink -f /usr/bin/oshcc)" = "$osh_before" ] || fail "the install changed $osh_owner's /usr/bin/oshcc"
+    echo "ok: /usr/bin/oshcc stays $osh_owner's; ntblend's is oshcc.ntblend"
+else
+    [ "$(readlink -f /usr/bin/oshcc)" = /usr/bin/oshcc.ntblend ] || fail "/usr/bin/oshcc is not ntblend's"
+    [ "$(readlink -f /usr/bin/oshrun)" = /usr/bin/oshrun.ntblend ] || fail "/usr/bin/oshrun is not ntblend's"
+    echo "ok: oshcc and oshrun are ntblend's (update-alternatives)"
+fi
 echo "== the demo, from /usr/bin (/usr/share/ntblend/demo.sh)"
 mkdir -p "$tmp/demo"
 if ! (cd "$tmp/demo" && env -i HOME="$tmp/demo" PATH=/usr/bin:/bin NTBLEND_DEMO_FABRIC="$fabric" \
@@ -144,6 +157,11 @@ for d in /usr/libexec/ntblend /usr/share/ntblend /usr/include/ntblend "$lib/ntbl
     "$lib/cmake/ntblend" /usr/share/doc/ntblend; do
     [ ! -e "$d" ] || fail "left after the purge: $d"
 done
+if [ -n "$osh_owner" ]; then
+    [ "$(readlink -f /usr/bin/oshcc)" = "$osh_before" ] || fail "the purge changed $osh_owner's /usr/bin/oshcc"
+else
+    [ ! -e /usr/bin/oshcc ] && [ ! -e /etc/alternatives/oshcc ] || fail "the oshcc alternative is left"
+fi
 shm=$(ls -d /dev/shm/ntblend."$fabric"* 2>/dev/null || true)
 [ -z "$shm" ] || fail "fabric state left: $shm"
 [ ! -e "/var/tmp/ntblend/$fabric-dev" ] || fail "NVMe images left: /var/tmp/ntblend/$fabric-dev"

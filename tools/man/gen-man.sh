@@ -4,10 +4,12 @@
 # the program: ntblend(1) and ntblend-COMMAND(1) for every command `ntblend --help` lists,
 # ntblend-nvme-manager(1), ntblend-nvmefs(1) when it is built, oshrun(1) and oshcc(1) (with
 # oshc++, oshCC and oshcxx pointing to it).
-# Usage: gen-man.sh BIN_DIR OUT_DIR VERSION
+# Usage: gen-man.sh BIN_DIR OUT_DIR VERSION [OSH_SUFFIX]
+# OSH_SUFFIX: the installed OpenSHMEM wrappers are oshcc$OSH_SUFFIX, ... (NTBLEND_OSH_SUFFIX):
+# their pages, and the names in them, carry it too.
 # The date on the pages is SOURCE_DATE_EPOCH's when it is set (reproducible builds), else today.
 set -eu
-bin=$1 out=$2 version=$3
+bin=$1 out=$2 version=$3 sfx=${4:-}
 here=$(cd "$(dirname "$0")" && pwd)
 if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then
     date=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%d)
@@ -34,7 +36,7 @@ commands=$(awk '/^commands:$/ { on = 1; next } on && /^$/ { exit } on { print $1
 [ -n "$commands" ] || { echo "gen-man.sh: no commands in 'ntblend --help'" >&2; exit 1; }
 see=""
 for c in $commands; do see="$see ntblend-$c(1)"; done
-page ntblend "$see ntblend-nvme-manager(1) oshrun(1) oshcc(1)" <"$tmp/help"
+page ntblend "$see ntblend-nvme-manager(1) oshrun$sfx(1) oshcc$sfx(1)" <"$tmp/help"
 for c in $commands; do
     extra=""
     [ "$c" = nvme ] && extra=" ntblend-nvme-manager(1)"
@@ -48,12 +50,16 @@ if [ -x "$bin/ntblend-nvmefs" ]; then
     page ntblend-nvmefs "ntblend(1) ntblend-nvme(1) fusermount3(1)" \
         "the namespaces of an NVMe as files, through FUSE" <"$tmp/help"
 fi
-"$bin/oshrun" --help >"$tmp/help"
-page oshrun "oshcc(1) ntblend(1) ntblend-run(1)" <"$tmp/help"
-"$bin/oshcc" --help >"$tmp/help"
-page oshcc "oshrun(1) ntblend(1)" <"$tmp/help"
+# The wrappers' names as installed (the build tree's have the plain names).
+osh_names() {
+    sed -e "s/\\b\\(oshcc\\|oshCC\\|oshcxx\\|oshrun\\)\\b/\\1$sfx/g" -e "s/\\boshc++/oshc++$sfx/g"
+}
+"$bin/oshrun" --help | osh_names >"$tmp/help"
+page "oshrun$sfx" "oshcc$sfx(1) ntblend(1) ntblend-run(1)" <"$tmp/help"
+"$bin/oshcc" --help | osh_names >"$tmp/help"
+page "oshcc$sfx" "oshrun$sfx(1) ntblend(1)" <"$tmp/help"
 for alias in oshc++ oshCC oshcxx; do
-    echo ".so man1/oshcc.1" >"$tmp/man1/$alias.1"
+    echo ".so man1/oshcc$sfx.1" >"$tmp/man1/$alias$sfx.1"
 done
 rm -rf "$out/man1"
 mv "$tmp/man1" "$out/man1"

@@ -59,7 +59,7 @@ else
   ring_demo_src=$examples/shmem/ring_demo.c
   vm_guest=ntblend-vm-guest
   work=$(mktemp -d)
-  pc=$(find "$prefix/lib" "$prefix/lib64" -name ntblend.pc -printf '%h\n' 2>/dev/null | head -n1)
+  pc=$(find "$prefix"/lib* -name ntblend.pc -printf '%h\n' -quit 2>/dev/null || true)
   (cd "$work" && PKG_CONFIG_PATH=$pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH} \
      make -s -f "$examples/Makefile" seg_hello)
   export PATH=$work:$PATH

@@ -37,7 +37,7 @@ echo "== cmake --install into $prefix"
 cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 ||
     fail "cmake --install failed: $(tail -20 "$tmp/install.log")"
 # lib, or lib/<multiarch> where GNUInstallDirs says so.
-libdir=$(find "$prefix" -name libntblend.so -printf '%h\n' | head -n1)
+libdir=$(find "$prefix" -name libntblend.so -printf '%h\n' -quit)
 libdir=${libdir#"$prefix"/}
 [ -n "$libdir" ] || fail "no libntblend.so installed under $prefix"
 sover=$(readlink "$prefix/$libdir/libntblend.so")

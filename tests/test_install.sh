@@ -149,9 +149,11 @@ out=$(bash -c '
     c() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _ntblend; echo "${COMPREPLY[*]}"; }
     c ntblend --fabric "$2" run --host ""
     c ntblend --fabric "$2" device lend ""
-    c ntblend --fabric "$2" dev' sh "$prefix" "$fabric" 2>/dev/null)
-[ "$out" = $'a b c\nnvme0 accel0 accel1\ndevice' ] || fail "bash completion: $out"
-echo "ok: the bash completion completes hosts, devices and commands"
+    c ntblend --fabric "$2" dev
+    c ntblend --fabric "${2%-*}"' sh "$prefix" "$fabric" 2>/dev/null)
+[ "$(sed -n 1,3p <<<"$out")" = $'a b c\nnvme0 accel0 accel1\ndevice' ] || fail "bash completion: $out"
+[[ " $(sed -n 4p <<<"$out") " == *" $fabric "* ]] || fail "bash completion of --fabric: $out"
+echo "ok: the bash completion completes hosts, devices, commands and fabrics"
 n down >/dev/null
 INNER
 

@@ -10,10 +10,11 @@
 #       the build's include/ for generated ones) installed under include/ with their
 #       subdirectories, a pkg-config file TARGET.pc when PKGCONFIG is given, and the library
 #       added to tests/test_exports.sh's list.
-#   ntblend_install_programs(bin|helpers TARGET...)
+#   ntblend_install_programs(bin|helpers|pkglib TARGET...)
 #       programs a user runs (bin/) or that ntblend runs for the user (the helpers' directory,
-#       libexec/ntblend/: agents, relays, tools started with `ntblend run`), each with a
-#       run path to the installed libraries that does not depend on the prefix.
+#       libexec/ntblend/: agents, relays, tools started with `ntblend run`), or modules others
+#       load (lib/ntblend/: the fio engine), each with a run path to the installed libraries
+#       that does not depend on the prefix.
 #   ntblend_install_configured(TEMPLATE FILE DESTINATION DIR RENAME NAME [PROGRAM]
 #                              [VARS NAME=VALUE...])
 #       a file configured at install time, so that the paths in it are those of the prefix it

@@ -13,15 +13,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 me=package.sh
 die() { echo "$me: $*" >&2; exit 1; }
+usage_error() { echo "$me: $* (see --help)" >&2; exit 2; }
 
 check=no out=build-deb
 while (($#)); do
     case "$1" in
     --check) check=yes; shift ;;
-    --out) (($# >= 2)) || die "--out needs a directory"; out=$2; shift 2 ;;
+    --out) (($# >= 2)) || usage_error "--out needs a directory"; out=$2; shift 2 ;;
     --out=*) out=${1#*=}; shift ;;
     -h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown argument '$1' (see --help)" ;;
+    *) usage_error "unknown argument '$1'" ;;
     esac
 done
 

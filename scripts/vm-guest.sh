@@ -1,23 +1,41 @@
 #!/usr/bin/env bash
-# Assembles the Linux guest that `ntblend vm start --guest qemu` boots, from Debian packages
-# only (apt-get download + dpkg -x): linux-image-cloud-amd64's kernel (its NVMe driver is built
+# ntblend-vm-guest - the Linux guest that ntblend's VMs boot, from Debian packages
+#
+# usage: ntblend-vm-guest [--fio] [--cache DIR]
+#        (scripts/vm-guest.sh in a source tree)
+#
+# Assembles the guest that `ntblend vm start --guest qemu` boots, from Debian packages only
+# (apt-get download + dpkg -x): linux-image-cloud-amd64's kernel (its NVMe driver is built
 # in, virtio is modules), busybox-static, the virtio-blk and virtio-pci modules with their
-# dependencies in load order, and (with --fio) fio and the libraries it links.
-# Usage: scripts/vm-guest.sh [--fio] [--cache DIR]
-# Prints the directory that holds vmlinuz and initramfs.cpio.gz (initramfs-fio.cpio.gz with
-# --fio). DIR defaults to $NTBLEND_VM_CACHE, else build/vm-guest of the source tree: one
-# cache that every build flavour shares (a lock serialises builders; images appear whole,
-# by rename). Run it again after an apt upgrade: a changed package version rebuilds.
+# dependencies in load order, and (with --fio) fio and the libraries it links. Prints the
+# directory that holds vmlinuz and initramfs.cpio.gz (initramfs-fio.cpio.gz with --fio).
+# Run it again after an apt upgrade: a changed package version rebuilds.
+#
+# options:
+#   --fio        add fio and its libraries to the guest (initramfs-fio.cpio.gz)
+#   --cache DIR  build and keep the guest in DIR (default: see environment)
+#   -h, --help   this text
+#
+# environment:
+#   NTBLEND_VM_CACHE  the default cache; else build/vm-guest of the source tree (one cache
+#                     that every build flavour shares), or, installed,
+#                     ~/.cache/ntblend/vm-guest (where an installed `ntblend vm start` looks).
+#                     A lock serialises builders; images appear whole, by rename.
 set -euo pipefail
-src=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -f "$here/../CMakeLists.txt" ] && [ -d "$here/../src/vm" ]; then
+  default_cache=$here/../build/vm-guest
+else
+  default_cache=${XDG_CACHE_HOME:-$HOME/.cache}/ntblend/vm-guest
+fi
 
 want_fio=0
-cache=${NTBLEND_VM_CACHE:-$src/build/vm-guest}
+cache=${NTBLEND_VM_CACHE:-$default_cache}
 while [ $# -gt 0 ]; do
   case "$1" in
     --fio) want_fio=1 ;;
     --cache) cache=${2:?--cache needs a directory}; shift ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "vm-guest: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift

@@ -8,8 +8,8 @@
 #     and an OpenSHMEM program (ring_demo), against the installed tree with pkg-config (the
 #     examples' Makefile), with CMake's find_package (their CMakeLists.txt), and with oshcc;
 #  4. runs each on a fabric started from the installed ntblend, with the installed topologies,
-#     and the installed tools (ntblend run finds them), the fio engine when it was built, the
-#     manual pages and the bash completion.
+#     and the installed tools (ntblend run finds them), a VM (ntblend-vm), the fio engine when
+#     it was built, the manual pages and the bash completion.
 set -euo pipefail
 src=${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}
 bin=${NTBLEND_BIN:?set NTBLEND_BIN to the bin directory of the build}
@@ -53,6 +53,7 @@ for f in bin/ntblend bin/ntblend-nvme-manager "bin/oshrun$sfx" "bin/oshcc$sfx" "
     include/pshmem.h share/ntblend/topologies/two-hosts.ini share/ntblend/topologies/smartio3.ini \
     share/man/man1/ntblend.1 "share/man/man1/oshrun$sfx.1" "share/man/man1/oshcc$sfx.1" \
     share/man/man1/ntblend-nvme-manager.1 share/bash-completion/completions/ntblend \
+    bin/ntblend-vm-guest share/man/man1/ntblend-vm-guest.1 libexec/ntblend/ntblend-vm \
     share/doc/ntblend/examples/CMakeLists.txt share/doc/ntblend/examples/Makefile; do
     [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
@@ -80,7 +81,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 if [ -n "$hidden" ]; then
     [ -z "$(ls -A "$hidden")" ] || fail "$hidden is still visible"
 fi
-unset NTBLEND_BIN NTBLEND_SRC LD_LIBRARY_PATH PKG_CONFIG_PATH CMAKE_PREFIX_PATH NTBLEND_FIO_ENGINE
+unset NTBLEND_BIN NTBLEND_SRC LD_LIBRARY_PATH PKG_CONFIG_PATH CMAKE_PREFIX_PATH NTBLEND_FIO_ENGINE \
+    NTBLEND_VM_IMAGE NTBLEND_VM_CACHE XDG_CACHE_HOME
 export PATH=$prefix/bin:/usr/local/bin:/usr/bin:/bin
 [ "$(command -v ntblend)" = "$prefix/bin/ntblend" ] || fail "ntblend is not the installed one"
 [ "$(ntblend --version)" = "ntblend $version" ] || fail "ntblend --version: $(ntblend --version)"
@@ -132,6 +134,22 @@ grep -q 'adapter *a.ntb0' <<<"$out" || fail "ntb_tool info: $out"
 out=$(n run --host a -- ntb_perf --peer 0 -s 4M -r 1 2>&1) || fail "ntb_perf: $out"
 grep -q 'verified' <<<"$out" || fail "ntb_perf: $out"
 echo "ok: ntb_tool and ntb_perf (which starts its peer with ntblend) from the installed tree"
+# VMs: ntblend finds ntblend-vm in the helpers' directory; a QEMU guest's image is looked for
+# where the installed ntblend-vm-guest builds it (here under an empty HOME: not built yet).
+n device add accel1 >/dev/null
+n vm start e1 --host c --mem 64M --guest emulated --device accel1 >"$tmp/vm.out" 2>&1 ||
+    fail "vm start (emulated) from the installed tree: $(cat "$tmp/vm.out")"
+[ "$(n names vms)" = e1 ] || fail "names vms: $(n names vms)"
+n vm stop e1 >/dev/null || fail "vm stop"
+mkdir -p "$tmp/home"
+if HOME=$tmp/home n vm start q1 --host b --mem 64M >"$tmp/vm.out" 2>&1; then
+    n vm stop q1 >/dev/null 2>&1 || true
+    fail "vm start of a QEMU guest with no image built succeeded: $(cat "$tmp/vm.out")"
+fi
+grep -q "no guest image in $tmp/home/.cache/ntblend/vm-guest" "$tmp/vm.out" &&
+    grep -q "ntblend-vm-guest" "$tmp/vm.out" || fail "vm start with no image: $(cat "$tmp/vm.out")"
+ntblend-vm-guest --help | grep -q '^usage: ntblend-vm-guest' || fail "ntblend-vm-guest --help"
+echo "ok: VMs from the installed tree (ntblend-vm found; the guest image looked for in ~/.cache)"
 if [ -f "$prefix/$libdir/ntblend/ntbnvme-fio.so" ] && command -v fio >/dev/null; then
     out=$(n run --host b -- sh -c 'cd "$1" && fio --name=x --ioengine=external:$NTBLEND_FIO_ENGINE \
           --ntb_device=nvme0 --rw=randread --bs=4k --size=1M --io_size=1M --output-format=terse' \
@@ -143,17 +161,21 @@ if command -v man >/dev/null; then
         fail "man ntblend-up does not show the page"
     echo "ok: man finds the installed pages"
 fi
-# Bash completion: the host and device names of this fabric.
+# Bash completion: the host, device and VM names of this fabric.
+n vm start e2 --host c --mem 64M --guest emulated >/dev/null || fail "vm start e2"
 out=$(bash -c '
     source "$1/share/bash-completion/completions/ntblend"
     c() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _ntblend; echo "${COMPREPLY[*]}"; }
     c ntblend --fabric "$2" run --host ""
     c ntblend --fabric "$2" device lend ""
     c ntblend --fabric "$2" dev
-    c ntblend --fabric "${2%-*}"' sh "$prefix" "$fabric" 2>/dev/null)
+    c ntblend --fabric "${2%-*}"
+    c ntblend --fabric "$2" vm console ""' sh "$prefix" "$fabric" 2>/dev/null)
 [ "$(sed -n 1,3p <<<"$out")" = $'a b c\nnvme0 accel0 accel1\ndevice' ] || fail "bash completion: $out"
 [[ " $(sed -n 4p <<<"$out") " == *" $fabric "* ]] || fail "bash completion of --fabric: $out"
-echo "ok: the bash completion completes hosts, devices, commands and fabrics"
+[ "$(sed -n 5p <<<"$out")" = e2 ] || fail "bash completion of a VM's name: $out"
+n vm stop e2 >/dev/null
+echo "ok: the bash completion completes hosts, devices, commands, fabrics and VMs"
 n down >/dev/null
 INNER
 

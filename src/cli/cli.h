@@ -98,6 +98,10 @@ int cli_sibling(const char *name, char *out, size_t len);
 int cli_helpers_dir(char *out, size_t len);
 /* The fio engine (ntbnvme-fio.so), or -ENOENT when this build has none. */
 int cli_fio_engine(char *out, size_t len);
+/* Where a VM's guest image is by default: $NTBLEND_VM_IMAGE, else vm-guest/ of the build tree
+ * (scripts/vm-guest.sh builds it there), or installed ${XDG_CACHE_HOME:-~/.cache}/ntblend/
+ * vm-guest (ntblend-vm-guest's default). */
+void cli_vm_image(char *out, size_t len);
 
 /* ---- commands ---- */
 int cmd_up(struct cli *c);

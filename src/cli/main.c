@@ -189,10 +189,11 @@ static const struct command commands[] = {
       "                        of 2 MiB) taken from H's RAM, where any device can DMA into it.\n"
       "                        --guest qemu (default): a Linux guest under QEMU (KVM where\n"
       "                        /dev/kvm opens, else TCG; --accel chooses) booted from DIR\n"
-      "                        (default $NTBLEND_VM_IMAGE, else vm-guest/ of the build tree;\n"
-      "                        scripts/vm-guest.sh builds it). Each --device NVMe is borrowed\n"
-      "                        (or used through its manager) and served to the guest as a\n"
-      "                        virtio-blk disk (/dev/vda, vdb...): the NVMe moves the data\n"
+      "                        (default $NTBLEND_VM_IMAGE, else ~/.cache/ntblend/vm-guest\n"
+      "                        where ntblend-vm-guest builds the guest; in a build tree its\n"
+      "                        vm-guest/, from scripts/vm-guest.sh). Each --device NVMe is\n"
+      "                        borrowed (or used through its manager) and served to the guest\n"
+      "                        as a virtio-blk disk (/dev/vda, vdb...): the NVMe moves the data\n"
       "                        straight to and from guest RAM. --run SCRIPT: the guest runs\n"
       "                        it with busybox sh and powers off (else a shell on the\n"
       "                        console). --wait: return when the VM ends, with its status.\n"
@@ -220,7 +221,7 @@ static const struct command commands[] = {
       "                        MSI-X into its handlers. Exits with the program's status\n"
       "  vm stop NAME          power the guest off; its RAM and devices are returned\n"
       "\nexamples:\n"
-      "  scripts/vm-guest.sh && ntblend device add nvme0\n"
+      "  ntblend-vm-guest && ntblend device add nvme0\n"
       "  ntblend vm start g1 --host b --mem 256M --device nvme0\n"
       "  ntblend vm console g1\n"
       "  ntblend vm start e1 --host c --mem 1G --guest emulated --device accel0\n"
@@ -234,10 +235,10 @@ static const struct command commands[] = {
       "no path is up between them, or when A has no port that reaches B directly.\n"
       "\nexamples:\n"
       "  ntblend agent-ping a b\n" },
-    { "names", cmd_names, "names fabrics|hosts|adapters|switches|devices [--fabric NAME]",
-      "print the names of fabrics, hosts, adapters, switches or devices, one a line",
+    { "names", cmd_names, "names fabrics|hosts|adapters|switches|devices|vms [--fabric NAME]",
+      "print the names of fabrics, hosts, adapters, switches, devices or VMs, one a line",
       "Nothing but the names, for scripts and shell completion (ntblend's bash completion\n"
-      "completes fabric, host and device names with it).\n"
+      "completes fabric, host, device and VM names with it).\n"
       "\n"
       "fabrics   every fabric whose state is in /dev/shm (or $NTBLEND_SHM_DIR): up, or not\n"
       "          taken down yet; no --fabric needed\n"
@@ -245,6 +246,7 @@ static const struct command commands[] = {
       "adapters  its NTB adapters, as HOST.ADAPTER\n"
       "switches  its switches\n"
       "devices   its PCIe devices (what 'ntblend device list' shows)\n"
+      "vms       its virtual machines that are running (what 'ntblend vm list' shows)\n"
       "\nexamples:\n"
       "  ntblend names fabrics\n"
       "  ntblend names hosts --fabric big\n"

@@ -1,7 +1,7 @@
 /*
  * `ntblend names`: the names of the fabrics that are up, or of a fabric's hosts, adapters,
- * switches or devices, one a line, for scripts and shell completion (the bash completion of
- * ntblend completes fabric, host and device names with it). Nothing else is printed, so the
+ * switches, devices or running VMs, one a line, for scripts and shell completion (the bash
+ * completion of ntblend completes fabric, host, device and VM names with it). Nothing else is printed, so the
  * output can be used as it is.
  */
 #define _GNU_SOURCE
@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "fab_vm.h"
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -82,12 +83,12 @@ int cmd_names(struct cli *c)
     if (rc >= 0)
         return rc;
     if (c->argc - first != 1)
-        return cli_usage_error("names", "name one kind: fabrics, hosts, adapters, switches "
-                                        "or devices");
+        return cli_usage_error("names", "name one kind: fabrics, hosts, adapters, switches, "
+                                        "devices or vms");
     const char *what = c->argv[first];
     if (strcmp(what, "fabrics") == 0)
         return list_fabrics();
-    enum { HOSTS, ADAPTERS, SWITCHES, DEVICES } kind;
+    enum { HOSTS, ADAPTERS, SWITCHES, DEVICES, VMS } kind;
     if (strcmp(what, "hosts") == 0)
         kind = HOSTS;
     else if (strcmp(what, "adapters") == 0)
@@ -96,9 +97,11 @@ int cmd_names(struct cli *c)
         kind = SWITCHES;
     else if (strcmp(what, "devices") == 0)
         kind = DEVICES;
+    else if (strcmp(what, "vms") == 0)
+        kind = VMS;
     else
         return cli_usage_error("names", "unknown kind '%s' (fabrics, hosts, adapters, "
-                                        "switches or devices)", what);
+                                        "switches, devices or vms)", what);
     struct fab *f;
     if (cli_attach(o.fabric, &f) < 0)
         return CLI_FAIL;
@@ -119,6 +122,11 @@ int cmd_names(struct cli *c)
     case DEVICES:
         for (uint32_t i = 0; i < ctl->nfuncs; i++)
             puts(fab_func(f, i)->name);
+        break;
+    case VMS:
+        for (uint32_t i = 0; i < FAB_MAX_VMS; i++)
+            if (fab_vm_live(f, i))
+                printf("%.*s\n", (int)sizeof fab_vm(f, i)->name, fab_vm(f, i)->name);
         break;
     }
     fab_detach(f);

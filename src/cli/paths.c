@@ -4,7 +4,8 @@
  * (the tools and drivers), and the fio engine. Everything is found from this executable's own
  * location, so the same binary works in the build tree (all programs in bin/, the engine in
  * lib/) and installed under any prefix (bin/, libexec/ntblend/, lib/ntblend/; the relative
- * directories come from install_dirs.h, generated from GNUInstallDirs).
+ * directories come from install_dirs.h, generated from GNUInstallDirs); and where a VM's guest
+ * image is by default, in the build tree or for an installed ntblend.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -98,4 +99,26 @@ int cli_fio_engine(char *out, size_t len)
             return 0;
     }
     return -ENOENT;
+}
+
+void cli_vm_image(char *out, size_t len)
+{
+    const char *env = getenv("NTBLEND_VM_IMAGE");
+    if (env && *env) {
+        snprintf(out, len, "%s", env);
+        return;
+    }
+    char self[PATH_MAX], cache[PATH_MAX + 32];
+    /* A build tree (CMakeCache.txt above bin/): its vm-guest/, as before an install. */
+    if (self_dir(self, sizeof self) == 0) {
+        snprintf(cache, sizeof cache, "%s/../CMakeCache.txt", self);
+        if (access(cache, F_OK) == 0 && join(out, len, self, "../vm-guest") == 0)
+            return;
+    }
+    /* Installed: the cache ntblend-vm-guest fills by default (the same rule as its own). */
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg)
+        snprintf(out, len, "%s/ntblend/vm-guest", xdg);
+    else
+        snprintf(out, len, "%s/.cache/ntblend/vm-guest", home && *home ? home : "");
 }

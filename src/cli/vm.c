@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
-#include <libgen.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -176,22 +175,6 @@ static int find_vm(const struct fab *f, const char *name)
     return s;
 }
 
-/* Where the guest image is: --image, $NTBLEND_VM_IMAGE, else vm-guest/ of the build tree this
- * ntblend belongs to (where scripts/vm-guest.sh puts it). */
-static void default_image(char *out, size_t len)
-{
-    const char *env = getenv("NTBLEND_VM_IMAGE");
-    if (env && *env) {
-        snprintf(out, len, "%s", env);
-        return;
-    }
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[n > 0 ? n : 0] = 0;
-    char *bin = dirname(self);
-    snprintf(out, len, "%s/../vm-guest", bin);
-}
-
 struct start_opts {
     const char *name, *host, *mem, *guest, *image, *initrd, *run, *accel, *cpus;
     const char *devs[FAB_VM_DEVS];
@@ -203,7 +186,8 @@ static int start(const char *fabric, struct start_opts *o)
 {
     char exe[4096], image[4096], log[600], life[16];
     if (cli_sibling("ntblend-vm", exe, sizeof exe)) {
-        cli_err("cannot find ntblend-vm next to ntblend: build it (target ntblend-vm)");
+        cli_err("cannot find ntblend-vm beside ntblend: build it (target ntblend-vm) or "
+                "reinstall ntblend");
         return CLI_FAIL;
     }
     if (strcmp(o->guest, "qemu") && strcmp(o->guest, "emulated"))
@@ -250,7 +234,7 @@ static int start(const char *fabric, struct start_opts *o)
         if (o->image)
             snprintf(image, sizeof image, "%s", o->image);
         else
-            default_image(image, sizeof image);
+            cli_vm_image(image, sizeof image);
     }
     snprintf(life, sizeof life, "%u", boot);
     if (setenv("NTBLEND_FABRIC", fabric, 1) < 0 || setenv("NTBLEND_HOST", hname, 1) < 0 ||

@@ -36,7 +36,7 @@ static void usage(FILE *f)
         "The process of virtual machine NAME on this host (ntblend vm start runs it): the\n"
         "guest's RAM (SIZE bytes, K/M/G suffixes, a multiple of 2 MiB) taken from this host,\n"
         "the devices given to it, and for a QEMU guest QEMU with a Linux kernel and initramfs\n"
-        "from DIR (scripts/vm-guest.sh builds them) whose virtio-blk disks are the NVMe\n"
+        "from DIR (ntblend-vm-guest builds them) whose virtio-blk disks are the NVMe\n"
         "namespaces given to it. Runs until the guest powers off, or SIGTERM.\n");
 }
 
@@ -326,7 +326,7 @@ int main(int argc, char **argv)
     if (vm.guest == VM_GUEST_QEMU) {
         if (!qo.image) {
             rc = -EINVAL;
-            snprintf(err, sizeof err, "a QEMU guest needs --image DIR (scripts/vm-guest.sh)");
+            snprintf(err, sizeof err, "a QEMU guest needs --image DIR (ntblend-vm-guest)");
             goto fail;
         }
         snprintf(con_sock, sizeof con_sock, "%s/vm.%s.console", vm.f->dir, vm.name);

@@ -43,7 +43,8 @@ int vm_qemu_start(struct vm *vm, const struct vm_qemu_opts *o, char *err, size_t
     snprintf(initrd, sizeof initrd, "%s/%s", o->image, o->initrd);
     if (access(kernel, R_OK) || access(initrd, R_OK))
         return vm_say(err, len, -ENOENT, "no guest image in %s (vmlinuz and %s): build it with "
-                   "scripts/vm-guest.sh%s, or give its directory with --image", o->image,
+                   "ntblend-vm-guest%s (scripts/vm-guest.sh in a source tree), or give its "
+                   "directory with --image", o->image,
                    o->initrd, strstr(o->initrd, "fio") ? " --fio" : "");
     const char *accel = pick_accel(o->accel);
     char machine[128], mem[32], backend[400], con[600], qmp[300], cpus[16], fwcfg[600];

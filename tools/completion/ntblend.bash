@@ -1,12 +1,13 @@
 # Bash completion of ntblend (installed as share/bash-completion/completions/ntblend).
 #
 # Completes the commands, their actions and options, and the names of the fabrics, hosts,
-# adapters, switches and devices of the fabric in use (--fabric on the line, else
+# adapters, switches, devices and VMs of the fabric in use (--fabric on the line, else
 # $NTBLEND_FABRIC, else "default"). Nothing about the commands is written down here: they
 # come from `ntblend --help`, and each command's forms from `ntblend help COMMAND` (its usage
 # line and the lines of its command table), so the completion follows the program. The
 # placeholders of those forms say what a word is: H a host; A and B a host, adapter or
-# switch; NAME, DEVICE and SEL a device; FILE a file; DIR a directory; CMD a command.
+# switch; NAME, DEVICE, DEV and SEL a device (NAME of `vm` a running VM, but a new one for
+# `vm start`); FILE a file; DIR a directory; CMD a command.
 
 # _ntblend_names KIND: `ntblend names KIND` for the fabric of the line.
 _ntblend_names() {
@@ -23,15 +24,20 @@ _ntblend_forms() {
         tr -d '[]'
 }
 
-# _ntblend_words PLACEHOLDER: the words a placeholder of a form may be (COMPREPLY is set).
+# _ntblend_words CUR PLACEHOLDER: the words a placeholder of a form may be (COMPREPLY is set).
+# $cmd and $pos are the caller's: the command, and its words so far.
 _ntblend_words() {
     local cur=$1 ph=$2
+    if [[ $cmd == vm && $ph == NAME ]]; then
+        [[ ${pos[0]-} == start ]] && ph=NEW || ph=VM
+    fi
     case "$ph" in
     H) mapfile -t COMPREPLY < <(compgen -W "$(_ntblend_names hosts)" -- "$cur") ;;
     A | B)
         mapfile -t COMPREPLY < <(compgen -W "$(_ntblend_names hosts; _ntblend_names adapters
                                               _ntblend_names switches)" -- "$cur") ;;
-    NAME | DEVICE | SEL) mapfile -t COMPREPLY < <(compgen -W "$(_ntblend_names devices)" -- "$cur") ;;
+    VM) mapfile -t COMPREPLY < <(compgen -W "$(_ntblend_names vms)" -- "$cur") ;;
+    NAME | DEVICE | DEV | SEL) mapfile -t COMPREPLY < <(compgen -W "$(_ntblend_names devices)" -- "$cur") ;;
     FABRIC) mapfile -t COMPREPLY < <(compgen -W "$(_ntblend_names fabrics)" -- "$cur") ;;
     FILE) compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
     DIR) compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;

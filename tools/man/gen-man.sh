@@ -2,8 +2,8 @@
 # gen-man.sh: the manual pages of the installed programs, generated at build time from their
 # own --help texts (tools/man/help2roff.awk), so that a page never says something else than
 # the program: ntblend(1) and ntblend-COMMAND(1) for every command `ntblend --help` lists,
-# ntblend-nvme-manager(1), ntblend-nvmefs(1) when it is built, oshrun(1) and oshcc(1) (with
-# oshc++, oshCC and oshcxx pointing to it).
+# ntblend-nvme-manager(1), ntblend-nvmefs(1) when it is built, ntblend-vm-guest(1), oshrun(1)
+# and oshcc(1) (with oshc++, oshCC and oshcxx pointing to it).
 # Usage: gen-man.sh BIN_DIR OUT_DIR VERSION [OSH_SUFFIX]
 # OSH_SUFFIX: the installed OpenSHMEM wrappers are oshcc$OSH_SUFFIX, ... (NTBLEND_OSH_SUFFIX):
 # their pages, and the names in them, carry it too.
@@ -50,6 +50,9 @@ if [ -x "$bin/ntblend-nvmefs" ]; then
     page ntblend-nvmefs "ntblend(1) ntblend-nvme(1) fusermount3(1)" \
         "the namespaces of an NVMe as files, through FUSE" <"$tmp/help"
 fi
+# The guest image's builder, installed as ntblend-vm-guest from scripts/vm-guest.sh.
+bash "$here/../../scripts/vm-guest.sh" --help >"$tmp/help"
+page ntblend-vm-guest "ntblend(1) ntblend-vm(1)" <"$tmp/help"
 # The wrappers' names as installed (the build tree's have the plain names).
 osh_names() {
     sed -e "s/\\b\\(oshcc\\|oshCC\\|oshcxx\\|oshrun\\)\\b/\\1$sfx/g" -e "s/\\boshc++/oshc++$sfx/g"

@@ -74,7 +74,8 @@ lib=/usr/lib/$multiarch
 for f in /usr/bin/ntblend /usr/bin/ntblend-nvme-manager /usr/bin/oshrun.ntblend \
     /usr/bin/oshcc.ntblend /usr/bin/oshc++.ntblend /usr/libexec/ntblend/ntblend-agent /usr/libexec/ntblend/oshrelay \
     /usr/libexec/ntblend/ntb_tool /usr/libexec/ntblend/ntb_perf /usr/libexec/ntblend/nvme_bench \
-    /usr/libexec/ntblend/accel_drv /usr/libexec/ntblend/nvme_drv \
+    /usr/libexec/ntblend/accel_drv /usr/libexec/ntblend/nvme_drv /usr/libexec/ntblend/ntblend-vm \
+    /usr/bin/ntblend-vm-guest /usr/share/man/man1/ntblend-vm-guest.1.gz /usr/share/man/man1/ntblend-vm.1.gz \
     "$lib/libntblend.so.$version" "$lib/libntbnvme.so.$version" "$lib/libshmem.so.$version" \
     "$lib/libntblend.so" "$lib/ntblend/ntbnvme-fio.so" "$lib/pkgconfig/ntblend.pc" \
     "$lib/pkgconfig/ntbnvme.pc" "$lib/pkgconfig/shmem.pc" "$lib/cmake/ntblend/ntblendConfig.cmake" \
@@ -137,12 +138,18 @@ else
 fi
 echo "== the demo, from /usr/bin (/usr/share/ntblend/demo.sh)"
 mkdir -p "$tmp/demo"
+# The VM scene's guest (Debian packages, downloaded once) in the source tree's cache, which
+# scripts/vm-guest.sh and tests/test_vm.sh share, rather than under the demo's fresh HOME.
+vm_cache=()
+if [ -d "$src/build" ]; then vm_cache=(NTBLEND_VM_CACHE="$src/build/vm-guest"); fi
 if ! (cd "$tmp/demo" && env -i HOME="$tmp/demo" PATH=/usr/bin:/bin NTBLEND_DEMO_FABRIC="$fabric" \
-        bash /usr/share/ntblend/demo.sh) >"$tmp/demo.log" 2>&1; then
+        "${vm_cache[@]}" bash /usr/share/ntblend/demo.sh) >"$tmp/demo.log" 2>&1; then
     tail -40 "$tmp/demo.log"
     fail "the demo failed on the installed package (above)"
 fi
-for want in 'ratio window/local' 'got "hello from host a' 'data verified' \
+want_vm='read back: written by a Linux guest on b'
+command -v qemu-system-x86_64 >/dev/null || want_vm='(no VM: QEMU is not installed'
+for want in 'ratio window/local' 'got "hello from host a' 'data verified' "$want_vm" \
     'PE 0: counter 5 (expected 5)' '== Shut down'; do
     grep -qF "$want" "$tmp/demo.log" || { tail -40 "$tmp/demo.log"; fail "the demo did not show '$want'"; }
 done

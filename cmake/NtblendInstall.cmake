@@ -2,14 +2,16 @@
 # owns the three functions every part goes through:
 #
 #   ntblend_library(TARGET MAP FILE HEADERS H... [HEADER_BASE DIR] [LIBRARY_DESTINATION DIR]
-#                   [PKGCONFIG "DESCRIPTION"] [PKGCONFIG_REQUIRES NAME...])
+#                   [ALSO_IN DIR...] [PKGCONFIG "DESCRIPTION"] [PKGCONFIG_REQUIRES NAME...])
 #       a public shared library: the project's version and soname, the export list MAP (a GNU
 #       ld version script; the library is compiled with -fvisibility=hidden and its headers
 #       mark the API visible), ntblend::TARGET for find_package(ntblend) and for the build
 #       tree, HEADERS (paths relative to HEADER_BASE, default the project's include/, else to
 #       the build's include/ for generated ones) installed under include/ with their
 #       subdirectories, a pkg-config file TARGET.pc when PKGCONFIG is given, and the library
-#       added to tests/test_exports.sh's list.
+#       added to tests/test_exports.sh's list. ALSO_IN installs the library in more
+#       directories as well (a layout other programs expect, e.g. Dolphin's lib64/); its run
+#       path finds the other libraries from each of them.
 #   ntblend_install_programs(bin|helpers|pkglib TARGET...)
 #       programs a user runs (bin/) or that ntblend runs for the user (the helpers' directory,
 #       libexec/ntblend/: agents, relays, tools started with `ntblend run`), or modules others
@@ -93,7 +95,7 @@ string(REPLACE ";" " " NTBLEND_CONSUMER_FLAGS_STRING "${NTBLEND_CONSUMER_FLAGS}"
 
 function(ntblend_library target)
   cmake_parse_arguments(PARSE_ARGV 1 L "" "MAP;HEADER_BASE;LIBRARY_DESTINATION;PKGCONFIG"
-                        "HEADERS;PKGCONFIG_REQUIRES")
+                        "HEADERS;PKGCONFIG_REQUIRES;ALSO_IN")
   if(NOT L_MAP)
     message(FATAL_ERROR "ntblend_library(${target}): give its export list with MAP")
   endif()
@@ -104,10 +106,21 @@ function(ntblend_library target)
     set(L_LIBRARY_DESTINATION "${CMAKE_INSTALL_LIBDIR}")
   endif()
   get_filename_component(map "${L_MAP}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+  # The other libraries are in the libdir: found from every directory this one goes to.
+  set(rpath "")
+  foreach(d "${L_LIBRARY_DESTINATION}" ${L_ALSO_IN})
+    _ntblend_relative(r "${d}" "${CMAKE_INSTALL_LIBDIR}")
+    if(r STREQUAL ".")
+      list(APPEND rpath "$ORIGIN")
+    else()
+      list(APPEND rpath "$ORIGIN/${r}")
+    endif()
+  endforeach()
+  list(REMOVE_DUPLICATES rpath)
   set_target_properties(${target} PROPERTIES
     VERSION "${PROJECT_VERSION}" SOVERSION "${NTBLEND_SOVERSION}"
     C_VISIBILITY_PRESET hidden LINK_DEPENDS "${map}"
-    INSTALL_RPATH "$ORIGIN")
+    INSTALL_RPATH "${rpath}")
   target_link_options(${target} PRIVATE "LINKER:--version-script=${map}")
   target_include_directories(${target} PUBLIC
     "$<BUILD_INTERFACE:${L_HEADER_BASE};${PROJECT_BINARY_DIR}/include>"
@@ -118,6 +131,9 @@ function(ntblend_library target)
   endif()
   add_library(ntblend::${target} ALIAS ${target})
   install(TARGETS ${target} EXPORT ntblendTargets LIBRARY DESTINATION "${L_LIBRARY_DESTINATION}")
+  foreach(d ${L_ALSO_IN})
+    install(TARGETS ${target} LIBRARY DESTINATION "${d}")
+  endforeach()
 
   set(headers "")
   foreach(h ${L_HEADERS})

@@ -22,6 +22,9 @@
 extern "C" {
 #endif
 
+/* libsisci's API: visible although the library is built with hidden symbols. */
+#pragma GCC visibility push(default)
+
 /* ---- the library */
 void SCIInitialize(unsigned int flags, sci_error_t *error);
 void SCITerminate(void);
@@ -218,6 +221,8 @@ void SCIRegisterPCIeRequester(sci_desc_t sd, unsigned int localAdapterNo, unsign
                               unsigned int devfn, unsigned int flags, sci_error_t *error);
 void SCIUnregisterPCIeRequester(sci_desc_t sd, unsigned int localAdapterNo, unsigned int bus,
                                 unsigned int devfn, unsigned int flags, sci_error_t *error);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -4,7 +4,8 @@
 # program's namespace (the fabric's fab_*, the runtime's rt_*, libshmem's state); a name
 # declared but not exported is an API function no program can link. The libraries and their
 # headers come from the build (build/exports/libraries.tsv, written by ntblend_library() in
-# cmake/NtblendInstall.cmake), so a new library is checked as soon as it is added.
+# cmake/NtblendInstall.cmake), so a new library is checked as soon as it is added; and the
+# fio engine, a module, exports only the entry point fio looks up.
 #
 # Declared functions come from GCC's -aux-info (every prototype with the file that declares
 # it; static inline definitions are not symbols), declared variables from the extern
@@ -110,4 +111,16 @@ while IFS=$'\t' read -r lib headers incs; do
     [ -f "$lib" ] || { echo "FAIL: $lib is not built"; rc=1; continue; }
     check "$lib" "$headers" "$incs" || rc=1
 done <"$list"
+# The fio engine (when built) is a module fio loads: get_ioengine, the one name fio looks up,
+# and nothing else.
+fio=$build/lib/ntbnvme-fio.so
+if [ -f "$fio" ]; then
+    got=$(exported "$fio" | sort -u | tr '\n' ' ')
+    if [ "$got" = "get_ioengine " ]; then
+        echo "ok: ntbnvme-fio.so exports get_ioengine and nothing else"
+    else
+        echo "FAIL: ntbnvme-fio.so exports $got(only get_ioengine should leave it)"
+        rc=1
+    fi
+fi
 exit "$rc"

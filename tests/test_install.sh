@@ -4,9 +4,10 @@
 #     installed names the build or source tree (scripts, pkg-config and CMake files, run paths);
 #  2. hides the build and source trees (a private mount namespace with an empty file system
 #     over them, where the machine allows it) and takes them off PATH;
-#  3. builds the installed examples, a segment client (seg_hello), an NVMe client (nvme_hello)
-#     and an OpenSHMEM program (ring_demo), against the installed tree with pkg-config (the
-#     examples' Makefile), with CMake's find_package (their CMakeLists.txt), and with oshcc;
+#  3. builds the installed examples, a segment client (seg_hello), an NVMe client (nvme_hello),
+#     an OpenSHMEM program (ring_demo) and a SISCI program (sisci_hello), against the installed
+#     tree with pkg-config (the examples' Makefile), with CMake's find_package (their
+#     CMakeLists.txt), with oshcc, and (sisci_hello) as against a Dolphin DIS prefix;
 #  4. runs each on a fabric started from the installed ntblend, with the installed topologies,
 #     and the installed tools (ntblend run finds them), a VM (ntblend-vm), the fio engine when
 #     it was built, the manual pages and the bash completion.
@@ -45,7 +46,9 @@ for f in bin/ntblend bin/ntblend-nvme-manager "bin/oshrun$sfx" "bin/oshcc$sfx" "
     libexec/ntblend/ntblend-agent libexec/ntblend/oshrelay libexec/ntblend/ntb_tool \
     libexec/ntblend/ntb_perf libexec/ntblend/nvme_bench libexec/ntblend/nvme_drv \
     "$libdir/libntblend.so.$version" "$libdir/libntbnvme.so.$version" \
-    "$libdir/libshmem.so.$version" "$libdir/pkgconfig/ntblend.pc" \
+    "$libdir/libshmem.so.$version" "$libdir/libsisci.so.$version" "$libdir/pkgconfig/ntblend.pc" \
+    "$libdir/pkgconfig/sisci.pc" include/sisci_api.h include/sisci_types.h include/sisci_error.h \
+    include/dis/dis_types.h share/doc/ntblend/examples/sisci_hello.c \
     "$libdir/pkgconfig/ntbnvme.pc" "$libdir/pkgconfig/shmem.pc" \
     "$libdir/cmake/ntblend/ntblendConfig.cmake" "$libdir/cmake/ntblend/ntblendConfigVersion.cmake" \
     include/ntblend/ntb.h include/ntblend/seg.h include/ntblend/smartio.h include/ntblend/pci.h \
@@ -93,7 +96,7 @@ n() { ntblend --fabric "$fabric" "$@"; }
 
 echo "== build the examples with pkg-config (their Makefile)"
 mkdir -p "$tmp/pc" && cd "$tmp/pc"
-[ "$(PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig pkg-config --modversion ntblend ntbnvme shmem | sort -u)" = "$version" ] ||
+[ "$(PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig pkg-config --modversion ntblend ntbnvme shmem sisci | sort -u)" = "$version" ] ||
     fail "pkg-config does not give version $version"
 PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig make -s -f "$ex/Makefile" >"$tmp/pc.log" 2>&1 ||
     fail "make with pkg-config: $(cat "$tmp/pc.log")"
@@ -104,6 +107,10 @@ echo "== build ring_demo with the installed oshcc$sfx"
 mkdir -p "$tmp/osh"
 "oshcc$sfx" -o "$tmp/osh/ring_demo" "$ex/shmem/ring_demo.c" || fail "oshcc$sfx"
 "oshcc$sfx" --showme -c x.c | grep -q -- "-I$prefix/include" || fail "oshcc$sfx does not use $prefix/include"
+echo "== build sisci_hello as against a DIS prefix (-I PREFIX/include, -L PREFIX/lib64)"
+mkdir -p "$tmp/dis"
+cc -o "$tmp/dis/sisci_hello" "$ex/sisci_hello.c" -I"$prefix/include" -L"$prefix/lib64" -lsisci \
+    -Wl,-rpath,"$prefix/lib64" || fail "sisci_hello against the DIS layout"
 
 echo "== a fabric from the installed ntblend and topologies"
 n up "$prefix/share/ntblend/topologies/smartio3.ini" >/dev/null
@@ -124,6 +131,16 @@ for kind in pc cm; do
     grep -q "$ring_ok" <<<"$out" || fail "ring_demo ($kind): $out"
     echo "ok: seg_hello, nvme_hello and ring_demo built with $kind run"
 done
+for d in "$tmp/pc" "$tmp/cm" "$tmp/dis"; do
+    n run --host b -- "$d/sisci_hello" serve >"$tmp/serve.out" 2>&1 &
+    srv=$!
+    out=$(n run --host a -- "$d/sisci_hello" "$b_node" "hello via ${d##*/}") ||
+        fail "sisci_hello (${d##*/}): $out"
+    wait "$srv" || fail "sisci_hello serve (${d##*/}): $(cat "$tmp/serve.out")"
+    grep -q "got \"hello via ${d##*/}\"" "$tmp/serve.out" ||
+        fail "sisci_hello (${d##*/}): $(cat "$tmp/serve.out")"
+done
+echo "ok: sisci_hello built with pkg-config, CMake and as for a DIS prefix runs"
 out=$("oshrun$sfx" -np 3 --fabric "$fabric" "$tmp/osh/ring_demo" 2>&1) || fail "ring_demo (oshcc): $out"
 grep -q "$ring_ok" <<<"$out" || fail "ring_demo (oshcc): $out"
 echo "ok: ring_demo built with the installed oshcc runs under the installed oshrun"

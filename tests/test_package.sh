@@ -4,7 +4,7 @@
 #    every shared library its programs and libraries need (other than its own);
 #  - its contents: programs, helpers, libraries with their sonames, headers, pkg-config
 #    files, CMake package, manual pages, completion, topologies, examples and the demo;
-#    nothing in /usr/local, no run paths;
+#    nothing in /usr/local or /usr/lib64, no run paths;
 #  - lintian: no errors and no warnings (its verdict is printed, with the informational tags);
 #  - where the machine allows it (root, apt-get, ntblend not installed already): apt-get
 #    install of the .deb, the demo (share/ntblend/demo.sh) run on the installed tree with only
@@ -77,6 +77,8 @@ for f in /usr/bin/ntblend /usr/bin/ntblend-nvme-manager /usr/bin/oshrun.ntblend 
     /usr/libexec/ntblend/accel_drv /usr/libexec/ntblend/nvme_drv /usr/libexec/ntblend/ntblend-vm \
     /usr/bin/ntblend-vm-guest /usr/share/man/man1/ntblend-vm-guest.1.gz /usr/share/man/man1/ntblend-vm.1.gz \
     "$lib/libntblend.so.$version" "$lib/libntbnvme.so.$version" "$lib/libshmem.so.$version" \
+    "$lib/libsisci.so.$version" "$lib/pkgconfig/sisci.pc" /usr/include/sisci_api.h \
+    /usr/include/dis/dis_types.h /usr/share/doc/ntblend/examples/sisci_hello.c \
     "$lib/libntblend.so" "$lib/ntblend/ntbnvme-fio.so" "$lib/pkgconfig/ntblend.pc" \
     "$lib/pkgconfig/ntbnvme.pc" "$lib/pkgconfig/shmem.pc" "$lib/cmake/ntblend/ntblendConfig.cmake" \
     /usr/include/ntblend/seg.h /usr/include/ntblend/version.h /usr/include/shmem.h \
@@ -88,6 +90,7 @@ for f in /usr/bin/ntblend /usr/bin/ntblend-nvme-manager /usr/bin/oshrun.ntblend 
     grep -qx "$f" "$tmp/contents" || fail "the package has no $f"
 done
 ! grep -q '^/usr/local/' "$tmp/contents" || fail "files under /usr/local: $(grep '^/usr/local/' "$tmp/contents" | head -3)"
+! grep -q '^/usr/lib64/' "$tmp/contents" || fail "files under /usr/lib64 (the DIS layout is for other prefixes)"
 case "$(readlink "$tmp/x$lib/libntblend.so")" in
 libntblend.so.[0-9]*) ;;
 *) fail "libntblend.so is not a link to the library's soname" ;;

@@ -45,6 +45,7 @@ sover=$(readlink "$prefix/$libdir/libntblend.so")
 for f in bin/ntblend bin/ntblend-nvme-manager "bin/oshrun$sfx" "bin/oshcc$sfx" "bin/oshc++$sfx" \
     libexec/ntblend/ntblend-agent libexec/ntblend/oshrelay libexec/ntblend/ntb_tool \
     libexec/ntblend/ntb_perf libexec/ntblend/nvme_bench libexec/ntblend/nvme_drv \
+    libexec/ntblend/sisci_bench libexec/ntblend/lend_lines \
     "$libdir/libntblend.so.$version" "$libdir/libntbnvme.so.$version" \
     "$libdir/libshmem.so.$version" "$libdir/libsisci.so.$version" "$libdir/pkgconfig/ntblend.pc" \
     "$libdir/pkgconfig/sisci.pc" include/sisci_api.h include/sisci_types.h include/sisci_error.h \

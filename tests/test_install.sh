@@ -110,8 +110,11 @@ mkdir -p "$tmp/osh"
 "oshcc$sfx" --showme -c x.c | grep -q -- "-I$prefix/include" || fail "oshcc$sfx does not use $prefix/include"
 echo "== build sisci_hello as against a DIS prefix (-I PREFIX/include, -L PREFIX/lib64)"
 mkdir -p "$tmp/dis"
-cc -o "$tmp/dis/sisci_hello" "$ex/sisci_hello.c" -I"$prefix/include" -L"$prefix/lib64" -lsisci \
-    -Wl,-rpath,"$prefix/lib64" || fail "sisci_hello against the DIS layout"
+# A sanitized ntblend's libraries need the sanitizer in the program too (sisci.pc says so).
+san=$(PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig pkg-config --cflags-only-other sisci)
+# shellcheck disable=SC2086 # $san is a list of flags, or nothing
+cc $san -o "$tmp/dis/sisci_hello" "$ex/sisci_hello.c" -I"$prefix/include" -L"$prefix/lib64" \
+    -lsisci -Wl,-rpath,"$prefix/lib64" || fail "sisci_hello against the DIS layout"
 
 echo "== a fabric from the installed ntblend and topologies"
 n up "$prefix/share/ntblend/topologies/smartio3.ini" >/dev/null

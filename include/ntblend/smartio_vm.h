@@ -29,6 +29,10 @@
 extern "C" {
 #endif
 
+/* What this header declares is libntblend's API, the symbols it exports (it is built with
+ * -fvisibility=hidden; docs/install.md). */
+#pragma GCC visibility push(default)
+
 #define SIO_VM_DEVS 8                 /* devices a VM takes */
 #define SIO_VM_MSI_ADDR 0xfee00000ull /* the guest's MSI doorbell (as on x86) */
 
@@ -118,6 +122,8 @@ uint32_t sio_vm_host_vector(uint32_t slot, uint32_t gvec, uint32_t host_vectors)
  * them (within one lender, or across the fabric between two), never through guest RAM. Both
  * must be held. The mapping stays until either device leaves the guest. */
 int sio_vm_peer(sio_vm_t *vm, int index, int peer, int bar, uint64_t *ioaddr);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -127,6 +127,9 @@ int cli_vm_of(const struct fab *f, uint32_t fn, char *out, size_t len);
 /* vm_run.c: `vm run NAME -- PROGRAM...`: exec argv inside emulated VM name; returns only on
  * failure. */
 int cli_vm_run(const char *fabric, const char *name, char **argv);
+/* ops.c: what a program run on a host finds (ntblend's helpers first on PATH, the fio engine
+ * in NTBLEND_FIO_ENGINE), for `run` and `vm run`. 0, or -1 with errno. */
+int cli_run_env(void);
 int cmd_names(struct cli *c);
 
 #endif

@@ -24,7 +24,7 @@
  * the fio job files name, unless the caller chose one. -1 with errno when the environment
  * cannot be changed; a build without a helper directory or engine changes nothing.
  */
-static int run_env(void)
+int cli_run_env(void)
 {
     char dir[PATH_MAX], engine[PATH_MAX];
     if (cli_helpers_dir(dir, sizeof dir) == 0) {
@@ -80,7 +80,7 @@ int cmd_run(struct cli *c)
     }
     /* NTBLEND_HOST_BOOT: the host's life the program belongs to (it dies with it). */
     if (setenv("NTBLEND_FABRIC", o.fabric, 1) < 0 || setenv("NTBLEND_HOST", name, 1) < 0 ||
-        setenv("NTBLEND_HOST_BOOT", life, 1) < 0 || run_env() < 0) {
+        setenv("NTBLEND_HOST_BOOT", life, 1) < 0 || cli_run_env() < 0) {
         cli_err("cannot set the environment: %s", strerror(errno));
         return CLI_FAIL;
     }

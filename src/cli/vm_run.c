@@ -46,7 +46,8 @@ int cli_vm_run(const char *fabric, const char *name, char **argv)
         return rc;
     /* As `ntblend run --host H`: the program is a process of the VM's host, of this life. */
     if (setenv("NTBLEND_FABRIC", fabric, 1) < 0 || setenv("NTBLEND_HOST", host, 1) < 0 ||
-        setenv("NTBLEND_HOST_BOOT", life, 1) < 0 || setenv("NTBLEND_VM", name, 1) < 0) {
+        setenv("NTBLEND_HOST_BOOT", life, 1) < 0 || setenv("NTBLEND_VM", name, 1) < 0 ||
+        cli_run_env() < 0) {
         cli_err("cannot set the environment: %s", strerror(errno));
         return CLI_FAIL;
     }

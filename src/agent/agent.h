@@ -207,6 +207,8 @@ int aplace_alloc_at(int32_t client, uint32_t host, uint64_t size, uint64_t *id);
  * (devseg.c), made with @size bytes by the first request. -EACCES when this host does not
  * borrow @fn, -EHOSTUNREACH when the lender does not answer. */
 int adevseg_request(uint32_t fn, uint32_t number, uint64_t size, uint64_t *id);
+/** alend_held() - a process of this host (or the host, persistently) holds function @fn. */
+bool alend_held(uint32_t fn);
 /** adevseg_idle() - @fn's last borrower returned it: its device memory segments go. */
 void adevseg_idle(uint32_t fn);
 int aplace_free_at(int32_t client, uint32_t host, uint32_t id);

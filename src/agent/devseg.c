@@ -35,6 +35,15 @@ static bool borrows(uint32_t fn, uint32_t host)
     return (w >> (host % 64)) & 1;
 }
 
+static bool borrowed(uint32_t fn)
+{
+    struct fab_function *f = fab_func(agent.f, fn);
+    for (size_t i = 0; i < sizeof f->lend_borrowers / sizeof f->lend_borrowers[0]; i++)
+        if (atomic_load(&f->lend_borrowers[i]))
+            return true;
+    return false;
+}
+
 /* The segment of (fn, number), made now with size bytes if there is none: its id. */
 static int devseg_get(uint32_t fn, uint32_t number, uint64_t size, uint32_t *id)
 {
@@ -71,6 +80,12 @@ static int devseg_get(uint32_t fn, uint32_t number, uint64_t size, uint32_t *id)
     d->next = devsegs;
     devsegs = d;
     pthread_mutex_unlock(&segments.lock);
+    /* The last borrower may have returned the device while the segment was made: its
+     * adevseg_idle() ran before the segment was in the table, so it goes now. */
+    if (!borrowed(fn)) {
+        adevseg_idle(fn);
+        return -EACCES;
+    }
     *id = d->id;
     return 0;
 }
@@ -99,6 +114,8 @@ int adevseg_request(uint32_t fn, uint32_t number, uint64_t size, uint64_t *id)
         return -ENODEV;
     uint32_t lender = fab_func(agent.f, fn)->host, got = 0, out = 0;
     int rc;
+    if (!alend_held(fn))
+        return -EACCES; /* only the device's borrowers share its memory */
     if (lender == agent.host) {
         rc = devseg_get(fn, number, size, &out);
     } else {

@@ -140,6 +140,14 @@ struct hold *lend_find_hold(int32_t client, uint32_t fn, bool any_client)
     return NULL;
 }
 
+bool alend_held(uint32_t fn)
+{
+    pthread_mutex_lock(&lending.lock);
+    bool held = lend_find_hold(0, fn, true) != NULL;
+    pthread_mutex_unlock(&lending.lock);
+    return held;
+}
+
 int alend_share(int32_t client, uint32_t fn)
 {
     pthread_mutex_lock(&lending.lock);

@@ -35,11 +35,12 @@ struct half { /* src/agent/mbox.c */
 };
 
 /* Payloads, as lend.c, seg_int.h and place.c define them. */
-struct lend_req {
+struct lend_req { /* src/agent/lend_int.h */
     uint32_t fn, mode, target, pages;
     uint64_t addr;
     uint32_t id, boot;
-    uint32_t pid;
+    uint32_t pid, pad;
+    uint64_t iova;
 };
 struct inbound_req {
     uint64_t addr, size;
@@ -125,6 +126,9 @@ static void write_seeds(const char *dir)
     lr = (struct lend_req){ .fn = nvme, .target = env_peers[0], .addr = 2 << 20, .pages = 4 };
     rec(0, MBOX_DEV_MAP, &lr, sizeof lr);
     lr = (struct lend_req){ .fn = nvme, .target = agent.host, .addr = 4 << 20, .pages = 1 };
+    rec(0, MBOX_DEV_MAP, &lr, sizeof lr);
+    lr = (struct lend_req){ .fn = nvme, .target = env_peers[0], .addr = 8 << 20, .pages = 2,
+                            .mode = 2, .iova = 1 << 30 }; /* at an I/O address of the borrower's */
     rec(0, MBOX_DEV_MAP, &lr, sizeof lr);
     lr = (struct lend_req){ .fn = nvme, .id = 1 };
     rec(0, MBOX_DEV_UNMAP, &lr, sizeof lr);

@@ -24,6 +24,19 @@ static void put16(uint8_t *d, uint16_t v) { memcpy(d, &v, 2); }
 static void put32(uint8_t *d, uint32_t v) { memcpy(d, &v, 4); }
 static void put64(uint8_t *d, uint64_t v) { memcpy(d, &v, 8); }
 
+/* A namespace's globally unique identifier (NGUID): the same for the same controller serial
+ * and namespace, different for different ones (FNV-1a of both). */
+static void nguid(const struct nvme_ctrl *c, uint32_t nsid, uint8_t out[16])
+{
+    const char *s = c->p.serial ? c->p.serial : "NTBLEND0";
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+    memcpy(out, "ntbl", 4);
+    put64(out + 4, h);
+    put32(out + 12, nsid);
+}
+
 static uint16_t identify(struct nvme_ctrl *c, const struct nvme_sqe *sqe)
 {
     uint8_t *d = calloc(1, 4096);
@@ -69,8 +82,20 @@ static uint16_t identify(struct nvme_ctrl *c, const struct nvme_sqe *sqe)
         d[25] = 0;              /* NLBAF: one format */
         d[26] = 0;              /* FLBAS */
         d[33] = 0x9;            /* DLFEAT: deallocated reads zeroes, Write Zeroes DEAC */
+        nguid(c, sqe->nsid, d + 104); /* NGUID */
         put16(d + 128, 0);      /* LBAF0: MS */
         d[130] = NVME_LBA_SHIFT;
+        break;
+    case NVME_CNS_NS_DESCS:
+        /* Mandatory since NVMe 1.3 (a 1.3+ host's driver asks before it adds the namespace):
+         * one descriptor, the NGUID. */
+        if (sqe->nsid == 0 || sqe->nsid > c->p.namespaces) {
+            st = NVME_INVALID_NAMESPACE;
+            break;
+        }
+        d[0] = 2;  /* NIDT: NGUID */
+        d[1] = 16; /* NIDL */
+        nguid(c, sqe->nsid, d + 4);
         break;
     case NVME_CNS_NS_LIST: {
         if (sqe->nsid >= 0xfffffffeu) {

@@ -90,6 +90,7 @@ enum {
 #define NVME_CNS_NS 0x00
 #define NVME_CNS_CTRL 0x01
 #define NVME_CNS_NS_LIST 0x02
+#define NVME_CNS_NS_DESCS 0x03
 
 /* Feature identifiers */
 enum {

@@ -5,13 +5,13 @@
 # (the accelerator's descriptor engine), mbox (an agent's mailbox: requests from peer hosts),
 # ctl (an agent's control requests from processes), vhost (the vhost-user back end: messages
 # from QEMU), sisci (the SISCI API as a program calls it, on a fabric the harness boots and
-# brings down).
+# brings down), mpq (the pass-through proxy: QEMU's remote-device messages).
 # Corpora grow in build-fuzz/corpus-NAME, seeded from the repository's examples and
 # fuzz/corpus-NAME. A finding stops the run with the crashing input saved in build-fuzz/
 # (exit non-zero).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-all=(nvme topo accel mbox ctl vhost sisci)
+all=(nvme topo accel mbox ctl vhost sisci mpq)
 secs=30
 if [ $# -gt 0 ]; then
   case "$1" in
@@ -43,6 +43,8 @@ for h in "${harnesses[@]}"; do
            cp -n fuzz/corpus-$h/* "$corpus"/ ;;
     sisci) opts=(-max_len=1024)
            cp -n fuzz/corpus-$h/* "$corpus"/ ;;
+    mpq) opts=(-max_len=4096)
+         cp -n fuzz/corpus-$h/* "$corpus"/ ;;
     topo) opts=(-max_len=16384 -dict=fuzz/topo.dict)
           cp -n examples/topologies/*.ini examples/topologies/bad/*.ini tests/topologies/*.ini "$corpus"/ ;;
   esac

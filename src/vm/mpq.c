@@ -122,7 +122,7 @@ int mpq_handle(struct mpq *s, uint32_t cmd, const uint8_t *b, size_t size, int *
     case MPQ_CFG_WRITE: {
         uint32_t off = get32(b), val = get32(b + 4), len = get32(b + 8);
         *reply = true;
-        if ((len != 1 && len != 2 && len != 4) || off % len || off + len > 4096) {
+        if ((len != 1 && len != 2 && len != 4) || off % len || off > 4096 - len) {
             *out = cmd == MPQ_CFG_READ ? UINT32_MAX : 0;
             return refuse(s, "a config access of %u bytes at %#x", len, off);
         }

@@ -179,7 +179,7 @@ struct start_opts {
     const char *name, *host, *mem, *guest, *image, *initrd, *run, *accel, *cpus;
     const char *devs[FAB_VM_DEVS];
     int ndevs;
-    bool wait;
+    bool wait, pass;
 };
 
 static int start(const char *fabric, struct start_opts *o)
@@ -192,6 +192,9 @@ static int start(const char *fabric, struct start_opts *o)
     }
     if (strcmp(o->guest, "qemu") && strcmp(o->guest, "emulated"))
         return cli_usage_error("vm", "--guest %s: give qemu (a Linux guest) or emulated", o->guest);
+    if (o->pass && strcmp(o->guest, "qemu"))
+        return cli_usage_error("vm", "--pass-through is for a QEMU guest (its own drivers drive "
+                               "the devices); an emulated guest's devices are its own already");
     struct fab *f;
     if (cli_attach(fabric, &f) < 0)
         return CLI_FAIL;
@@ -257,6 +260,8 @@ static int start(const char *fabric, struct start_opts *o)
         args[n++] = "--image";
         args[n++] = image;
     }
+    if (o->pass)
+        args[n++] = "--pass-through";
 #define OPT(flag, v) do { if (v) { args[n++] = flag; args[n++] = v; } } while (0)
     OPT("--initrd", o->initrd);
     OPT("--run", o->run);
@@ -486,7 +491,8 @@ int cmd_vm(struct cli *c)
         { "device", 1, 0, 'd' }, { "guest", 1, 0, 'g' }, { "image", 1, 0, 'i' },
         { "initrd", 1, 0, 'r' }, { "run", 1, 0, 'x' }, { "accel", 1, 0, 'a' },
         { "cpus", 1, 0, 'c' }, { "wait", 0, 0, 'w' }, { "json", 0, 0, 'j' },
-        { "log", 0, 0, 'l' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
+        { "log", 0, 0, 'l' }, { "pass-through", 0, 0, 'P' }, { "help", 0, 0, 'h' },
+        { 0, 0, 0, 0 } };
     optind = 0; /* full re-initialisation: main() already ran getopt on the global options */
     opterr = 0;
     int o;
@@ -517,6 +523,7 @@ int cmd_vm(struct cli *c)
         case 'a': so.accel = optarg; break;
         case 'c': so.cpus = optarg; break;
         case 'w': so.wait = true; break;
+        case 'P': so.pass = true; break;
         case 'j': json = true; break;
         case 'l': log_only = true; break;
         case 'h': return cli_help("vm");

@@ -15,6 +15,7 @@
 
 #include "fabric.h"
 #include "ntblend/smartio.h"
+#include "mpq.h"
 #include "vblk.h"
 
 #define VM_GUEST_QEMU 0
@@ -36,6 +37,9 @@ struct vm_ram {
     uint64_t gpa, size;
     pid_t pid;
 };
+/* A QEMU q35 guest's RAM up to this size is all below 4 GiB, at guest-physical address =
+ * offset in its RAM file; a passed-through device relies on that. */
+#define VM_PASS_MAX_MEM (2816ull << 20)
 
 struct vm_dev {
     bool used;
@@ -57,6 +61,21 @@ struct vm_dev {
     bool thread_up;
     _Atomic bool stop;
     struct vhu session;
+    /* Passed through to a QEMU guest (vm_proxy.c): QEMU's x-pci-proxy-dev forwards the guest's
+     * config and BAR accesses over a socket pair; the guest's own driver drives the device. */
+    bool pass;
+    int qemu_fd;               /* QEMU's end of the socket pair, until QEMU has it */
+    uint32_t bar_reg[6];       /* the guest's BAR registers (32-bit memory BARs) */
+    uint8_t int_line;          /* the guest's interrupt line register */
+    sio_bar_t *bar[6];         /* the function's BARs, mapped while the VM holds it */
+    volatile uint8_t *bar_ptr[6];
+    int intx_fd, resample_fd;  /* QEMU's INTx eventfds (KVM irqfd), -1: none */
+    pthread_t irq_thread;
+    bool irq_up;
+    _Atomic bool irq_stop;
+    pthread_mutex_t plock;     /* the proxy thread's accesses against hold, unhold and reset */
+    struct mpq_device proxy_ops;
+    struct mpq mpq;
 };
 
 struct vm {
@@ -64,6 +83,8 @@ struct vm {
     uint32_t slot, host;
     struct fab_vm *rec;
     int guest;                 /* VM_GUEST_* */
+    bool pass;                 /* a QEMU guest's devices are passed through (--pass-through) */
+    bool kvm;                  /* QEMU runs the guest under KVM */
     uint64_t mem;
     char name[FAB_VM_NAME];
     char ram_path[200];
@@ -108,7 +129,15 @@ void vm_guest_drop_peers(struct vm *vm, int i);
 void vm_dev_check_lenders(struct vm *vm);
 /* The device of that name in the VM, or -1. */
 int vm_dev_find(const struct vm *vm, const char *name);
-/* QEMU command-line arguments for device i (a vhost-user-blk-pci on its socket). */
+/* vm_proxy.c: device i passed through to a QEMU guest: the socket pair and the thread that
+ * serves QEMU's proxy on it; its BARs mapped and its MSI-X routed into the guest's INTx while
+ * held, and taken down again. */
+int vm_proxy_start(struct vm *vm, int i, char *err, size_t len);
+void vm_proxy_stop(struct vm *vm, int i);
+int vm_proxy_hold(struct vm *vm, int i, char *err, size_t len);
+void vm_proxy_unhold(struct vm *vm, int i);
+/* QEMU command-line arguments for device i (a vhost-user-blk-pci on its socket, or the
+ * pass-through proxy on its fd). */
 int vm_dev_qemu_args(const struct vm *vm, int i, char *chardev, char *device, size_t len);
 
 /* vm_qemu.c: QEMU for a VM_GUEST_QEMU guest. */
@@ -122,6 +151,8 @@ struct vm_qemu_opts {
     unsigned cpus;
 };
 int vm_qemu_start(struct vm *vm, const struct vm_qemu_opts *o, char *errbuf, size_t len);
+/* Does QEMU run the guest under KVM (--accel, else $NTBLEND_VM_ACCEL, else TCG)? */
+bool vm_qemu_kvm(const char *accel);
 /* QMP: hot-add device i into the running guest, or hot-remove it. 0 or -errno. */
 int vm_qemu_hotadd(struct vm *vm, int i, char *errbuf, size_t len);
 int vm_qemu_hotremove(struct vm *vm, int i, char *errbuf, size_t len);

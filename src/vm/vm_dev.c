@@ -85,6 +85,8 @@ static int listen_on(struct vm_dev *d, char *err, size_t len)
 
 static void release(struct vm *vm, struct vm_dev *d)
 {
+    if (d->pass)
+        vm_proxy_stop(vm, (int)(d - vm->dev)); /* its thread, BARs and interrupts */
     if (d->thread_up) {
         atomic_store(&d->stop, true);
         shutdown(d->listen_fd, SHUT_RDWR);
@@ -105,10 +107,10 @@ static void release(struct vm *vm, struct vm_dev *d)
         vblk_close(d->blk);
     else if (d->sio)
         sio_return(d->sio);
-    (void)vm;
     memset(d, 0, sizeof *d);
     d->listen_fd = -1;
     d->conn_fd = -1;
+    d->qemu_fd = -1;
 }
 
 static int borrow_error(const char *name, int rc, char *err, size_t len)
@@ -138,7 +140,9 @@ static int borrow_error(const char *name, int rc, char *err, size_t len)
  * IOMMU the device's addresses are its window's, and ram_io is where the window is. A QEMU
  * guest's NVMe is driven by the vhost-user back end here, whose queues libntbnvme maps where
  * the lender puts them (its RAM, identity I/O addresses, which guest-physical addresses would
- * collide with): its guest RAM goes beside them, at ram_io, which the back end adds. */
+ * collide with): its guest RAM goes beside them, at ram_io, which the back end adds. A
+ * passed-through device's driver is the guest's, which knows only guest-physical addresses:
+ * IOVA = GPA or nothing (pass_check refuses a lender without an IOMMU). */
 static int map_ram(struct vm *vm, struct vm_dev *d, uint64_t *ram_io, char *err, size_t len)
 {
     const struct fab_function *fn = fab_func(vm->f, d->fn);
@@ -149,7 +153,7 @@ static int map_ram(struct vm *vm, struct vm_dev *d, uint64_t *ram_io, char *err,
                                         &d->ram_map);
     d->iova_gpa = rc == 0;
     *ram_io = 0;
-    if (rc == -EOPNOTSUPP)
+    if (rc == -EOPNOTSUPP && !d->pass)
         rc = sio_map_addr(d->sio, h->node_id, fab_vm_base(vm->slot), vm->mem, ram_io,
                           &d->ram_map);
     if (rc == -EEXIST)
@@ -169,6 +173,9 @@ static int map_ram(struct vm *vm, struct vm_dev *d, uint64_t *ram_io, char *err,
                       vm->name, (unsigned long long)(vm->mem >> 20), d->name,
                       (unsigned long long)((vm->mem + a->lut_size - 1) / a->lut_size),
                       (unsigned long long)(a->lut_size >> 20), lh->name);
+    if (rc == -EOPNOTSUPP)
+        return vm_say(err, len, rc, "%s cannot reach VM %s's RAM at its guest-physical "
+                      "addresses: its lender's IOMMU is off", d->name, vm->name);
     return vm_say(err, len, rc, "cannot map VM %s's RAM for %s: %s", vm->name, d->name,
                   strerror(-rc));
 }
@@ -185,6 +192,42 @@ static bool other_vm_holds(const struct fab *f, uint32_t fn)
                 return true;
     }
     return false;
+}
+
+/* A device offered to a guest stays with its lender until the guest takes it (smartio
+ * §5.1-5.2): it must be free to take then. */
+static int offer_check(struct vm *vm, uint32_t id, const char *name, char *err, size_t len)
+{
+    const struct fab_function *fn = fab_func(vm->f, id);
+    uint64_t held = 0;
+    for (int w = 0; w < 4; w++)
+        held |= atomic_load(&fn->lend_borrowers[w]);
+    if (!atomic_load(&fn->lend_available))
+        return borrow_error(name, -EACCES, err, len);
+    if (held || other_vm_holds(vm->f, id))
+        return borrow_error(name, -EBUSY, err, len);
+    return 0;
+}
+
+/* What passing a function through needs of it and of its VM. */
+static int pass_check(struct vm *vm, uint32_t id, const char *name, char *err, size_t len)
+{
+    const struct fab_function *fn = fab_func(vm->f, id);
+    const struct fab_host *lh = fab_host(vm->f, fn->host);
+    if (!lh->iommu)
+        return vm_say(err, len, -EOPNOTSUPP, "passing %s through puts the guest's physical "
+                      "addresses on its bus, which takes its lender's IOMMU: host %s has it off "
+                      "(iommu = on in [host %s] of the topology), or give the VM its namespace "
+                      "as virtio-blk (no --pass-through)", name, lh->name, lh->name);
+    if (vm->mem >= VM_PASS_MAX_MEM)
+        return vm_say(err, len, -EINVAL, "a guest with a passed-through device takes at most "
+                      "%llu MiB (--mem): QEMU puts more above 4 GiB, where guest-physical "
+                      "addresses are no longer offsets of its RAM", VM_PASS_MAX_MEM >> 20);
+    for (int b = 0; b < FAB_BARS; b++)
+        if (fn->bar[b].kind != FAB_BAR_NONE && fn->bar[b].size > (1ull << 31))
+            return vm_say(err, len, -EOPNOTSUPP, "BAR%d of %s is bigger than QEMU's proxy "
+                          "can place (2 GiB)", b, name);
+    return offer_check(vm, id, name, err, len);
 }
 
 int vm_dev_attach(struct vm *vm, const char *name, char *err, size_t len)
@@ -205,10 +248,19 @@ int vm_dev_attach(struct vm *vm, const char *name, char *err, size_t len)
     memset(d, 0, sizeof *d);
     d->listen_fd = -1;
     d->conn_fd = -1;
+    d->qemu_fd = -1;
     snprintf(d->name, sizeof d->name, "%s", name);
     d->fn = (uint32_t)id;
     int rc;
-    if (vm->guest == VM_GUEST_QEMU) {
+    if (vm->guest == VM_GUEST_QEMU && vm->pass) {
+        if ((rc = pass_check(vm, (uint32_t)id, name, err, len)))
+            return rc;
+        d->pass = true;
+        if ((rc = vm_proxy_start(vm, i, err, len))) {
+            release(vm, d);
+            return rc;
+        }
+    } else if (vm->guest == VM_GUEST_QEMU) {
         if (strcmp(fn->type, "nvme"))
             return vm_say(err, len, -EOPNOTSUPP, "%s is a%s %s: a QEMU guest is given NVMe "
                        "namespaces (as virtio-blk); give other devices to an emulated guest "
@@ -220,16 +272,8 @@ int vm_dev_attach(struct vm *vm, const char *name, char *err, size_t len)
             return vm_say(err, len, rc, "cannot open %s: %s", name, nvme_errmsg());
         }
         d->sio = nvme_sio_dev(vblk_nvme(d->blk));
-    } else {
-        /* An emulated guest's device is offered: it stays with its lender until the guest
-         * enables Bus Master (smartio §5.1-5.2). It must be free to take then. */
-        uint64_t held = 0;
-        for (int w = 0; w < 4; w++)
-            held |= atomic_load(&fn->lend_borrowers[w]);
-        if (!atomic_load(&fn->lend_available))
-            return borrow_error(name, -EACCES, err, len);
-        if (held || other_vm_holds(vm->f, (uint32_t)id))
-            return borrow_error(name, -EBUSY, err, len);
+    } else if ((rc = offer_check(vm, (uint32_t)id, name, err, len))) {
+        return rc;
     }
     uint64_t ram_io = 0;
     if (d->blk && (rc = map_ram(vm, d, &ram_io, err, len))) {
@@ -263,7 +307,7 @@ int vm_dev_attach(struct vm *vm, const char *name, char *err, size_t len)
         const struct fab_adapter *a = fab_adapter(vm->f, fab_host(vm->f, fn->host)->adapter_first);
         r->luts = (uint32_t)((vm->mem + a->lut_size - 1) / a->lut_size);
     }
-    for (int b = 0; b < FAB_BARS && !d->blk; b++) {
+    for (int b = 0; b < FAB_BARS && !d->blk && !d->pass; b++) { /* the guest places those */
         uint64_t sz = fn->bar[b].size, base = VM_GUEST_MMIO + (uint64_t)i * VM_GUEST_MMIO_STRIDE;
         if (fn->bar[b].kind == FAB_BAR_NONE || !sz)
             continue;
@@ -289,13 +333,11 @@ int vm_dev_hold(struct vm *vm, int i, char *err, size_t len)
         return borrow_error(d->name, rc, err, len);
     }
     uint64_t ram_io = 0;
-    if ((rc = map_ram(vm, d, &ram_io, err, len))) {
-        sio_return(d->sio);
-        d->sio = NULL;
-        return rc;
-    }
-    if ((rc = vm_guest_route_all(vm, i, err, len))) { /* as the guest programmed them */
-        sio_unmap(d->ram_map);
+    if ((rc = map_ram(vm, d, &ram_io, err, len)) ||
+        (rc = vm_guest_route_all(vm, i, err, len)) || /* as the guest programmed them */
+        (d->pass && (rc = vm_proxy_hold(vm, i, err, len)))) {
+        if (d->ram_map)
+            sio_unmap(d->ram_map);
         d->ram_map = NULL;
         sio_return(d->sio);
         d->sio = NULL;
@@ -314,6 +356,8 @@ void vm_dev_unhold(struct vm *vm, int i)
     struct vm_dev *d = &vm->dev[i];
     if (!d->sio || d->blk)
         return;
+    if (d->pass)
+        vm_proxy_unhold(vm, i); /* its BARs and interrupts first */
     vm_guest_drop_peers(vm, i);
     if (d->ram_map)
         sio_unmap(d->ram_map);
@@ -361,6 +405,11 @@ int vm_dev_detach(struct vm *vm, const char *name, char *err, size_t len)
 int vm_dev_qemu_args(const struct vm *vm, int i, char *chardev, char *device, size_t len)
 {
     const struct vm_dev *d = &vm->dev[i];
+    if (d->used && d->pass) {
+        chardev[0] = 0;
+        snprintf(device, len, "x-pci-proxy-dev,id=dev%d,fd=%d", i, d->qemu_fd);
+        return 0;
+    }
     if (!d->used || !d->blk)
         return -ENOENT;
     snprintf(chardev, len, "socket,id=vu%d,path=%s", i, d->sock);

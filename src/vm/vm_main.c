@@ -29,15 +29,16 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: ntblend-vm --mem SIZE [--guest qemu|emulated] [--device DEV]... [--image DIR]\n"
-        "                  [--initrd FILE] [--run SCRIPT] [--accel kvm|tcg] [--cpus N]\n"
-        "                  [--ready-fd FD] NAME\n"
+        "usage: ntblend-vm --mem SIZE [--guest qemu|emulated] [--device DEV]... [--pass-through]\n"
+        "                  [--image DIR] [--initrd FILE] [--run SCRIPT] [--accel kvm|tcg]\n"
+        "                  [--cpus N] [--ready-fd FD] NAME\n"
         "\n"
         "The process of virtual machine NAME on this host (ntblend vm start runs it): the\n"
         "guest's RAM (SIZE bytes, K/M/G suffixes, a multiple of 2 MiB) taken from this host,\n"
         "the devices given to it, and for a QEMU guest QEMU with a Linux kernel and initramfs\n"
         "from DIR (ntblend-vm-guest builds them) whose virtio-blk disks are the NVMe\n"
-        "namespaces given to it. Runs until the guest powers off, or SIGTERM.\n");
+        "namespaces given to it, or with --pass-through the devices themselves, driven by the\n"
+        "guest's own drivers. Runs until the guest powers off, or SIGTERM.\n");
 }
 
 static int parse_size(const char *s, uint64_t *out)
@@ -220,7 +221,7 @@ int main(int argc, char **argv)
         { "mem", 1, 0, 'm' }, { "guest", 1, 0, 'g' }, { "device", 1, 0, 'd' },
         { "image", 1, 0, 'i' }, { "initrd", 1, 0, 'r' }, { "run", 1, 0, 'x' },
         { "accel", 1, 0, 'a' }, { "cpus", 1, 0, 'c' }, { "ready-fd", 1, 0, 'R' },
-        { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
+        { "pass-through", 0, 0, 'P' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
     int o;
     while ((o = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (o) {
@@ -239,6 +240,7 @@ int main(int argc, char **argv)
         case 'a': qo.accel = optarg; break;
         case 'c': qo.cpus = (unsigned)atoi(optarg); break;
         case 'R': ready_fd = atoi(optarg); break;
+        case 'P': vm.pass = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -250,11 +252,18 @@ int main(int argc, char **argv)
     char err[600] = "";
     snprintf(vm.name, sizeof vm.name, "%s", argv[optind]);
     vm.guest = !strcmp(guest, "emulated") ? VM_GUEST_EMULATED : VM_GUEST_QEMU;
+    if (vm.pass && vm.guest != VM_GUEST_QEMU) {
+        fprintf(stderr, "ntblend-vm: --pass-through is for a QEMU guest (its own drivers); an "
+                "emulated guest's devices are its own already\n");
+        return 2;
+    }
+    vm.kvm = vm_qemu_kvm(qo.accel);
     vm.agent_fd = -1;
     pthread_mutex_init(&vm.lock, NULL);
     for (int i = 0; i < FAB_VM_DEVS; i++) {
         vm.dev[i].listen_fd = -1;
         vm.dev[i].conn_fd = -1;
+        vm.dev[i].qemu_fd = -1;
     }
     if (parse_size(mem_arg, &vm.mem)) {
         fprintf(stderr, "ntblend-vm: --mem %s: give a size like 256M or 1G\n", mem_arg);
@@ -336,6 +345,11 @@ int main(int argc, char **argv)
         pthread_sigmask(SIG_UNBLOCK, &sigs, NULL); /* QEMU must not inherit our mask */
         rc = vm_qemu_start(&vm, &qo, err, sizeof err);
         pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+        for (int i = 0; i < FAB_VM_DEVS; i++)
+            if (vm.dev[i].qemu_fd >= 0) { /* QEMU has its end of each proxy's socket now */
+                close(vm.dev[i].qemu_fd);
+                vm.dev[i].qemu_fd = -1;
+            }
         if (rc)
             goto fail;
     }

@@ -36,6 +36,25 @@ static const char *pick_accel(const char *want)
     return env && *env ? env : "tcg";
 }
 
+bool vm_qemu_kvm(const char *accel)
+{
+    return !strcmp(pick_accel(accel), "kvm");
+}
+
+/* The guest kernel's command line. With a device passed through under TCG nothing raises its
+ * INTx (QEMU's proxy has only KVM's irqfd), so the guest's nvme driver must do without
+ * interrupts: its admin commands complete when their timeout's handler polls the completion
+ * queue (admin_timeout, 1 s each), I/O the guest submits polled (fio --hipri) completes on
+ * poll queues, and any other I/O when its timeout polls (io_timeout). */
+static void kernel_cmdline(const struct vm *vm, char *out, size_t len)
+{
+    /* no_timer_check: under TCG on a busy host the kernel's IO-APIC timer check can fail and
+     * panic the boot. */
+    snprintf(out, len, "console=ttyS0 quiet panic=-1 no_timer_check virtio%s",
+             vm->pass && !vm->kvm ? " nvme.poll_queues=1 nvme_core.admin_timeout=1 "
+                                    "nvme_core.io_timeout=1" : "");
+}
+
 int vm_qemu_start(struct vm *vm, const struct vm_qemu_opts *o, char *err, size_t len)
 {
     char kernel[600], initrd[600];
@@ -47,7 +66,8 @@ int vm_qemu_start(struct vm *vm, const struct vm_qemu_opts *o, char *err, size_t
                    "directory with --image", o->image,
                    o->initrd, strstr(o->initrd, "fio") ? " --fio" : "");
     const char *accel = pick_accel(o->accel);
-    char machine[128], mem[32], backend[400], con[600], qmp[300], cpus[16], fwcfg[600];
+    char machine[128], mem[32], backend[400], con[600], qmp[300], cpus[16], fwcfg[600],
+        cmdline[300];
     snprintf(machine, sizeof machine, "q35,accel=%s,memory-backend=ram", accel);
     snprintf(mem, sizeof mem, "%lluM", (unsigned long long)(vm->mem >> 20));
     snprintf(backend, sizeof backend,
@@ -90,9 +110,8 @@ int vm_qemu_start(struct vm *vm, const struct vm_qemu_opts *o, char *err, size_t
     argv[n++] = "-initrd";
     argv[n++] = initrd;
     argv[n++] = "-append";
-    /* no_timer_check: under TCG on a busy host the kernel's IO-APIC timer check can fail and
-     * panic the boot. */
-    argv[n++] = "console=ttyS0 quiet panic=-1 no_timer_check virtio";
+    kernel_cmdline(vm, cmdline, sizeof cmdline);
+    argv[n++] = cmdline;
     if (o->run) {
         snprintf(fwcfg, sizeof fwcfg, "name=opt/ntblend/run,file=%s", o->run);
         argv[n++] = "-fw_cfg";
@@ -108,8 +127,10 @@ int vm_qemu_start(struct vm *vm, const struct vm_qemu_opts *o, char *err, size_t
             continue;
         snprintf(device[i] + strlen(device[i]), sizeof device[i] - strlen(device[i]),
                  ",bus=rp%d", i);
-        argv[n++] = "-chardev";
-        argv[n++] = chardev[i];
+        if (chardev[i][0]) {
+            argv[n++] = "-chardev";
+            argv[n++] = chardev[i];
+        }
         argv[n++] = "-device";
         argv[n++] = device[i];
     }
@@ -179,11 +200,11 @@ static uint64_t deadline(int ms)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 + (uint64_t)ms;
 }
 
-/* Send a command and wait for its answer (events before it are skipped; `event`, if given,
+/* Send a command (none: "", it went already) and wait for its answer (events before it are skipped; `event`, if given,
  * must also be seen before returning). 0, or -EIO with QEMU's error in err. */
 static int qmp_cmd(struct qmp *q, const char *cmd, const char *event, char *err, size_t len)
 {
-    if (write(q->fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd))
+    if (*cmd && write(q->fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd))
         return vm_say(err, len, -EPIPE, "QEMU's monitor hung up");
     bool answered = false, seen = !event;
     uint64_t until = deadline(event ? DEL_TIMEOUT_MS : QMP_TIMEOUT_MS);
@@ -226,6 +247,40 @@ static int qmp_open(struct vm *vm, struct qmp *q, char *err, size_t len)
     return rc;
 }
 
+/* A passed-through device hot-added: QEMU takes its end of the proxy's socket pair through the
+ * monitor (getfd, the fd in SCM_RIGHTS), then adds the proxy with it. */
+static int hotadd_proxy(struct vm *vm, int i, struct qmp *q, char *err, size_t len)
+{
+    char cmd[512];
+    int n = snprintf(cmd, sizeof cmd, "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":"
+                     "\"proxy%d\"}}\n", i);
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } ctl;
+    struct iovec iov = { cmd, (size_t)n };
+    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+                        .msg_controllen = sizeof ctl.buf };
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &vm->dev[i].qemu_fd, sizeof(int));
+    if (sendmsg(q->fd, &m, MSG_NOSIGNAL) != n)
+        return vm_say(err, len, -EPIPE, "QEMU's monitor hung up");
+    int rc = qmp_cmd(q, "", NULL, err, len); /* getfd's answer */
+    if (rc)
+        return rc;
+    snprintf(cmd, sizeof cmd, "{\"execute\":\"device_add\",\"arguments\":{\"driver\":"
+             "\"x-pci-proxy-dev\",\"id\":\"dev%d\",\"fd\":\"proxy%d\",\"bus\":\"rp%d\"}}\n",
+             i, i, i);
+    if ((rc = qmp_cmd(q, cmd, NULL, err, len)))
+        return rc;
+    close(vm->dev[i].qemu_fd); /* QEMU has it */
+    vm->dev[i].qemu_fd = -1;
+    return 0;
+}
+
 int vm_qemu_hotadd(struct vm *vm, int i, char *err, size_t len)
 {
     char chardev[300], device[300], cmd[1024];
@@ -235,6 +290,11 @@ int vm_qemu_hotadd(struct vm *vm, int i, char *err, size_t len)
     int rc = qmp_open(vm, &q, err, len);
     if (rc)
         return rc;
+    if (vm->dev[i].pass) {
+        rc = hotadd_proxy(vm, i, &q, err, len);
+        close(q.fd);
+        return rc;
+    }
     snprintf(cmd, sizeof cmd,
              "{\"execute\":\"chardev-add\",\"arguments\":{\"id\":\"vu%d\",\"backend\":{\"type\":"
              "\"socket\",\"data\":{\"addr\":{\"type\":\"unix\",\"data\":{\"path\":\"%s\"}},"
@@ -268,7 +328,7 @@ int vm_qemu_hotremove(struct vm *vm, int i, char *err, size_t len)
     char id[16];
     snprintf(id, sizeof id, "\"dev%d\"", i); /* the device's event, not its backend's */
     rc = qmp_cmd(&q, cmd, id, err, len);
-    if (!rc) {
+    if (!rc && !vm->dev[i].pass) {
         snprintf(cmd, sizeof cmd, "{\"execute\":\"chardev-remove\",\"arguments\":{\"id\":"
                  "\"vu%d\"}}\n", i);
         rc = qmp_cmd(&q, cmd, NULL, err, len);

@@ -8,20 +8,10 @@
 # its host, returns everything it held (no LUT, requester-ID or IOMMU entry left). IOMMUs on.
 set -euo pipefail
 fabric="t-vm-$$"
-n() { ntblend --fabric "$fabric" "$@"; }
+vm_name=g1
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/vm_common.sh"
 work=$(mktemp -d)
 trap 'n down >/dev/null 2>&1 || true; kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; [ -f "$dir/vm.g1.console.log" ] && sed 's/^/  console: /' "$dir/vm.g1.console.log" >&2; exit 1; }
-wait_for() { for _ in $(seq "${3:-600}"); do eval "$1" && return 0; sleep 0.1; done; eval "fail \"$2\""; }
-# expect_err WANT CMD...: CMD fails and says WANT.
-expect_err() {
-  local want=$1 out; shift
-  out=$("$@" 2>&1) && fail "'$*' succeeded: $out"
-  grep -qF -- "$want" <<<"$out" || fail "'$*' said: $out (wanted: $want)"
-}
-# What the fabric holds: LUT entries (but the agents' mailbox routes) and requester IDs in use per
-# adapter, IOMMU mappings per host.
-held() { n status --json | jq -c '[.adapters[] | [.lut.used - .lut_agent, .requester_ids.used]], [.hosts[].iommu_maps]'; }
 
 # The guest: Debian's kernel and busybox, cached in the source tree's build directory (shared by
 # every build flavour), downloaded once.

@@ -33,6 +33,9 @@
  * apart from what libntbnvme's users take (small numbers). */
 #define PROXY_VECTOR_BASE 128u
 #define IRQ_POLL_MS 200
+#define CMD_INTX_OFF 0x400u
+_Static_assert(PROXY_VECTOR_BASE + FAB_MAX_VMS * FAB_VM_DEVS <= FAB_MSI_VECTORS,
+               "every VM's devices need a host vector of their own");
 
 struct proxy_arg {
     struct vm *vm;
@@ -157,6 +160,8 @@ static void *irq_route(void *arg)
          * needs no answer, the next MSI-X raises it again. */
         while (read(d->resample_fd, &drop, sizeof drop) > 0)
             ;
+        if (d->cmd & CMD_INTX_OFF) /* the guest masked its INTx (command register) */
+            continue;
         if (write(d->intx_fd, &one, sizeof one) < 0 && errno != EAGAIN)
             break;
     }

@@ -3,7 +3,8 @@
 # unmodified nvme driver probes it through QEMU's x-pci-proxy-dev and this VM process, sees no
 # MSI-X, and fio in the guest writes and reads it back with --verify; the data lands on the
 # namespace itself; detaching the device returns it with nothing left mapped (no LUT,
-# requester-ID or IOMMU entry), and so does the VM's end. Bad input is refused with what to do.
+# requester-ID or IOMMU entry), and so does the VM's end; when the lender dies the guest's reads
+# fail and the VM runs on. Bad input is refused with what to do.
 # Under TCG the guest's driver polls: admin commands complete by their 1 s timeout's poll, fio
 # uses polled queues (io_uring --hipri). With NTBLEND_TEST_ACCEL=kvm the guest runs under KVM and its
 # driver takes interrupts (the NVMe's MSI-X routed into the guest's INTx); where KVM cannot run
@@ -94,6 +95,13 @@ j=$(n vm list --json)
 [ "$(jq -r '.[0].devices[0].state, .[0].devices[0].ram_io' <<<"$j" | tr '\n' ' ')" = "held 0 " ] \
   || fail "nvme0 is not held with IOVA = GPA: $j"
 n device list | grep -q "nvme0 .* b (vm p1)" || fail "device list: $(n device list)"
+# The guest's view of its config space: MSI-X skipped in the capability list, INTA, BAR0 a
+# 32-bit memory BAR where the guest placed it (as the record says).
+[ "$(n vm cfg p1 nvme0 0x34 1)" = 0x50 ] || fail "capabilities: $(n vm cfg p1 nvme0 0x34 1)"
+[ "$(n vm cfg p1 nvme0 0x3d 1)" = 0x1 ] || fail "interrupt pin: $(n vm cfg p1 nvme0 0x3d 1)"
+bar0=$(n vm cfg p1 nvme0 0x10 4)
+[ $((bar0 & 0xf)) = 0 ] && [ $((bar0)) != 0 ] && [ "$(n vm cfg p1 nvme0 0x14 4)" = 0 ] || fail "BAR0: $bar0"
+[ "$(jq -r '.[0].devices[0].guest_bars[0]' <<<"$j")" = $((bar0)) ] || fail "the record's BAR0: $j"
 # Detach: the guest lets it go (a hot-remove), the device goes back with nothing left mapped.
 out=$(n vm detach p1 nvme0) || fail "vm detach: $out"
 wait_for 'grep -q "hot-removed" "$log"' '"the guest did not see the hot-remove"' 1200
@@ -104,15 +112,37 @@ wait_for '[ "$(n vm list --json | jq length)" = 0 ]' '"p1 did not end after its 
 # ---- the VM's end returns it too
 cat >"$work/guest2.sh" <<'EOF'
 i=0; while [ ! -b /dev/nvme0n1 ] && [ $i -lt 3000 ]; do sleep 0.1; i=$((i+1)); done
-dd if=/dev/nvme0n1 of=/dev/null bs=4k count=1 iflag=direct 2>/dev/null
-echo "probed"
+dd if=/dev/nvme0n1 of=/dev/null bs=4k count=1 iflag=direct 2>/dev/null && echo "probed"
 sleep 600
 EOF
-n vm start p1 --host b --mem 256M --device nvme0 --pass-through --run "$work/guest2.sh" >/dev/null \
+vm_name=p2 log=$dir/vm.p2.console.log
+n vm start p2 --host b --mem 256M --device nvme0 --pass-through --run "$work/guest2.sh" >/dev/null \
   || fail "second start"
 wait_for 'grep -qs "probed" "$log"' '"the second guest did not probe nvme0"' 4000
 [ "$(n vm list --json | jq -r '.[0].devices[0].state')" = held ] || fail "not held: $(n vm list --json)"
-n vm stop p1 >/dev/null
+n vm stop p2 >/dev/null
 n device list | grep -q "nvme0 .* yes  *- *$" || fail "nvme0 was not returned: $(n device list)"
 [ "$(held)" = "$base" ] || fail "the VM's end left something mapped: $(held), was $base"
-echo "PASS: the guest's nvme driver drove the lent NVMe; detach and stop returned it"
+
+# ---- the lender dies: the guest's driver finds its controller gone (its registers read all
+# ones through the NTB) and its reads fail, not hang; the VM runs on
+cat >"$work/guest3.sh" <<'EOF'
+i=0; while [ ! -b /dev/nvme0n1 ] && [ $i -lt 3000 ]; do sleep 0.1; i=$((i+1)); done
+[ -b /dev/nvme0n1 ] && echo "probed"
+i=0
+while [ $i -lt 900 ] && dd if=/dev/nvme0n1 of=/dev/null bs=4k count=1 iflag=direct 2>/dev/null; do
+  i=$((i+1))
+done
+echo "reads end: $i"
+echo "guest still running"
+sleep 600
+EOF
+vm_name=p3 log=$dir/vm.p3.console.log
+n vm start p3 --host b --mem 256M --device nvme0 --pass-through --run "$work/guest3.sh" >/dev/null \
+  || fail "third start"
+wait_for 'grep -qs "probed" "$log"' '"the third guest did not probe nvme0"' 4000
+n host kill a >/dev/null
+wait_for 'grep -q "guest still running" "$log"' '"the guest hung when the lender died"' 1800
+n vm list | grep -qE "p3 +b +256M +qemu +running" || fail "the VM did not run on: $(n vm list)"
+n vm stop p3 >/dev/null
+echo "PASS: the guest's nvme driver drove the lent NVMe; detach and stop returned it; its lender's death did not hang it"

@@ -3,8 +3,8 @@
 # unmodified nvme driver probes it through QEMU's x-pci-proxy-dev and this VM process, sees no
 # MSI-X, and fio in the guest writes and reads it back with --verify; the data lands on the
 # namespace itself; detaching the device returns it with nothing left mapped (no LUT,
-# requester-ID or IOMMU entry), and so does the VM's end; when the lender dies the guest's reads
-# fail and the VM runs on. Bad input is refused with what to do.
+# requester-ID or IOMMU entry), attaching it again gives it back to the guest's driver, and the
+# VM's end returns it too; when the lender dies the guest's reads fail and the VM runs on. Bad input is refused with what to do.
 # Under TCG the guest's driver polls: admin commands complete by their 1 s timeout's poll, fio
 # uses polled queues (io_uring --hipri). With NTBLEND_TEST_ACCEL=kvm the guest runs under KVM and its
 # driver takes interrupts (the NVMe's MSI-X routed into the guest's INTx); where KVM cannot run
@@ -75,6 +75,9 @@ printf 'ntblend-pass-test' | dd of=/dev/nvme0n1 bs=4k seek=256 count=1 conv=sync
 echo "io done"
 i=0; while [ -e /dev/nvme0n1 ] && [ $i -lt 3000 ]; do sleep 0.1; i=$((i+1)); done
 [ -e /dev/nvme0n1 ] || echo "hot-removed"
+i=0; while [ ! -b /dev/nvme0n1 ] && [ $i -lt 3000 ]; do sleep 0.1; i=$((i+1)); done
+dd if=/dev/nvme0n1 bs=4k skip=256 count=1 iflag=direct 2>/dev/null | grep -q ntblend-pass-test \
+  && echo "hot-added, data there"
 EOF
 sed -i "s/ENGINE/$engine/" "$work/guest.sh"
 out=$(n vm start p1 --host b --mem 256M --device nvme0 --pass-through --initrd initramfs-fio.cpio.gz \
@@ -107,7 +110,13 @@ out=$(n vm detach p1 nvme0) || fail "vm detach: $out"
 wait_for 'grep -q "hot-removed" "$log"' '"the guest did not see the hot-remove"' 1200
 n device list | grep -q "nvme0 .* yes  *- *$" || fail "nvme0 was not returned: $(n device list)"
 [ "$(held)" = "$base" ] || fail "the detach left something mapped: $(held), was $base"
+# Hot-add: QEMU takes its end of the proxy's socket through its monitor; the guest's driver
+# probes the device again and reads back what it wrote before.
+out=$(n vm attach p1 nvme0) || fail "vm attach: $out"
+wait_for 'grep -q "hot-added, data there" "$log"' '"the guest did not see the hot-add"' 3000
 wait_for '[ "$(n vm list --json | jq length)" = 0 ]' '"p1 did not end after its guest powered off"' 600
+n device list | grep -q "nvme0 .* yes  *- *$" || fail "nvme0 was not returned: $(n device list)"
+[ "$(held)" = "$base" ] || fail "the guest's power-off left something mapped: $(held), was $base"
 
 # ---- the VM's end returns it too
 cat >"$work/guest2.sh" <<'EOF'

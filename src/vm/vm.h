@@ -147,7 +147,7 @@ struct vm_qemu_opts {
     const char *run;           /* a script the guest runs (fw_cfg), or NULL: a shell */
     const char *console_log;
     const char *console_sock;
-    const char *accel;         /* "kvm", "tcg" or NULL: kvm where /dev/kvm opens */
+    const char *accel;         /* "kvm", "tcg" or NULL: $NTBLEND_VM_ACCEL, else tcg */
     unsigned cpus;
 };
 int vm_qemu_start(struct vm *vm, const struct vm_qemu_opts *o, char *errbuf, size_t len);

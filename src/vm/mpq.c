@@ -209,8 +209,8 @@ int mpq_serve_one(struct mpq *s, int fd)
 {
     uint8_t hdr[MPQ_HDR_SIZE], body[MPQ_MAX_BODY];
     int fds[MPQ_MAX_FDS], nfds = 0;
-    uint32_t cmd;
-    size_t size;
+    uint32_t cmd = 0;
+    size_t size = 0;
     int rc = read_full(fd, hdr, sizeof hdr, fds, &nfds);
     if (!rc && !(rc = mpq_parse_hdr(s, hdr, &cmd, &size)))
         rc = read_full(fd, body, size, NULL, NULL);

@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "seg_int.h"
+#include "aseg_int.h"
 #include "registry.h"
 #include "topo.h"
 

@@ -147,7 +147,7 @@ static void test_random_requests_from_a_peer(void **state)
 #define MBOX_TYPE_DEV_BORROW 6u
 #define MBOX_TYPE_DEV_RETURN 8u
 #define SEG_ID 4711u
-#define CONN_CAP 4096u /* SEG_CONN_PER_HOST, src/agent/seg_int.h */
+#define CONN_CAP 4096u /* SEG_CONN_PER_HOST, src/agent/aseg_int.h */
 struct lend_req { /* src/agent/lend_int.h */
     uint32_t fn, mode, target, pages;
     uint64_t addr;
@@ -155,7 +155,7 @@ struct lend_req { /* src/agent/lend_int.h */
     uint32_t pid, pad;
     uint64_t iova;
 };
-struct seg_req { /* src/agent/seg_int.h */
+struct seg_req { /* src/agent/aseg_int.h */
     uint32_t id, from_adapter, boot_gen;
 };
 

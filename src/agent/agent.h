@@ -1,10 +1,10 @@
 /*
  * A host agent: one process per emulated host. It owns the host's physical-memory allocator
  * (mem.c), runs the adapters' DMA engines (dma.c), keeps the host's segments, interrupts and
- * placed segments (seg.c, intr.c, place.c), lends and borrows devices (lend*.c, lend_int.h;
+ * placed segments (aseg.c, intr.c, place.c), lends and borrows devices (lend*.c, lend_int.h;
  * hot-add into its tree: hotplug.c), and talks to other hosts' agents only through the NTB
  * (mbox.c: mailboxes in reserved RAM reached through LUT windows, plus a doorbell bit).
- * main.c serves the control socket.
+ * agent_main.c serves the control socket.
  */
 #ifndef NTBLEND_AGENT_H
 #define NTBLEND_AGENT_H
@@ -162,7 +162,7 @@ int mbox_call_posted(uint32_t peer, uint32_t type, const void *req, uint32_t len
 /** mbox_ping() - round trip of an empty request to @peer, in ns. As mbox_call. */
 int mbox_ping(uint32_t peer, uint64_t *rtt_ns);
 
-/* ---- segments (seg.c), interrupts (intr.c), placement (place.c) ---- */
+/* ---- segments (aseg.c), interrupts (intr.c), placement (place.c) ---- */
 
 /** aseg_start() - register the segment handlers and start the link watcher. 0 or -errno. */
 int aseg_start(void);

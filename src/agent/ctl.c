@@ -1,6 +1,6 @@
 /*
  * The control requests of the processes on this host (src/lib/agent_proto.h), one at a time:
- * what each asks of the agent's modules, and what goes back when a process is gone. main.c
+ * what each asks of the agent's modules, and what goes back when a process is gone. agent_main.c
  * owns the socket; this file knows nothing of it beyond the descriptor a peer ping answers on
  * from its own thread. Also the one `struct agent` of the process.
  */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "seg_int.h"
+#include "aseg_int.h"
 
 /* Segments of the table are created under this tag, not a process's: they outlive any one
  * borrower. */
@@ -53,7 +53,7 @@ static int devseg_get(uint32_t fn, uint32_t number, uint64_t size, uint32_t *id)
         return -EINVAL;
     pthread_mutex_lock(&segments.lock);
     for (const struct devseg *d = devsegs; d; d = d->next) {
-        const struct aseg *s = d->fn == fn && d->number == number ? seg_find(d->id) : NULL;
+        const struct aseg *s = d->fn == fn && d->number == number ? aseg_find(d->id) : NULL;
         if (s && !s->removed) {
             *id = d->id;
             pthread_mutex_unlock(&segments.lock);
@@ -66,7 +66,7 @@ static int devseg_get(uint32_t fn, uint32_t number, uint64_t size, uint32_t *id)
         return -ENOMEM;
     uint64_t sid, phys, got;
     int rc = aseg_create(DEVSEG_CREATOR, 0, size, 0, &sid, &phys, &got);
-    for (uint32_t a = 0; !rc && a < seg_self()->nadapters; a++) {
+    for (uint32_t a = 0; !rc && a < aseg_self()->nadapters; a++) {
         rc = aseg_prepare(DEVSEG_CREATOR, (uint32_t)sid, a);
         if (!rc)
             rc = aseg_available(DEVSEG_CREATOR, (uint32_t)sid, a, true);
@@ -142,14 +142,14 @@ void adevseg_idle(uint32_t fn)
         }
         *pp = d->next;
         /* No borrower is left to be told: the memory goes once the last mapping of it does. */
-        struct aseg *s = seg_find(d->id);
+        struct aseg *s = aseg_find(d->id);
         if (s) {
             s->removed = true;
             s->available = 0;
         }
         free(d);
     }
-    seg_reap();
+    aseg_reap();
     pthread_mutex_unlock(&segments.lock);
 }
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "seg_int.h"
+#include "aseg_int.h"
 
 #define AINTR_MAX 1024u /* interrupt pages per host */
 #include "seg_shared.h"
@@ -71,8 +71,8 @@ int aintr_create(int32_t client, uint32_t id, uint64_t *out_id, uint64_t *phys)
         it->next = segments.intrs;
         segments.intrs = it;
         struct fab *f = agent.f;
-        for (uint32_t i = 0; i < seg_self()->nadapters && seg_self()->iommu; i++)
-            fab_iommu_map(f, agent.host, fab_adapter(f, seg_self()->adapter_first + i)->rid, p, p,
+        for (uint32_t i = 0; i < aseg_self()->nadapters && aseg_self()->iommu; i++)
+            fab_iommu_map(f, agent.host, fab_adapter(f, aseg_self()->adapter_first + i)->rid, p, p,
                           4096, FAB_PERM_READ | FAB_PERM_WRITE, 0);
     }
     struct seg_intr_page *pg = fab_ram(agent.f, agent.host, it->phys, sizeof *pg);
@@ -125,15 +125,15 @@ static int h_intr_connect(uint32_t from, const void *req, uint32_t len,
 
 int aintr_connect(uint32_t adapter, uint32_t node, uint32_t id, uint64_t *bus, uint64_t *owner_out)
 {
-    int owner = seg_host_of_node(node);
+    int owner = aseg_host_of_node(node);
     if (owner < 0)
         return -EHOSTUNREACH;
     *owner_out = (uint64_t)owner;
     if ((uint32_t)owner == agent.host)
         return intr_lookup(id, bus);
-    if (adapter >= seg_self()->nadapters)
+    if (adapter >= aseg_self()->nadapters)
         return -ENODEV;
-    struct seg_req q = { .id = id, .from_adapter = seg_self()->adapter_first + adapter };
+    struct seg_req q = { .id = id, .from_adapter = aseg_self()->adapter_first + adapter };
     struct seg_rsp r;
     uint32_t got = 0;
     int rc = mbox_call((uint32_t)owner, MBOX_INTR_CONNECT, &q, sizeof q, &r, sizeof r, &got, 1000);

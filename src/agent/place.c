@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "seg_int.h"
+#include "aseg_int.h"
 #include "seg_shared.h"
 #include "ntblend/seg.h"
 
@@ -41,7 +41,7 @@ static int h_seg_create_for(uint32_t from, const void *req, uint32_t len,
     int ai = fab_adapter_toward(agent.f, agent.host, from, NULL);
     if (ai < 0)
         return ai;
-    int via = ai - (int)seg_self()->adapter_first;
+    int via = ai - (int)aseg_self()->adapter_first;
     uint64_t id = 0, phys, size = 0;
     /* The same request once more (a mailbox message read twice): the same segment. */
     pthread_mutex_lock(&segments.lock);
@@ -58,7 +58,7 @@ static int h_seg_create_for(uint32_t from, const void *req, uint32_t len,
             rc = aseg_prepare(FOR_HOST(from), (uint32_t)id, (uint32_t)via);
         if (!rc) {
             pthread_mutex_lock(&segments.lock);
-            struct aseg *s = seg_find((uint32_t)id);
+            struct aseg *s = aseg_find((uint32_t)id);
             s->available |= 1ull << via;
             s->token = r.token;
             pthread_mutex_unlock(&segments.lock);
@@ -81,12 +81,12 @@ static int h_seg_remove_for(uint32_t from, const void *req, uint32_t len,
     memcpy(&r, req, sizeof r);
     /* From the mailbox thread: no notifications to send (the requester disconnected first). */
     pthread_mutex_lock(&segments.lock);
-    struct aseg *s = seg_find(r.id);
+    struct aseg *s = aseg_find(r.id);
     int rc = !s ? -ENOENT : s->creator != FOR_HOST(from) ? -EPERM : 0;
     if (!rc) {
         s->removed = true;
         s->available = 0;
-        seg_reap();
+        aseg_reap();
     }
     pthread_mutex_unlock(&segments.lock);
     return rc;
@@ -98,7 +98,7 @@ int aplace_cancel(uint32_t from, uint32_t token)
         if (s->creator == FOR_HOST(from) && s->token == token && !s->removed) {
             s->removed = true;
             s->available = 0;
-            seg_reap();
+            aseg_reap();
             return 0;
         }
     return -ENOENT;
@@ -108,7 +108,7 @@ int aplace_alloc_at(int32_t client, uint32_t host, uint64_t size, uint64_t *id)
 {
     if (host >= agent.f->ctl->nhosts || host == agent.host || !size)
         return -EINVAL;
-    struct seg_for q = { .size = size, .token = seg_new_token() }, out;
+    struct seg_for q = { .size = size, .token = aseg_new_token() }, out;
     uint32_t got = 0, boot = atomic_load(&fab_host(agent.f, host)->boot_gen);
     bool posted;
     int rc = mbox_call_posted(host, MBOX_SEG_CREATE_FOR, &q, sizeof q, &out, sizeof out, &got,
@@ -116,19 +116,19 @@ int aplace_alloc_at(int32_t client, uint32_t host, uint64_t size, uint64_t *id)
     if (!rc && got != sizeof out)
         rc = -EPROTO;
     /* Asked, but no answer: the host may have made a segment for us that nobody knows of. */
-    if (posted && (seg_unanswered(rc) || rc == -EPROTO)) {
-        struct seg_cancel n = { .token = q.token, .boot_gen = atomic_load(&seg_self()->boot_gen) };
-        seg_defer(host, boot, MBOX_SEG_CANCEL, &n, sizeof n);
+    if (posted && (aseg_unanswered(rc) || rc == -EPROTO)) {
+        struct seg_cancel n = { .token = q.token, .boot_gen = atomic_load(&aseg_self()->boot_gen) };
+        aseg_defer(host, boot, MBOX_SEG_CANCEL, &n, sizeof n);
     }
-    if (seg_unanswered(rc))
+    if (aseg_unanswered(rc))
         rc = -EHOSTUNREACH;
     if (rc)
         return rc;
     struct placed *p = calloc(1, sizeof *p);
     if (!p) {
         struct seg_for r = { .id = out.id };
-        if (seg_unanswered(mbox_call(host, MBOX_SEG_REMOVE_FOR, &r, sizeof r, NULL, 0, NULL, 1000)))
-            seg_defer(host, boot, MBOX_SEG_REMOVE_FOR, &r, sizeof r);
+        if (aseg_unanswered(mbox_call(host, MBOX_SEG_REMOVE_FOR, &r, sizeof r, NULL, 0, NULL, 1000)))
+            aseg_defer(host, boot, MBOX_SEG_REMOVE_FOR, &r, sizeof r);
         return -ENOMEM;
     }
     pthread_mutex_lock(&segments.lock);
@@ -157,9 +157,9 @@ int aplace_free_at(int32_t client, uint32_t host, uint32_t id)
     free(found);
     struct seg_for q = { .id = id };
     int rc = mbox_call(host, MBOX_SEG_REMOVE_FOR, &q, sizeof q, NULL, 0, NULL, 1000);
-    if (!seg_unanswered(rc))
+    if (!aseg_unanswered(rc))
         return rc;
-    seg_defer(host, boot, MBOX_SEG_REMOVE_FOR, &q, sizeof q); /* it goes once host hears */
+    aseg_defer(host, boot, MBOX_SEG_REMOVE_FOR, &q, sizeof q); /* it goes once host hears */
     return 0;
 }
 

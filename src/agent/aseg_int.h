@@ -1,5 +1,5 @@
 /*
- * Segments, interrupts and placement, the agent's part (seg.c, intr.c, place.c): the types
+ * Segments, interrupts and placement, the agent's part (aseg.c, intr.c, place.c): the types
  * and the one table they share. The table holds this host's segments and interrupts, the
  * connections other hosts hold to them, and the connections this host's processes hold
  * elsewhere; its lock guards all of it.
@@ -25,7 +25,7 @@ struct aseg {
     uint64_t iommu_mapped;        /* adapters whose inbound domain maps it */
     bool removed;
     uint32_t nconn;
-    uint64_t events; /* the creator's struct seg_conn_events (seg_watch.c), 0: not watched */
+    uint64_t events; /* the creator's struct seg_conn_events (aseg_watch.c), 0: not watched */
     uint32_t token; /* created for a host (place.c): its request's token (struct seg_req) */
 };
 
@@ -106,30 +106,30 @@ struct seg_table {
 
 extern struct seg_table segments;
 
-/* ---- seg.c ---- */
-struct fab_host *seg_self(void);
-int seg_host_of_node(uint32_t node);
-struct aseg *seg_find(uint32_t id);
-int seg_adapter_facing(uint32_t remote_adapter);
-uint64_t seg_granule(void);
-void seg_reap(void);
-void seg_post_event(uint64_t event_phys, uint32_t ev);
-/* ---- seg_watch.c (lock held) ---- */
+/* ---- aseg.c ---- */
+struct fab_host *aseg_self(void);
+int aseg_host_of_node(uint32_t node);
+struct aseg *aseg_find(uint32_t id);
+int aseg_adapter_facing(uint32_t remote_adapter);
+uint64_t aseg_granule(void);
+void aseg_reap(void);
+void aseg_post_event(uint64_t event_phys, uint32_t ev);
+/* ---- aseg_watch.c (lock held) ---- */
 /* Tell s's creator (if it watches) of an event of connection c. */
-void seg_post_conn(const struct aseg *s, const struct conn_in *c, uint32_t ev);
+void aseg_post_conn(const struct aseg *s, const struct conn_in *c, uint32_t ev);
 /* Tell the creators of connected segments whose connector's path went down or came back. */
-void seg_watch_paths(void);
+void aseg_watch_paths(void);
 /* A new request token (struct seg_req): never 0. */
-uint32_t seg_new_token(void);
+uint32_t aseg_new_token(void);
 /* A mailbox call's result that is no answer of the peer's (no port, path down, no answer in
  * time): whether it acted on the request is not known. */
-static inline bool seg_unanswered(int rc)
+static inline bool aseg_unanswered(int rc)
 {
     return rc == -ENOLINK || rc == -ETIMEDOUT || rc == -ENOTCONN;
 }
 /* Send request `type` to host `host` (in its life `boot`) from the link watcher until it gets
  * through (struct seg_deferred). Any thread; not under the lock. */
-void seg_defer(uint32_t host, uint32_t boot, uint32_t type, const void *msg, uint32_t len);
+void aseg_defer(uint32_t host, uint32_t boot, uint32_t type, const void *msg, uint32_t len);
 
 /* ---- intr.c ---- */
 void aintr_retire(struct aintr *it);

@@ -3,13 +3,13 @@
  * watches a segment (seg_local_watch) hands its agent a page of its own, and the agent posts
  * there each connection made to the segment, each one dropped (disconnected, or gone with its
  * host), and each connector whose path went down or came back. The connections themselves
- * are the ones the agents already keep (seg.c, over the mailboxes): nothing is sent for this.
+ * are the ones the agents already keep (aseg.c, over the mailboxes): nothing is sent for this.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
 
-#include "seg_int.h"
+#include "aseg_int.h"
 #include "seg_shared.h"
 #include "ntblend/seg.h"
 
@@ -20,7 +20,7 @@ int aseg_watch(int32_t client, uint32_t id, uint64_t phys)
         return -EINVAL;
     int rc = 0;
     pthread_mutex_lock(&segments.lock);
-    struct aseg *s = seg_find(id);
+    struct aseg *s = aseg_find(id);
     if (!s)
         rc = -ENOENT;
     else if (s->creator != client)
@@ -31,7 +31,7 @@ int aseg_watch(int32_t client, uint32_t id, uint64_t phys)
     return rc;
 }
 
-void seg_post_conn(const struct aseg *s, const struct conn_in *c, uint32_t ev)
+void aseg_post_conn(const struct aseg *s, const struct conn_in *c, uint32_t ev)
 {
     if (!s->events || s->removed)
         return;
@@ -48,16 +48,16 @@ void seg_post_conn(const struct aseg *s, const struct conn_in *c, uint32_t ev)
     fab_futex_wake(&w->seq, INT_MAX);
 }
 
-void seg_watch_paths(void)
+void aseg_watch_paths(void)
 {
     struct fab *f = agent.f;
     for (struct conn_in *c = segments.in; c; c = c->next) {
         if (c->via == UINT32_MAX || c->from_adapter == UINT32_MAX)
             continue; /* a process of this host: no path to lose */
-        bool up = fab_path_up(f, seg_self()->adapter_first + c->via, c->from_adapter, NULL);
+        bool up = fab_path_up(f, aseg_self()->adapter_first + c->via, c->from_adapter, NULL);
         if (up == c->lost) {
             c->lost = !up;
-            seg_post_conn(c->seg, c, up ? SEG_EVENT_RESTORED : SEG_EVENT_LOST);
+            aseg_post_conn(c->seg, c, up ? SEG_EVENT_RESTORED : SEG_EVENT_LOST);
         }
     }
 }

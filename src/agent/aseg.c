@@ -14,16 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "seg_int.h"
+#include "aseg_int.h"
 #include "seg_shared.h"
 #include "ntblend/seg.h"
 
 struct seg_table segments = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-struct fab_host *seg_self(void) { return fab_host(agent.f, agent.host); }
+struct fab_host *aseg_self(void) { return fab_host(agent.f, agent.host); }
 
 /* Host index of a node id, or -1. */
-int seg_host_of_node(uint32_t node)
+int aseg_host_of_node(uint32_t node)
 {
     for (uint32_t h = 0; h < agent.f->ctl->nhosts; h++)
         if (fab_host(agent.f, h)->node_id == node)
@@ -31,7 +31,7 @@ int seg_host_of_node(uint32_t node)
     return -1;
 }
 
-struct aseg *seg_find(uint32_t id)
+struct aseg *aseg_find(uint32_t id)
 {
     for (struct aseg *s = segments.segs; s; s = s->next)
         if (s->id == id && !s->removed)
@@ -40,23 +40,23 @@ struct aseg *seg_find(uint32_t id)
 }
 
 /* Our adapter (index on host) whose peer is the given global adapter, or -1. */
-int seg_adapter_facing(uint32_t remote_adapter)
+int aseg_adapter_facing(uint32_t remote_adapter)
 {
     struct fab *f = agent.f;
-    for (uint32_t i = 0; i < seg_self()->nadapters; i++)
-        if (fab_peer_index(f, seg_self()->adapter_first + i, remote_adapter) >= 0)
+    for (uint32_t i = 0; i < aseg_self()->nadapters; i++)
+        if (fab_peer_index(f, aseg_self()->adapter_first + i, remote_adapter) >= 0)
             return (int)i;
     return -1;
 }
 
 /* Segment memory must cover whole LUT entries of any adapter that may map it, or a window
  * onto it would also expose its neighbours. */
-uint64_t seg_granule(void)
+uint64_t aseg_granule(void)
 {
     struct fab *f = agent.f;
     uint64_t g = 4096;
-    for (uint32_t i = 0; i < seg_self()->nadapters; i++) {
-        const struct fab_adapter *a = fab_adapter(f, seg_self()->adapter_first + i);
+    for (uint32_t i = 0; i < aseg_self()->nadapters; i++) {
+        const struct fab_adapter *a = fab_adapter(f, aseg_self()->adapter_first + i);
         for (uint32_t p = 0; p < a->npeers; p++)
             if (fab_adapter(f, a->peers[p])->lut_size > g)
                 g = fab_adapter(f, a->peers[p])->lut_size;
@@ -67,18 +67,18 @@ uint64_t seg_granule(void)
 static void seg_free_memory(struct aseg *s)
 {
     struct fab *f = agent.f;
-    for (uint32_t i = 0; i < seg_self()->nadapters; i++) {
-        const struct fab_adapter *a = fab_adapter(f, seg_self()->adapter_first + i);
+    for (uint32_t i = 0; i < aseg_self()->nadapters; i++) {
+        const struct fab_adapter *a = fab_adapter(f, aseg_self()->adapter_first + i);
         if (s->iommu_mapped & (1ull << i))
             fab_iommu_unmap(f, agent.host, a->rid, s->phys, s->size);
-        if (seg_self()->iommu && a->dma_channels)
+        if (aseg_self()->iommu && a->dma_channels)
             fab_iommu_unmap(f, agent.host, fab_dma_rid(a->index_on_host), s->phys, s->size);
     }
     amem_free(s->phys, SEG_OWNER);
 }
 
 /* Drop a removed segment whose last connection is gone. Called with the lock held. */
-void seg_reap(void)
+void aseg_reap(void)
 {
     for (struct aseg **pp = &segments.segs; *pp;) {
         struct aseg *s = *pp;
@@ -92,7 +92,7 @@ void seg_reap(void)
     }
 }
 
-uint32_t seg_new_token(void)
+uint32_t aseg_new_token(void)
 {
     pthread_mutex_lock(&segments.lock);
     if (!++segments.next_token)
@@ -104,7 +104,7 @@ uint32_t seg_new_token(void)
 
 /* ---------------------------------------------------------------- events */
 
-void seg_post_event(uint64_t event_phys, uint32_t ev)
+void aseg_post_event(uint64_t event_phys, uint32_t ev)
 {
     struct seg_event_word *w = fab_ram(agent.f, agent.host, event_phys, sizeof *w);
     if (!w)
@@ -137,7 +137,7 @@ static void notify_connections(struct aseg *s, uint32_t ev)
         /* A process on this host: no mailbox to go through, its event word is ours. */
         for (struct conn_out *o = segments.out; o; o = o->next)
             if (o->owner_host == agent.host && o->conn_id == c->conn_id)
-                seg_post_event(o->event_phys, ev);
+                aseg_post_event(o->event_phys, ev);
     }
     pthread_mutex_unlock(&segments.lock);
     for (size_t i = 0; i < n; i++) {
@@ -180,13 +180,13 @@ int aseg_create(int32_t client, uint32_t id, uint64_t size, uint64_t attach, uin
     int rc = 0;
     pthread_mutex_lock(&segments.lock);
     if (id == 0) {
-        for (id = 1; seg_find(id); id++)
+        for (id = 1; aseg_find(id); id++)
             ;
-    } else if (seg_find(id)) {
+    } else if (aseg_find(id)) {
         rc = -EEXIST;
         goto out;
     }
-    uint64_t g = seg_granule(), p;
+    uint64_t g = aseg_granule(), p;
     uint64_t len = (size + g - 1) & ~(g - 1);
     if (attach && events_in(client, attach, len)) {
         rc = -EBUSY; /* a connection's event word is in it: disconnect first */
@@ -212,8 +212,8 @@ int aseg_create(int32_t client, uint32_t id, uint64_t size, uint64_t attach, uin
     segments.segs = s;
     /* The adapters' DMA engines reach local segments through the IOMMU when it is on. */
     struct fab *f = agent.f;
-    for (uint32_t i = 0; i < seg_self()->nadapters && seg_self()->iommu; i++) {
-        const struct fab_adapter *a = fab_adapter(f, seg_self()->adapter_first + i);
+    for (uint32_t i = 0; i < aseg_self()->nadapters && aseg_self()->iommu; i++) {
+        const struct fab_adapter *a = fab_adapter(f, aseg_self()->adapter_first + i);
         if (a->dma_channels)
             fab_iommu_map(f, agent.host, fab_dma_rid(a->index_on_host), p, p, len,
                           FAB_PERM_READ | FAB_PERM_WRITE, 0);
@@ -228,14 +228,14 @@ out:
 
 static struct aseg *own_seg(int32_t client, uint32_t id, int *rc)
 {
-    struct aseg *s = seg_find(id);
+    struct aseg *s = aseg_find(id);
     *rc = !s ? -ENOENT : s->creator != client ? -EPERM : 0;
     return *rc ? NULL : s;
 }
 
 int aseg_prepare(int32_t client, uint32_t id, uint32_t adapter)
 {
-    if (adapter >= seg_self()->nadapters)
+    if (adapter >= aseg_self()->nadapters)
         return -ENODEV;
     int rc;
     pthread_mutex_lock(&segments.lock);
@@ -248,7 +248,7 @@ int aseg_prepare(int32_t client, uint32_t id, uint32_t adapter)
 
 int aseg_available(int32_t client, uint32_t id, uint32_t adapter, bool on)
 {
-    if (adapter >= seg_self()->nadapters)
+    if (adapter >= aseg_self()->nadapters)
         return -ENODEV;
     int rc;
     pthread_mutex_lock(&segments.lock);
@@ -281,7 +281,7 @@ int aseg_remove(int32_t client, uint32_t id)
         return rc;
     notify_connections(s, SEG_EVENT_REMOVED); /* s lives on while connections hold it */
     pthread_mutex_lock(&segments.lock);
-    seg_reap();
+    aseg_reap();
     pthread_mutex_unlock(&segments.lock);
     return 0;
 }
@@ -292,7 +292,7 @@ int aseg_remove(int32_t client, uint32_t id)
 static int accept_connection(uint32_t id, uint32_t from_host, uint32_t from_boot, int via,
                              uint32_t from_adapter, uint32_t token, struct seg_rsp *rsp)
 {
-    struct aseg *s = seg_find(id);
+    struct aseg *s = aseg_find(id);
     if (!s)
         return -ENOENT;
     /* The same request once more (a mailbox message read twice): the same connection, not a
@@ -313,9 +313,9 @@ static int accept_connection(uint32_t id, uint32_t from_host, uint32_t from_boot
         held += c->from_host == from_host;
     if (held >= SEG_CONN_PER_HOST)
         return -EUSERS; /* a peer cannot grow our memory without bound */
-    if (via >= 0 && seg_self()->iommu && !(s->iommu_mapped & (1ull << via))) {
+    if (via >= 0 && aseg_self()->iommu && !(s->iommu_mapped & (1ull << via))) {
         /* Inbound NTB traffic carries the adapter's requester ID: map the segment there. */
-        int rc = fab_iommu_map(f, agent.host, fab_adapter(f, seg_self()->adapter_first + (uint32_t)via)->rid,
+        int rc = fab_iommu_map(f, agent.host, fab_adapter(f, aseg_self()->adapter_first + (uint32_t)via)->rid,
                                s->phys, s->phys, s->size, FAB_PERM_READ | FAB_PERM_WRITE, 0);
         if (rc && rc != -EEXIST)
             return rc;
@@ -330,7 +330,7 @@ static int accept_connection(uint32_t id, uint32_t from_host, uint32_t from_boot
                            .from_adapter = from_adapter };
     segments.in = c;
     s->nconn++;
-    seg_post_conn(s, c, SEG_EVENT_CONNECT);
+    aseg_post_conn(s, c, SEG_EVENT_CONNECT);
     *rsp = (struct seg_rsp){ .bus = s->phys, .size = s->user_size, .conn_id = c->conn_id };
     return 0;
 }
@@ -343,9 +343,9 @@ static int drop_connection(uint32_t from_host, uint32_t conn_id)
             continue;
         *pp = c->next;
         c->seg->nconn--;
-        seg_post_conn(c->seg, c, SEG_EVENT_DISCONNECT);
+        aseg_post_conn(c->seg, c, SEG_EVENT_DISCONNECT);
         free(c);
-        seg_reap();
+        aseg_reap();
         return 0;
     }
     return -ENOENT;
@@ -362,7 +362,7 @@ static int h_seg_connect(uint32_t from, const void *req, uint32_t len,
     const struct fab_host *fh = fab_host(agent.f, from);
     if (atomic_load(&fh->state) == FAB_HOST_DOWN || atomic_load(&fh->boot_gen) != r.boot_gen)
         return -ESTALE;
-    int via = seg_adapter_facing(r.from_adapter);
+    int via = aseg_adapter_facing(r.from_adapter);
     if (via < 0)
         return -EHOSTUNREACH;
     struct seg_rsp out;
@@ -426,7 +426,7 @@ static int h_seg_notify(uint32_t from, const void *req, uint32_t len,
     pthread_mutex_lock(&segments.lock);
     for (struct conn_out *c = segments.out; c; c = c->next)
         if (c->owner_host == from && c->conn_id == n.conn_id) {
-            seg_post_event(c->event_phys, n.event);
+            aseg_post_event(c->event_phys, n.event);
             rc = 0;
         }
     pthread_mutex_unlock(&segments.lock);
@@ -437,7 +437,7 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
                  uint64_t event_phys, uint64_t *bus, uint64_t *size, uint64_t *conn)
 {
     struct fab *f = agent.f;
-    int owner = seg_host_of_node(node);
+    int owner = aseg_host_of_node(node);
     if (owner < 0)
         return -EHOSTUNREACH;
     /* The agent writes the connection's events there: only into memory of the client's own,
@@ -451,19 +451,19 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
     uint32_t ai = 0, peer = 0;
     if ((uint32_t)owner == agent.host) {
         pthread_mutex_lock(&segments.lock);
-        rc = accept_connection(id, agent.host, atomic_load(&seg_self()->boot_gen), -1, UINT32_MAX,
+        rc = accept_connection(id, agent.host, atomic_load(&aseg_self()->boot_gen), -1, UINT32_MAX,
                                0, &r);
         pthread_mutex_unlock(&segments.lock);
     } else {
-        if (adapter >= seg_self()->nadapters)
+        if (adapter >= aseg_self()->nadapters)
             return -ENODEV;
-        ai = seg_self()->adapter_first + adapter;
+        ai = aseg_self()->adapter_first + adapter;
         int p = fab_peer_on(f, ai, (uint32_t)owner);
         if (p < 0)
             return -EHOSTUNREACH;
         peer = (uint32_t)p;
-        struct seg_req q = { .id = id, .from_adapter = ai, .boot_gen = atomic_load(&seg_self()->boot_gen) };
-        q.token = seg_new_token();
+        struct seg_req q = { .id = id, .from_adapter = ai, .boot_gen = atomic_load(&aseg_self()->boot_gen) };
+        q.token = aseg_new_token();
         uint32_t got = 0;
         bool posted;
         rc = mbox_call_posted((uint32_t)owner, MBOX_SEG_CONNECT, &q, sizeof q, &r, sizeof r, &got,
@@ -472,11 +472,11 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
             rc = -EPROTO;
         /* Asked, but no answer (the link went down on the way, or the owner was slow): it may
          * hold a connection for us that nobody knows of. It goes once the owner hears of it. */
-        if (posted && (seg_unanswered(rc) || rc == -EPROTO)) {
+        if (posted && (aseg_unanswered(rc) || rc == -EPROTO)) {
             struct seg_cancel n = { .token = q.token, .boot_gen = q.boot_gen };
-            seg_defer((uint32_t)owner, owner_boot, MBOX_SEG_CANCEL, &n, sizeof n);
+            aseg_defer((uint32_t)owner, owner_boot, MBOX_SEG_CANCEL, &n, sizeof n);
         }
-        if (seg_unanswered(rc))
+        if (aseg_unanswered(rc))
             rc = -EHOSTUNREACH;
     }
     if (rc)
@@ -485,7 +485,7 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
     if (!c) {
         if ((uint32_t)owner != agent.host) {
             struct seg_note n = { .conn_id = r.conn_id };
-            seg_defer((uint32_t)owner, owner_boot, MBOX_SEG_DISCONNECT, &n, sizeof n);
+            aseg_defer((uint32_t)owner, owner_boot, MBOX_SEG_DISCONNECT, &n, sizeof n);
         } else {
             pthread_mutex_lock(&segments.lock);
             drop_connection(agent.host, r.conn_id);
@@ -529,8 +529,8 @@ int aseg_disconnect(int32_t client, uint32_t owner, uint32_t conn_id)
          * life of the owner's went with it. */
         int r = mbox_call(owner, MBOX_SEG_DISCONNECT, &n, sizeof n, NULL, 0, NULL,
                           NOTIFY_TIMEOUT_MS);
-        if (seg_unanswered(r) && !found->gone)
-            seg_defer(owner, found->owner_boot, MBOX_SEG_DISCONNECT, &n, sizeof n);
+        if (aseg_unanswered(r) && !found->gone)
+            aseg_defer(owner, found->owner_boot, MBOX_SEG_DISCONNECT, &n, sizeof n);
     }
     free(found);
     return rc;
@@ -591,13 +591,13 @@ void aseg_sweep(void)
         bool up = fab_path_up(f, c->adapter, c->peer_adapter, NULL);
         if (up == c->lost) {
             c->lost = !up;
-            seg_post_event(c->event_phys, up ? SEG_EVENT_RESTORED : SEG_EVENT_LOST);
+            aseg_post_event(c->event_phys, up ? SEG_EVENT_RESTORED : SEG_EVENT_LOST);
         }
         /* Back, but rebooted: the segment went with the owner's memory, however briefly it
          * was away (a reboot between two sweeps shows no path down). */
         if (up && atomic_load(&fab_host(f, c->owner_host)->boot_gen) != c->owner_boot) {
             c->gone = true;
-            seg_post_event(c->event_phys, SEG_EVENT_REMOVED);
+            aseg_post_event(c->event_phys, SEG_EVENT_REMOVED);
         }
     }
     for (struct conn_in *c = segments.in, *next; c; c = next) {
@@ -607,11 +607,11 @@ void aseg_sweep(void)
             (atomic_load(&h->state) == FAB_HOST_DOWN || atomic_load(&h->boot_gen) != c->from_boot))
             drop_connection(c->from_host, c->conn_id);
     }
-    seg_watch_paths();
+    aseg_watch_paths();
     pthread_mutex_unlock(&segments.lock);
 }
 
-void seg_defer(uint32_t host, uint32_t boot, uint32_t type, const void *msg, uint32_t len)
+void aseg_defer(uint32_t host, uint32_t boot, uint32_t type, const void *msg, uint32_t len)
 {
     struct seg_deferred *d = calloc(1, sizeof *d);
     if (!d || len > sizeof d->msg) {
@@ -650,7 +650,7 @@ static bool seg_send_deferred(void)
         int rc = stale || skip ? 0
                                : mbox_call(d->host, d->type, d->msg, d->len, NULL, 0, NULL,
                                            NOTIFY_TIMEOUT_MS);
-        if (skip || seg_unanswered(rc)) {
+        if (skip || aseg_unanswered(rc)) {
             if (d->host < 64)
                 unanswered |= 1ull << d->host;
             *tail = d;
@@ -673,9 +673,9 @@ static bool seg_send_deferred(void)
 static void *link_watcher(void *arg)
 {
     static struct wpol_site site = WPOL_SITE("agent link watcher", 0, 0); /* sleeps only */
-    if (!seg_self()->nadapters)
+    if (!aseg_self()->nadapters)
         return NULL;
-    _Atomic uint32_t *seq = &fab_adapter(agent.f, seg_self()->adapter_first)->link_seq;
+    _Atomic uint32_t *seq = &fab_adapter(agent.f, aseg_self()->adapter_first)->link_seq;
     while (!atomic_load(&agent.stop)) {
         uint32_t now = atomic_load(seq);
         aseg_sweep();

@@ -1,5 +1,5 @@
 /*
- * The NTB adapters' registers (regs.c, window.c): LUT entries and the windows built on them,
+ * The NTB adapters' registers (fab_regs.c, window.c): LUT entries and the windows built on them,
  * requester-ID tables, doorbells, MSI, and power-on state.
  */
 #ifndef NTBLEND_FAB_NTB_H

@@ -1,5 +1,5 @@
 /*
- * Reachability (route.c, power.c): which adapters an NTB port reaches and over which cables,
+ * Reachability (fab_route.c, power.c): which adapters an NTB port reaches and over which cables,
  * whether a path works right now, which adapter of a host reaches another host, and the
  * administrative changes that alter it (link up/down, port enable, host power).
  */

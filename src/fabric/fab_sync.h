@@ -1,5 +1,5 @@
 /*
- * The fabric's floor (sync.c): the clock, futexes on shared memory, and locks that hold their
+ * The fabric's floor (fab_sync.c): the clock, futexes on shared memory, and locks that hold their
  * owner's pid so that a lock of a dead process can be taken over. Nothing else of the fabric.
  */
 #ifndef NTBLEND_FAB_SYNC_H

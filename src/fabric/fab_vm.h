@@ -1,5 +1,5 @@
 /*
- * Virtual machines' records in the fabric (vm.c): claiming a slot for a VM (its RAM region in
+ * Virtual machines' records in the fabric (fab_vm.c): claiming a slot for a VM (its RAM region in
  * its host's map and the file behind it), finding one by name, and returning a slot whose
  * process is gone. The record's layout is struct fab_vm (fab_state.h); docs/vm.md.
  */

@@ -1,7 +1,7 @@
 /*
  * Windows, the base primitive every layer maps remote memory with: a range of a peer host's
  * address space mapped through consecutive LUT entries of an adapter (allocated, programmed,
- * acknowledged once, rolled back on failure). Which adapter reaches a host is route.c's.
+ * acknowledged once, rolled back on failure). Which adapter reaches a host is fab_route.c's.
  * The NTB API (src/ntb) and the host agents stand on these; nothing above them programs LUT
  * entries one by one.
  */

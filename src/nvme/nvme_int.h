@@ -1,7 +1,7 @@
 /*
  * libntbnvme internals: the backend ops table (how the library reaches registers, DMA memory
  * and interrupts), the queue-pair core (qpair.c: rings, phase, doorbells, command
- * identifiers, PRPs, completions, waiting), memory pools (mem.c) and the device and queue
+ * identifiers, PRPs, completions, waiting), memory pools (iomem.c) and the device and queue
  * pair handles (ctrl.c, io.c). Spec definitions come from src/devices/nvme_spec.h; the few it
  * lacks are below with an NVL_ prefix.
  */
@@ -172,7 +172,7 @@ void nvl_status(uint16_t status_field, uint32_t dw0, struct nvme_cpl *cpl);
 int nvl_status_errno(uint16_t status);
 uint64_t nvl_now_ns(void);
 
-/* ---- memory (mem.c) ---- */
+/* ---- memory (iomem.c) ---- */
 
 struct nvme_mem {
     nvme_dev_t *dev;

@@ -53,7 +53,7 @@ for f in bin/ntblend bin/ntblend-nvme-manager "bin/oshrun$sfx" "bin/oshcc$sfx" "
     "$libdir/pkgconfig/ntbnvme.pc" "$libdir/pkgconfig/shmem.pc" \
     "$libdir/cmake/ntblend/ntblendConfig.cmake" "$libdir/cmake/ntblend/ntblendConfigVersion.cmake" \
     include/ntblend/ntb.h include/ntblend/seg.h include/ntblend/smartio.h include/ntblend/pci.h \
-    include/ntblend/nvme.h include/ntblend/version.h include/shmem.h include/shmemx.h \
+    include/ntblend/nvme.h include/ntblend/nvme_spec.h include/ntblend/version.h include/shmem.h include/shmemx.h \
     include/pshmem.h share/ntblend/topologies/two-hosts.ini share/ntblend/topologies/smartio3.ini \
     share/man/man1/ntblend.1 "share/man/man1/oshrun$sfx.1" "share/man/man1/oshcc$sfx.1" \
     share/man/man1/ntblend-nvme-manager.1 share/bash-completion/completions/ntblend \

@@ -15,6 +15,7 @@
 
 #include "harness.h"
 #include "fabric.h"
+#include "nvme_ctrl.h" /* the model's limits and BAR layout */
 #include "nvme_drv.h"
 
 static const char *fabname;

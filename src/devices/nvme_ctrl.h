@@ -9,8 +9,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "nvme_spec.h"
+#include "ntblend/nvme_spec.h"
 
+/* The model's choices where the specification leaves one to the controller. */
+#define NVME_REGS_SIZE 0x4000   /* BAR0: registers, doorbells, MSI-X table */
+#define NVME_MSIX_TABLE 0x2000  /* the MSI-X table's offset in BAR0 */
+#define NVME_MQES 4095u         /* CAP.MQES, 0-based: 4096 entries per queue */
+#define NVME_MAX_QUEUES 255u    /* I/O queue pairs the BAR layout allows (MSI-X table size) */
+#define NVME_LBA_SHIFT 12u
+#define NVME_LBA_SIZE 4096u
+#define NVME_AERL 3u            /* 0-based: 4 outstanding AERs */
+#define NVME_ERR_LOG 64u        /* error log entries kept */
 #define NVME_DEFAULT_QUEUES 32u /* I/O queue pairs unless the device sets queues= */
 
 /* How the core reaches the outside world: DMA as the function's own requester, and MSI-X. */

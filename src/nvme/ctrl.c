@@ -119,16 +119,16 @@ static void str_field(char *dst, const uint8_t *src, size_t n)
 /* What the registers say: queue limits, doorbell stride, timeout. Also for clients. */
 int nvl_apply_regs(nvme_dev_t *d, uint64_t cap, uint32_t vs)
 {
-    if (!NVL_CAP_CSS_NVM(cap) || vs < 0x00010000u || NVL_CAP_MPSMIN(cap) > 0)
+    if (!NVME_CAP_CSS_NVM(cap) || vs < 0x00010000u || NVME_CAP_MPSMIN(cap) > 0)
         return nvl_fail(-ENODEV, "%s is not an NVMe this library drives (VS %#x, CAP %#llx: "
                                  "needs the NVM command set and 4 KiB pages)",
                         d->name, vs, (unsigned long long)cap);
     d->cap = cap;
     d->info.version = vs;
-    d->info.max_depth = NVL_CAP_MQES(cap) + 1;
-    d->dstrd = NVL_CAP_DSTRD(cap);
+    d->info.max_depth = NVME_CAP_MQES(cap) + 1;
+    d->dstrd = NVME_CAP_DSTRD(cap);
     d->info.doorbell_stride = 4u << d->dstrd;
-    d->to_ms = NVL_CAP_TO(cap) * 500u;
+    d->to_ms = NVME_CAP_TO(cap) * 500u;
     if (d->to_ms < 500)
         d->to_ms = 500;
     d->page = PAGE;
@@ -143,10 +143,10 @@ void nvl_apply_id_ctrl(nvme_dev_t *d, const uint8_t *id)
     str_field(in->serial, id + 4, 20);
     str_field(in->model, id + 24, 40);
     str_field(in->firmware, id + 64, 8);
-    in->namespaces = le32(id + NVL_ID_NN);
-    d->oncs = (uint16_t)(id[NVL_ID_ONCS] | id[NVL_ID_ONCS + 1] << 8);
+    in->namespaces = le32(id + NVME_ID_NN);
+    d->oncs = (uint16_t)(id[NVME_ID_ONCS] | id[NVME_ID_ONCS + 1] << 8);
     /* One PRP list page per command at most: up to 512 pages, less if MDTS says so. */
-    uint32_t pages = PAGE / 8, mdts = id[NVL_ID_MDTS];
+    uint32_t pages = PAGE / 8, mdts = id[NVME_ID_MDTS];
     if (mdts && mdts < 9)
         pages = 1u << mdts;
     d->info.max_transfer = (size_t)pages * PAGE;
@@ -275,7 +275,7 @@ static int start(nvme_dev_t *d, const struct nvme_open_opts *o)
     wr64(d, NVME_REG_ASQ, p.sq.io);
     wr64(d, NVME_REG_ACQ, p.cq.io);
     /* 64-byte SQ entries, 16-byte CQ entries, 4 KiB pages, NVM command set, round robin. */
-    d->ops->write32(d->ctx, NVME_REG_CC, NVME_CC_EN | NVL_CC_IOSQES(6) | NVL_CC_IOCQES(4));
+    d->ops->write32(d->ctx, NVME_REG_CC, NVME_CC_EN | NVME_CC_SET_IOSQES(6) | NVME_CC_SET_IOCQES(4));
     if ((rc = ready_wait(d, true)))
         return rc;
     pthread_mutex_lock(&d->lock);
@@ -439,7 +439,7 @@ int nvme_close(nvme_dev_t *d)
     if (d->admin_live && !removed) {
         /* Normal shutdown, then disable: the device stops all DMA before memory goes. */
         uint32_t cc = d->ops->read32(d->ctx, NVME_REG_CC);
-        d->ops->write32(d->ctx, NVME_REG_CC, cc | NVL_CC_SHN_NORMAL);
+        d->ops->write32(d->ctx, NVME_REG_CC, cc | NVME_CC_SHN_NORMAL);
         static struct wpol_site shn_site = WPOL_SITE("nvme controller shutdown", 0, 100000);
         const struct wpol_how naps = { .sleep_ns = 100000 }; /* as ready_wait */
         uint64_t end = nvl_now_ns() + (uint64_t)d->to_ms * 1000000ull;
@@ -621,12 +621,12 @@ int nvme_qpair_create(nvme_dev_t *d, const struct nvme_qpair_opts *opts, nvme_qp
         goto created;
     struct nvme_sqe s = { .opc = NVME_ADM_CREATE_CQ, .prp1 = qp->cqm.io,
                           .cdw10 = (depth - 1) << 16 | qid,
-                          .cdw11 = (o->irq ? (uint32_t)qid << 16 | NVL_CQ_IEN : 0) | NVL_CQ_PC };
+                          .cdw11 = (o->irq ? (uint32_t)qid << 16 | NVME_CQ_IEN : 0) | NVME_QUEUE_PC };
     if ((rc = admin_locked(d, &s, 0, 0, NULL)))
         goto fail_q;
     s = (struct nvme_sqe){ .opc = NVME_ADM_CREATE_SQ, .prp1 = qp->sqm.io,
                            .cdw10 = (depth - 1) << 16 | qid,
-                           .cdw11 = (uint32_t)qid << 16 | NVL_CQ_PC };
+                           .cdw11 = (uint32_t)qid << 16 | NVME_QUEUE_PC };
     if ((rc = admin_locked(d, &s, 0, 0, NULL))) {
         char msg[256];
         snprintf(msg, sizeof msg, "%s", nvme_errmsg());

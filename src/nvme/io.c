@@ -76,25 +76,25 @@ static int prep(nvme_qpair_t *qp, enum nvme_op op, uint32_t nsid, uint64_t lba,
                             op_name[op], buf, len);
         p->len = len;
         p->sqe.opc = op == NVME_OP_READ ? NVME_CMD_READ : NVME_CMD_WRITE;
-        p->sqe.cdw12 = (nblocks - 1) | ((flags & NVME_SUBMIT_FUA) ? NVL_RW_FUA : 0);
+        p->sqe.cdw12 = (nblocks - 1) | ((flags & NVME_SUBMIT_FUA) ? NVME_RW_FUA : 0);
         return 0;
     }
     case NVME_OP_WRITE_ZEROES:
-        if (!(d->oncs & NVL_ONCS_WRITE_ZEROES))
+        if (!(d->oncs & NVME_ONCS_WRITE_ZEROES))
             return nvl_fail(-EOPNOTSUPP, "%s does not support Write Zeroes (ONCS)", d->name);
         if (nblocks > 65536)
             return nvl_fail(-EINVAL, "%s: write-zeroes of %u blocks: at most 65536 per "
                             "command", d->name, nblocks);
         p->sqe.opc = NVME_CMD_WRITE_ZEROES;
-        p->sqe.cdw12 = (nblocks - 1) | ((flags & NVME_SUBMIT_FUA) ? NVL_RW_FUA : 0);
+        p->sqe.cdw12 = (nblocks - 1) | ((flags & NVME_SUBMIT_FUA) ? NVME_RW_FUA : 0);
         return 0;
     default:
-        if (!(d->oncs & NVL_ONCS_DSM))
+        if (!(d->oncs & NVME_ONCS_DSM))
             return nvl_fail(-EOPNOTSUPP, "%s does not support Dataset Management (ONCS)",
                             d->name);
         p->sqe.opc = NVME_CMD_DSM;
         p->sqe.cdw10 = 0; /* one range */
-        p->sqe.cdw11 = NVL_DSM_AD;
+        p->sqe.cdw11 = NVME_DSM_AD;
         p->dsm = true;
         return 0;
     }

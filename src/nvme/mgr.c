@@ -235,13 +235,13 @@ static void create(struct nvme_manager *m, uint32_t slot, const struct nvl_mgr_r
     struct nvme_cpl cpl = { 0 };
     struct nvme_sqe s = { .opc = NVME_ADM_CREATE_CQ, .prp1 = q->u.create.cq,
                           .cdw10 = (depth - 1) << 16 | qid,
-                          .cdw11 = (q->u.create.irq ? (uint32_t)qid << 16 | NVL_CQ_IEN : 0) |
-                                   NVL_CQ_PC };
+                          .cdw11 = (q->u.create.irq ? (uint32_t)qid << 16 | NVME_CQ_IEN : 0) |
+                                   NVME_QUEUE_PC };
     int rc = admin(m, &s, 0, 0, &cpl);
     if (!rc) {
         s = (struct nvme_sqe){ .opc = NVME_ADM_CREATE_SQ, .prp1 = q->u.create.sq,
                                .cdw10 = (depth - 1) << 16 | qid,
-                               .cdw11 = (uint32_t)qid << 16 | NVL_CQ_PC };
+                               .cdw11 = (uint32_t)qid << 16 | NVME_QUEUE_PC };
         rc = admin(m, &s, 0, 0, &cpl);
         if (rc) {
             struct nvme_sqe del = { .opc = NVME_ADM_DELETE_CQ, .cdw10 = qid };

@@ -2,8 +2,7 @@
  * libntbnvme internals: the backend ops table (how the library reaches registers, DMA memory
  * and interrupts), the queue-pair core (qpair.c: rings, phase, doorbells, command
  * identifiers, PRPs, completions, waiting), memory pools (iomem.c) and the device and queue
- * pair handles (ctrl.c, io.c). Spec definitions come from src/devices/nvme_spec.h; the few it
- * lacks are below with an NVL_ prefix.
+ * pair handles (ctrl.c, io.c). Spec definitions come from the public ntblend/nvme_spec.h.
  */
 #ifndef NTBLEND_NVME_INT_H
 #define NTBLEND_NVME_INT_H
@@ -15,27 +14,9 @@
 #include <stdint.h>
 
 #include "ntblend/nvme.h"
-#include "nvme_spec.h"
+#include "ntblend/nvme_spec.h"
 #include "wpol.h"
 
-/* ---- spec fields nvme_spec.h does not define (NVMe base specification 1.4) ---- */
-#define NVL_CAP_MQES(cap) ((uint32_t)((cap) & 0xffff))
-#define NVL_CAP_TO(cap) ((uint32_t)((cap) >> 24) & 0xffu) /* 500 ms units */
-#define NVL_CAP_DSTRD(cap) ((uint32_t)((cap) >> 32) & 0xfu)
-#define NVL_CAP_CSS_NVM(cap) (((cap) >> 37) & 1u)
-#define NVL_CAP_MPSMIN(cap) ((uint32_t)((cap) >> 48) & 0xfu)
-#define NVL_CC_IOSQES(v) ((uint32_t)(v) << 16)
-#define NVL_CC_IOCQES(v) ((uint32_t)(v) << 20)
-#define NVL_CC_SHN_NORMAL (1u << 14)
-#define NVL_CQ_PC 1u  /* Create I/O CQ/SQ CDW11: physically contiguous */
-#define NVL_CQ_IEN 2u /* Create I/O CQ CDW11: interrupts enabled */
-#define NVL_RW_FUA (1u << 30)
-#define NVL_DSM_AD (1u << 2)
-#define NVL_ONCS_DSM (1u << 2)
-#define NVL_ONCS_WRITE_ZEROES (1u << 3)
-#define NVL_ID_MDTS 77
-#define NVL_ID_NN 516
-#define NVL_ID_ONCS 520
 #define NVL_CID_NONE 0xffffu /* no command: never used as an identifier */
 
 /* ---- backends ---- */

@@ -66,7 +66,7 @@ int nvd_open(struct nvd *d, struct fab *f, const char *name)
     d->fn = (uint32_t)fn;
     d->host = fab_func(f, d->fn)->host;
     fab_cfg_write(f, d->fn, 0x04, 2, FAB_CMD_MEM | FAB_CMD_BME);
-    d->regs = fab_bar_mem(f, d->fn, fab_func(f, d->fn)->bar[0].off, NVME_REGS_SIZE);
+    d->regs = fab_bar_mem(f, d->fn, fab_func(f, d->fn)->bar[0].off, fab_func(f, d->fn)->bar[0].size);
     d->mem = fab_ram(f, d->host, NVD_MEM_BASE, NVD_MEM_SIZE);
     return d->regs && d->mem ? 0 : -EIO;
 }

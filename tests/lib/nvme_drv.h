@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "fabric.h"
-#include "nvme_spec.h"
+#include "ntblend/nvme_spec.h"
 
 #define NVD_MEM_BASE (300ull << 20) /* host physical memory the tests own: 300..500 MiB */
 #define NVD_MEM_SIZE (200ull << 20)

@@ -1,8 +1,9 @@
 /*
- * NVMe base specification definitions (1.4): controller registers, queue entries, opcodes,
- * identify/feature/log identifiers and status codes. Only what the specification defines:
- * the controller model's state and API are in nvme_ctrl.h. Shared by the model and by host
- * drivers. See docs/nvme-model.md.
+ * NVMe base specification definitions (1.4): controller registers and their fields, queue
+ * entries, opcodes, identify/feature/log identifiers and status codes. Only what the
+ * specification defines, shared by the controller model (src/devices, whose own choices are in
+ * nvme_ctrl.h), libntbnvme and any driver written against ntblend's NVMe. See
+ * docs/nvme-model.md and docs/nvme-driver.md.
  */
 #ifndef NTBLEND_NVME_SPEC_H
 #define NTBLEND_NVME_SPEC_H
@@ -24,10 +25,15 @@
 #define NVME_REG_CMBLOC 0x38
 #define NVME_REG_CMBSZ 0x3c
 #define NVME_REG_DBS 0x1000
-#define NVME_REGS_SIZE 0x4000
-#define NVME_MSIX_TABLE 0x2000
 
 #define NVME_VS_1_4 0x00010400u
+
+/* CAP fields */
+#define NVME_CAP_MQES(cap) ((uint32_t)((cap) & 0xffff))          /* 0-based entries per queue */
+#define NVME_CAP_TO(cap) ((uint32_t)((cap) >> 24) & 0xffu)        /* ready timeout, 500 ms units */
+#define NVME_CAP_DSTRD(cap) ((uint32_t)((cap) >> 32) & 0xfu)      /* doorbell stride, 4 << DSTRD */
+#define NVME_CAP_CSS_NVM(cap) ((uint32_t)((cap) >> 37) & 1u)      /* NVM command set supported */
+#define NVME_CAP_MPSMIN(cap) ((uint32_t)((cap) >> 48) & 0xfu)     /* page size 4 KiB << MPSMIN */
 
 #define NVME_CC_EN 0x1u
 #define NVME_CC_CSS(cc) (((cc) >> 4) & 7u)
@@ -36,6 +42,9 @@
 #define NVME_CC_SHN(cc) (((cc) >> 14) & 3u)
 #define NVME_CC_IOSQES(cc) (((cc) >> 16) & 0xfu)
 #define NVME_CC_IOCQES(cc) (((cc) >> 20) & 0xfu)
+#define NVME_CC_SET_IOSQES(v) ((uint32_t)(v) << 16)
+#define NVME_CC_SET_IOCQES(v) ((uint32_t)(v) << 20)
+#define NVME_CC_SHN_NORMAL (1u << 14)
 
 #define NVME_CSTS_RDY 0x1u
 #define NVME_CSTS_CFS 0x2u
@@ -43,12 +52,6 @@
 #define NVME_CSTS_SHST_OCCURRING (1u << 2)
 #define NVME_CSTS_SHST_COMPLETE (2u << 2)
 
-#define NVME_MQES 4095u  /* 0-based: 4096 entries per queue */
-#define NVME_MAX_QUEUES 255u /* I/O queue pairs the BAR layout allows (MSI-X table size) */
-#define NVME_LBA_SHIFT 12u
-#define NVME_LBA_SIZE 4096u
-#define NVME_AERL 3u     /* 0-based: 4 outstanding AERs */
-#define NVME_ERR_LOG 64u /* error log entries kept */
 
 /* ---- queue entries ---- */
 struct nvme_sqe {
@@ -74,6 +77,13 @@ struct nvme_cqe {
 _Static_assert(sizeof(struct nvme_sqe) == 64, "SQE is 64 bytes");
 _Static_assert(sizeof(struct nvme_cqe) == 16, "CQE is 16 bytes");
 
+/* Create I/O Completion/Submission Queue, dword 11 */
+#define NVME_QUEUE_PC 1u /* physically contiguous */
+#define NVME_CQ_IEN 2u   /* completion queue: interrupts enabled */
+/* Read/Write dword 12, Dataset Management dword 11 */
+#define NVME_RW_FUA (1u << 30)
+#define NVME_DSM_AD (1u << 2)
+
 /* ---- opcodes ---- */
 enum {
     NVME_ADM_DELETE_SQ = 0x00, NVME_ADM_CREATE_SQ = 0x01, NVME_ADM_GET_LOG = 0x02,
@@ -91,6 +101,13 @@ enum {
 #define NVME_CNS_CTRL 0x01
 #define NVME_CNS_NS_LIST 0x02
 #define NVME_CNS_NS_DESCS 0x03
+
+/* Identify Controller: byte offsets of fields a host driver reads, and ONCS bits */
+#define NVME_ID_MDTS 77
+#define NVME_ID_NN 516
+#define NVME_ID_ONCS 520
+#define NVME_ONCS_DSM (1u << 2)
+#define NVME_ONCS_WRITE_ZEROES (1u << 3)
 
 /* Feature identifiers */
 enum {

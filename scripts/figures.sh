@@ -109,7 +109,7 @@ if [ -z "$out" ]; then $quick && out=$src/build/figures-quick/figures.md || out=
 mkdir -p "$(dirname "$out")"
 out=$(cd "$(dirname "$out")" && pwd)/$(basename "$out")
 pngdir=$(dirname "$out")/figures
-[ -n "$work" ] || work=$src/build/figures-work$($quick && echo -quick)
+if [ -z "$work" ]; then work=$src/build/figures-work; if $quick; then work=$work-quick; fi; fi
 mkdir -p "$work" "$pngdir"
 work=$(cd "$work" && pwd)
 log=$work/figures.log

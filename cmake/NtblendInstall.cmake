@@ -9,7 +9,7 @@
 #       tree, HEADERS (paths relative to HEADER_BASE, default the project's include/, else to
 #       the build's include/ for generated ones) installed under include/ with their
 #       subdirectories, a pkg-config file TARGET.pc when PKGCONFIG is given, and the library
-#       added to tests/test_exports.sh's list. ALSO_IN installs the library in more
+#       added to tests/system/test_exports.sh's list. ALSO_IN installs the library in more
 #       directories as well (a layout other programs expect, e.g. Dolphin's lib64/); its run
 #       path finds the other libraries from each of them.
 #   ntblend_install_programs(bin|helpers|pkglib TARGET...)
@@ -147,7 +147,7 @@ function(ntblend_library target)
     install(FILES "${file}" DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/${sub}")
     list(APPEND headers "${file}")
   endforeach()
-  # For tests/test_exports.sh: the library and the headers that declare its API.
+  # For tests/system/test_exports.sh: the library and the headers that declare its API.
   set_property(TARGET ${target} PROPERTY NTBLEND_API_HEADERS "${headers}")
   set_property(TARGET ${target} PROPERTY NTBLEND_API_INCLUDES
                "${L_HEADER_BASE};${PROJECT_SOURCE_DIR}/include;${PROJECT_BINARY_DIR}/include")
@@ -241,7 +241,7 @@ function(ntblend_install_finish)
                 "${PROJECT_BINARY_DIR}/cmake/ntblendConfigVersion.cmake"
           DESTINATION "${NTBLEND_CMAKEDIR}")
 
-  # tests/test_exports.sh: one line per library: its file, its API headers, and the
+  # tests/system/test_exports.sh: one line per library: its file, its API headers, and the
   # directories those headers include from.
   get_property(libs GLOBAL PROPERTY NTBLEND_LIBRARIES)
   set(lines "")

@@ -14,7 +14,7 @@
 #         routes: `ntblend status --json`), median time per 4 KiB copy and MB/s of larger ones
 #   map   the median cost of one dma_map_single+dma_unmap_single of 4 KiB on a lent function
 #         and on a local one, side by side in one process (accel_drv --map-bench;
-#         tests/topologies/lend-dma.ini: the borrower's IOMMU on)
+#         tests/system/topologies/lend-dma.ini: the borrower's IOMMU on)
 #   fig21 smartio-tocs-2021 Fig. 21: fio 4 KiB random reads at QD 1, the buffer mapped and
 #         unmapped around every I/O (ntbnvme engine, ntb_map=per-io), the lender's own NVMe vs
 #         the same NVMe lent (examples/topologies/lend-nvme.ini with the lender's IOMMU on too, so
@@ -304,7 +304,7 @@ fi
 
 # ---------------------------------------------------------------- map: map+unmap costs
 if want map; then
-  boot map "$src/tests/topologies/lend-dma.ini"
+  boot map "$src/tests/system/topologies/lend-dma.ini"
   lend accel0 c
   lent=$(slot c accel0) own=$(slot c accel1)
   for r in $(seq "$rounds"); do

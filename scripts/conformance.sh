@@ -18,7 +18,7 @@ Builds the tests-sos programs with build/bin/oshcc (and oshc++) and runs each wi
 
   --np N            PEs per program (default 2)
   --topology T      topology: a .ini file, or a name from examples/topologies or
-                    tests/topologies (default four-hosts-switch)
+                    tests/system/topologies (default four-hosts-switch)
   --ppn K           K PEs per host (oshrun --ppn) instead of round-robin over the hosts
   --deprecated      build with -DENABLE_DEPRECATED_TESTS (the suite's --enable-deprecated-tests)
   --cxx             also build and run the C++ programs, with oshc++
@@ -75,11 +75,11 @@ done
 
 topo_file=$topo
 if [[ ! -f "$topo_file" ]]; then
-    for d in "$here/examples/topologies" "$here/tests/topologies"; do
+    for d in "$here/examples/topologies" "$here/tests/system/topologies"; do
         [[ -f "$d/$topo.ini" ]] && topo_file="$d/$topo.ini" && break
     done
 fi
-[[ -f "$topo_file" ]] || die "no topology '$topo' (a file, or a name in examples/topologies or tests/topologies)"
+[[ -f "$topo_file" ]] || die "no topology '$topo' (a file, or a name in examples/topologies or tests/system/topologies)"
 
 label="np$np-$(basename "$topo_file" .ini)${ppn:+-ppn$ppn}"
 [[ $deprecated == yes ]] && label+="-deprecated"

@@ -46,7 +46,7 @@ for h in "${harnesses[@]}"; do
     mpq) opts=(-max_len=4096)
          cp -n fuzz/corpus-$h/* "$corpus"/ ;;
     topo) opts=(-max_len=16384 -dict=fuzz/topo.dict)
-          cp -n examples/topologies/*.ini examples/topologies/bad/*.ini tests/topologies/*.ini "$corpus"/ ;;
+          cp -n examples/topologies/*.ini examples/topologies/bad/*.ini tests/system/topologies/*.ini "$corpus"/ ;;
   esac
   echo "fuzz.sh: $h for ${secs}s"
   # The SISCI harness boots a fabric: named here, so that it goes down even after a finding.

@@ -21,7 +21,7 @@ packages=(
   "nbdkit:a network block device as the reference in scripts/bench-nvme.sh (fio's nbd engine)"
   "openmpi-bin:Open MPI's OSHMEM (oshrun), the reference of scripts/bench-shmem-oshmem.sh"
   "libopenmpi-dev:Open MPI's oshcc and shmem.h, to build that benchmark's reference binary"
-  "qemu-system-x86:QEMU for the VMs' Linux guests (ntblend vm, tests/test_vm.sh), with qemu-storage-daemon, a reference of scripts/bench-vm.sh"
+  "qemu-system-x86:QEMU for the VMs' Linux guests (ntblend vm, tests/system/test_vm.sh), with qemu-storage-daemon, a reference of scripts/bench-vm.sh"
   "debhelper:scripts/package.sh builds the Debian package with dpkg-buildpackage and debhelper"
   "lintian:the package test checks the Debian package as Debian does"
   "man-db:the install test reads the installed manual pages with man"

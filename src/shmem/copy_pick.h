@@ -2,7 +2,7 @@
  * The choice between copying a large block with the helper thread and copying it alone
  * (src/shmem/copy.c explains why it is measured): which way the next job of a size class
  * goes, and what a timed job teaches the class. Pure arithmetic on struct pick, so that
- * tests/test_shmem_pick.c can drive it with rates of its own choosing.
+ * tests/unit/shmem/test_shmem_pick.c can drive it with rates of its own choosing.
  */
 #ifndef NTBLEND_SHMEM_COPY_PICK_H
 #define NTBLEND_SHMEM_COPY_PICK_H

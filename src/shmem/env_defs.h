@@ -1,7 +1,7 @@
 /*
  * Every environment variable libshmem and oshrelay read: one table, from which env.c parses
  * and checks them and SHMEM_INFO's text comes (docs/openshmem.md lists the same, checked by
- * tests/test_shmem.sh). Each is SHMEM_NAME, also read as SMA_NAME (older programs' spelling).
+ * tests/system/test_shmem.sh). Each is SHMEM_NAME, also read as SMA_NAME (older programs' spelling).
  *
  * SHM_ENV(ID, NAME, KIND, DEFAULT, MIN, MAX, WHO, HELP)
  *   KIND     SHM_KIND_SIZE: bytes, k/m/g/t suffixes (binary), fractions; SHM_KIND_NUM: an

@@ -104,7 +104,7 @@ void shm_job_env(uint32_t *self, bool relay)
     shm.npes = (int)shm_env_num(SHM_ENV_NPES, 1);
     shm.me = relay ? -1 : (int)shm_env_num_in(SHM_ENV_PE, 0, 0, shm.npes - 1);
     /* For tests: a node holds every routed put it delivers to this PE for 2 ms first, so that
-     * acknowledgements of puts to other PEs overtake it (tests/shmem/quietmt.c). */
+     * acknowledgements of puts to other PEs overtake it (tests/system/shmem/quietmt.c). */
     shm.relay_slow_pe = relay ? (int)shm_env_num_in(SHM_ENV_RELAY_SLOW_PE, -1, -1, shm.npes - 1) : -1;
     shm.job = (uint32_t)shm_env_num(SHM_ENV_JOB, (long long)getpid());
     bool heap_given = shm_env_text(SHM_ENV_SYMMETRIC_SIZE) != NULL;

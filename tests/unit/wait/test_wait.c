@@ -1,0 +1,359 @@
+/*
+ * The wait policy (src/wait/wpol.c): no wake-up is lost under either waker protocol, waits end
+ * at their deadline or when idle or their own sleep says so, a waiter whose peer needs its CPU
+ * does not spin, sites learn from their waits (a fixed one does not), and with one CPU to run on (tests/system/test_wait_pinned.sh
+ * runs this under taskset) a waiter never spins, however long its site's ceiling, so the thread
+ * it waits for gets the CPU. Behaviour only: no timing is asserted.
+ *
+ * `test_wait mode` prints wpol_mode() (for NTBLEND_WAIT's check in test_wait_pinned.sh).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "wpol.h"
+
+#define ROUNDS 2000
+
+static void nap_us(long us)
+{
+    struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+    nanosleep(&ts, NULL);
+}
+
+/* ---------------------------------------------------------------- ping-pong */
+
+/* Two threads take turns: `turn` says whose (0 or 1); each waits for its own. */
+struct pp {
+    _Atomic uint64_t turn;   /* round * 2 + side */
+    _Atomic uint32_t word;   /* futex word */
+    _Atomic uint32_t sleepers;
+    bool bump_always;        /* the waker bumps word every time (no sleepers counted) */
+    struct wpol_site *site;
+    uint64_t want[2];
+};
+
+struct pp_arg {
+    struct pp *p;
+    int side;
+};
+
+static struct pp_arg *ready_arg; /* unused: each waiter has its own */
+
+static bool my_turn(void *arg)
+{
+    struct pp_arg *a = arg;
+    uint64_t t = atomic_load(&a->p->turn);
+    return t % 2 == (uint64_t)a->side && t >= a->p->want[a->side];
+}
+
+static void pass(struct pp *p, uint64_t next)
+{
+    atomic_store(&p->turn, next);
+    if (p->bump_always) {
+        wpol_wake(&p->word, NULL, true);
+    } else {
+        /* Bump only for sleepers, as shmem's wake-ups do: the waiter counts itself first. */
+        if (atomic_load(&p->sleepers)) {
+            atomic_fetch_add(&p->word, 1);
+            wpol_futex_wake(&p->word, 1 << 30, true);
+        }
+    }
+}
+
+static void *player(void *arg)
+{
+    struct pp_arg *a = arg;
+    struct pp *p = a->p;
+    struct wpol_how how = { .ready = my_turn, .arg = a, .word = &p->word,
+                            .sleepers = p->bump_always ? NULL : &p->sleepers,
+                            .private_futex = true, .sleep_ns = 10000000000ull };
+    for (uint64_t r = 0; r < ROUNDS; r++) {
+        p->want[a->side] = r * 2 + (uint64_t)a->side;
+        int rc;
+        if (p->bump_always) {
+            /* The caller's own loop: the word read before each look. */
+            struct wpol w;
+            wpol_begin(&w, p->site, &how);
+            for (rc = 0; !rc;) {
+                uint32_t seen = atomic_load(&p->word);
+                if (my_turn(a))
+                    break;
+                rc = wpol_pause(&w, seen);
+            }
+            wpol_end(&w);
+        } else {
+            rc = wpol_wait(p->site, &how);
+        }
+        if (rc)
+            return (void *)(intptr_t)rc;
+        pass(p, r * 2 + (uint64_t)a->side + 1);
+    }
+    return NULL;
+}
+
+static void ping_pong(struct wpol_site *site, bool bump_always)
+{
+    struct pp p = { .bump_always = bump_always, .site = site };
+    struct pp_arg a[2] = { { &p, 0 }, { &p, 1 } };
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, player, &a[i]), 0);
+    for (int i = 0; i < 2; i++) {
+        void *rc;
+        pthread_join(t[i], &rc);
+        assert_int_equal((int)(intptr_t)rc, 0);
+    }
+    assert_int_equal(atomic_load(&p.turn), 2 * ROUNDS);
+    (void)ready_arg;
+}
+
+/* Sleep at once, every time: a lost wake-up would leave a waiter asleep for 10 s per loss. */
+static void test_sleepers_protocol(void **state)
+{
+    (void)state;
+    static struct wpol_site s = WPOL_SITE("test sleepers", 0, 0);
+    ping_pong(&s, false);
+    assert_true(s.n_sleeps > 0);
+    assert_int_equal(s.n_spun, 0);
+    assert_int_equal(s.n_yields, 0);
+}
+
+static void test_bump_always_protocol(void **state)
+{
+    (void)state;
+    static struct wpol_site s = WPOL_SITE("test bump", 0, 0);
+    ping_pong(&s, true);
+    assert_true(s.n_sleeps > 0);
+}
+
+/* The whole policy, spin and yield included. */
+static void test_adaptive_ping_pong(void **state)
+{
+    (void)state;
+    static struct wpol_site s = WPOL_SITE("test adaptive", 20000, 200000);
+    ping_pong(&s, false);
+    assert_true(s.n_waits > 0);
+    if (wpol_mode() == WPOL_ADAPTIVE)
+        assert_true(s.spin_ns >= 1000 && s.spin_ns <= 20000);
+}
+
+/* ---------------------------------------------------------------- endings */
+
+static bool never(void *arg)
+{
+    (void)arg;
+    return false;
+}
+
+static void test_deadline(void **state)
+{
+    (void)state;
+    static struct wpol_site s = WPOL_SITE("test deadline", 2000, 2000);
+    _Atomic uint32_t word = 0;
+    struct wpol_how how = { .ready = never, .word = &word, .private_futex = true,
+                            .deadline_ns = wpol_now_ns() + 20000000u };
+    assert_int_equal(wpol_wait(&s, &how), -ETIMEDOUT);
+    assert_true(wpol_now_ns() >= how.deadline_ns);
+    assert_int_equal(s.n_waits, 1);
+}
+
+static int idles;
+static int idle_cancel(void *arg)
+{
+    (void)arg;
+    return ++idles == 3 ? -ECANCELED : 0;
+}
+
+static void test_idle_ends(void **state)
+{
+    (void)state;
+    static struct wpol_site s = WPOL_SITE("test idle", 0, 0);
+    struct wpol_how how = { .ready = never, .idle = idle_cancel, .sleep_ns = 2000000 };
+    idles = 0;
+    assert_int_equal(wpol_wait(&s, &how), -ECANCELED);
+    assert_int_equal(idles, 3);
+}
+
+static int slept;
+static int my_sleep(void *arg, uint64_t max_ns)
+{
+    (void)arg;
+    assert_true(max_ns > 0 && max_ns <= 5000000u);
+    return ++slept == 4 ? -EIO : 0;
+}
+
+static void test_own_sleep(void **state)
+{
+    (void)state;
+    static struct wpol_site s = WPOL_SITE("test own sleep", 1000, 0);
+    struct wpol_how how = { .ready = never, .sleep = my_sleep, .sleep_ns = 5000000 };
+    slept = 0;
+    assert_int_equal(wpol_wait(&s, &how), -EIO);
+    assert_int_equal(slept, 4);
+    assert_int_equal(s.n_sleeps, 4);
+}
+
+/* ---------------------------------------------------------------- a flag set later */
+
+struct later {
+    _Atomic uint32_t flag, word, sleepers;
+    long after_us;
+};
+
+static bool flag_set(void *arg) { return atomic_load(&((struct later *)arg)->flag) != 0; }
+
+static void *set_later(void *arg)
+{
+    struct later *l = arg;
+    nap_us(l->after_us);
+    atomic_store(&l->flag, 1);
+    wpol_wake(&l->word, &l->sleepers, true);
+    return NULL;
+}
+
+static int wait_flag(struct wpol_site *s, struct wpol_how *how, long after_us)
+{
+    struct later l = { .after_us = after_us };
+    how->ready = flag_set;
+    how->arg = &l;
+    if (how->word) {
+        how->word = &l.word;
+        how->sleepers = &l.sleepers;
+        how->private_futex = true;
+    }
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, set_later, &l), 0);
+    int rc = wpol_wait(s, how);
+    pthread_join(t, NULL);
+    assert_true(flag_set(&l));
+    return rc;
+}
+
+static bool always(void *arg)
+{
+    (void)arg;
+    return true;
+}
+
+/* A peer that needs our CPU gets it: the wait does not spin. */
+static void test_needs_cpu(void **state)
+{
+    (void)state;
+    static struct wpol_site s = WPOL_SITE("test needs cpu", 50000000, 200000);
+    _Atomic uint32_t dummy;
+    for (int i = 0; i < 5; i++) {
+        struct wpol_how how = { .word = &dummy, .needs_cpu = always };
+        assert_int_equal(wait_flag(&s, &how, 2000), 0);
+    }
+    assert_int_equal(s.n_waits, 5);
+    assert_int_equal(s.n_spun, 0);
+}
+
+/* Nothing to sleep on: naps. */
+static void test_nap(void **state)
+{
+    (void)state;
+    static struct wpol_site s = WPOL_SITE("test nap", 1000, 0);
+    struct wpol_how how = { 0 };
+    assert_int_equal(wait_flag(&s, &how, 5000), 0);
+    assert_true(s.n_sleeps > 0);
+}
+
+/* Waits that sleep bring the budget down from the ceiling; short ones that the spin catches
+ * keep it at least at its floor. */
+static void test_learns(void **state)
+{
+    (void)state;
+    if (wpol_mode() != WPOL_ADAPTIVE || wpol_cpus() < 2)
+        skip();
+    static struct wpol_site s = WPOL_SITE("test learn", 4000, 0);
+    _Atomic uint32_t dummy;
+    for (int i = 0; i < 12; i++) {
+        struct wpol_how how = { .word = &dummy };
+        assert_int_equal(wait_flag(&s, &how, 3000), 0);
+    }
+    assert_true(s.n_slept > 0);
+    assert_true(s.spin_ns < 4000);
+    /* A condition that holds after a few looks ends in the spin. */
+    static struct wpol_site q = WPOL_SITE("test quick", 1000000, 0);
+    for (int i = 0; i < 20; i++) {
+        struct wpol w;
+        struct wpol_how how = { 0 };
+        wpol_begin(&w, &q, &how);
+        for (int looks = 0; looks < 40; looks++)
+            assert_int_equal(wpol_pause(&w, 0), 0);
+        wpol_end(&w);
+    }
+    /* (A wait whose spin lost its CPU to another program yields instead.) */
+    assert_int_equal(q.n_spun + q.n_yielded, 20);
+    assert_true(q.n_spun > 0);
+    assert_true(q.spin_ns >= 1000);
+}
+
+/* A fixed site spins to its ceiling every time and learns nothing, however its waits end. */
+static void test_fixed(void **state)
+{
+    (void)state;
+    if (wpol_mode() != WPOL_ADAPTIVE || wpol_cpus() < 2)
+        skip();
+    static struct wpol_site s = WPOL_SITE_FIXED("test fixed", 4000, 0);
+    _Atomic uint32_t dummy;
+    for (int i = 0; i < 8; i++) {
+        struct wpol_how how = { .word = &dummy };
+        assert_int_equal(wait_flag(&s, &how, 3000), 0);
+    }
+    assert_true(s.n_slept > 0);
+    assert_int_equal(s.spin_ns, 0);
+}
+
+/* ---------------------------------------------------------------- one CPU */
+
+/* Pinned to one CPU (test_wait_pinned.sh): with a ceiling of 50 ms a spinning waiter would hold
+ * the CPU from its peer for that long in every round; it must never spin at all. */
+static void test_one_cpu(void **state)
+{
+    (void)state;
+    if (wpol_cpus() != 1)
+        skip();
+    static struct wpol_site s = WPOL_SITE("test one cpu", 50000000, 200000);
+    ping_pong(&s, false);
+    assert_int_equal(s.n_spun, 0);
+    assert_true(s.n_waits > 0);
+    static struct wpol_site b = WPOL_SITE("test one cpu bump", 50000000, 200000);
+    ping_pong(&b, true);
+    assert_int_equal(b.n_spun, 0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "mode")) {
+        static const char *names[] = { "adaptive", "spin", "sleep" };
+        printf("%s\n", names[wpol_mode()]);
+        return 0;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sleepers_protocol),
+        cmocka_unit_test(test_bump_always_protocol),
+        cmocka_unit_test(test_adaptive_ping_pong),
+        cmocka_unit_test(test_deadline),
+        cmocka_unit_test(test_idle_ends),
+        cmocka_unit_test(test_own_sleep),
+        cmocka_unit_test(test_needs_cpu),
+        cmocka_unit_test(test_nap),
+        cmocka_unit_test(test_learns),
+        cmocka_unit_test(test_fixed),
+        cmocka_unit_test(test_one_cpu),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

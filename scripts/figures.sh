@@ -285,12 +285,18 @@ fig_smartio-21() {
   echo "|---|---|---|"
   echo "| local median | (not given) | $(f0 "$lm") ns |"
   echo "| lent median | local + 23 ns | $(f0 "$bm") ns |"
+  local span
+  span=$(jq -r '[.rounds_data[] | select(.part == "fig21eq" and .key == "lent_over_local") | .value]
+    | if length == 0 then "-" else "\(min) – \(max) over \(length) rounds" end' "$work/lending.json")
   echo "| lent/local (paired rounds) | about 1.00 | $pr |"
+  echo "| the rounds' ratios | | $span |"
   echo
   plot "$work/lending/lending-fig21eq.png" smartio-21.png
-  ok 'r <= 1.02' r="$pr" \
+  # Equal hops mean equal cost: a lent path far cheaper than the local one is as much a miss
+  # as a dearer one (the rounds' QD 1 medians fall in modes of the agents' wake-ups).
+  ok 'r >= 0.98 && r <= 1.02' r="$pr" \
     && holds "with equal hops (an expansion chassis on both sides) lent costs what local does, lent/local $pr (target at most 1.02)" \
-    || fails "lent/local $pr: the paths are equal in the model, so the difference is the emulation's (the lender's agent thread serving the NVMe and the borrower's fio compete for 2 CPUs)"
+    || fails "lent/local $pr (rounds $span): the paths are equal in the model, so the difference is the emulation's: a round's QD 1 median is either ~6 µs or ~35 µs, depending on whether the agents' threads (the mapping made per I/O, the NVMe model) are woken at once or wait for a CPU, and a handful of rounds does not average that out"
 }
 fig_smartio-22() {
   local lr br lw bw

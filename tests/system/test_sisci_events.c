@@ -176,6 +176,10 @@ static void user_c(void *arg)
     SCI_OK(why = SCIWaitForRemoteSegmentEvent(rw, &status, T_MS, 0, &err));
     CHECK_EQ(why, SCI_CB_OPERATIONAL);
     CHECK_EQ(status, SCI_ERR_OK);
+    h_put(3);
+    /* Not before the owner has seen the path back: its agent notices the link in its own
+     * time, and a connection dropped first is only ever reported dropped. */
+    CHECK_EQ(h_get(), 4);
     SCI_OK(SCIDisconnectSegment(rw, 0, &err));
     h_put(4);
     sci_end(sd);
@@ -202,6 +206,8 @@ static void test_segment_events(void **state)
     h_to(&a, 3);
     h_to(&c, 3);
     assert_int_equal(h_from(&a), 4);
+    assert_int_equal(h_from(&c), 3);
+    h_to(&c, 4);
     assert_int_equal(h_from(&c), 4);
     h_to(&b, 4);
     assert_int_equal(h_from(&b), 4);

@@ -296,16 +296,41 @@ int fab_peer_on(const struct fab *f, uint32_t ai, uint32_t host)
     return -1;
 }
 
-int fab_adapter_toward(const struct fab *f, uint32_t host, uint32_t target, uint32_t *peer_ai)
+int fab_host_paths(const struct fab *f, uint32_t host, uint32_t target, struct fab_hpath *out,
+                   int max)
 {
     const struct fab_host *h = fab_host(f, host);
+    int n = 0;
     for (uint32_t i = 0; i < h->nadapters; i++) {
         int p = fab_peer_on(f, h->adapter_first + i, target);
-        if (p >= 0) {
-            if (peer_ai)
-                *peer_ai = (uint32_t)p;
-            return (int)(h->adapter_first + i);
-        }
+        if (p < 0)
+            continue;
+        if (n < max)
+            out[n] = (struct fab_hpath){ .adapter = h->adapter_first + i, .peer = (uint32_t)p };
+        n++;
     }
-    return -EHOSTUNREACH;
+    return n;
+}
+
+/*
+ * With two adapters reaching the target (two switches, smartio-tocs-2021 §6.3), the first whose
+ * path works now: so whatever is set up while the primary cable is out (agent mailboxes, a
+ * lender's window onto a borrower) goes over the path that survives. With none up, the first
+ * (its path may come back).
+ */
+int fab_adapter_toward(const struct fab *f, uint32_t host, uint32_t target, uint32_t *peer_ai)
+{
+    struct fab_hpath p[FAB_HPATH_MAX];
+    int n = fab_host_paths(f, host, target, p, FAB_HPATH_MAX);
+    if (n <= 0)
+        return -EHOSTUNREACH;
+    int pick = 0;
+    for (int i = 0; i < n && i < FAB_HPATH_MAX; i++)
+        if (fab_path_up(f, p[i].adapter, p[i].peer, NULL)) {
+            pick = i;
+            break;
+        }
+    if (peer_ai)
+        *peer_ai = p[pick].peer;
+    return (int)p[pick].adapter;
 }

@@ -34,8 +34,19 @@ void fab_reachability_changed(struct fab *f);
 static inline void fab_path_bump(struct fab *f) { atomic_fetch_add(&f->ctl->path_gen, 1); }
 
 
-/* The adapter of a host's that reaches host `target` directly (its first such port), and the
- * target's adapter at the other end in *peer_ai; -EHOSTUNREACH when no port does. */
+/* The paths from one host to another: each adapter of `host` that reaches `target` directly
+ * (back to back or over its switch tree) and the target's adapter at the other end, in the
+ * order of host's adapters (path 0 is the primary). Fills up to max; returns how many there
+ * are. Two adapters on two switches give two independent paths (smartio-tocs-2021 §6.3). */
+#define FAB_HPATH_MAX 8
+struct fab_hpath {
+    uint32_t adapter, peer;
+};
+int fab_host_paths(const struct fab *f, uint32_t host, uint32_t target, struct fab_hpath *out,
+                   int max);
+/* The adapter of a host's that reaches host `target` directly — the first of its paths that is
+ * up, else the first — and the target's adapter at the other end in *peer_ai; -EHOSTUNREACH
+ * when no port does. */
 int fab_adapter_toward(const struct fab *f, uint32_t host, uint32_t target, uint32_t *peer_ai);
 /* The adapter on host `host` that adapter a's port reaches, or -1. */
 int fab_peer_on(const struct fab *f, uint32_t a, uint32_t host);

@@ -2,8 +2,9 @@
  * Agent-to-agent mailboxes over the NTB. Host X's RAM holds one 4 KiB slot per peer S at
  * S * FAB_MBOX_SLOT: its `req` half carries S's requests to X, its `rsp` half S's replies to
  * X's requests. A sender writes the payload, then the sequence number, through a LUT window it
- * keeps onto that peer, and rings the peer adapter's reserved doorbell bit. Nothing here uses a socket, so a downed
- * cable cuts agents off exactly as it cuts off applications.
+ * keeps onto that peer, and rings the peer adapter's reserved doorbell bit. Nothing here uses a
+ * socket, so a downed cable cuts agents off exactly as it cuts off applications; where a second
+ * adapter reaches the peer, the window moves to it while the first path is down.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -46,6 +47,7 @@ struct mbox_peer {
     int adapter, peer_adapter; /* our port that reaches the peer, and its port */
     int lut;                   /* our LUT entry onto the peer's mailbox area, -1 until needed */
     uint64_t window;           /* bus address of our slot in the peer's RAM, through the window */
+    struct fab_window win;     /* that window, to move it to another path */
     uint32_t next_seq;         /* last request sequence we sent */
     uint32_t req_seen;         /* last request sequence we handled from this peer */
     uint32_t rsp_seen;
@@ -64,21 +66,31 @@ static struct mbox_slot *local_slot(uint32_t sender)
     return fab_ram(agent.f, agent.host, (uint64_t)sender * FAB_MBOX_SLOT, FAB_MBOX_SLOT);
 }
 
-/* Find our port that reaches `peer` directly and set up the window onto its mailbox. */
+/*
+ * Find our port that reaches `peer` directly — the first whose path is up — and set up the
+ * window onto its mailbox. With two adapters on two switches (smartio-tocs-2021 §6.3) a route
+ * whose path went down moves to one that is up, so agents keep talking while a cable is out;
+ * it stays where it is when no other path is better (the caller then sees it down).
+ */
 static int peer_route_locked(uint32_t peer, struct mbox_peer *p)
 {
-    if (p->lut >= 0)
-        return 0;
     struct fab *f = agent.f;
+    if (p->lut >= 0 && fab_path_up(f, (uint32_t)p->adapter, (uint32_t)p->peer_adapter, NULL))
+        return 0;
     uint32_t peer_ai;
     int ai = fab_adapter_toward(f, agent.host, peer, &peer_ai);
     if (ai < 0)
-        return -ENOTCONN;
+        return p->lut >= 0 ? 0 : -ENOTCONN;
+    if (p->lut >= 0 && ai == p->adapter)
+        return 0;
     struct fab_window w;
     int rc = fab_window_map(f, (uint32_t)ai, peer, (uint64_t)agent.host * FAB_MBOX_SLOT,
                             FAB_MBOX_SLOT, 0, FAB_LUT_AGENT, &w);
     if (rc)
-        return rc;
+        return p->lut >= 0 ? 0 : rc; /* keep the old route; it may come back */
+    if (p->lut >= 0)
+        fab_window_unmap(f, &p->win, 0);
+    p->win = w;
     p->adapter = ai;
     p->peer_adapter = (int)peer_ai;
     p->lut = (int)w.first;
@@ -86,17 +98,26 @@ static int peer_route_locked(uint32_t peer, struct mbox_peer *p)
     return 0;
 }
 
-static int peer_route(uint32_t peer, struct mbox_peer *p)
+/* A route as one sender uses it: the mailbox thread answering and a caller asking may move it
+ * at the same time, so each posts through the copy it took. */
+struct mbox_route {
+    uint32_t adapter, peer_adapter;
+    uint64_t window;
+};
+
+static int peer_route(uint32_t peer, struct mbox_peer *p, struct mbox_route *r)
 {
     pthread_mutex_lock(&mailbox.route_lock);
     int rc = peer_route_locked(peer, p);
+    if (!rc)
+        *r = (struct mbox_route){ (uint32_t)p->adapter, (uint32_t)p->peer_adapter, p->window };
     pthread_mutex_unlock(&mailbox.route_lock);
     return rc;
 }
 
 /* Write one half (payload first, then the sequence) into the peer's slot and ring it. */
-static int post(uint32_t peer, struct mbox_peer *p, size_t half_off, uint32_t seq,
-                const void *data, uint32_t len)
+static int post(const struct mbox_route *p, size_t half_off, uint32_t seq, const void *data,
+                uint32_t len)
 {
     struct fab *f = agent.f;
     uint64_t at = p->window + half_off;
@@ -109,8 +130,8 @@ static int post(uint32_t peer, struct mbox_peer *p, size_t half_off, uint32_t se
     if (!rc)
         rc = fab_dev_write(f, agent.host, FAB_RID_CPU, at, &seq, sizeof seq);
     if (!rc)
-        rc = fab_db_ring(f, (uint32_t)p->adapter, (uint32_t)p->peer_adapter,
-                         fab_agent_bit(fab_adapter(f, (uint32_t)p->peer_adapter)));
+        rc = fab_db_ring(f, p->adapter, p->peer_adapter,
+                         fab_agent_bit(fab_adapter(f, p->peer_adapter)));
     return rc;
 }
 
@@ -147,9 +168,9 @@ static void handle_request(uint32_t sender, struct mbox_peer *p, struct mbox_slo
                                       out + sizeof *reply, &rsp_len);
     if (rsp_len > MBOX_MAX_PAYLOAD)
         rsp_len = 0;
-    if (peer_route(sender, p) == 0)
-        post(sender, p, offsetof(struct mbox_slot, rsp), seq, out,
-             (uint32_t)sizeof *reply + rsp_len);
+    struct mbox_route r;
+    if (peer_route(sender, p, &r) == 0)
+        post(&r, offsetof(struct mbox_slot, rsp), seq, out, (uint32_t)sizeof *reply + rsp_len);
 }
 
 void mbox_poll(void)
@@ -235,15 +256,16 @@ int mbox_call_posted(uint32_t peer, uint32_t type, const void *req, uint32_t len
     if (len)
         memcpy(msg + sizeof hdr, req, len);
     pthread_mutex_lock(&p->call_lock);
-    int rc = peer_route(peer, p);
+    struct mbox_route r;
+    int rc = peer_route(peer, p, &r);
     uint32_t seq = ++p->next_seq;
-    if (!rc && !fab_path_up(agent.f, (uint32_t)p->adapter, (uint32_t)p->peer_adapter, NULL))
+    if (!rc && !fab_path_up(agent.f, r.adapter, r.peer_adapter, NULL))
         rc = -ENOLINK;
     if (!rc) {
         /* From here the peer may act on it, even if we never learn the result. */
         if (posted)
             *posted = true;
-        rc = post(peer, p, offsetof(struct mbox_slot, req), seq, msg, (uint32_t)sizeof hdr + len);
+        rc = post(&r, offsetof(struct mbox_slot, req), seq, msg, (uint32_t)sizeof hdr + len);
     }
     if (!rc) {
         struct mbox_slot *s = local_slot(peer);

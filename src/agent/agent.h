@@ -256,11 +256,14 @@ void alend_forget(uint32_t fn);
 int alend_return(int32_t client, uint32_t fn);
 /**
  * alend_map() - map [@addr, @addr+@size) of host @target for @fn's DMA
+ * @via: the lender's adapter the window should go through (the lender's end of the path the
+ * borrower chose, smartio-tocs-2021 §6.3), or -1: the lender's first path to @target that is up.
+ * The lender takes @via only if it reaches @target and its path is up.
  * Return: 0 with the device-side I/O address and the mapping's id, or -errno (-ENOSPC when
  * the lender's adapter is out of LUT or requester-ID entries).
  */
 int alend_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_t size,
-              uint64_t *ioaddr, uint64_t *id);
+              int via, uint64_t *ioaddr, uint64_t *id);
 /* As alend_map, at the device-side I/O address @iova (the lender's IOMMU maps it): -EOPNOTSUPP
  * when the lender has no IOMMU, -EEXIST when it overlaps another mapping of the device. */
 int alend_map_at(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_t size,

@@ -140,7 +140,7 @@ bool agent_serve(int fd, int32_t pid, const struct agent_req *req, struct agent_
         break;
     case AGENT_DEV_MAP:
         rsp.rc = alend_map(pid, (uint32_t)req->a, (uint32_t)req->b, req->c,
-                         (uint64_t)req->flags * 4096, &rsp.a, &rsp.b);
+                           (uint64_t)req->flags * 4096, (int)(req->a >> 32) - 1, &rsp.a, &rsp.b);
         break;
     case AGENT_DEV_MAP_AT:
         rsp.rc = alend_map_at(pid, (uint32_t)req->a, (uint32_t)(req->a >> 32), req->b,

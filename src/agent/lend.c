@@ -156,13 +156,28 @@ static bool borrows(uint32_t fn, uint32_t host)
     return false;
 }
 
+/* The adapter a window onto `target` goes through: the one the borrower chose (via - 1, the
+ * lender's end of its path: smartio-tocs-2021 §6.3) when it is ours, reaches the target and its
+ * path is up; else our first path to the target that is up. */
+static int via_or_toward(uint32_t via, uint32_t target)
+{
+    struct fab *f = agent.f;
+    const struct fab_host *self = fab_host(f, agent.host);
+    if (via && via - 1 >= self->adapter_first && via - 1 < self->adapter_first + self->nadapters) {
+        int peer = fab_peer_on(f, via - 1, target);
+        if (peer >= 0 && fab_path_up(f, via - 1, (uint32_t)peer, NULL))
+            return (int)(via - 1);
+    }
+    return fab_adapter_toward(f, agent.host, target, NULL);
+}
+
 /* Prepare an I/O address through which fn reaches `addr` on `target` (smartio §4.4: on the
  * lender itself, or through the lender's adapter facing the target). With `at`, that address
  * is `iova`, chosen by the borrower: the lender's IOMMU maps it onto the window (a guest's
  * device, whose I/O addresses are the guest's physical ones: device-lending-kvm-2019 §5).
  * Lock held. */
 static int lend_map(uint32_t fn, uint32_t host, uint32_t target, uint64_t addr, uint64_t size,
-                    bool aperture, bool at, uint64_t iova, struct lend_rsp *out)
+                    bool aperture, bool at, uint64_t iova, uint32_t via, struct lend_rsp *out)
 {
     struct fab *f = agent.f;
     if (!lend_is_lender(fn) || !size || target >= f->ctl->nhosts)
@@ -190,7 +205,7 @@ static int lend_map(uint32_t fn, uint32_t host, uint32_t target, uint64_t addr, 
         m->ioaddr = addr;
         out->via = -1;
     } else {
-        int ai = same ? (int)same->win.adapter : fab_adapter_toward(f, agent.host, target, NULL);
+        int ai = same ? (int)same->win.adapter : via_or_toward(via, target);
         /* Held by the agent process itself, so nobody else takes them in between. */
         if (same)
             m->win = same->win;
@@ -275,7 +290,7 @@ int lend_call(uint32_t type, uint32_t from, const struct lend_req *r, struct len
         break;
     case MBOX_DEV_MAP:
         rc = lend_map(r->fn, from, r->target, r->addr, (uint64_t)r->pages * 4096,
-                      r->mode == LEND_MAP_APERTURE, r->mode == LEND_MAP_AT, r->iova, out);
+                      r->mode == LEND_MAP_APERTURE, r->mode == LEND_MAP_AT, r->iova, r->via, out);
         break;
     case MBOX_DEV_UNMAP:
         rc = lend_unmap(r->fn, from, r->id);

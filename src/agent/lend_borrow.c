@@ -254,7 +254,7 @@ int alend_return(int32_t client, uint32_t fn)
 }
 
 static int map_for(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_t size,
-                   bool at, uint64_t iova, uint64_t *ioaddr, uint64_t *id)
+                   bool at, uint64_t iova, int via, uint64_t *ioaddr, uint64_t *id)
 {
     struct fab *f = agent.f;
     if (!size || size > (1ull << 44) || target >= f->ctl->nhosts)
@@ -266,7 +266,8 @@ static int map_for(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, 
         return -EPERM; /* borrow it first */
     uint64_t first = addr & ~4095ull, pages = (addr - first + size + 4095) / 4096;
     struct lend_req r = { .fn = fn, .target = target, .addr = addr, .pages = (uint32_t)pages,
-                          .mode = at ? LEND_MAP_AT : 0, .iova = iova };
+                          .mode = at ? LEND_MAP_AT : 0, .iova = iova,
+                          .via = via >= 0 ? (uint32_t)via + 1 : 0 };
     struct lend_rsp out;
     int rc = lend_to_lender(MBOX_DEV_MAP, &r, &out);
     if (rc)
@@ -312,9 +313,9 @@ static int map_for(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, 
 }
 
 int alend_map(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_t size,
-              uint64_t *ioaddr, uint64_t *id)
+              int via, uint64_t *ioaddr, uint64_t *id)
 {
-    return map_for(client, fn, target, addr, size, false, 0, ioaddr, id);
+    return map_for(client, fn, target, addr, size, false, 0, via, ioaddr, id);
 }
 
 int alend_map_at(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, uint64_t size,
@@ -323,7 +324,7 @@ int alend_map_at(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, ui
     uint64_t io;
     if ((iova & 4095) != (addr & 4095))
         return -EINVAL;
-    return map_for(client, fn, target, addr, size, true, iova, &io, id);
+    return map_for(client, fn, target, addr, size, true, iova, -1, &io, id);
 }
 
 void alend_client_gone(int32_t client)

@@ -23,7 +23,7 @@ struct lend_req {
     uint64_t addr;
     uint32_t id, boot;
     uint32_t pid;            /* MBOX_DEV_SHARE: the sharing process (mode 0: it stops managing) */
-    uint32_t pad;
+    uint32_t via;            /* MBOX_DEV_MAP: lender adapter + 1 to map through (0: any) */
     uint64_t iova;           /* MBOX_DEV_MAP mode LEND_MAP_AT: the device-side address chosen */
 };
 #define LEND_MAP_APERTURE 1u /* MBOX_DEV_MAP modes */

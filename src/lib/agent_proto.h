@@ -44,8 +44,10 @@ enum agent_op {
                            * client hangs up */
     AGENT_DEV_SHARE,      /* exclusive -> shared */
     AGENT_DEV_RETURN,
-    AGENT_DEV_MAP,        /* b = target host index, c = bus address there, flags = pages ->
-                           * a = device-side I/O address, b = mapping id */
+    AGENT_DEV_MAP,        /* a = function | (lender adapter + 1) << 32 (0: any; the lender's
+                           * end of the path chosen, sio_set_path), b = target host index,
+                           * c = bus address there, flags = pages -> a = device-side I/O
+                           * address, b = mapping id */
     AGENT_DEV_UNMAP,      /* b = mapping id */
     AGENT_SEG_ALLOC_AT,   /* a = host index, b = size -> a = id of a segment that host's agent
                            * created for us, available on its adapter facing us */

@@ -106,6 +106,42 @@ void sio_write64(sio_bar_t *map, size_t off, uint64_t val);
 uint32_t sio_read32(sio_bar_t *map, size_t off);
 uint64_t sio_read64(sio_bar_t *map, size_t off);
 
+/* ---- multipath (smartio-tocs-2021 §6.3, Fig. 16) ----
+ * A host with two NTB adapters on two switches reaches a lender over two independent paths.
+ * Path 0 goes through this host's first adapter that reaches the lender, path 1 through the
+ * next, and so on (`ntblend status` lists them). A device is borrowed on the first of its paths
+ * that is up. The path chosen with sio_set_path() is the one later calls set up mappings over:
+ * sio_map_bar() maps the BAR through that path's adapter, and the sio_map_*() calls, sio_alloc()
+ * and sio_enable_vector() have the lender make the device's DMA windows through its adapter
+ * at the other end of that path ("specifying which of the local adapters it is using to reach
+ * the NVMe device, our SmartIO system will automatically resolve which of the lender-side NTB
+ * adapters to configure DMA windows through"). A mapping keeps the path it was made on. So a
+ * driver sets up what it needs on each path in advance and moves to the other when one fails.
+ * A BAR mapping can also fail over by itself (sio_bar_failover).
+ */
+/** sio_paths() - How many paths lead from this host to the device's lender: 0 for a device of
+ * this host, 1 for most, 2 or more with several adapters on separate switches. */
+int sio_paths(sio_dev_t *dev);
+/** sio_set_path() - Set up later mappings over path `path` (0 .. sio_paths() - 1). 0;
+ * -ENOENT no such path (a host with one adapter toward the lender has path 0 only: give it a
+ * second adapter on a second switch, examples/topologies/two-paths.ini); -EINVAL a device of
+ * this host (no NTB between); -EOPNOTSUPP a function bound in this host's tree (sio_bind), which
+ * keeps the path its hot-add used. Streaming mappings (sio_stream_map) go over the lender's
+ * first path that is up, whatever the path. */
+int sio_set_path(sio_dev_t *dev, int path);
+/** sio_get_path() - The path mappings are set up over now; -1 for a device of this host. */
+int sio_get_path(const sio_dev_t *dev);
+/** sio_path_up() - Whether path `path` works now (both hosts up, both ports enabled, every
+ * cable on it up). false for no such path. */
+bool sio_path_up(sio_dev_t *dev, int path);
+/** sio_bar_failover() - Also map BAR mapping `map` through another path (the first other than
+ * its own), so that while its own path is down its addresses reach the device over that one —
+ * no all-ones reads, no lost stores — and return when it heals. Costs the other adapter's LUT
+ * entries for the BAR. 0; -ENOENT no other path; -ENOSPC no entries left on the other adapter;
+ * -EOPNOTSUPP the device is in this host or bound in its tree; -EALREADY done before. A
+ * driver that relies on all-ones reads to notice a cut must check sio_path_up() instead. */
+int sio_bar_failover(sio_bar_t *map);
+
 /* Memory for the device. Each returns the device-side I/O address of the memory: */
 /** sio_map_addr() - ... bus address `addr` on host `node_id` (RAM, or a BAR there) */
 int sio_map_addr(sio_dev_t *dev, uint32_t node_id, uint64_t addr, size_t size,

@@ -51,7 +51,7 @@ static const struct {
     { "virtual machines", vm_group, sizeof vm_group / sizeof vm_group[0] },
 };
 /* Optional one by one (documented in ntb_backend.h as "may be NULL"): host_name,
- * latency_model, ram_size, path_word, fn_raw. */
+ * latency_model, ram_size, path_word, fn_raw, window_cpu_failover. */
 
 static bool has(const struct ntb_backend_ops *ops, const struct op *o)
 {

@@ -171,6 +171,11 @@ struct ntb_backend_ops {
     void *(*window_cpu_map)(struct rt *rt, const struct ntb_window *w, bool readonly,
                             void **base);
     int (*window_cpu_unmap)(struct rt *rt, void *base);
+    /* window_cpu_failover (may be NULL): `alt` is a window onto the same range through
+     * another adapter (another path, smartio-tocs-2021 §6.3); while the path of the mapping at
+     * `base` is down and alt's is up, its addresses reach the target through alt, and return
+     * when it heals. -EINVAL when alt's geometry differs (entry size, count). */
+    int (*window_cpu_failover)(struct rt *rt, void *base, const struct ntb_window *alt);
 
     /* ---- local memory and interrupts ----
      * ram: a pointer to [phys, phys+len) of a host's RAM as this process may reach it

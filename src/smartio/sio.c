@@ -112,6 +112,7 @@ int smartio_borrow(uint32_t id, unsigned mode, sio_dev_t **out)
         d->ai = ai;
         d->peer_ai = (int)peer_ai;
     }
+    smartio_path_init(d);
     smartio_stream_init(d);
     *out = d;
     return 0;
@@ -178,7 +179,7 @@ volatile void *sio_map_bar(sio_dev_t *d, int bar, size_t *size, sio_bar_t **out)
         errno = ENOMEM;
         return NULL;
     }
-    *m = (sio_bar_t){ .dev = d, .size = b->size };
+    *m = (sio_bar_t){ .dev = d, .size = b->size, .ai = d->ai, .peer_ai = d->peer_ai, .bar = bar };
     if (d->lender == d->rt->host) {
         m->ptr = rt->ops->bar_mem(rt, d->fn, bar);
     } else if (d->tree_bar[bar]) {
@@ -218,16 +219,21 @@ int sio_unmap_bar(sio_bar_t *m)
     if (m->tree_base)
         m->dev->rt->ops->window_cpu_unmap(m->dev->rt, m->tree_base);
     rt_window_close(m->dev->rt, &m->win);
+    if (m->alt.count)
+        m->dev->rt->ops->window_unmap(m->dev->rt, &m->alt);
     free(m);
     return 0;
 }
 
-/* The device sees a register write (its model wakes) only if the write reached it. */
+/* The device sees a register write (its model wakes) only if the write reached it: over the
+ * mapping's path, or over its second path while the first is down. */
 static void notify(sio_bar_t *m)
 {
     sio_dev_t *d = m->dev;
     if ((m->win.map || m->tree_base) &&
-        !d->rt->ops->path_up(d->rt, (uint32_t)d->ai, (uint32_t)d->peer_ai))
+        !d->rt->ops->path_up(d->rt, (uint32_t)m->ai, (uint32_t)m->peer_ai) &&
+        !(m->alt.count &&
+          d->rt->ops->path_up(d->rt, (uint32_t)m->alt_ai, (uint32_t)m->alt_peer_ai)))
         return;
     d->rt->ops->fn_notify(d->rt, d->fn);
 }
@@ -260,10 +266,13 @@ static int map_host_as(sio_dev_t *d, uint32_t host, uint64_t addr, size_t size, 
         return -ENOMEM;
     uint64_t pages = ((addr & 4095) + size + 4095) / 4096;
     struct agent_rsp rsp;
+    /* The lender's end of the path chosen (sio_set_path): its window goes through that adapter. */
+    uint64_t via = d->peer_ai >= 0 ? (uint64_t)d->peer_ai + 1 : 0;
     int rc = pages > UINT32_MAX ? -EINVAL
              : at ? smartio_call(d->rt, AGENT_DEV_MAP_AT, (uint32_t)pages,
                                  d->fn | (uint64_t)host << 32, addr, *ioaddr, &rsp)
-                  : smartio_call(d->rt, AGENT_DEV_MAP, (uint32_t)pages, d->fn, host, addr, &rsp);
+                  : smartio_call(d->rt, AGENT_DEV_MAP, (uint32_t)pages, d->fn | via << 32, host,
+                                 addr, &rsp);
     if (rc) {
         free(m);
         return rc;

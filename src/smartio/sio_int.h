@@ -34,7 +34,9 @@ struct sio_dev {
     sio_dma_t *msi;  /* this host's MSI region, mapped for the device once */
     uint64_t msi_io;
     uint32_t fn, lender;
-    int ai, peer_ai; /* our adapter facing the lender and the lender's, -1 when local */
+    int ai, peer_ai; /* the path mappings are made over now (sio_set_path): our adapter facing
+                      * the lender and the lender's, -1 when local */
+    int path;        /* its number (paths.c) */
     unsigned mode;   /* SIO_EXCLUSIVE, SIO_SHARED, or AGENT_BORROW_BIND (sio_bind) */
     /* A lent function bound in this host's tree (sio_bind): its BARs are where its hot-add
      * mapped them in this host's address map (0: not in the tree, a window of its own). */
@@ -54,6 +56,11 @@ struct sio_bar {
     void *tree_base;      /* ... or the hot-add's window, mapped into this process */
     volatile char *ptr;
     size_t size;
+    int ai, peer_ai;      /* the path it was mapped over */
+    int bar;
+    struct ntb_window alt; /* the same BAR through another path, which the CPU mapping uses
+                            * while its own is down (alt.count 0: none) */
+    int alt_ai, alt_peer_ai;
 };
 
 struct sio_dma {
@@ -71,6 +78,11 @@ int smartio_borrow(uint32_t id, unsigned mode, sio_dev_t **out);
 /* pcie_tree.c: map BAR `bar` of a lent function bound in this host's tree through the window
  * its hot-add set up, into m (ptr, tree_base). 0 or -errno. */
 int smartio_tree_bar_map(sio_dev_t *d, int bar, struct sio_bar *m);
+
+/* paths.c: path k to d's lender (our adapter and the lender's), 0 or -ENOENT (-EINVAL: d is
+ * here); d->path for the adapter sio_borrow chose. */
+int smartio_path(const sio_dev_t *d, int k, int *ai, int *peer_ai);
+void smartio_path_init(sio_dev_t *d);
 
 /* ram.c: this host's physical address of [cpu, cpu + len) if sio_ram_alloc gave it. */
 int smartio_ram_phys(const void *cpu, size_t len, uint64_t *phys);

@@ -156,6 +156,11 @@ static void *emu_window_cpu_map(struct rt *rt, const struct ntb_window *w, bool 
 
 static int emu_window_cpu_unmap(struct rt *rt, void *base) { return emu_unmap_window(rt, base); }
 
+static int emu_window_cpu_failover(struct rt *rt, void *base, const struct ntb_window *alt)
+{
+    return emu_map_failover(rt, base, alt->adapter, alt->first, alt->count);
+}
+
 /* ---------------------------------------------------------------- memory and interrupts */
 
 static void *emu_ram(struct rt *rt, uint32_t host, uint64_t phys, uint64_t len)
@@ -330,6 +335,7 @@ const struct ntb_backend_ops ntb_backend_emu = {
     .window_map = emu_window_map,
     .window_unmap = emu_window_unmap,
     .window_cpu_map = emu_window_cpu_map,
+    .window_cpu_failover = emu_window_cpu_failover,
     .window_cpu_unmap = emu_window_cpu_unmap,
     .ram = emu_ram,
     .ram_fd = emu_ram_fd,

@@ -41,6 +41,9 @@ void *emu_map_window(struct rt *rt, uint32_t adapter, uint32_t first, uint32_t c
 int emu_unmap_window(struct rt *rt, void *base);
 void emu_unmap_all(struct rt *rt);
 bool emu_remap_all(struct rt *rt);
+/* The mapping at base falls back, entry by entry, on entries [first, first+count) of another
+ * adapter (the same range over another path) while its own do not resolve. */
+int emu_map_failover(struct rt *rt, void *base, uint32_t adapter, uint32_t first, uint32_t count);
 
 int emu_adapter_info(struct rt *rt, uint32_t adapter, struct ntb_adapter_info *o);
 int emu_mw_set(struct rt *rt, uint32_t adapter, uint32_t widx, uint32_t peer_host, uint64_t addr);

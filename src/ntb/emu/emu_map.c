@@ -4,11 +4,14 @@
  * so a store lands in the peer's memory with no software in between. An entry that does not
  * resolve (not programmed, link down, IOMMU fault) maps a file of 0xff bytes privately: loads
  * read all ones and stores never reach anyone. The watcher (emu_rt.c) remaps an entry when
- * what it reaches changes.
+ * what it reaches changes. A mapping may have a second window onto the same range through
+ * another adapter (multipath): an entry whose own path is dead then maps what the other's
+ * entry reaches — the same memory, so nothing moves while that path holds.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "emu.h"
@@ -18,6 +21,8 @@ static struct emu *E(struct rt *rt) { return rt->bk; }
 struct emu_map {
     struct emu_map *next;
     uint32_t adapter, first, count;
+    bool has_alt;              /* emu_map_failover */
+    uint32_t alt_adapter, alt_first;
     int prot;
     char *base;
     uint64_t *sig; /* what each entry resolved to last time */
@@ -37,17 +42,17 @@ static int map_ones(struct rt *rt, char *at, uint64_t len, int prot)
     return 0;
 }
 
-/* Re-resolve entry k of map m; remap it only if what it reaches changed. */
-static int remap_entry(struct rt *rt, struct emu_map *m, uint32_t k, bool force)
+/* What LUT entry `entry` of adapter ai reaches, in up to 64 extents: their count, *sig a hash
+ * of them, *dead when some reach nothing. */
+static int probe_entry(struct rt *rt, uint32_t ai, uint32_t entry, struct fab_target *ext,
+                       uint64_t *sig, bool *dead)
 {
     struct fab *f = emu_fab(rt);
-    struct fab_adapter *a = fab_adapter(f, m->adapter);
-    uint64_t bus = a->bar_addr + (uint64_t)(m->first + k) * a->lut_size;
-    char *at = m->base + (uint64_t)k * a->lut_size;
-    struct fab_target ext[64];
+    struct fab_adapter *a = fab_adapter(f, ai);
+    uint64_t bus = a->bar_addr + (uint64_t)entry * a->lut_size;
     int n = 0;
-    uint64_t sig = 0xcbf29ce484222325ull;
-    bool dead = false;
+    *sig = 0xcbf29ce484222325ull;
+    *dead = false;
     for (uint64_t off = 0; off < a->lut_size && n < 64; n++) {
         int rc = fab_resolve_probe(f, rt->host, FAB_RID_CPU, bus + off, a->lut_size - off, true,
                                    &ext[n]);
@@ -55,11 +60,36 @@ static int remap_entry(struct rt *rt, struct emu_map *m, uint32_t k, bool force)
             return rc;
         if (ext[n].err || (ext[n].region != FAB_REGION_RAM && ext[n].region != FAB_REGION_DEVICE)) {
             ext[n].region = FAB_REGION_NONE; /* CPU stores to an MSI region are not modelled */
-            dead = true;
+            *dead = true;
         }
-        sig = mix(mix(mix(mix(sig, ext[n].region), ext[n].host), ext[n].fn),
-                  ext[n].addr ^ (ext[n].len << 1));
+        *sig = mix(mix(mix(mix(*sig, ext[n].region), ext[n].host), ext[n].fn),
+                   ext[n].addr ^ (ext[n].len << 1));
         off += ext[n].len;
+    }
+    return n;
+}
+
+/* Re-resolve entry k of map m; remap it only if what it reaches changed. */
+static int remap_entry(struct rt *rt, struct emu_map *m, uint32_t k, bool force)
+{
+    struct fab *f = emu_fab(rt);
+    struct fab_adapter *a = fab_adapter(f, m->adapter);
+    char *at = m->base + (uint64_t)k * a->lut_size;
+    struct fab_target ext[64], alt[64];
+    uint64_t sig, alt_sig;
+    bool dead, alt_dead;
+    int n = probe_entry(rt, m->adapter, m->first + k, ext, &sig, &dead);
+    if (n < 0)
+        return n;
+    if (dead && m->has_alt) {
+        /* Its own path is down: the same range through the other adapter, if that one works. */
+        int an = probe_entry(rt, m->alt_adapter, m->alt_first + k, alt, &alt_sig, &alt_dead);
+        if (an > 0 && !alt_dead) {
+            memcpy(ext, alt, (size_t)an * sizeof ext[0]);
+            n = an;
+            sig = alt_sig;
+            dead = false;
+        }
     }
     if (!force && sig == m->sig[k]) {
         /* Unchanged; a dead entry drops whatever was stored into it since (scrub). */
@@ -170,6 +200,29 @@ int emu_unmap_window(struct rt *rt, void *base)
     }
     pthread_mutex_unlock(&E(rt)->map_lock);
     return -EINVAL;
+}
+
+int emu_map_failover(struct rt *rt, void *base, uint32_t adapter, uint32_t first, uint32_t count)
+{
+    struct fab *f = emu_fab(rt);
+    int rc = -EINVAL;
+    pthread_mutex_lock(&E(rt)->map_lock);
+    for (struct emu_map *m = E(rt)->maps; m; m = m->next) {
+        if (m->base != base)
+            continue;
+        if (count != m->count || adapter == m->adapter ||
+            fab_adapter(f, adapter)->lut_size != fab_adapter(f, m->adapter)->lut_size)
+            break;
+        m->alt_adapter = adapter;
+        m->alt_first = first;
+        m->has_alt = true;
+        rc = 0;
+        for (uint32_t k = 0; k < m->count && !rc; k++)
+            rc = remap_entry(rt, m, k, false);
+        break;
+    }
+    pthread_mutex_unlock(&E(rt)->map_lock);
+    return rc;
 }
 
 void emu_unmap_all(struct rt *rt)

@@ -185,7 +185,8 @@ static void test_smartio(void **state)
     assert_int_equal(sio_alloc(d, 8192, SIO_HINT_HOST_READ, &cpu, &io, &m), 0);
     assert_int_equal(sio_mem_node(m), 4);
     c = last("agent:dev_map");
-    assert_int_equal(c->a, 0);   /* fn */
+    assert_int_equal(c->a & 0xffffffffu, 0); /* fn */
+    assert_int_equal(c->a >> 32, 2); /* the lender's adapter of the path (1) + 1 */
     assert_int_equal(c->b, 0);   /* target host: this one */
     assert_int_equal(c->d, 2);   /* pages */
     assert_ptr_equal(cpu, D.ram[0] + c->c);

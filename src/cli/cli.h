@@ -112,6 +112,10 @@ int cmd_run(struct cli *c);
 int cmd_link(struct cli *c);
 int cmd_agent_ping(struct cli *c);
 int cmd_device(struct cli *c);
+/* mpath.c: the PATHS part of `status`: host pairs joined by more than one path (nothing
+ * printed, an empty array, when there are none). */
+void cli_print_paths(const struct fab *f);
+struct json_object *cli_paths_json(const struct fab *f);
 /* device.c: the DEVICES part of `status` (human table, or a json-c array). */
 void cli_print_devices(const struct fab *f);
 struct json_object *cli_devices_json(const struct fab *f);

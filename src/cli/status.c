@@ -318,6 +318,7 @@ static int print_json(struct fab *f, const struct health *hs)
         json_object_array_add(links, o);
     }
     json_object_object_add(root, "links", links);
+    json_object_object_add(root, "paths", cli_paths_json(f));
     json_object_object_add(root, "devices", cli_devices_json(f));
     json_object_object_add(root, "vms", cli_vms_json(f));
 
@@ -438,6 +439,7 @@ static int print_table(struct fab *f, const struct health *hs)
         printf("  %4u  %-*s --- %-*s  %s\n", i, lw, end_name(f, &l->a), bw, end_name(f, &l->b),
                atomic_load(&l->up) ? "up" : "down");
     }
+    cli_print_paths(f);
     cli_print_devices(f);
     cli_print_vms(f);
     printf("\n(columns: ntblend status --help)\n");

@@ -1,0 +1,308 @@
+/*
+ * Multipath (smartio-tocs-2021 §6.3) on examples/topologies/two-paths.ini, where every two hosts
+ * are joined through two adapters on two switches: `ntblend status` shows both paths; agents
+ * keep talking over the second while the first cable is out; a borrower's BAR and DMA-window
+ * mappings exist on the path it chose, a BAR mapping with failover moves to the surviving path
+ * and back (one without reads all ones while its path is down), and
+ * mappings asked for while a path is down are made on the one that works; every byte written
+ * through a BAR while the primary cable is pulled and replugged arrives. Where the device must
+ * act, the parent performs its DMA through the fabric model as the device's requester.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "harness.h"
+#include "fabric.h"
+#include "ntblend/smartio.h"
+
+static char FAB[64];
+static struct fab *F;
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(FAB, sizeof FAB, "%s", h_fabric_name("mpath"));
+    if (h_up(FAB, "examples/topologies/two-paths.ini"))
+        return -1;
+    if (h_cli(FAB, "device add accel0 >/dev/null"))
+        return -1;
+    return fab_attach(FAB, -1, &F);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    fab_detach(F);
+    h_down(FAB);
+    return 0;
+}
+
+static void cable(const char *adapter, bool up)
+{
+    assert_int_equal(h_cli(FAB, "link %s %s sw%c", up ? "up" : "down", adapter,
+                           adapter[strlen(adapter) - 1]),
+                     0);
+}
+
+/* Which of a's adapters' window BARs the device-side address io is in (-1: none). */
+static int lender_adapter_of(uint64_t io)
+{
+    const struct fab_host *a = fab_host(F, (uint32_t)fab_host_by_name(F, "a"));
+    for (uint32_t i = 0; i < a->nadapters; i++) {
+        const struct fab_adapter *ad = fab_adapter(F, a->adapter_first + i);
+        if (io >= ad->bar_addr && io < ad->bar_addr + (uint64_t)ad->lut_entries * ad->lut_size)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* LUT entries the agents hold (their mailbox routes), over all adapters. */
+static unsigned agent_luts(void)
+{
+    unsigned n = 0;
+    for (uint32_t i = 0; i < F->ctl->nadapters; i++) {
+        struct fab_adapter *a = fab_adapter(F, i);
+        const struct fab_lut_entry *e = fab_lut(F, a);
+        for (uint32_t k = 0; k < a->lut_entries; k++)
+            n += (e[k].flags & FAB_LUT_AGENT) != 0;
+    }
+    return n;
+}
+
+/* ---------------------------------------------------------------- topology and agents */
+
+static void test_status_shows_both_paths(void **state)
+{
+    (void)state;
+    const char *grep = "%s/ntblend --fabric %s status | grep -q '%s'";
+    assert_int_equal(h_sh(grep, h_bin(), FAB, "^PATHS (3 pairs"), 0);
+    assert_int_equal(h_sh(grep, h_bin(), FAB, "path 0  a.ntb0 --- b.ntb0  via sw0  up"), 0);
+    assert_int_equal(h_sh(grep, h_bin(), FAB, "path 1  a.ntb1 --- b.ntb1  via sw1  up"), 0);
+    /* The agents' routes between a, b and c are set up over sw0, the first path. */
+    assert_int_equal(h_cli(FAB, "agent-ping b a >/dev/null"), 0);
+    assert_int_equal(h_cli(FAB, "agent-ping a c >/dev/null"), 0);
+    unsigned routes = agent_luts();
+    cable("a.ntb0", false);
+    assert_int_equal(h_sh(grep, h_bin(), FAB, "path 0  a.ntb0 --- b.ntb0  via sw0  down"), 0);
+    assert_int_equal(h_sh("%s/ntblend --fabric %s status --json | jq -e '.paths | length == 3 "
+                          "and .[0].from == \"a\" and .[0].to == \"b\" and .[0].paths[1].via == "
+                          "\"sw1\" and ([.[0].paths[].state] == [\"down\", \"up\"])' >/dev/null",
+                          h_bin(), FAB),
+                     0);
+    /* They move to sw1 while a's sw0 cable is out, and still work after it is back. */
+    assert_int_equal(h_cli(FAB, "agent-ping b a >/dev/null"), 0);
+    assert_int_equal(h_cli(FAB, "agent-ping a c >/dev/null"), 0);
+    assert_int_equal(agent_luts(), routes); /* moved, not added: the old entries went */
+    cable("a.ntb0", true);
+    assert_int_equal(h_cli(FAB, "agent-ping b a >/dev/null"), 0);
+}
+
+/* ---------------------------------------------------------------- mappings on both paths */
+
+#define PAT(i, pass) ((uint8_t)((i) * 7 + (pass)))
+
+static void borrower(void *arg)
+{
+    (void)arg;
+    sio_dev_t *d;
+    CHECK_EQ(sio_borrow((uint32_t)sio_find("accel0"), SIO_EXCLUSIVE, &d), 0);
+    CHECK_EQ(sio_enable(d), 0);
+    CHECK_EQ(sio_paths(d), 2);
+    CHECK_EQ(sio_get_path(d), 0);
+    CHECK_EQ(sio_set_path(d, 2), -ENOENT); /* a second path exists, a third does not */
+    CHECK_EQ(sio_set_path(d, -1), -ENOENT);
+    CHECK(sio_path_up(d, 0) && sio_path_up(d, 1) && !sio_path_up(d, 2));
+    /* BAR2 over path 0 and over path 1; memory for the device over each path. */
+    size_t size;
+    sio_bar_t *b0, *b1, *plain;
+    volatile uint8_t *m0 = sio_map_bar(d, 2, &size, &b0);
+    CHECK(m0);
+    CHECK_EQ(sio_bar_failover(b0), 0);
+    CHECK_EQ(sio_bar_failover(b0), -EALREADY);
+    volatile uint8_t *mp = sio_map_bar(d, 2, NULL, &plain); /* path 0 alone */
+    CHECK(mp);
+    CHECK_EQ(sio_set_path(d, 1), 0);
+    CHECK_EQ(sio_get_path(d), 1);
+    volatile uint8_t *m1 = sio_map_bar(d, 2, NULL, &b1);
+    CHECK(m1 && m1 != m0);
+    seg_desc_t *sd;
+    seg_local_t *seg;
+    seg_map_t *sm;
+    CHECK_EQ(seg_open(&sd), 0);
+    CHECK_EQ(seg_create(sd, &seg, 0, 3 * 4096), 0);
+    volatile uint8_t *mem = seg_map_local(seg, 0, 0, 0, &sm);
+    CHECK(mem);
+    uint64_t io0, io1, io2;
+    sio_dma_t *d0, *d1, *d2;
+    CHECK_EQ(sio_map_local(d, seg, 4096, 4096, &io1, &d1), 0);
+    CHECK_EQ(sio_set_path(d, 0), 0);
+    CHECK_EQ(sio_map_local(d, seg, 0, 4096, &io0, &d0), 0);
+    for (int i = 0; i < 4096; i++)
+        m0[i] = PAT(i, 1);
+    for (int i = 0; i < 4096; i++)
+        CHECK_EQ(m1[i], PAT(i, 1)); /* one device memory, two paths */
+    h_put(io0);
+    h_put(io1);
+    h_get(); /* a's cable to sw0 is out */
+    CHECK(!sio_path_up(d, 0) && sio_path_up(d, 1));
+    /* The path-0 mapping of the BAR goes over path 1 now: no all-ones, stores arrive. The one
+     * without failover reads all ones, as hardware does through a downed cable. */
+    for (int i = 0; i < 4096; i++) {
+        CHECK_EQ(m0[i], PAT(i, 1));
+        CHECK_EQ(mp[i], 0xff);
+    }
+    for (int i = 0; i < 4096; i++)
+        m0[i] = PAT(i, 2);
+    for (int i = 0; i < 4096; i++)
+        CHECK_EQ(m1[i], PAT(i, 2));
+    /* Asked for over path 0 while it is down: the lender makes it over the path that works. */
+    CHECK_EQ(sio_map_local(d, seg, 8192, 4096, &io2, &d2), 0);
+    h_put(io2);
+    h_get(); /* the device wrote through io1 and io2 */
+    for (int i = 0; i < 4096; i++) {
+        CHECK_EQ(mem[4096 + i], (uint8_t)(i ^ 0x5a));
+        CHECK_EQ(mem[8192 + i], (uint8_t)(i ^ 0xa5));
+    }
+    h_put(1);
+    h_get(); /* the cable is back */
+    CHECK(sio_path_up(d, 0));
+    for (int i = 0; i < 4096; i++) {
+        CHECK_EQ(m0[i], PAT(i, 2));
+        CHECK_EQ(mp[i], PAT(i, 2));
+    }
+    h_put(1);
+    h_get(); /* the device wrote through io0 again */
+    for (int i = 0; i < 4096; i++)
+        CHECK_EQ(mem[i], (uint8_t)(i ^ 0x3c));
+    CHECK_EQ(sio_unmap(d0), 0);
+    CHECK_EQ(sio_unmap(d1), 0);
+    CHECK_EQ(sio_unmap(d2), 0);
+    CHECK_EQ(sio_unmap_bar(b0), 0);
+    CHECK_EQ(sio_unmap_bar(b1), 0);
+    CHECK_EQ(sio_unmap_bar(plain), 0);
+    seg_unmap(sm);
+    seg_remove(seg);
+    seg_close(sd);
+    CHECK_EQ(sio_return(d), 0);
+}
+
+static void test_mappings_on_both_paths(void **state)
+{
+    (void)state;
+    uint32_t acc = (uint32_t)fab_func_by_name(F, "accel0");
+    struct h_proc u = h_spawn(FAB, "b", borrower, NULL);
+    uint64_t io0 = h_from(&u), io1 = h_from(&u);
+    /* Each DMA window goes through the lender's adapter at the far end of the path asked. */
+    assert_int_equal(lender_adapter_of(io0), 0);
+    assert_int_equal(lender_adapter_of(io1), 1);
+    cable("a.ntb0", false);
+    h_to(&u, 1);
+    uint64_t io2 = h_from(&u);
+    assert_int_equal(lender_adapter_of(io2), 1);
+    uint8_t p0[4096], p1[4096], p2[4096];
+    for (int i = 0; i < 4096; i++) {
+        p0[i] = (uint8_t)(i ^ 0x3c);
+        p1[i] = (uint8_t)(i ^ 0x5a);
+        p2[i] = (uint8_t)(i ^ 0xa5);
+    }
+    /* Path 0 is down: the device's write through it fails (nothing lands); path 1 works. */
+    assert_int_not_equal(fab_fn_dma_write(F, acc, io0, p0, sizeof p0), 0);
+    assert_int_equal(fab_fn_dma_write(F, acc, io1, p1, sizeof p1), 0);
+    assert_int_equal(fab_fn_dma_write(F, acc, io2, p2, sizeof p2), 0);
+    h_to(&u, 1);
+    h_from(&u);
+    cable("a.ntb0", true);
+    h_to(&u, 1);
+    h_from(&u);
+    assert_int_equal(fab_fn_dma_write(F, acc, io0, p0, sizeof p0), 0);
+    h_to(&u, 1);
+    assert_int_equal(h_join(&u), 0);
+}
+
+static void local_user(void *arg)
+{
+    (void)arg;
+    sio_dev_t *d;
+    CHECK_EQ(sio_borrow((uint32_t)sio_find("accel0"), SIO_EXCLUSIVE, &d), 0);
+    CHECK_EQ(sio_paths(d), 0);
+    CHECK_EQ(sio_get_path(d), -1);
+    CHECK_EQ(sio_set_path(d, 0), -EINVAL); /* its own device: no NTB in between */
+    CHECK(!sio_path_up(d, 0));
+    sio_bar_t *b;
+    CHECK(sio_map_bar(d, 2, NULL, &b));
+    CHECK_EQ(sio_bar_failover(b), -EOPNOTSUPP);
+    CHECK_EQ(sio_unmap_bar(b), 0);
+    CHECK_EQ(sio_return(d), 0);
+}
+
+static void test_local_device_has_no_paths(void **state)
+{
+    (void)state;
+    struct h_proc u = h_spawn(FAB, "a", local_user, NULL);
+    assert_int_equal(h_join(&u), 0);
+}
+
+/* ---------------------------------------------------------------- under load */
+
+#define LOAD_BYTES (1u << 20)
+#define STOP_AT (8u << 20) /* a word of device memory the parent sets to end the run */
+
+static void writer(void *arg)
+{
+    (void)arg;
+    sio_dev_t *d;
+    CHECK_EQ(sio_borrow((uint32_t)sio_find("accel0"), SIO_EXCLUSIVE, &d), 0);
+    sio_bar_t *b;
+    volatile uint64_t *m = sio_map_bar(d, 2, NULL, &b);
+    CHECK(m);
+    CHECK_EQ(sio_bar_failover(b), 0);
+    m[STOP_AT / 8] = 0;
+    h_put(1);
+    uint64_t pass = 0;
+    /* Write a pass, read it back: every word must be what was written, through any cable. */
+    while (m[STOP_AT / 8] != 0xd0e || pass < 2) {
+        pass++;
+        for (uint64_t i = 0; i < LOAD_BYTES / 8; i++)
+            m[i] = pass << 32 | i;
+        for (uint64_t i = 0; i < LOAD_BYTES / 8; i++)
+            CHECK_EQ(m[i], pass << 32 | i);
+    }
+    h_put(pass);
+    CHECK_EQ(sio_unmap_bar(b), 0);
+    CHECK_EQ(sio_return(d), 0);
+}
+
+static void test_every_byte_while_the_cable_is_pulled(void **state)
+{
+    (void)state;
+    uint32_t acc = (uint32_t)fab_func_by_name(F, "accel0");
+    struct fab_function *A = fab_func(F, acc);
+    struct h_proc u = h_spawn(FAB, "b", writer, NULL);
+    h_from(&u);
+    for (int round = 0; round < 5; round++) {
+        cable(round % 2 ? "b.ntb0" : "a.ntb0", false);
+        cable(round % 2 ? "b.ntb0" : "a.ntb0", true);
+    }
+    *(volatile uint64_t *)fab_bar_mem(F, acc, A->bar[2].off + STOP_AT, 8) = 0xd0e;
+    uint64_t passes = h_from(&u);
+    assert_true(passes >= 2);
+    assert_int_equal(h_join(&u), 0);
+    /* The last pass is in the device, word for word. */
+    const uint64_t *dm = fab_bar_mem(F, acc, A->bar[2].off, LOAD_BYTES);
+    for (uint64_t i = 0; i < LOAD_BYTES / 8; i++)
+        assert_int_equal(dm[i], passes << 32 | i);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_status_shows_both_paths),
+        cmocka_unit_test(test_mappings_on_both_paths),
+        cmocka_unit_test(test_local_device_has_no_paths),
+        cmocka_unit_test(test_every_byte_while_the_cable_is_pulled),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -2,13 +2,16 @@
 # Chaos run: boots fabrics, runs workloads that check their own data, injects faults on a
 # schedule drawn from a seed, then heals everything and checks what must hold afterwards.
 #
-# Usage: scripts/chaos.sh [--seed N] [--duration SECONDS] [--fabric switched|ring|both]
+# Usage: scripts/chaos.sh [--seed N] [--duration SECONDS]
+#                         [--fabric switched|ring|multipath|both|all]
 #                         [--json FILE] [--logs DIR] [--bin DIR]
 #   --seed N         the fault schedule (same seed, same schedule; default: from the clock,
 #                    printed so a failing run can be replayed)
 #   --duration S     seconds of faults per fabric (default 60)
 #   --fabric K       switched (examples/topologies/smartio3.ini: three hosts behind a switch),
-#                    ring (ring5.ini: five hosts, no switch) or both (default)
+#                    ring (ring5.ini: five hosts, no switch), multipath (two-paths.ini: three
+#                    hosts, each with two adapters on two switches), both (switched and ring)
+#                    or all three (default)
 #   --json FILE      the summary, the schedule and every invariant as JSON
 #   --logs DIR       keep workload logs, states and dumps there (default: a temporary dir,
 #                    removed when everything passed)
@@ -38,6 +41,8 @@
 # completed, reported every failure as an error, never took longer than its bound for a
 # round, and made progress once the fabric was whole; the borrower's and lender's PCIe trees
 # are as before the lending once the device is reclaimed; every VM is gone, with all it held.
+# On the multipath fabric also: whenever a cable is out, the agent of the host it belongs to
+# still answers every other host (over the other path).
 # Then, in a quiet window, an OpenSHMEM job (tools/shmem/chaos_shmem.c, built with oshcc) runs
 # on every host of the fabric with oshrun: it must finish within 60 s with correct results.
 # Exit status: 0 every invariant held, 1 one failed, 2 usage error.
@@ -51,7 +56,7 @@ die() { echo "$me: $*" >&2; exit 2; }
 
 seed=$(( $(date +%s%N) % 1000000 ))
 duration=60
-kinds=both
+kinds=all
 json=""
 logs=""
 bin="$src/build/bin"
@@ -69,8 +74,9 @@ while [ $# -gt 0 ]; do
 done
 [[ $seed =~ ^[0-9]{1,9}$ ]] || die "--seed takes a number"
 [[ $duration =~ ^[0-9]{1,5}$ ]] && [ "$duration" -ge 5 ] || die "--duration takes seconds, at least 5"
-case $kinds in switched) kinds=(switched) ;; ring) kinds=(ring) ;; both) kinds=(switched ring) ;;
-  *) die "--fabric is switched, ring or both" ;; esac
+case $kinds in switched|ring|multipath) kinds=("$kinds") ;; both) kinds=(switched ring) ;;
+  all) kinds=(switched ring multipath) ;;
+  *) die "--fabric is switched, ring, multipath, both or all" ;; esac
 command -v jq >/dev/null || die "jq is missing (scripts/install-deps.sh installs it)"
 for t in ntblend chaos_seg chaos_nvme chaos_accel oshcc oshrun; do [ -x "$bin/$t" ] || die "$bin/$t is missing: build first (scripts/build.sh)"; done
 export PATH="$bin:$PATH"
@@ -95,6 +101,7 @@ run_fabric() {
   case $kind in
     switched) topo=examples/topologies/smartio3.ini ;;
     ring) topo=examples/topologies/ring5.ini ;;
+    multipath) topo=examples/topologies/two-paths.ini ;;
   esac
   local dir="$logs/$kind"
   mkdir -p "$dir"
@@ -260,6 +267,19 @@ run_fabric() {
     # The VMs' accelerator's lender crashed: it lends it out again.
     [ -n "$vmdev" ] && n device add "$vmdev" >>"$dir/faults.log" 2>&1
   }
+  local mp_ok=0 mp_bad=0 mp_last=""
+  second_path() { # cable $1 - $2 is out: the agent of its host still reaches every other host
+    local end h o
+    for end in "$1" "$2"; do
+      [[ $end == *.* ]] || continue
+      h=${end%%.*}
+      for o in "${hosts[@]}"; do
+        [ "$o" = "$h" ] && continue
+        if n agent-ping "$h" "$o" >>"$dir/faults.log" 2>&1; then mp_ok=$(( mp_ok + 1 ))
+        else mp_bad=$(( mp_bad + 1 )); mp_last="$h to $o with $1 - $2 out"; fi
+      done
+    done
+  }
   local t0; t0=$(now_ms)
   local -A count=()
   for e in "${ev[@]}"; do
@@ -270,6 +290,7 @@ run_fabric() {
     case $k in
       flap|cut) # a b = link ends, c = duration
         n link down "$a" "$b" >>"$dir/faults.log" 2>&1
+        [ "$kind" = multipath ] && second_path "$a" "$b"
         sleep "$(awk -v m="$c" 'BEGIN { print m / 1000 }')"
         n link up "$a" "$b" >>"$dir/faults.log" 2>&1 ;;
       hostkill) # a = host, b = duration
@@ -497,6 +518,10 @@ run_fabric() {
 
   local summary=""
   for k in "${kinds_all[@]}"; do summary+="$k=${count[$k]:-0} "; done
+  if [ "$kind" = multipath ]; then
+    if [ $mp_bad = 0 ]; then record "$kind" "second path" pass "$mp_ok agent pings answered over the other path while a cable was out"
+    else record "$kind" "second path" fail "$mp_bad of $(( mp_ok + mp_bad )) agent pings failed while a cable was out (last: $mp_last)"; fi
+  fi
   record "$kind" "faults injected" pass "$summary"
   n status >"$dir/status.txt" 2>&1
   cp "$(jq -r .dir <<<"$st")"/host*.log "$dir/" 2>/dev/null # the agents' logs

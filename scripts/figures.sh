@@ -51,6 +51,7 @@ done
 # id | paper | where in it | experiment (group:part) | what it shows
 figs=(
   "dl2016-4a|device-lending-2016|§6.1, Fig. 4a|seg:dma|DMA between local and remote RAM over the NTB: writes and reads"
+  "dl2016-4b|device-lending-2016|§6.1, Fig. 4b; §6.2, Fig. 6|lending:bw|DMA between RAM and accelerator memory: a device's engine copying host-to-device and device-to-host, the device local and lent"
   "dl2018-6|device-lending-kvm-2018|§7.1, Fig. 6|lending:iommu|a lent GPU's DMA with the lender's IOMMU on: TLPs through the root"
   "dl2019-10|device-lending-kvm-multidevice-2019|§7.1, Fig. 10|lending:iommu|bandwidthTest on a lent GPU, shortest path (Rem-SW) vs through the lender's IOMMU (Rem-IOMMU)"
   "dl2019-t1|device-lending-kvm-multidevice-2019|§7.2, Table 1, Figs. 12 and 14|lending:p2p|peer-to-peer between two GPUs: local, same lender, two lenders"
@@ -59,6 +60,7 @@ figs=(
   "smartio-23|smartio-tocs-2021|§7.1.3, Fig. 23|lending:fig23|one more hop (a cluster switch) between a lent GPU and the borrower's RAM"
   "smartio-24|smartio-tocs-2021|§7.1.4, Figs. 24 and 25|lending:p2p|peer-to-peer throughput and latency, local baseline vs two GPUs from one lender"
   "smartio-26|smartio-tocs-2021|§7.1.5, Figs. 26 and 27|lending:p2p|peer-to-peer, same lender vs different lenders"
+  "smartio-30|smartio-tocs-2021|§7.2, Fig. 30 (device-lending-kvm-multidevice-2019 §7.5, Fig. 21)|composite:all|the composite workload: per epoch an NVMe loads data into two accelerators, they exchange it peer to peer and it is written back; all devices local, one lender, two lenders"
   "smartio-31|smartio-tocs-2021|§7.3.1, Fig. 31|lending:iommu|IOMMU penalty: the lender's IOMMU off and on for a lent GPU in an expansion chassis"
   "smartio-34|smartio-tocs-2021|§7.4, Fig. 34|nvme:sq|SQ placement: the NVMe's submission queue in the borrower's RAM, the lender's RAM, GPU memory next to the NVMe"
   "ring-4a|openshmem-switchless-ntb-ring|§5.1, Fig. 4a|ring:fig4a|raw NTB link vs OpenSHMEM put throughput"
@@ -68,9 +70,7 @@ figs=(
 )
 # Figures with measurements that figures.sh does not reproduce yet, and why.
 missing=(
-  "device-lending-2016 §6.1, Fig. 4b|DMA by the NTB's engine between RAM and a GPU's memory, local and remote|no experiment yet: the NTB DMA engine between a segment and an accelerator BAR exported as a segment is there (SmartIO), a benchmark driving it is not"
   "device-lending-kvm-2018 §7.2-7.3, Figs. 7-8|a lent GPU and NVMe passed through to a VM guest|scripts/bench-vm.sh measures a real guest on a lent NVMe (fio; docs/vm.md); the GPU-in-a-guest shape of Fig. 7 is not measured here"
-  "device-lending-kvm-multidevice-2019 §7.5, Fig. 21; smartio-tocs-2021 §7.2, Fig. 30|the composite workload: NVMe into two GPUs, peer-to-peer exchange, write back; per epoch all local, one lender, two|no experiment yet"
   "smartio-tocs-2021 §7.1.6-7.1.7, Figs. 28-29|TCP through a lent (SR-IOV) network adapter|ntblend has no network adapter model"
   "smartio-tocs-2021 §7.3.2, Figs. 32-33|peer-to-peer between GPUs passed through to a VM|needs the driver-model guests (ntblend vm)"
   "smartio-tocs-2021 §7.4, Fig. 35|30 hosts sharing one NVMe|scripts/bench-nvme-clients.sh measures it (docs/nvme-bench.md); not run here, a full run takes tens of minutes"
@@ -157,6 +157,9 @@ fi
 if needs nvme; then
   run bench-nvme "$src/scripts/bench-nvme.sh" -o "$work/nvme.json" $($quick && echo "-r 1 -s 0.3")
 fi
+if needs composite; then
+  run bench-composite "$src/scripts/bench-composite.sh" -o "$work/composite.json" $($quick && echo -q)
+fi
 if needs ring; then
   run bench-ring "$src/scripts/bench-ring.sh" -o "$work/ring" $($quick && echo "--quick --threads 1,2")
 fi
@@ -215,6 +218,35 @@ fig_dl2016-4a() {
   lt "$r" "$w" \
     && holds "reads are slower than writes (a round trip per request, a bounded number in flight), as in the paper" \
     || fails "reads were not slower than writes at the largest block: the emulated engine's copy, not the modelled link, limited both (a busy machine)"
+}
+# 2016 Fig. 4b: RAM <-> GPU memory across the NTB (the NTB's engine); §6.2 Fig. 6 the same
+# paths driven by the borrowed GPU's own engine. ntblend measures the second form: the
+# accelerator's engine (accel_drv) used by its own host and lent, latency model on.
+fig_dl2016-4b() {
+  local lr lw br bw
+  lr=$(lmed bw on-local h2d_mbps); lw=$(lmed bw on-local d2h_mbps)
+  br=$(lmed bw on-lent h2d_mbps); bw=$(lmed bw on-lent d2h_mbps)
+  echo "| accel_drv copies, smartio3.ini with the latency model on | paper | ntblend, MB/s |"
+  echo "|---|---|---|"
+  echo "| local device: RAM → device memory (reads) | — (no NTB on the path; Fig. 4b's local GPU with remote RAM: about 3000) | $(f0 "$lr") |"
+  echo "| local device: device memory → RAM (writes) | — (no NTB on the path) | $(f0 "$lw") |"
+  echo "| lent device: borrower's RAM → device memory (reads over the NTB) | about 2000 (Fig. 6) | $(f0 "$br") |"
+  echo "| lent device: device memory → borrower's RAM (writes over the NTB) | about 4900 (Fig. 6) | $(f0 "$bw") |"
+  echo "| lent reads / lent writes | 0.41 | $(r3 "$br" "$bw") |"
+  echo "| lent reads / local reads | below 1 (\"considerably lower\") | $(r3 "$br" "$lr") |"
+  echo
+  echo "The paper's Fig. 4b drives these paths with the NTB's DMA engine and its Fig. 6 with the"
+  echo "GPU's own; ntblend measures the second (the copy engine of the emulated accelerator,"
+  echo "include/ntblend/accel_regs.h, driven by tools/accel_drv), which is the engine a device"
+  echo "driver uses. Both show the same thing: reads cross the NTB as non-posted requests and pay"
+  echo "a round trip each, posted writes do not."
+  echo
+  printf 'local: RAM to device\t%s\nlocal: device to RAM\t%s\nlent: RAM to device\t%s\nlent: device to RAM\t%s\n' \
+    "$lr" "$lw" "$br" "$bw" >"$work/dl2016-4b.tsv"
+  bars "$work/dl2016-4b.tsv" dl2016-4b.png "2016 Fig. 4b/6: DMA between RAM and accelerator memory (median MB/s)" "MB/s"
+  ok 'br < bw && br < lr' br="$br" bw="$bw" lr="$lr" \
+    && holds "reads of the borrower's RAM by a lent device are the slowest path ($(r3 "$br" "$bw") of its writes, $(r3 "$br" "$lr") of a local device's reads), as in the paper: each read request waits for its completion across the NTB" \
+    || fails "lent reads ($(f0 "$br") MB/s) were not below both lent writes ($(f0 "$bw")) and local reads ($(f0 "$lr")): the engine threads' copies on a busy 2-CPU machine, not the modelled round trips, set these rates"
 }
 iommu_table() {
   local s ro rn wo wn
@@ -330,6 +362,41 @@ fig_smartio-23() {
     && holds "one more hop lowers the read rate ($rr of back to back at $big): a longer round trip with the same requests in flight" \
     || fails "reads via the switch at $rr of back to back at $big: the model charges 170 ns more each way (about 10 % of the round trip), which the emulated copy's own time hides on a busy machine"
 }
+# The composite workload: the papers time a Keras training epoch on real GPUs, where compute
+# dominates; composite_job is its data movement alone, so the paths weigh more here.
+fig_smartio-30() {
+  local j=$work/composite.json c
+  [ -f "$j" ] || { echo "No data: $j is missing."; return; }
+  echo "| case | paper | ntblend median epoch, µs (load / h2d / p2p / d2h / store) | vs local |"
+  echo "|---|---|---|---|"
+  for c in local one-lender two-lenders; do
+    local paper
+    case $c in
+      local) paper="baseline (Fig. 30a; NatLoc in 2019 Fig. 21)" ;;
+      one-lender) paper="approximately the same as local (Fig. 30c; NatRem-SW \"as fast as\" NatLoc)" ;;
+      *) paper="slightly longer (Fig. 30b-c: the GPUs' path grows)" ;;
+    esac
+    jq -r --arg c "$c" --arg p "$paper" '.medians[0].epoch_us as $l | .medians[] | select(.case == $c) |
+      "| \(.case) | \($p) | \(.epoch_us | floor) (\(.load_us | floor) / \(.h2d_us | floor) / \(.p2p_us | floor) / \(.d2h_us | floor) / \(.store_us | floor)) | \(.epoch_us / $l * 100 | round / 100) |"' "$j"
+  done
+  echo
+  echo "The papers time training epochs of a Keras model on two GPUs, where the GPUs' compute"
+  echo "dominates; tools/composite_job is the epoch's data movement alone (NVMe to RAM, RAM to"
+  echo "both accelerators, their peer-to-peer exchange, back to RAM and to the NVMe, $(jq -r .size "$j") per"
+  echo "accelerator, every epoch's output checked), so the paths weigh more here than there."
+  echo
+  jq -r '.medians[] | [.case, .epoch_us] | @tsv' "$j" >"$work/smartio-30.tsv"
+  bars "$work/smartio-30.tsv" smartio-30.png "Fig. 30: composite workload, median epoch (µs)" "µs per epoch"
+  local one two grow
+  one=$(jq -r '.ratios.one_lender_over_local | . * 100 | round / 100' "$j"); two=$(jq -r '.ratios.two_lenders_over_local | . * 100 | round / 100' "$j")
+  # The stage that grew most from local to one lender, with both times.
+  grow=$(jq -r '.medians as $m | ["load", "h2d", "p2p", "d2h", "store"]
+    | map({s: ., l: $m[0][. + "_us"], o: $m[1][. + "_us"]}) | max_by(.o - .l)
+    | "\(.s) (\(.l | floor) µs local, \(.o | floor) µs lent)"' "$j")
+  ok 'a <= 1.1 && b >= a' a="$one" b="$two" \
+    && holds "one lender takes what local takes (${one}x) and two lenders a little longer (${two}x): the accelerators' exchange crosses two NTBs and the switch only then" \
+    || fails "one lender ${one}x local, two lenders ${two}x (the paper: about 1 and slightly above); the stage that grew most with one lender is $grow. Without the papers' compute the epoch is all DMA, and every read of the borrower's RAM by a lent device pays the cluster switch's hop on each round trip; on a busy 2-CPU machine the lenders' agent threads also compete with the job"
+}
 fig_smartio-34() {
   local j=$work/nvme.json
   local b l p
@@ -420,7 +487,7 @@ fig_ring-7() {
   echo "at a similar load and floor (cross-CPU cache-line round trip and memcpy rate,"
   echo "tools/shmem/cpu_pair.c). Each experiment ran under:"
   echo
-  for g in bench-lending bench-seg bench-nvme bench-ring; do
+  for g in bench-lending bench-seg bench-nvme bench-composite bench-ring; do
     needs "$(sed 's/^bench-//' <<<"$g")" && echo "- $(meta_line "$g")"
   done
   echo

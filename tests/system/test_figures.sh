@@ -44,7 +44,7 @@ for id in "${ids[@]}"; do
 done
 grep -q '^## Not reproduced here' "$md" || fail "no list of what is not reproduced"
 grep -q '^\*\*Quick run\*\*' "$md" || fail "the quick run is not said"
-for g in lending seg nvme ring; do
+for g in lending seg nvme composite ring; do
   grep -q "^- \`bench-$g\`: .* load average .*cross-CPU round trip" "$md" || fail "no load and floor of bench-$g"
 done
 # The report again from the same data, without running anything.

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Every figure of the five papers under shared/seeds that ntblend reproduces, from one command:
 # runs each figure's experiment with the bench scripts that already measure it (bench-lending,
-# bench-seg, bench-nvme, bench-ring; each experiment once however many figures use it), and
-# writes a Markdown report: per figure the paper's numbers (paper, section, figure), ntblend's,
-# the ratio between them, a plot in the paper's form (PNG), and one line on whether the
-# paper's qualitative result holds, and why not where it does not. The figures it cannot yet
-# reproduce are listed at the end with the reason. The machine's floor and load are stated.
+# bench-seg, bench-nvme, bench-composite, bench-ring; each experiment once however many
+# figures use it), and writes a Markdown report: per figure the paper's numbers (paper,
+# section, figure), ntblend's, the ratio between them, a plot in the paper's form (PNG), and
+# one line on whether the paper's qualitative result holds, and why not where it does not. The
+# figures it cannot yet reproduce are listed at the end with the reason. The machine's floor
+# and load are stated.
 #
 # Usage: scripts/figures.sh [--paper P] [--figure F] [--quick] [-o FILE] [-b BIN_DIR] [-w DIR]
 #   --paper P    only this paper's figures: dl2016, dl2018, dl2019, smartio, ring (repeatable)

@@ -55,7 +55,8 @@ int fab_create(const char *name, const struct topo *t, fab_layout_fn layout, str
     if (mkdir(dir, 0700) < 0)
         return -errno; /* EEXIST: the fabric is up (or left behind by a crash) */
 
-    /* Layout: ctl | hosts | adapters | switches | links | per adapter LUT, RID, DMA | IOMMU. */
+    /* Layout: ctl | hosts | adapters | switches | links | functions | multicast groups |
+     * per adapter LUT, RID, DMA | IOMMU. */
     size_t off = align_up(sizeof(struct fab_ctl), 64);
     size_t off_hosts = off;
     off = align_up(off + t->nhosts * sizeof(struct fab_host), 64);
@@ -72,6 +73,8 @@ int fab_create(const char *name, const struct topo *t, fab_layout_fn layout, str
     }
     size_t off_funcs = off;
     off = align_up(off + (size_t)nfuncs * sizeof(struct fab_function), 64);
+    size_t off_mcast = off;
+    off = align_up(off + FAB_MCAST_GROUPS * sizeof(struct fab_mcast), 64);
     size_t *lut_off = calloc(t->nadapters ? t->nadapters : 1, 3 * sizeof(size_t));
     if (!lut_off) {
         rmdir(dir);
@@ -126,6 +129,7 @@ int fab_create(const char *name, const struct topo *t, fab_layout_fn layout, str
     ctl->off_iommu = off_iommu;
     ctl->nfuncs = (uint32_t)nfuncs;
     ctl->off_funcs = off_funcs;
+    ctl->off_mcast = off_mcast;
     ctl->latency = t->latency;
     ctl->nhswitches = t->nhswitches;
     for (uint32_t i = 0; i < t->nhswitches; i++) {

@@ -55,7 +55,7 @@
 enum fab_host_state { FAB_HOST_DOWN = 0, FAB_HOST_BOOTING = 1, FAB_HOST_UP = 2 };
 
 enum fab_region { FAB_REGION_NONE, FAB_REGION_RAM, FAB_REGION_MSI, FAB_REGION_WINDOW,
-                  FAB_REGION_DEVICE };
+                  FAB_REGION_DEVICE, FAB_REGION_MCAST };
 
 /* ---- PCIe functions (devices declared in the topology; see devices.c) ---- */
 #define FAB_MAX_FUNCS 512
@@ -238,6 +238,9 @@ struct fab_lut_entry {
     uint32_t flags;       /* FAB_LUT_* */
 };
 #define FAB_LUT_AGENT 1u   /* reserved by the agent (mailboxes) */
+/* The entry targets a multicast group (mcast.c): peer_host is the group's index, peer_addr an
+ * offset in the group's window, peer_adapter unused. */
+#define FAB_LUT_MCAST 2u
 
 struct fab_rid_entry {
     _Atomic uint32_t used;
@@ -318,6 +321,39 @@ struct fab_link {
     _Atomic uint32_t changes; /* state changes so far: sequences compare these */
 };
 
+/* Multicast (mcast.c, docs/multicast.md): groups programmed into the cluster switches, as the
+ * PCIe Multicast capability of their switch chips has them (smartio-tocs-2021 §6.5): a group
+ * has a window of `size` bytes; a LUT entry may target it; a write into it leaves the switch
+ * on every member's port, where the member's overlay puts it at `overlay` + offset in the
+ * member's address map (RAM or a device BAR). The whole cascade of switches joined to `sw`
+ * carries the group. */
+#define FAB_MCAST_GROUPS 64 /* the PCIe Multicast capability's MC_Max_Group is at most 64 */
+#define FAB_MCAST_NAME 32
+enum fab_mcast_state { FAB_MCAST_FREE = 0, FAB_MCAST_USED };
+struct fab_mcast_member {
+    _Atomic uint32_t joined;  /* receives the group's writes */
+    uint32_t adapter;         /* the member's adapter on the group's switches */
+    uint64_t overlay;         /* where offset 0 of the window lands in the member's map */
+    int32_t owner_pid;        /* the process that joined it (0: kept until it leaves) */
+    uint32_t iommu;           /* the join mapped the overlay in the member's IOMMU */
+};
+struct fab_mcast {
+    _Atomic uint32_t state;   /* enum fab_mcast_state; changed under ctl_lock */
+    uint32_t sw;              /* the switch it was created on */
+    char name[FAB_MCAST_NAME];
+    uint64_t size;            /* the window: a power of two, >= 4 KiB */
+    int32_t owner_pid;        /* the creator (0: kept until removed) */
+    /* Writes being replicated now, counted in the phase they started in (futexes): a leave
+     * flips the phase and waits for the old one's writes, which may have seen the member;
+     * later ones see it gone (resolve.c's write_mcast, mcast.c's drain). */
+    _Atomic uint32_t writers[2];
+    _Atomic uint32_t phase;
+    _Atomic uint32_t leavers;    /* leaves waiting: the last writer of a phase wakes them */
+    _Atomic uint32_t leave_lock; /* one leave's phase flip and wait at a time */
+    _Atomic uint32_t gen;     /* bumps on every change of the group or its members */
+    struct fab_mcast_member member[TOPO_MAX_HOSTS]; /* by host index */
+};
+
 struct fab_proc {
     _Atomic int32_t pid;      /* 0 = free slot */
     uint32_t host;
@@ -348,6 +384,7 @@ struct fab_ctl {
     struct fab_vm vms[FAB_MAX_VMS];
     uint32_t nhswitches;
     struct fab_hswitch hswitches[TOPO_MAX_HSWITCHES];
+    uint64_t off_mcast;        /* the switches' FAB_MCAST_GROUPS multicast groups */
 };
 
 /* A process's attachment to a fabric. */
@@ -387,6 +424,8 @@ static inline struct fab_dma_chan *fab_dma(const struct fab *f, const struct fab
 { return (struct fab_dma_chan *)((char *)f->ctl + a->off_dma); }
 static inline struct fab_vm *fab_vm(const struct fab *f, uint32_t slot)
 { return &f->ctl->vms[slot]; }
+static inline struct fab_mcast *fab_mcast(const struct fab *f, uint32_t group)
+{ return (struct fab_mcast *)((char *)f->ctl + f->ctl->off_mcast) + group; }
 /* The VM whose RAM region holds phys on host `host`, with the offset in it; NULL: none. */
 static inline struct fab_vm *fab_vm_at(const struct fab *f, uint32_t host, uint64_t phys,
                                        uint64_t *off)

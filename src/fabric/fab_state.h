@@ -18,7 +18,7 @@
 #include "topo.h"
 
 #define FAB_MAGIC 0x4e54424cu /* "NTBL" */
-#define FAB_VERSION 14
+#define FAB_VERSION 15
 #define FAB_CPU_WORDS 16 /* dma_cpus: CPUs 0..1023, as cpu_set_t */
 #define FAB_NAME_MAX 64
 #define FAB_MAX_PROCS 512

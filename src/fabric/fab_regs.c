@@ -129,18 +129,25 @@ int fab_lut_set_noack(struct fab *f, uint32_t ai, uint32_t idx, uint32_t peer_ho
     struct fab_adapter *a = fab_adapter(f, ai);
     if (idx >= a->lut_entries || peer_addr % a->lut_size)
         return -EINVAL;
-    int peer = fab_peer_on(f, ai, peer_host);
-    if (peer < 0)
+    /* A multicast group (peer_host is its index) is checked under the lock, which its
+     * removal takes to see that no entry targets it. */
+    bool mcast = flags & FAB_LUT_MCAST;
+    int peer = mcast ? -1 : fab_peer_on(f, ai, peer_host);
+    if (peer < 0 && !mcast)
         return -ENOTCONN;
     struct fab_lut_entry *e = &fab_lut(f, a)[idx];
     fab_lock(&f->ctl->ctl_lock);
+    if (mcast && fab_mcast_adapter(f, peer_host, a->host) != (int)ai) {
+        fab_unlock(&f->ctl->ctl_lock);
+        return -ENOTCONN;
+    }
     if (!lut_may(e, owner)) {
         fab_unlock(&f->ctl->ctl_lock);
         return -EBUSY;
     }
     atomic_store(&e->valid, 0);
     e->peer_host = peer_host;
-    e->peer_adapter = (uint32_t)peer;
+    e->peer_adapter = mcast ? UINT32_MAX : (uint32_t)peer;
     e->peer_addr = peer_addr;
     e->owner_pid = owner;
     e->flags = flags;
@@ -359,6 +366,7 @@ void fab_reap_owner(struct fab *f, int32_t pid)
         fab_unlock(&hh->iommu_lock);
     }
     fab_fn_raw_reap(f, pid);
+    fab_mcast_reap(f, pid); /* after its LUT entries: its own do not keep its groups */
     if (changed)
         fab_map_changed(f);
 }

@@ -238,7 +238,7 @@ struct fab_lut_entry {
     uint32_t flags;       /* FAB_LUT_* */
 };
 #define FAB_LUT_AGENT 1u   /* reserved by the agent (mailboxes) */
-/* The entry targets a multicast group (mcast.c): peer_host is the group's index, peer_addr an
+/* The entry targets a multicast group (fab_mcast.c): peer_host is the group's index, peer_addr an
  * offset in the group's window, peer_adapter unused. */
 #define FAB_LUT_MCAST 2u
 
@@ -321,7 +321,7 @@ struct fab_link {
     _Atomic uint32_t changes; /* state changes so far: sequences compare these */
 };
 
-/* Multicast (mcast.c, docs/multicast.md): groups programmed into the cluster switches, as the
+/* Multicast (fab_mcast.c, docs/multicast.md): groups programmed into the cluster switches, as the
  * PCIe Multicast capability of their switch chips has them (smartio-tocs-2021 §6.5): a group
  * has a window of `size` bytes; a LUT entry may target it; a write into it leaves the switch
  * on every member's port, where the member's overlay puts it at `overlay` + offset in the
@@ -345,7 +345,7 @@ struct fab_mcast {
     int32_t owner_pid;        /* the creator (0: kept until removed) */
     /* Writes being replicated now, counted in the phase they started in (futexes): a leave
      * flips the phase and waits for the old one's writes, which may have seen the member;
-     * later ones see it gone (resolve.c's write_mcast, mcast.c's drain). */
+     * later ones see it gone (resolve.c's write_mcast, fab_mcast.c's drain). */
     _Atomic uint32_t writers[2];
     _Atomic uint32_t phase;
     _Atomic uint32_t leavers;    /* leaves waiting: the last writer of a phase wakes them */

@@ -11,6 +11,7 @@
 #include "fab_shm.h"      /* create, attach, lookups, lazily mapped files, map generation */
 #include "fab_route.h"    /* reachability and power */
 #include "fab_iommu.h"    /* IOMMU */
+#include "fab_mcast.h"    /* multicast groups of the switches */
 #include "fab_ntb.h"      /* LUT, windows, requester IDs, doorbells */
 #include "fab_devices.h"  /* PCIe functions */
 #include "fab_resolve.h"  /* address resolution, device DMA, latency model */

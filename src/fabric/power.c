@@ -39,6 +39,7 @@ int fab_host_set_state(struct fab *f, uint32_t host, enum fab_host_state st)
         for (uint32_t i = 0; i < h->nadapters; i++)
             fab_adapter_reset(f, h->adapter_first + i);
         fab_funcs_reset(f, host);
+        fab_mcast_host_reset(f, host); /* what processes subscribed of its memory */
         for (uint32_t i = 0; i < FAB_SHADOWS; i++) { /* a fresh PCIe tree: nothing hot-added */
             atomic_store(&h->shadows[i].state, FAB_SHADOW_FREE);
             atomic_fetch_add(&h->shadows[i].gen, 1);

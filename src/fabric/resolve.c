@@ -120,6 +120,35 @@ static uint32_t requester_at(const struct fab *f, uint32_t host, uint16_t rid)
     return 0;
 }
 
+/* A LUT entry of adapter ai that targets multicast group g, at offset off of its window: a
+ * write goes to the switch, which replicates it (write_mcast); a read of a multicast address
+ * is an unsupported request (all ones), as on the hardware: there is no one to complete it. */
+static int resolve_mcast(struct fab *f, int ai, uint32_t g, uint64_t off, bool write,
+                         uint16_t rid, bool xlate, uint32_t at, struct fab_target *t)
+{
+    const struct topo_latency *lat = &f->ctl->latency;
+    struct fab_adapter *a = fab_adapter(f, (uint32_t)ai);
+    const struct fab_mcast *m = g < FAB_MCAST_GROUPS ? fab_mcast(f, g) : NULL;
+    if (!write || !m || atomic_load(&m->state) != FAB_MCAST_USED || off >= m->size) {
+        t->err = -EIO;
+        return 0;
+    }
+    if (!fab_mcast_port_up(f, (uint32_t)ai)) {
+        t->err = -ENOLINK;
+        return 0;
+    }
+    t->region = FAB_REGION_MCAST;
+    t->fn = g;
+    t->addr = off;
+    t->len = min64(t->len, m->size - off);
+    if (!t->ntbs++)
+        t->egress = (uint32_t)ai + 1;
+    t->split |= xlate;
+    if (lat->enabled && !(rid == a->rid && !xlate)) /* the requester's way to the adapter */
+        t->path_ns += fab_lat_tree_ns(f->ctl->hswitches, lat->root_ns, at, a->at, xlate);
+    return 0;
+}
+
 static int resolve_walk(struct fab *f, struct walk_start s, bool write, struct fab_target *t,
                         struct walk_gens *g, struct hop *rec)
 {
@@ -212,6 +241,8 @@ static int resolve_walk(struct fab *f, struct walk_start s, bool write, struct f
             t->err = -EIO; /* unprogrammed LUT entry: unsupported request */
             return 0;
         }
+        if (e->flags & FAB_LUT_MCAST)
+            return resolve_mcast(f, ai, e->peer_host, e->peer_addr + in, write, rid, xlate, at, t);
         uint32_t peer = e->peer_adapter, target = e->peer_host;
         uint64_t peer_addr = e->peer_addr + in;
         uint32_t hops;
@@ -504,8 +535,60 @@ static void *extent_mem(struct fab *f, const struct fab_target *t, uint64_t skip
     return fab_ram(f, t->host, t->addr + skip, len);
 }
 
-static int write_extent(struct fab *f, const struct fab_target *t, const void *src)
+static int write_extent(struct fab *f, struct fab_target *t, const void *src);
+
+/*
+ * A write into multicast group t->fn at offset t->addr, arriving at the switch from adapter
+ * t->egress - 1 (smartio-tocs-2021 §6.5): the switch sends it out of every member's port but
+ * the one it came in by; the member's overlay turns the offset into an address of the member's
+ * map, where it goes on as any write arriving through the member's adapter (its IOMMU, then
+ * RAM or a BAR). A member whose path is down gets nothing (a posted write is dropped there);
+ * an overlay that reaches nothing is a fault recorded on the member. Each member gets the
+ * write whole or not at all: the members are read once, between write_begin and write_end,
+ * which a leave waits for (fab_mcast.c). The latency model's path is the longest to a member; the data crosses
+ * the sender's link once.
+ */
+static int write_mcast(struct fab *f, struct fab_target *t, const void *src)
 {
+    struct fab_mcast *m = fab_mcast(f, t->fn);
+    const struct topo_latency *lat = &f->ctl->latency;
+    uint32_t sender = t->egress - 1, worst = 0;
+    const struct fab_adapter *sa = fab_adapter(f, sender);
+    uint32_t phase = fab_mcast_write_begin(m);
+    for (uint32_t h = 0; h < f->ctl->nhosts; h++) {
+        const struct fab_mcast_member *mb = &m->member[h];
+        if (atomic_load(&mb->joined) != 1 || mb->adapter == sender ||
+            !fab_path_up(f, sender, mb->adapter, NULL))
+            continue;
+        uint16_t rid = fab_adapter(f, mb->adapter)->rid;
+        uint64_t at = mb->overlay + t->addr;
+        struct extent buf[INLINE_EXTENTS], *x;
+        size_t n;
+        if (resolve_all(f, h, rid, at, t->len, true, buf, &x, &n))
+            continue; /* the fault is recorded on the member */
+        for (size_t i = 0; i < n; i++) {
+            if (x[i].t.region == FAB_REGION_RAM || x[i].t.region == FAB_REGION_DEVICE)
+                write_extent(f, &x[i].t, (const char *)src + x[i].off);
+            else
+                fab_fault_record(f, h, rid, at + x[i].off, true, -EIO);
+        }
+        if (lat->enabled) {
+            int p = fab_peer_index(f, sender, mb->adapter);
+            uint32_t ns = lat->ntb_ns + 2 * lat->adapter_switch_ns +
+                          (p >= 0 ? sa->peer_sw_ns[p] : 0) + (n ? x[0].t.path_ns : 0);
+            worst = ns > worst ? ns : worst;
+        }
+        free_extents(x, buf);
+    }
+    fab_mcast_write_end(m, phase);
+    t->path_ns += worst;
+    return 0;
+}
+
+static int write_extent(struct fab *f, struct fab_target *t, const void *src)
+{
+    if (t->region == FAB_REGION_MCAST)
+        return write_mcast(f, t, src);
     if (t->region == FAB_REGION_MSI) {
         uint32_t vec = 0;
         memcpy(&vec, src, t->len < sizeof vec ? t->len : sizeof vec);
@@ -601,6 +684,7 @@ int fab_dev_copy_queued(struct fab *f, uint32_t host, uint16_t rid, uint64_t dst
     }
     size_t i = 0, j = 0;
     uint64_t off = 0;
+    uint32_t mcast_ns = 0;
     while (off < len && !rc) {
         const struct fab_target *ts = &s[i].t, *td = &d[j].t;
         uint64_t in_s = off - s[i].off, in_d = off - d[j].off;
@@ -617,13 +701,19 @@ int fab_dev_copy_queued(struct fab *f, uint32_t host, uint16_t rid, uint64_t dst
         struct fab_target part = *td;
         part.addr += in_d;
         part.len = chunk;
+        uint32_t before = part.path_ns;
         rc = write_extent(f, &part, sp);
+        if (part.path_ns - before > mcast_ns) /* a multicast write's longest way to a member */
+            mcast_ns = part.path_ns - before;
         off += chunk;
         if (off - s[i].off == ts->len)
             i++;
         if (off - d[j].off == td->len)
             j++;
     }
+    for (size_t k = 0; k < nd && mcast_ns; k++)
+        if (d[k].t.region == FAB_REGION_MCAST)
+            d[k].t.path_ns += mcast_ns;
     /* Reads dominate a copy's time when the source is remote; otherwise the posted writes. */
     bool remote_src = false;
     for (size_t k = 0; k < ns; k++)

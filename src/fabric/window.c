@@ -16,7 +16,8 @@ int fab_window_map(struct fab *f, uint32_t ai, uint32_t peer_host, uint64_t peer
     const struct fab_adapter *a = fab_adapter(f, ai);
     if (!len || !w)
         return -EINVAL;
-    if (fab_peer_on(f, ai, peer_host) < 0)
+    /* With FAB_LUT_MCAST, peer_host is a multicast group: fab_lut_set checks it. */
+    if (!(flags & FAB_LUT_MCAST) && fab_peer_on(f, ai, peer_host) < 0)
         return -ENOTCONN;
     uint64_t base = peer_addr & ~(a->lut_size - 1);
     uint64_t span = peer_addr - base + len;

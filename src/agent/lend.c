@@ -180,7 +180,12 @@ static int lend_map(uint32_t fn, uint32_t host, uint32_t target, uint64_t addr, 
                     bool aperture, bool at, uint64_t iova, uint32_t via, struct lend_rsp *out)
 {
     struct fab *f = agent.f;
-    if (!lend_is_lender(fn) || !size || target >= f->ctl->nhosts)
+    /* A multicast group of the switches (AGENT_MAP_MCAST | group, addr an offset in its
+     * window): a window of the adapter on the group's switches whose entries target it. */
+    bool mcast = target & AGENT_MAP_MCAST;
+    uint32_t group = target & ~AGENT_MAP_MCAST;
+    if (!lend_is_lender(fn) || !size || (!mcast && target >= f->ctl->nhosts) ||
+        (mcast && aperture))
         return -EINVAL;
     if (!borrows(fn, host))
         return -EPERM;
@@ -204,6 +209,13 @@ static int lend_map(uint32_t fn, uint32_t host, uint32_t target, uint64_t addr, 
     } else if (target == agent.host) {
         m->ioaddr = addr;
         out->via = -1;
+    } else if (mcast) {
+        int ai = fab_mcast_adapter(f, group, agent.host);
+        rc = ai < 0 ? ai
+                    : fab_window_map(f, (uint32_t)ai, group, addr, size, getpid(), FAB_LUT_MCAST,
+                                     &m->win);
+        m->ioaddr = m->win.bus; /* writes only: no requester-ID entry (reads fail anyway) */
+        out->via = ai;
     } else {
         int ai = same ? (int)same->win.adapter : via_or_toward(via, target);
         /* Held by the agent process itself, so nobody else takes them in between. */

@@ -257,7 +257,9 @@ static int map_for(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, 
                    bool at, uint64_t iova, int via, uint64_t *ioaddr, uint64_t *id)
 {
     struct fab *f = agent.f;
-    if (!size || size > (1ull << 44) || target >= f->ctl->nhosts)
+    /* A multicast group (AGENT_MAP_MCAST | group): the lender checks it. */
+    bool mcast = target & AGENT_MAP_MCAST;
+    if (!size || size > (1ull << 44) || (!mcast && target >= f->ctl->nhosts))
         return -EINVAL;
     pthread_mutex_lock(&lending.lock);
     bool held = lend_find_hold(client, fn, true);
@@ -284,7 +286,7 @@ static int map_for(int32_t client, uint32_t fn, uint32_t target, uint64_t addr, 
      * lender's: with the target's IOMMU on, that adapter's domain must map the memory. A
      * BAR of another host (peer to peer) is its lender's to map, for every adapter, while
      * it is lent out (lend.c): that host maps only RAM for others. */
-    if (out.via >= 0 && fab_host(f, target)->iommu &&
+    if (!mcast && out.via >= 0 && fab_host(f, target)->iommu &&
         (target == agent.host || fab_host_ram_range(f, target, addr, size))) {
         int peer = fab_peer_on(f, (uint32_t)out.via, target);
         if (peer >= 0)

@@ -13,6 +13,8 @@
 /* AGENT_DEV_BORROW mode of a driver binding a function of its host's PCIe tree (the driver
  * model): its own function exclusively, or one the host holds (hot-added) under that hold. */
 #define AGENT_BORROW_BIND 3u
+/* AGENT_DEV_MAP's target when it is a multicast group of the switches: this | the group. */
+#define AGENT_MAP_MCAST 0x80000000u
 
 enum agent_op {
     AGENT_HELLO = 1,  /* a = protocol version -> a = host index, b = boot_gen */
@@ -47,7 +49,8 @@ enum agent_op {
     AGENT_DEV_MAP,        /* a = function | (lender adapter + 1) << 32 (0: any; the lender's
                            * end of the path chosen, sio_set_path), b = target host index,
                            * c = bus address there, flags = pages -> a = device-side I/O
-                           * address, b = mapping id */
+                           * address, b = mapping id. b = AGENT_MAP_MCAST | group: c is an
+                           * offset in the multicast group's window */
     AGENT_DEV_UNMAP,      /* b = mapping id */
     AGENT_SEG_ALLOC_AT,   /* a = host index, b = size -> a = id of a segment that host's agent
                            * created for us, available on its adapter facing us */

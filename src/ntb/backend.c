@@ -33,6 +33,7 @@ static const struct op required[] = {
 /* Groups a backend has whole or not at all; the first names the group (callers test it). */
 static const struct op tree_group[] = { OP(tree), OP(tree_word) };
 static const struct op vm_group[] = { OP(vm_info), OP(vm_word) };
+static const struct op mcast_group[] = { OP(mcast), OP(mcast_info), OP(mcast_find) };
 static const struct op ntb_group[] = {
     OP(adapter_info), OP(mw_set), OP(mw_clear), OP(mw_alloc), OP(mw_cpu_map), OP(link_set),
     OP(link_word), OP(db_read), OP(db_set), OP(db_clear), OP(db_mask_read), OP(db_mask_set),
@@ -49,6 +50,7 @@ static const struct {
     { "the PCIe tree", tree_group, sizeof tree_group / sizeof tree_group[0] },
     { "the NTB device", ntb_group, sizeof ntb_group / sizeof ntb_group[0] },
     { "virtual machines", vm_group, sizeof vm_group / sizeof vm_group[0] },
+    { "multicast groups", mcast_group, sizeof mcast_group / sizeof mcast_group[0] },
 };
 /* Optional one by one (documented in ntb_backend.h as "may be NULL"): host_name,
  * latency_model, ram_size, path_word, fn_raw, window_cpu_failover. */

@@ -27,6 +27,7 @@ struct rt;
 #define NTB_BK_BARS 6        /* BAR slots of a device function */
 #define NTB_BK_NAME_MAX 32
 #define NTB_BK_MAX_PEERS 64  /* ntb_link_is_up returns a 64-bit mask of peers */
+#define NTB_BK_MAX_HOSTS 256
 
 /* What the NTB API needs to know about an adapter. */
 struct ntb_adapter_info {
@@ -67,6 +68,28 @@ struct ntb_window {
 
 /* window_map flags */
 #define NTB_WIN_DMA 1u /* also reachable by this host's DMA engines (through its IOMMU) */
+#define NTB_WIN_MCAST 2u /* peer_host is a multicast group, peer_addr an offset in its window */
+
+/* Multicast groups of the cluster switches (docs/multicast.md): one operation (mcast). */
+enum ntb_mcast_verb { NTB_MCAST_CREATE, NTB_MCAST_REMOVE, NTB_MCAST_JOIN, NTB_MCAST_LEAVE };
+struct ntb_mcast_op {
+    enum ntb_mcast_verb verb;
+    const char *name;   /* CREATE: the group's name */
+    const char *sw;     /* CREATE: the switch (NULL: the fabric's first) */
+    uint64_t size;      /* CREATE: its window, a power of two */
+    uint32_t group;     /* REMOVE, JOIN, LEAVE */
+    uint32_t host;      /* JOIN, LEAVE: the member */
+    uint64_t addr;      /* JOIN: the overlay, an address of the member's map */
+    bool keep;          /* CREATE, JOIN: held by no process (until removed / left) */
+};
+/* A group as mcast_info reports it. */
+struct ntb_mcast_info {
+    char name[NTB_BK_NAME_MAX], sw[NTB_BK_NAME_MAX];
+    uint64_t size;
+    uint32_t members, senders; /* hosts subscribed; translation entries that target it */
+    int32_t owner_pid;         /* 0: kept */
+    uint64_t overlay[NTB_BK_MAX_HOSTS]; /* by host index: the member's overlay, or UINT64_MAX */
+};
 
 /* What SmartIO needs to know about a device function. */
 struct ntb_func_info {
@@ -294,6 +317,16 @@ struct ntb_backend_ops {
      * change of VM slot `slot`'s record (wait on it with wait()). */
     int (*vm_info)(struct rt *rt, const char *name, struct ntb_vm_info *out);
     _Atomic uint32_t *(*vm_word)(struct rt *rt, uint32_t slot);
+
+    /* ---- multicast groups of the switches (may be NULL: no multicast) ----
+     * mcast: create (returns the group's index), remove, join or leave, as struct
+     * ntb_mcast_op says; held by this process unless op->keep. Errors as src/fabric/fab_mcast.h
+     * documents them. mcast_info: group `group`'s record, -ENOENT when there is none.
+     * mcast_find: the index of the group named `name`, or -ENOENT. A sender maps a group with
+     * window_map(..., NTB_WIN_MCAST, ...). */
+    int (*mcast)(struct rt *rt, const struct ntb_mcast_op *op);
+    int (*mcast_info)(struct rt *rt, uint32_t group, struct ntb_mcast_info *out);
+    int (*mcast_find)(struct rt *rt, const char *name);
 };
 
 /* The emulated PCIe NTB fabric (src/fabric, backend in src/ntb/emu), the default. */

@@ -130,7 +130,8 @@ static int emu_window_map(struct rt *rt, uint32_t adapter, uint32_t peer_host, u
                           uint64_t len, unsigned flags, struct ntb_window *w)
 {
     struct fab_window fw;
-    int rc = fab_window_map(emu_fab(rt), adapter, peer_host, peer_addr, len, getpid(), 0, &fw);
+    int rc = fab_window_map(emu_fab(rt), adapter, peer_host, peer_addr, len, getpid(),
+                            (flags & NTB_WIN_MCAST) ? FAB_LUT_MCAST : 0, &fw);
     if (rc)
         return rc;
     *w = (struct ntb_window){ .adapter = fw.adapter, .peer_host = fw.peer_host,
@@ -380,6 +381,9 @@ const struct ntb_backend_ops ntb_backend_emu = {
     .iommu_unmap = emu_iommu_unmap,
     .vm_info = emu_vm_info,
     .vm_word = emu_vm_word,
+    .mcast = emu_mcast,
+    .mcast_info = emu_mcast_info,
+    .mcast_find = emu_mcast_find,
     .now_ns = fab_now_ns,
     .wait = fab_futex_wait,
     .wake = fab_futex_wake,

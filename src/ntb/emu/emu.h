@@ -74,5 +74,9 @@ int emu_iommu_map(struct rt *rt, uint16_t rid, uint64_t iova, uint64_t phys, uin
                   unsigned perm);
 int emu_iommu_unmap(struct rt *rt, uint16_t rid, uint64_t iova, uint64_t len);
 int emu_iommu_faults(struct rt *rt, uint32_t host, struct ntb_fault *out, int max, uint64_t *total);
+/* emu_mcast.c: the multicast groups of the switches. */
+int emu_mcast(struct rt *rt, const struct ntb_mcast_op *op);
+int emu_mcast_info(struct rt *rt, uint32_t group, struct ntb_mcast_info *out);
+int emu_mcast_find(struct rt *rt, const char *name);
 
 #endif

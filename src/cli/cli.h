@@ -135,5 +135,6 @@ int cli_vm_run(const char *fabric, const char *name, char **argv);
  * in NTBLEND_FIO_ENGINE), for `run` and `vm run`. 0, or -1 with errno. */
 int cli_run_env(void);
 int cmd_names(struct cli *c);
+int cmd_mcast(struct cli *c); /* mcast.c */
 
 #endif

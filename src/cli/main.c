@@ -3,7 +3,7 @@
  * This file owns the entry point, the global options, dispatch to the commands, the help
  * texts and the option parsing every command shares. The commands live in up.c (up, down,
  * host), status.c, dot.c (topology), device.c, lspci.c, nvme.c, names.c and ops.c
- * (run, link, agent-ping); paths.c finds the programs they start.
+ * (run, link, agent-ping), mcast.c; paths.c finds the programs they start.
  */
 #define _GNU_SOURCE
 #include <getopt.h>
@@ -245,6 +245,32 @@ static const struct command commands[] = {
       "no path is up between them, or when A has no port that reaches B directly.\n"
       "\nexamples:\n"
       "  ntblend agent-ping a b\n" },
+    { "mcast", cmd_mcast, "mcast create|join|leave|list|remove ... [--fabric NAME]",
+      "the cluster switches' multicast groups: one write, every member host",
+      "A group is a window of addresses in the switches (a switch and every switch cascaded\n"
+      "with it): a device's or DMA engine's write into it leaves the switch on the port of\n"
+      "every member, whose overlay puts it where that host wants it (docs/multicast.md).\n"
+      "Reads of a group fail (all ones); CPU stores into one are not multicast here.\n"
+      "Programs send into a group with the SmartIO API (ntblend/smartio_mcast.h:\n"
+      "sio_map_mcast for a device, sio_mcast_map for the DMA engine). What this command\n"
+      "creates or joins stays until removed or left; a program's goes when it exits.\n"
+      "\n"
+      "  create GROUP [--size SIZE] [--switch SW]\n"
+      "                   a group with a --size window (a power of two, 4K..1G; default 1M)\n"
+      "                   on --switch SW (default: the first switch); 64 groups at most\n"
+      "  join GROUP H (--addr ADDR | --device DEV [--offset OFF])\n"
+      "                   H receives the group's writes at --addr ADDR of its RAM (memory\n"
+      "                   it holds, 4 KiB aligned, above its first 1 MiB), or in the memory\n"
+      "                   BAR of its device --device DEV (at --offset OFF)\n"
+      "  leave GROUP H    H stops receiving; when it returns nothing more lands there\n"
+      "  list [--json]    groups, their members and overlays, how many adapters send\n"
+      "  remove GROUP     the group goes (its members leave); refused while adapters send\n"
+      "\nexamples:\n"
+      "  ntblend mcast create frames --size 64K\n"
+      "  ntblend mcast join frames h01 --addr 0x2000000\n"
+      "  ntblend mcast join frames c --device accel1\n"
+      "  ntblend mcast list --json\n"
+      "  ntblend mcast leave frames h01 && ntblend mcast remove frames\n" },
     { "names", cmd_names, "names fabrics|hosts|adapters|switches|devices|vms [--fabric NAME]",
       "print the names of fabrics, hosts, adapters, switches, devices or VMs, one a line",
       "Nothing but the names, for scripts and shell completion (ntblend's bash completion\n"

@@ -43,12 +43,17 @@
 # are as before the lending once the device is reclaimed; every VM is gone, with all it held.
 # On the multipath fabric also: whenever a cable is out, the agent of the host it belongs to
 # still answers every other host (over the other path).
+# Where the topology has a switch: a multicast group with a sender's DMA engine writing records
+# into it and a member on every other host checking them live (scripts/chaos-mcast.sh); no
+# member may see a torn, foreign or never-written record, every member receives again once the
+# fabric is whole, and no member or sender is left in the group at the end.
 # Then, in a quiet window, an OpenSHMEM job (tools/shmem/chaos_shmem.c, built with oshcc) runs
 # on every host of the fabric with oshrun: it must finish within 60 s with correct results.
 # Exit status: 0 every invariant held, 1 one failed, 2 usage error.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 src=$(pwd)
+. "$src/scripts/chaos-mcast.sh"
 
 me=chaos
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
@@ -78,7 +83,7 @@ case $kinds in switched|ring|multipath) kinds=("$kinds") ;; both) kinds=(switche
   all) kinds=(switched ring multipath) ;;
   *) die "--fabric is switched, ring, multipath, both or all" ;; esac
 command -v jq >/dev/null || die "jq is missing (scripts/install-deps.sh installs it)"
-for t in ntblend chaos_seg chaos_nvme chaos_accel oshcc oshrun; do [ -x "$bin/$t" ] || die "$bin/$t is missing: build first (scripts/build.sh)"; done
+for t in ntblend chaos_seg chaos_nvme chaos_accel chaos_mcast oshcc oshrun; do [ -x "$bin/$t" ] || die "$bin/$t is missing: build first (scripts/build.sh)"; done
 export PATH="$bin:$PATH"
 keep=1
 [ -n "$logs" ] || { logs=$(mktemp -d /tmp/ntblend-chaos.XXXXXX); keep=0; }
@@ -204,6 +209,7 @@ run_fabric() {
   for ((i = 0; i < nh; i++)); do rm -f "$dir/owner$i.dump" "$dir/writer$i.state"; start_owner "$i"; done
   sleep 0.3
   for ((i = 0; i < nh; i++)); do start_writer "$i"; done
+  mc_start
 
   # The schedule, drawn from the seed before anything runs (so it can be printed and replayed).
   RANDOM=$(( seed + ${#kind} ))
@@ -264,6 +270,7 @@ run_fabric() {
     elif [ -n "$acdev" ] && [ "$h" = "$achost" ]; then
       lend_accel
     fi
+    mc_restart_on "$h"
     # The VMs' accelerator's lender crashed: it lends it out again.
     [ -n "$vmdev" ] && n device add "$vmdev" >>"$dir/faults.log" 2>&1
   }
@@ -383,6 +390,7 @@ run_fabric() {
     [ $recovered = 1 ] && record "$kind" "nvme clients recover" pass "all $nn NVMe clients acknowledged writes after the last fault"
   fi
 
+  mc_recovered
   # The lent device's driver: copies succeed again once the fabric is whole.
   ac_field() { sed -n "s/^chaos_accel.* $1 \([0-9]*\).*/\1/p" "$dir/accel.state" 2>/dev/null | head -1; }
   if [ -n "$acdev" ]; then
@@ -411,6 +419,7 @@ run_fabric() {
   for ((i = 0; i < nh; i++)); do stop_pid "${wpid[$i]}" "writer $i" || hung=1; done
   for ((i = 0; i < nh; i++)); do stop_pid "${opid[$i]}" "owner $i" || hung=1; done
   [ $hung = 0 ] && record "$kind" "ends when asked" pass "$nstop workload processes ended within 10 s"
+  mc_stop
 
   # The lent device: no completed copy with wrong data, every failure an error, no round past
   # its bound; reclaimed, the trees are as before it was lent (no shadow left behind).

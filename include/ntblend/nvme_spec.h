@@ -101,6 +101,9 @@ enum {
 #define NVME_CNS_CTRL 0x01
 #define NVME_CNS_NS_LIST 0x02
 #define NVME_CNS_NS_DESCS 0x03
+#define NVME_CNS_CTRL_LIST 0x13      /* controllers in the NVM subsystem (CNTLID >= CDW10.CNTID) */
+#define NVME_CNS_PRIMARY_CAPS 0x14   /* Primary Controller Capabilities (SR-IOV) */
+#define NVME_CNS_SECONDARY_LIST 0x15 /* Secondary Controller List (SR-IOV) */
 
 /* Identify Controller: byte offsets of fields a host driver reads, and ONCS bits */
 #define NVME_ID_MDTS 77

@@ -228,13 +228,27 @@ static int nvme_start(struct fab *f, uint32_t fn, void **state)
             return rc;
         }
     }
-    snprintf(m->serial, sizeof m->serial, "NTB%08X%04X", fx->rid, fn & 0xffff);
+    /* A VF's controller is a secondary controller of its PF's NVM subsystem: it shares the
+     * PF's serial number (and so the subsystem NQN) and counts its siblings. */
+    uint32_t pf = fn, nsec = 0;
+    const struct fab_host *h = fab_host(f, fx->host);
+    for (uint32_t i = h->func_first; i < h->func_first + h->nfuncs; i++) {
+        const struct fab_function *o = fab_func(f, i);
+        if (o->device != fx->device || o->fn != fx->fn)
+            continue;
+        if (o->vf)
+            nsec++;
+        else
+            pf = i;
+    }
+    snprintf(m->serial, sizeof m->serial, "NTB%08X%04X", fab_func(f, pf)->rid, pf & 0xffff);
     struct nvme_params p = {
         .queues = (uint32_t)queues, .namespaces = (uint32_t)nns, .ns_size = ns_size,
         .mdts = (uint32_t)mdts, .alloc_all = alloc_all != 0,
         .cmb_size = cmb && fx->bar[2].kind == FAB_BAR_MEM ? (cmb + 4095) & ~4095ull : 0,
         .vectors = (fab_cfg_read(f, fn, FAB_CFG_MSIX + 2, 2) & 0x7ffu) + 1,
         .vid = 0x8086, .ssvid = 0x8086, .serial = m->serial,
+        .cntlid = (uint16_t)(fx->vf + 1), .vfn = (uint16_t)fx->vf, .nsec = (uint16_t)nsec,
     };
     if (p.vectors > (uint32_t)queues + 1)
         p.vectors = (uint32_t)queues + 1;

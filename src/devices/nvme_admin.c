@@ -24,14 +24,18 @@ static void put16(uint8_t *d, uint16_t v) { memcpy(d, &v, 2); }
 static void put32(uint8_t *d, uint32_t v) { memcpy(d, &v, 4); }
 static void put64(uint8_t *d, uint64_t v) { memcpy(d, &v, 8); }
 
+static uint16_t cntlid(const struct nvme_ctrl *c) { return c->p.cntlid ? c->p.cntlid : 1; }
+
 /* A namespace's globally unique identifier (NGUID): the same for the same controller serial
- * and namespace, different for different ones (FNV-1a of both). */
+ * (and, for a VF, controller id) and namespace, different for different ones (FNV-1a). */
 static void nguid(const struct nvme_ctrl *c, uint32_t nsid, uint8_t out[16])
 {
     const char *s = c->p.serial ? c->p.serial : "NTBLEND0";
     uint64_t h = 0xcbf29ce484222325ull;
     for (; *s; s++)
         h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+    if (c->p.vfn) /* a VF shares its PF's serial, not its namespaces */
+        h = (h ^ cntlid(c)) * 0x100000001b3ull;
     memcpy(out, "ntbl", 4);
     put64(out + 4, h);
     put32(out + 12, nsid);
@@ -51,8 +55,11 @@ static uint16_t identify(struct nvme_ctrl *c, const struct nvme_sqe *sqe)
         put_str(d + 24, "ntblend emulated NVMe (P4800X-like)", 40);
         put_str(d + 64, "1.0", 8);
         d[72] = 0;             /* RAB */
+        /* CMIC: the subsystem may hold two or more controllers (a PF with VFs), and this one
+         * is a VF's. */
+        d[76] = (uint8_t)((c->p.nsec ? 0x2 : 0) | (c->p.vfn ? 0x4 : 0));
         d[77] = (uint8_t)c->p.mdts;
-        put16(d + 78, 1);      /* CNTLID */
+        put16(d + 78, cntlid(c));
         put32(d + 80, NVME_VS_1_4);
         put16(d + 256, 0);     /* OACS: none of the optional admin commands */
         d[258] = 3;            /* ACL (0-based) */
@@ -105,6 +112,46 @@ static uint16_t identify(struct nvme_ctrl *c, const struct nvme_sqe *sqe)
         uint32_t k = 0;
         for (uint32_t ns = sqe->nsid + 1; ns <= c->p.namespaces && k < 1024; ns++)
             put32(d + 4 * k++, ns);
+        break;
+    }
+    case NVME_CNS_CTRL_LIST: {
+        /* The subsystem's controllers from CNTID on: the primary (1) and its secondaries. */
+        uint32_t from = sqe->cdw10 >> 16, k = 0;
+        for (uint32_t id = 1; id <= 1u + c->p.nsec && k < 2047; id++)
+            if (id >= from)
+                put16(d + 2 + 2 * k++, (uint16_t)id);
+        put16(d, (uint16_t)k);
+        break;
+    }
+    case NVME_CNS_PRIMARY_CAPS:
+        if (c->p.vfn) { /* only a primary controller reports them */
+            st = NVME_INVALID_FIELD;
+            break;
+        }
+        put16(d + 0, cntlid(c));
+        put16(d + 2, 0);                       /* PORTID */
+        d[4] = 0;                              /* CRT: no flexible resources */
+        put16(d + 42, (uint16_t)c->p.queues);  /* VQPRT: private I/O queue resources */
+        put16(d + 74, (uint16_t)c->p.vectors); /* VIPRT: private interrupt resources */
+        break;
+    case NVME_CNS_SECONDARY_LIST: {
+        if (c->p.vfn) {
+            st = NVME_INVALID_FIELD;
+            break;
+        }
+        /* Entries from CNTID on: SCID, PCID, SCS (online: each VF's controller has its
+         * resources from the start), VFN; NVQ and NVI stay 0, no flexible resources. */
+        uint32_t from = sqe->cdw10 >> 16, k = 0;
+        for (uint32_t vf = 1; vf <= c->p.nsec && k < 127; vf++) {
+            if (vf + 1 < from)
+                continue;
+            uint8_t *e = d + 32 + 32 * k++;
+            put16(e + 0, (uint16_t)(vf + 1));
+            put16(e + 2, 1);
+            e[4] = 1;
+            put16(e + 8, (uint16_t)vf);
+        }
+        d[0] = (uint8_t)k;
         break;
     }
     default:

@@ -43,6 +43,12 @@ struct nvme_params {
     bool alloc_all;      /* Number of Queues allocates every queue, whatever was asked: the
                           * specification lets a controller allocate more than requested, and
                           * drivers written for such controllers (libnvm) rely on it */
+    /* SR-IOV (NVMe 1.4 §8.5): the PF is the primary controller (CNTLID 1) of an NVM subsystem
+     * whose secondary controllers are its VFs (VF n: CNTLID n + 1), each with private queues
+     * and namespaces; they share the subsystem's serial number and NQN. */
+    uint16_t cntlid;     /* 0 is taken as 1 */
+    uint16_t vfn;        /* 0: the primary (or only) controller; else this secondary's VF number */
+    uint16_t nsec;       /* secondary controllers in the subsystem (the PF's VFs) */
 };
 
 struct nvme_sq {

@@ -108,6 +108,7 @@ static void build_cfg(struct fab_function *fn, const struct dev_type *ty, uint32
     if (total_vfs) {
         /* SR-IOV extended capability: TotalVFs, NumVFs, first VF offset and stride. */
         put32(c, 0x100, 0x0010 | (1u << 16));
+        put16(c, 0x108, 0x0009); /* VF Enable, VF MSE: the lender's PF driver enabled them */
         put16(c, 0x10e, (uint16_t)total_vfs);
         put16(c, 0x110, (uint16_t)total_vfs);
         put16(c, 0x114, 0x10);

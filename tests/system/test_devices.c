@@ -237,6 +237,7 @@ static void test_multifunction_and_sriov(void **state)
     /* The PF's SR-IOV capability: TotalVFs 2, VF offset and stride. */
     assert_int_equal(fab_cfg_read(f, pf, 0x100, 2), 0x0010);
     assert_int_equal(fab_cfg_read(f, pf, 0x10e, 2), 2);
+    assert_int_equal(fab_cfg_read(f, pf, 0x108, 2) & 1, 1); /* VF Enable */
     assert_int_equal(fab_cfg_read(f, vf2, 0x100, 2), 0); /* VFs have none */
     /* Each VF has BARs of its own, apart from the PF's, in b's map. */
     assert_true(fab_func(f, vf2)->bar[2].addr != fab_func(f, pf)->bar[2].addr);

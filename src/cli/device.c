@@ -30,6 +30,19 @@ static uint32_t borrowers(const struct fab_function *x, char *names, size_t len,
     return n;
 }
 
+/* An SR-IOV VF's physical function, or -1 (a PF, or a function without VFs). */
+static int pf_of(const struct fab *f, const struct fab_function *x)
+{
+    if (!x->vf)
+        return -1;
+    for (uint32_t i = 0; i < f->ctl->nfuncs; i++) {
+        const struct fab_function *o = fab_func(f, i);
+        if (o->host == x->host && o->device == x->device && o->fn == x->fn && !o->vf)
+            return (int)i;
+    }
+    return -1;
+}
+
 static uint32_t class_of(const struct fab_function *x)
 {
     return (uint32_t)x->cfg[0x0b] << 16 | (uint32_t)x->cfg[0x0a] << 8 | x->cfg[0x09];
@@ -60,11 +73,14 @@ void cli_print_devices(const struct fab *f)
         char vm[FAB_VM_NAME + 8] = "";
         if (cli_vm_of(f, i, vm + 5, sizeof vm - 5) >= 0)
             memcpy(vm, " (vm ", 5), strcat(vm, ")");
-        char fdid[24];
+        char fdid[24], vf[64] = "";
         snprintf(fdid, sizeof fdid, "0x%llx", SIO_FDID(fab_host(f, x->host)->node_id, i));
-        printf("  %3u  %-8s %-14s %-6s %-8s %04x:%04x %06x   %-5s %-9s %s%s%s\n", i, fdid, x->name,
-               x->type, fab_host(f, x->host)->name, ven, dev, class_of(x),
-               atomic_load(&x->model_up) ? "up" : "down", lent, n ? names : "-", mgr, vm);
+        int pf = pf_of(f, x);
+        if (pf >= 0)
+            snprintf(vf, sizeof vf, " (VF %u of %s)", x->vf, fab_func(f, (uint32_t)pf)->name);
+        printf("  %3u  %-8s %-14s %-6s %-8s %04x:%04x %06x   %-5s %-9s %s%s%s%s\n", i, fdid,
+               x->name, x->type, fab_host(f, x->host)->name, ven, dev, class_of(x),
+               atomic_load(&x->model_up) ? "up" : "down", lent, n ? names : "-", vf, mgr, vm);
     }
 }
 
@@ -92,6 +108,9 @@ json_object *cli_devices_json(const struct fab *f)
         json_object_object_add(o, "device", json_object_new_int(dev));
         json_object_object_add(o, "class", json_object_new_int((int)class_of(x)));
         json_object_object_add(o, "vf", json_object_new_int((int)x->vf));
+        int pf = pf_of(f, x);
+        json_object_object_add(o, "pf", pf >= 0 ? json_object_new_string(fab_func(f, (uint32_t)pf)->name)
+                                                : NULL);
         json_object_object_add(o, "requester_id", json_object_new_int(x->rid));
         json_object_object_add(o, "model_up", json_object_new_boolean(atomic_load(&x->model_up)));
         json_object_object_add(o, "available", json_object_new_boolean(atomic_load(&x->lend_available)));
@@ -160,6 +179,23 @@ static int device_lend(struct fab *f, uint32_t fn, const char *to)
         return CLI_FAIL;
     if ((uint32_t)h == x->host) {
         cli_err("%s is %s's own device: lend it to another host", x->name, to);
+        return CLI_FAIL;
+    }
+    /* In another host's tree and still borrowed by it (a host that crashed lost its borrow,
+     * and its tree with it). */
+    int at = shadow_host(f, fn);
+    if (at >= 0 && (atomic_load(&x->lend_borrowers[at / 64]) >> (at % 64) & 1)) {
+        /* A function goes to one host at a time; an SR-IOV device has more functions. */
+        char other[128] = "", nm[256];
+        int pf = x->vf ? pf_of(f, x) : (int)fn;
+        for (uint32_t i = 0; pf >= 0 && i < f->ctl->nfuncs && !other[0]; i++) {
+            const struct fab_function *o = fab_func(f, i);
+            if (i != fn && o->vf && pf_of(f, o) == pf && !borrowers(o, nm, sizeof nm, f))
+                snprintf(other, sizeof other, "; %s, a VF of the same device, is free", o->name);
+        }
+        cli_err("cannot lend %s to %s: it is lent to %s already (take it back first: ntblend "
+                "device reclaim %s)%s", x->name, to, fab_host(f, (uint32_t)at)->name, x->name,
+                other);
         return CLI_FAIL;
     }
     int rc = ask(f, x->host, AGENT_DEV_AVAILABLE, fn, 1, 0);

@@ -91,6 +91,13 @@ _Static_assert(sizeof(struct accel_desc) == 32, "descriptor layout");
  * stores into BAR2 are noticed within ACCEL_WAIT_RECHECK_US. */
 #define ACCEL_OP_WAIT 0x1u
 #define ACCEL_WAIT_RECHECK_US 1000
+/* Run an NVMe job (struct accel_nvme_job at device memory offset src): what a long-running
+ * GPU kernel does in smartio-tocs-2021 §6.4 (Figs. 18-19). The device builds read or write
+ * commands in a submission queue in its own memory, rings the NVMe's doorbell peer to peer,
+ * takes the completions the NVMe posts into a completion queue also in its memory, and rings
+ * the completion doorbell; the data moves between the NVMe and this device's memory. No CPU
+ * takes part after the descriptor is queued. Later descriptors wait behind it. */
+#define ACCEL_OP_NVME 0x2u
 
 #define ACCEL_DESC_INTR 0x100u    /* raise the completion vector when this one completes */
 #define ACCEL_DESC_SRC_BUS 0x200u /* src is a bus address (DMA as the device's requester) */
@@ -122,8 +129,76 @@ enum accel_err {
     ACCEL_ERR_ACCESS = 7,     /* read through an NTB whose requester-ID table lacks the device */
     ACCEL_ERR_RING = 8,       /* HEAD - TAIL exceeded the ring (engine halted) */
     ACCEL_ERR_OTHER = 9,
+    ACCEL_ERR_NVME = 10,      /* NVME: commands completed with an error status (see the job) */
+    ACCEL_ERR_TIMEOUT = 11,   /* NVME: no completion within the job's timeout; queue broken */
+    ACCEL_ERR_BROKEN = 12,    /* NVME: the queue is broken by an earlier failure: recreate it */
+    ACCEL_ERR_JOB = 13,       /* NVME: a job or queue field out of range (see docs) */
 };
 #define ACCEL_ERR_MASK 0xffu
+
+/* ---- device-initiated NVMe I/O (ACCEL_OP_NVME), in device memory ---- */
+
+#define ACCEL_NVME_MAX_DEPTH 1024u /* entries per queue the engine drives */
+
+/**
+ * struct accel_nvme_queue - an NVMe I/O queue pair that lives in this device's memory, as the
+ *                           driver set it up (128 bytes, 8-byte aligned, in device memory).
+ * @sq_off:    device memory offset of the submission queue (@depth 64-byte entries)
+ * @cq_off:    ... of the completion queue (@depth 16-byte entries), zeroed when created
+ * @prp_off:   ... of the PRP lists: @depth - 1 lists of @prp_bytes, one per command identifier
+ * @sq_db:     bus address of the queue's SQ tail doorbell, as this device reaches it
+ * @cq_db:     ... of its CQ head doorbell
+ * @mem_io:    the address at which the NVMe reaches offset 0 of this device's memory
+ * @depth:     entries per queue, 2..ACCEL_NVME_MAX_DEPTH
+ * @prp_bytes: bytes per PRP list, a power of two, 8..@page
+ * @page:      the controller's memory page size (CC.MPS), a power of two, 4096..65536
+ * @sq_tail, @cq_head, @phase, @broken: the device's (the SQ tail, the CQ head, the phase tag
+ *             the next completion will carry, and whether a failure left commands of unknown
+ *             fate: then every job on this queue fails until it is created again); the driver
+ *             sets them to 0, 0, 1, 0 when it creates the queues.
+ */
+struct accel_nvme_queue {
+    uint64_t sq_off, cq_off, prp_off;
+    uint64_t sq_db, cq_db;
+    uint64_t mem_io;
+    uint32_t depth, prp_bytes, page;
+    uint32_t sq_tail, cq_head, phase, broken;
+    uint8_t rsvd[52];
+};
+_Static_assert(sizeof(struct accel_nvme_queue) == 128, "NVMe queue block layout");
+
+/**
+ * struct accel_nvme_job - what an ACCEL_OP_NVME descriptor runs (128 bytes, 8-byte aligned,
+ *                         in device memory).
+ * @queue_off:  device memory offset of its struct accel_nvme_queue
+ * @data_off:   device memory offset of the data, @count * @nlb * @block bytes, 4-byte aligned:
+ *              command i moves the blocks at @slba + i * @nlb to/from @data_off + i * bytes
+ * @slba:       first block
+ * @status_off: 0, or the device memory offset of @count 16-bit words (2-byte aligned) where
+ *              the device writes each command's NVMe status (SCT << 8 | SC; 0 success) as it
+ *              completes, 0xffff until then: which commands' data may be used after a failure
+ * @nsid:       namespace
+ * @opc:        NVMe opcode: 0x02 read (into device memory) or 0x01 write
+ * @nlb:        blocks per command, 1..65536
+ * @block:      bytes per block (the namespace's), a power of two, 512..65536
+ * @count:      commands
+ * @qd:         at most this many outstanding, 1..depth - 1
+ * @timeout_ms: a job that sees no completion for this long fails (0: 10000)
+ * @done:       written by the device: commands completed successfully
+ * @failed:     ... commands completed with an error status
+ * @status:     ... the first error's NVMe status (SCT << 8 | SC)
+ * @first_failed: ... the first failed command's index
+ * @bytes:      ... bytes moved by successful commands
+ */
+struct accel_nvme_job {
+    uint64_t queue_off, data_off, slba, status_off;
+    uint32_t nsid, opc, nlb, block, count, qd, timeout_ms;
+    uint32_t done, failed, status, first_failed;
+    uint32_t rsvd0;
+    uint64_t bytes;
+    uint8_t rsvd[40];
+};
+_Static_assert(sizeof(struct accel_nvme_job) == 128, "NVMe job layout");
 
 /* ---- MSI-X (in BAR0; the capability points here too) ---- */
 #define ACCEL_MSIX_TABLE 0x8000

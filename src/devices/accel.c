@@ -3,7 +3,8 @@
  * ring of descriptors in BAR0 (include/ntblend/accel_regs.h has the register map,
  * docs/accel-model.md how to use it). Enough to reproduce the papers' bandwidthTest (device memory <-> host RAM) and
  * peer-to-peer ping-pong (device memory -> another device's BAR, possibly through NTB
- * windows) experiments (smartio-tocs-2021 §7.1.4-7.1.5).
+ * windows) experiments (smartio-tocs-2021 §7.1.4-7.1.5), and to drive an NVMe itself
+ * (device-initiated I/O, §6.4: accel_nvme.c).
  *
  * The engine (registers, ring, descriptors) is accel_core.c; this file binds it to a function
  * of the fabric. One thread per function executes descriptors in order. Copies that touch a
@@ -118,6 +119,10 @@ static void *accel_thread(void *arg)
     struct fab_function *fx = fab_func(a->f, a->fn);
     /* Idle: the wait policy (src/wait), spinning up to IDLE_POLL_NS, then asleep on reg_seq. */
     struct wpol_site site = WPOL_SITE("accel model", IDLE_POLL_NS, 0);
+    /* Waiting under a WAIT or an NVMe job: the word or the completion is usually a peer's DMA
+     * into BAR2 a few microseconds away, so poll as long as those have lately taken, then
+     * sleep until the DMA's notification (CPU stores are seen at the recheck). */
+    struct wpol_site waiting = WPOL_SITE("accel model (waiting)", IDLE_POLL_NS, 0);
     struct ring_wait r = { a, fx, 0, 0 };
     struct wpol_how how = { .ready = rang, .arg = &r, .word = &fx->reg_seq,
                             .sleepers = &fx->reg_waiters, .sleep_ns = 1000000000 };
@@ -136,7 +141,11 @@ static void *accel_thread(void *arg)
         case ACCEL_STEP_WAITING:
             /* A peer's DMA into BAR2 or any register write wakes us; CPU stores into BAR2
              * are seen at the next recheck. */
-            fab_fn_wait(a->f, a->fn, seen, ACCEL_WAIT_RECHECK_US * 1000ll);
+            r.seen = seen;
+            r.head = head;
+            how.deadline_ns = wpol_now_ns() + ACCEL_WAIT_RECHECK_US * 1000ull;
+            how.sleep_ns = ACCEL_WAIT_RECHECK_US * 1000ull;
+            wpol_wait(&waiting, &how);
             continue;
         case ACCEL_STEP_IDLE:
             break;

@@ -1,6 +1,7 @@
 /*
  * The accelerator's engine (accel_core.h): registers, descriptor ring, COPY and WAIT, error
- * reporting and completion interrupts, one descriptor per step. No threads, no fabric: the
+ * reporting and completion interrupts, one descriptor per step (an NVMe job, accel_nvme.c,
+ * takes many). No threads, no fabric: the
  * host operations do every access that leaves the device.
  */
 #include <errno.h>
@@ -51,6 +52,7 @@ void accel_core_publish(struct accel_core *a)
 
 static void do_reset(struct accel_core *a)
 {
+    accel_nvme_abort(a);
     a->tail = a->completed = a->errors = a->last_err = a->last_idx = 0;
     a->bytes = 0;
     a->error = a->halted = a->waiting = false;
@@ -81,7 +83,7 @@ static void deliver_pending(struct accel_core *a)
             a->ops->msix(a->ctx, v);
 }
 
-static uint32_t err_code(int rc)
+uint32_t accel_err_of(int rc)
 {
     switch (rc) {
     case 0: return ACCEL_ERR_NONE;
@@ -93,7 +95,7 @@ static uint32_t err_code(int rc)
     }
 }
 
-static bool mem_range_ok(const struct accel_core *a, uint64_t off, uint64_t len)
+bool accel_mem_range_ok(const struct accel_core *a, uint64_t off, uint64_t len)
 {
     return off <= a->mem_size && len <= a->mem_size - off;
 }
@@ -102,7 +104,7 @@ static uint32_t exec_copy(struct accel_core *a, const struct accel_desc *d)
 {
     bool sbus = d->ctrl & ACCEL_DESC_SRC_BUS, dbus = d->ctrl & ACCEL_DESC_DST_BUS;
     uint64_t len = d->len;
-    if (!len || (!sbus && !mem_range_ok(a, d->src, len)) || (!dbus && !mem_range_ok(a, d->dst, len)))
+    if (!len || (!sbus && !accel_mem_range_ok(a, d->src, len)) || (!dbus && !accel_mem_range_ok(a, d->dst, len)))
         return ACCEL_ERR_RANGE;
     if ((sbus || dbus) && !a->ops->bus_master(a->ctx))
         return ACCEL_ERR_BUS_MASTER;
@@ -119,13 +121,13 @@ static uint32_t exec_copy(struct accel_core *a, const struct accel_desc *d)
     }
     if (!rc)
         a->bytes += len;
-    return err_code(rc);
+    return accel_err_of(rc);
 }
 
 /* ACCEL_OP_WAIT: true when the descriptor is done (the word reached the value, or *err). */
 static bool wait_ready(struct accel_core *a, const struct accel_desc *d, uint32_t *err)
 {
-    if (d->src % 4 || !mem_range_ok(a, d->src, 4)) {
+    if (d->src % 4 || !accel_mem_range_ok(a, d->src, 4)) {
         *err = ACCEL_ERR_RANGE;
         return true;
     }
@@ -187,6 +189,21 @@ enum accel_step accel_core_step(struct accel_core *a)
             return ACCEL_STEP_WAITING;
         }
         a->waiting = false;
+        break;
+    case ACCEL_OP_NVME:
+        switch (accel_nvme_step(a, &d, &err)) {
+        case ACCEL_NVME_PROGRESS:
+            return ACCEL_STEP_RAN;
+        case ACCEL_NVME_WAITING:
+            if (!a->waiting) {
+                a->waiting = true;
+                accel_core_publish(a);
+            }
+            return ACCEL_STEP_WAITING;
+        case ACCEL_NVME_DONE:
+            a->waiting = false;
+            break;
+        }
         break;
     default:
         err = ACCEL_ERR_OPCODE;

@@ -25,6 +25,20 @@ struct accel_host_ops {
     int (*bus_copy)(void *ctx, uint64_t dst, uint64_t src, uint64_t len);
 };
 
+/* An ACCEL_OP_NVME job under way (accel_nvme.c): copies of its job and queue blocks, and
+ * which command each identifier carries. */
+struct accel_nvme_run {
+    bool active;
+    uint32_t err;               /* a failure that ends the job (ACCEL_ERR_*) */
+    uint64_t job_off;
+    struct accel_nvme_job job;
+    struct accel_nvme_queue q;
+    uint32_t submitted, completed, failed, inflight, next_cid;
+    uint64_t bytes_per_cmd;
+    uint64_t timeout_ns, deadline_ns;
+    uint32_t cmd[ACCEL_NVME_MAX_DEPTH]; /* command identifier -> command index + 1; 0: free */
+};
+
 struct accel_core {
     const struct accel_host_ops *ops;
     void *ctx;
@@ -35,6 +49,7 @@ struct accel_core {
     uint32_t tail, completed, errors, last_err, last_idx;
     uint64_t bytes;
     bool error, halted, waiting;
+    struct accel_nvme_run nvme;
 };
 
 enum accel_step {
@@ -42,6 +57,20 @@ enum accel_step {
     ACCEL_STEP_RAN,     /* a reset or a descriptor was handled; call again */
     ACCEL_STEP_WAITING, /* the descriptor at TAIL is a WAIT whose word is not there yet */
 };
+
+enum accel_nvme_state {
+    ACCEL_NVME_DONE,     /* the job ended (*err says how) */
+    ACCEL_NVME_PROGRESS, /* commands went out or completions came in: step again */
+    ACCEL_NVME_WAITING,  /* waiting for the NVMe's completions */
+};
+/* The ACCEL_ERR_* of a fabric error; whether [off, off + len) is inside device memory. */
+uint32_t accel_err_of(int rc);
+bool accel_mem_range_ok(const struct accel_core *a, uint64_t off, uint64_t len);
+/* accel_nvme.c: advance the NVMe job of descriptor d. */
+enum accel_nvme_state accel_nvme_step(struct accel_core *a, const struct accel_desc *d,
+                                      uint32_t *err);
+/* A reset while a job runs: it ends, and its queue is left broken (commands in flight). */
+void accel_nvme_abort(struct accel_core *a);
 
 /* Power-on state: engine disabled, ring empty, registers published. */
 void accel_core_init(struct accel_core *a);

@@ -45,6 +45,7 @@ static void fill(volatile uint8_t *b, uint64_t lba)
 
 struct pair {
     const char *nvme, *accel;
+    bool client; /* the NVMe's manager serves it */
 };
 
 struct setup {
@@ -82,6 +83,7 @@ static void open_pair(const struct pair *p, struct setup *s, unsigned timeout_ms
     if (rc)
         fprintf(stderr, "nvme_open: %s\n", nvme_errmsg());
     CHECK_EQ(rc, 0);
+    CHECK_EQ(nvme_is_client(s->d), p->client);
     int id = sio_find(p->accel);
     CHECK(id >= 0);
     CHECK_EQ(sio_borrow((uint32_t)id, SIO_EXCLUSIVE, &s->acc), 0);
@@ -184,11 +186,16 @@ static void devio_checks(void *arg)
     close_pair(&s);
 }
 
-static void run_on(const char *host, const char *nvme, const char *accel)
+static void run_as(const char *host, const char *nvme, const char *accel, bool client)
 {
-    struct pair p = { nvme, accel };
+    struct pair p = { nvme, accel, client };
     struct h_proc c = h_spawn(FAB, host, devio_checks, &p);
     assert_int_equal(h_join(&c), 0);
+}
+
+static void run_on(const char *host, const char *nvme, const char *accel)
+{
+    run_as(host, nvme, accel, false);
 }
 
 /* Both devices in host a, the program there too (Fig. 18). */
@@ -215,12 +222,22 @@ static void test_lent(void **state)
     run_on("a", "nvme0", "accel1");
 }
 
+/* The NVMe shared by its manager (smartio-tocs-2021 §6.2): the device-driven queue pair is
+ * one client's, created by the manager at the addresses in the accelerator's memory. */
+static void test_manager_client(void **state)
+{
+    (void)state;
+    assert_int_equal(h_cli(FAB, "nvme manager nvme0 --host a >/dev/null"), 0);
+    run_as("b", "nvme0", "accel1", true);
+    assert_int_equal(h_cli(FAB, "nvme stop nvme0 >/dev/null"), 0);
+}
+
 /* A cable pulled under a job: the job fails, and every command it reports done has the
  * right data; after the link is back the devices serve a new set-up. */
 static void pulled(void *arg)
 {
     (void)arg;
-    struct pair p = { "nvme0", "accel1" };
+    struct pair p = { "nvme0", "accel1", false };
     struct setup s;
     open_pair(&p, &s, 1000);
     write_pattern(s.d);
@@ -352,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_one_host),
         cmocka_unit_test(test_two_hosts),
         cmocka_unit_test(test_lent),
+        cmocka_unit_test(test_manager_client),
         cmocka_unit_test(test_bad_setup),
         cmocka_unit_test(test_pulled_cable),
     };

@@ -103,14 +103,14 @@ static void close_pair(struct setup *s)
     sio_return(s->acc);
 }
 
-/* The pattern on the NVMe, written by the CPU. */
-static void write_pattern(nvme_dev_t *d)
+/* The pattern on blocks 0..n-1 of the NVMe, written by the CPU. */
+static void write_pattern(nvme_dev_t *d, uint32_t n)
 {
-    uint8_t *buf = nvme_buf_alloc(d, NULL, NBLK * BS);
+    uint8_t *buf = nvme_buf_alloc(d, NULL, (size_t)n * BS);
     CHECK(buf);
-    for (uint32_t b = 0; b < NBLK; b++)
+    for (uint32_t b = 0; b < n; b++)
         fill(buf + (size_t)b * BS, b);
-    CHECK_EQ(cpu_rw(d, NVME_OP_WRITE, 0, NBLK, buf), 0);
+    CHECK_EQ(cpu_rw(d, NVME_OP_WRITE, 0, n, buf), 0);
     nvme_buf_free(d, buf);
 }
 
@@ -121,7 +121,7 @@ static void devio_checks(void *arg)
     const struct pair *p = arg;
     struct setup s;
     open_pair(p, &s, 10000);
-    write_pattern(s.d);
+    write_pattern(s.d, NBLK);
     uint64_t st = s.data, data = s.data + BS;
     struct nvme_devq_result r;
 
@@ -240,8 +240,8 @@ static void pulled(void *arg)
     struct pair p = { "nvme0", "accel1", false };
     struct setup s;
     open_pair(&p, &s, 1000);
-    write_pattern(s.d);
-    uint32_t n = 4096; /* NBLK blocks, read over and over would do; more commands is longer */
+    uint32_t n = 4096; /* commands enough to be under way when the cable goes */
+    write_pattern(s.d, n);
     uint64_t st = s.data, data = s.data + 2 * BS;
     CHECK((uint64_t)n * BS + 2 * BS <= s.size);
     memset((void *)(uintptr_t)(s.mem + data), 0xa5, (size_t)n * BS);
@@ -261,6 +261,12 @@ static void pulled(void *arg)
         memcpy(&w, (const void *)(uintptr_t)(s.mem + st + 2 * i), 2);
         if (w == 0) {
             ok++;
+            if (!block_ok(s.mem + data + (size_t)i * BS, i)) {
+                uint64_t got, want = pattern(i, 0);
+                memcpy(&got, (const void *)(uintptr_t)(s.mem + data + (size_t)i * BS), 8);
+                fprintf(stderr, "command %u: status 0 but block %u holds %#llx (want %#llx); "
+                        "done %u\n", i, i, (unsigned long long)got, (unsigned long long)want, r.done);
+            }
             CHECK(block_ok(s.mem + data + (size_t)i * BS, i)); /* never wrong data */
         }
     }

@@ -2,11 +2,11 @@
  * libFuzzer harness for the NVMe command path (src/devices/nvme_*.c, the controller core): arbitrary 64-byte
  * submission queue entries, with the rest of the input as host memory contents (PRP lists,
  * data, DSM ranges), executed by the thread-free controller core against an in-memory DMA
- * backend and a memfd namespace. Both entry points are fuzzed: nvme_exec directly, and the
- * full register path (SQ in memory, doorbell, nvme_process, CQ posting).
+ * backend and a memfd namespace. Both entry points are fuzzed: nvmc_exec directly, and the
+ * full register path (SQ in memory, doorbell, nvmc_process, CQ posting).
  *
  * Input: byte 0 selects the mode (bit 0: I/O queue instead of admin, bit 1: through the
- * doorbell and nvme_process, bits 2-3: memory page size 4K/8K/16K/64K via CC.MPS); bytes 1..64
+ * doorbell and nvmc_process, bits 2-3: memory page size 4K/8K/16K/64K via CC.MPS); bytes 1..64
  * are the SQE; the rest is copied to host memory at DATA (MEM_BASE + 0x40000).
  */
 #define _GNU_SOURCE
@@ -17,7 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "nvme_ctrl.h"
+#include "nvmc_ctrl.h"
 
 #define MEM_BASE 0x100000ull
 #define MEM_SIZE (1ull << 20)
@@ -29,8 +29,8 @@
 #define DATA (MEM_BASE + 0x40000)
 
 static uint8_t *mem;
-static uint8_t regs[NVME_REGS_SIZE] __attribute__((aligned(64)));
-static struct nvme_ctrl ctrl;
+static uint8_t regs[NVMC_REGS_SIZE] __attribute__((aligned(64)));
+static struct nvmc_ctrl ctrl;
 static int fds[2];
 
 static int in_mem(uint64_t addr, uint64_t len)
@@ -75,11 +75,11 @@ static void init_once(void)
         if (fds[i] < 0 || ftruncate(fds[i], 1 << 20))
             abort();
     }
-    struct nvme_params p = { .queues = 4, .namespaces = 2, .ns_size = 1 << 20, .mdts = 3,
+    struct nvmc_params p = { .queues = 4, .namespaces = 2, .ns_size = 1 << 20, .mdts = 3,
                              .vectors = 5, .vid = 0x8086, .ssvid = 0x8086, .serial = "FUZZ" };
-    struct nvme_backend be = { NULL, dma_read, dma_write, irq, NULL };
+    struct nvmc_backend be = { NULL, dma_read, dma_write, irq, NULL };
     ctrl.ns_fd = fds;
-    if (nvme_ctrl_init(&ctrl, &p, &be, regs))
+    if (nvmc_ctrl_init(&ctrl, &p, &be, regs))
         abort();
 }
 
@@ -87,7 +87,7 @@ static void init_once(void)
 static void bring_up(uint32_t mps)
 {
     w32(NVME_REG_CC, 0);
-    nvme_regs_update(&ctrl);
+    nvmc_regs_update(&ctrl);
     memset(mem, 0, SCRATCH - MEM_BASE);
     w32(NVME_REG_AQA, 15u << 16 | 15u);
     w32(NVME_REG_ASQ, (uint32_t)ASQ);
@@ -95,7 +95,7 @@ static void bring_up(uint32_t mps)
     w32(NVME_REG_ACQ, (uint32_t)ACQ);
     w32(NVME_REG_ACQ + 4, 0);
     w32(NVME_REG_CC, NVME_CC_EN | mps << 7 | 6u << 16 | 4u << 20);
-    if (!nvme_regs_update(&ctrl))
+    if (!nvmc_regs_update(&ctrl))
         abort();
     struct nvme_sqe s = { 0 };
     struct nvme_cqe c;
@@ -103,12 +103,12 @@ static void bring_up(uint32_t mps)
     s.prp1 = IOCQ;
     s.cdw10 = 15u << 16 | 1;
     s.cdw11 = 1u << 16 | 3;
-    if (!nvme_exec(&ctrl, 0, &s, &c) || c.status)
+    if (!nvmc_exec(&ctrl, 0, &s, &c) || c.status)
         abort();
     s.opc = NVME_ADM_CREATE_SQ;
     s.prp1 = IOSQ;
     s.cdw11 = 1u << 16 | 1;
-    if (!nvme_exec(&ctrl, 0, &s, &c) || c.status)
+    if (!nvmc_exec(&ctrl, 0, &s, &c) || c.status)
         abort();
 }
 
@@ -134,7 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint16_t sqid = mode & 1;
     if (!(mode & 2)) {
         struct nvme_cqe cqe;
-        if (nvme_exec(&ctrl, sqid, &sqe, &cqe) && (cqe.status & 0x8000))
+        if (nvmc_exec(&ctrl, sqid, &sqe, &cqe) && (cqe.status & 0x8000))
             abort(); /* status values fit SCT/SC */
         return 0;
     }
@@ -144,7 +144,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sqe.cid ^= 0x5a5a;
     memcpy(mem + (sq - MEM_BASE) + 64, &sqe, 64);
     w32(NVME_REG_DBS + 8u * sqid, 2);
-    for (int i = 0; i < 4 && nvme_process(&ctrl); i++)
+    for (int i = 0; i < 4 && nvmc_process(&ctrl); i++)
         ;
     return 0;
 }

@@ -23,7 +23,7 @@ struct model_ops {
     void (*stop)(void *state);
 };
 
-extern const struct model_ops nvme_model_ops;
+extern const struct model_ops nvmc_model_ops;
 extern const struct model_ops accel_model_ops;
 
 /* Start a model for every function of `host`; 0 or the first error. */

@@ -1,7 +1,7 @@
 /*
  * The one registry of device types: for each type a topology's [device] section may name, its
  * PCI identity (vendor, device, class), its BAR layout and parameters, and the model that
- * serves it (nvme.c, accel.c). Laying out a topology's devices as PCIe functions (the
+ * serves it (nvmc.c, accel.c). Laying out a topology's devices as PCIe functions (the
  * functions, their BARs in each host's map, their configuration space) is done from it, and
  * so is starting the models (models.c).
  */
@@ -17,7 +17,7 @@
  * accelerator with a large memory BAR and a DMA copy engine. */
 static const struct dev_type types[] = {
     { "nvme", 0x8086, 0x2701, 0x010802, 16384, 0x2000, 0x3000, "queues", 32, "cmb", 0,
-      &nvme_model_ops },
+      &nvmc_model_ops },
     { "accel", 0x10de, 0x1bb1, 0x030200, 65536, 0x8000, 0x9000, NULL, 4, "mem", 256ull << 20,
       &accel_model_ops },
 };

@@ -1,5 +1,5 @@
 /*
- * The NVMe controller model (src/devices/nvme.c): the test is the driver on the lender host
+ * The NVMe controller model (src/devices/nvmc.c): the test is the driver on the lender host
  * (host a of smartio3.ini), using the fabric model directly — registers through the BAR file,
  * queues and data in host a's RAM above 300 MiB — and checks what the NVMe base specification
  * says the controller does.
@@ -15,7 +15,7 @@
 
 #include "harness.h"
 #include "fabric.h"
-#include "nvme_ctrl.h" /* the model's limits and BAR layout */
+#include "nvmc_ctrl.h" /* the model's limits and BAR layout */
 #include "nvme_drv.h"
 
 static const char *fabname;
@@ -66,7 +66,7 @@ static void io_pair(uint32_t entries)
 static void test_registers(void **state)
 {
     uint64_t cap = nvd_r64(&D, NVME_REG_CAP);
-    assert_int_equal(cap & 0xffff, NVME_MQES);
+    assert_int_equal(cap & 0xffff, NVMC_MQES);
     assert_true(cap & (1ull << 16));              /* CQR */
     assert_int_equal((cap >> 17) & 3, 0);         /* AMS: round robin only */
     assert_true(((cap >> 24) & 0xff) > 0);        /* TO */
@@ -152,7 +152,7 @@ static void test_identify(void **state)
     assert_int_equal(nn, 1);
     assert_int_equal(p[520] & 0x0c, 0x0c); /* ONCS: DSM, Write Zeroes */
     assert_int_equal(p[525] & 1, 1);  /* VWC */
-    assert_int_equal(p[259], NVME_AERL);
+    assert_int_equal(p[259], NVMC_AERL);
     assert_true(p[4] != 0 && p[4] != ' '); /* serial number */
 
     memset(p, 0xee, NVD_PAGE);
@@ -729,7 +729,7 @@ static void test_msix(void **state)
     const uint32_t hv = 77; /* host a's vector for CQ 1 */
     uint32_t host = D.host;
     struct fab_host *h = fab_host(F, host);
-    uint32_t *entry = (uint32_t *)(uintptr_t)(D.regs + NVME_MSIX_TABLE + 16 * 1);
+    uint32_t *entry = (uint32_t *)(uintptr_t)(D.regs + NVMC_MSIX_TABLE + 16 * 1);
     entry[0] = (uint32_t)FAB_MSI_BASE;
     entry[1] = (uint32_t)(FAB_MSI_BASE >> 32);
     entry[2] = hv;
@@ -748,7 +748,7 @@ static void test_msix(void **state)
     assert_true(atomic_load(&h->msi_pending[hv / 64]) & (1ull << (hv % 64)));
     atomic_fetch_and(&h->msi_pending[hv / 64], ~(1ull << (hv % 64)));
     /* A CQ without IEN (polled) raises nothing on its vector. */
-    entry = (uint32_t *)(uintptr_t)(D.regs + NVME_MSIX_TABLE + 16 * 2);
+    entry = (uint32_t *)(uintptr_t)(D.regs + NVMC_MSIX_TABLE + 16 * 2);
     entry[0] = (uint32_t)FAB_MSI_BASE;
     entry[1] = 0;
     entry[2] = hv + 1;

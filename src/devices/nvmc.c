@@ -1,8 +1,8 @@
 /*
  * NVMe controller device model: one thread per controller serves BAR0 (registers and
  * doorbells) of a PCIe function, sleeping on the function's reg_seq futex when idle. The
- * controller itself (registers, queues, commands) is the thread-free core of nvme_ctrl.h
- * (nvme_regs.c, nvme_prp.c, nvme_admin.c, nvme_io.c); this file gives it the fabric as DMA
+ * controller itself (registers, queues, commands) is the thread-free core of nvmc_ctrl.h
+ * (nvmc_regs.c, nvmc_prp.c, nvmc_admin.c, nvmc_io.c); this file gives it the fabric as DMA
  * backend (the function's own requester ID, through its host's IOMMU and NTB windows, only
  * while Bus Master Enable is set), MSI-X, and namespaces backed by sparse files. See
  * docs/nvme-model.md.
@@ -19,16 +19,16 @@
 #include <unistd.h>
 
 #include "models.h"
-#include "nvme_ctrl.h"
+#include "nvmc_ctrl.h"
 #include "registry.h"
 
 #define POLL_US_DEFAULT 50u /* keep looking at doorbells this long after the last command */
 #define POLL_US_MAX 100000u
 
-struct nvme_model {
+struct nvmc_model {
     struct fab *f;
     uint32_t fn;
-    struct nvme_ctrl c;
+    struct nvmc_ctrl c;
     int *fds;
     const uint8_t **maps; /* the namespaces mapped read-only (NULL where mmap failed) */
     char serial[24];
@@ -38,7 +38,7 @@ struct nvme_model {
     _Atomic bool stop;
 };
 
-static void unmap_all(struct nvme_model *m, uint32_t nns, uint64_t size)
+static void unmap_all(struct nvmc_model *m, uint32_t nns, uint64_t size)
 {
     for (uint32_t i = 0; m->maps && i < nns; i++)
         if (m->maps[i])
@@ -50,14 +50,14 @@ static void unmap_all(struct nvme_model *m, uint32_t nns, uint64_t size)
 
 /* ---------------------------------------------------------------- backend */
 
-static bool hits_bar0(const struct nvme_model *m, uint64_t addr, uint64_t len)
+static bool hits_bar0(const struct nvmc_model *m, uint64_t addr, uint64_t len)
 {
     return addr < m->bar0_addr + m->bar0_size && addr + len > m->bar0_addr;
 }
 
 static int be_read(void *ctx, uint64_t addr, void *buf, uint64_t len)
 {
-    struct nvme_model *m = ctx;
+    struct nvmc_model *m = ctx;
     if (hits_bar0(m, addr, len) || addr + len < addr) {
         memset(buf, 0xff, len);
         return -EIO;
@@ -67,7 +67,7 @@ static int be_read(void *ctx, uint64_t addr, void *buf, uint64_t len)
 
 static int be_write(void *ctx, uint64_t addr, const void *buf, uint64_t len)
 {
-    struct nvme_model *m = ctx;
+    struct nvmc_model *m = ctx;
     if (hits_bar0(m, addr, len) || addr + len < addr)
         return -EIO;
     return fab_fn_dma_write(m->f, m->fn, addr, buf, len);
@@ -75,7 +75,7 @@ static int be_write(void *ctx, uint64_t addr, const void *buf, uint64_t len)
 
 static void be_irq(void *ctx, uint32_t v)
 {
-    struct nvme_model *m = ctx;
+    struct nvmc_model *m = ctx;
     (void)fab_fn_msix(m->f, m->fn, v); /* -ENODEV: MSI-X off, the driver polls */
 }
 
@@ -83,7 +83,7 @@ static void be_irq(void *ctx, uint32_t v)
  * the fabric's own DMA path reads the command register the same way. */
 static bool be_bme(void *ctx)
 {
-    struct nvme_model *m = ctx;
+    struct nvmc_model *m = ctx;
     const uint16_t *cmd = (const uint16_t *)(uintptr_t)(fab_func(m->f, m->fn)->cfg + 0x04);
     return __atomic_load_n(cmd, __ATOMIC_ACQUIRE) & FAB_CMD_BME;
 }
@@ -117,7 +117,7 @@ static int mkdir_p(const char *path)
 #define SPIN_NS 20000u
 
 struct bell_wait {
-    struct nvme_model *m;
+    struct nvmc_model *m;
     struct fab_function *fx;
     uint32_t seen;
 };
@@ -128,12 +128,12 @@ static bool rang(void *arg)
 {
     struct bell_wait *b = arg;
     return atomic_load(&b->fx->reg_seq) != b->seen || atomic_load(&b->m->stop) ||
-           (atomic_load(&b->fx->raw_maps) && nvme_doorbells_moved(&b->m->c));
+           (atomic_load(&b->fx->raw_maps) && nvmc_doorbells_moved(&b->m->c));
 }
 
 static void *run(void *arg)
 {
-    struct nvme_model *m = arg;
+    struct nvmc_model *m = arg;
     struct fab_function *fx = fab_func(m->f, m->fn);
     struct wpol_site polling = WPOL_SITE("nvme model doorbells",
                                          m->poll_ns < SPIN_NS ? (uint32_t)m->poll_ns : SPIN_NS,
@@ -151,10 +151,10 @@ static void *run(void *arg)
          * first, as it does on hardware before the reset completes. */
         if (atomic_load(&fx->reset_gen) != gen) {
             gen = atomic_load(&fx->reset_gen);
-            nvme_reset(&m->c);
+            nvmc_reset(&m->c);
         }
-        bool ready = nvme_regs_update(&m->c);
-        if (ready && nvme_process(&m->c) > 0)
+        bool ready = nvmc_regs_update(&m->c);
+        if (ready && nvmc_process(&m->c) > 0)
             continue;
         /* With plain stores to watch for, no wait is longer than a tick: any register (an
          * enable in CC, say) may have changed unannounced. */
@@ -166,14 +166,14 @@ static void *run(void *arg)
     return NULL;
 }
 
-static int nvme_start(struct fab *f, uint32_t fn, void **state)
+static int nvmc_start(struct fab *f, uint32_t fn, void **state)
 {
     struct fab_function *fx = fab_func(f, fn);
     uint64_t queues, nns, ns_size, mdts, cmb, poll_us, alloc_all;
-    if (devreg_param_size(fx->params, "queues", NVME_DEFAULT_QUEUES, &queues) || queues < 1 ||
-        queues > NVME_MAX_QUEUES ||
+    if (devreg_param_size(fx->params, "queues", NVMC_DEFAULT_QUEUES, &queues) || queues < 1 ||
+        queues > NVMC_MAX_QUEUES ||
         devreg_param_size(fx->params, "namespaces", 1, &nns) || nns < 1 || nns > 1024 ||
-        devreg_param_size(fx->params, "ns_size", 1ull << 30, &ns_size) || ns_size < NVME_LBA_SIZE ||
+        devreg_param_size(fx->params, "ns_size", 1ull << 30, &ns_size) || ns_size < NVMC_LBA_SIZE ||
         devreg_param_size(fx->params, "mdts", 5, &mdts) || mdts < 1 || mdts > 10 ||
         devreg_param_size(fx->params, "cmb", 0, &cmb) ||
         devreg_param_size(fx->params, "poll_us", POLL_US_DEFAULT, &poll_us) || poll_us > POLL_US_MAX ||
@@ -181,10 +181,10 @@ static int nvme_start(struct fab *f, uint32_t fn, void **state)
         fprintf(stderr, "nvme %s: bad queues (1..%u), namespaces (1..1024), ns_size (>= 4K), "
                 "mdts (1..10), cmb, poll_us (0..%u) or alloc_all (0, 1); fix the [device] "
                 "section\n", fx->name,
-                NVME_MAX_QUEUES, POLL_US_MAX);
+                NVMC_MAX_QUEUES, POLL_US_MAX);
         return -EINVAL;
     }
-    struct nvme_model *m = calloc(1, sizeof *m);
+    struct nvmc_model *m = calloc(1, sizeof *m);
     if (!m)
         return -ENOMEM;
     m->f = f;
@@ -212,7 +212,7 @@ static int nvme_start(struct fab *f, uint32_t fn, void **state)
         free(m);
         return -ENOMEM;
     }
-    ns_size &= ~(uint64_t)(NVME_LBA_SIZE - 1);
+    ns_size &= ~(uint64_t)(NVMC_LBA_SIZE - 1);
     for (uint32_t i = 0; i < nns; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/%s-ns%u.img", dir, fx->name, i + 1);
@@ -242,7 +242,7 @@ static int nvme_start(struct fab *f, uint32_t fn, void **state)
             pf = i;
     }
     snprintf(m->serial, sizeof m->serial, "NTB%08X%04X", fab_func(f, pf)->rid, pf & 0xffff);
-    struct nvme_params p = {
+    struct nvmc_params p = {
         .queues = (uint32_t)queues, .namespaces = (uint32_t)nns, .ns_size = ns_size,
         .mdts = (uint32_t)mdts, .alloc_all = alloc_all != 0,
         .cmb_size = cmb && fx->bar[2].kind == FAB_BAR_MEM ? (cmb + 4095) & ~4095ull : 0,
@@ -252,8 +252,8 @@ static int nvme_start(struct fab *f, uint32_t fn, void **state)
     };
     if (p.vectors > (uint32_t)queues + 1)
         p.vectors = (uint32_t)queues + 1;
-    struct nvme_backend be = { m, be_read, be_write, be_irq, be_bme };
-    volatile uint8_t *regs = fab_bar_mem(f, fn, fx->bar[0].off, NVME_REGS_SIZE);
+    struct nvmc_backend be = { m, be_read, be_write, be_irq, be_bme };
+    volatile uint8_t *regs = fab_bar_mem(f, fn, fx->bar[0].off, NVMC_REGS_SIZE);
     m->c.ns_fd = m->fds;
     /* Reads copy from the page cache through a mapping instead of a read() per command. */
     m->maps = calloc(nns, sizeof *m->maps);
@@ -262,10 +262,10 @@ static int nvme_start(struct fab *f, uint32_t fn, void **state)
         m->maps[i] = p == MAP_FAILED ? NULL : p;
     }
     m->c.ns_map = m->maps;
-    if (!regs || (rc = nvme_ctrl_init(&m->c, &p, &be, regs)) ||
+    if (!regs || (rc = nvmc_ctrl_init(&m->c, &p, &be, regs)) ||
         (rc = -pthread_create(&m->thread, NULL, run, m))) {
         rc = rc ? rc : -EIO;
-        nvme_ctrl_fini(&m->c);
+        nvmc_ctrl_fini(&m->c);
         unmap_all(m, nns, ns_size);
         for (uint32_t i = 0; i < nns; i++)
             close(m->fds[i]);
@@ -277,9 +277,9 @@ static int nvme_start(struct fab *f, uint32_t fn, void **state)
     return 0;
 }
 
-static void nvme_stop(void *state)
+static void nvmc_stop(void *state)
 {
-    struct nvme_model *m = state;
+    struct nvmc_model *m = state;
     if (!m)
         return;
     struct fab_function *fx = fab_func(m->f, m->fn);
@@ -292,9 +292,9 @@ static void nvme_stop(void *state)
         fsync(m->fds[i]);
         close(m->fds[i]);
     }
-    nvme_ctrl_fini(&m->c);
+    nvmc_ctrl_fini(&m->c);
     free(m->fds);
     free(m);
 }
 
-const struct model_ops nvme_model_ops = { nvme_start, nvme_stop };
+const struct model_ops nvmc_model_ops = { nvmc_start, nvmc_stop };

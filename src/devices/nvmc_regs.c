@@ -10,18 +10,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nvme_int.h"
+#include "nvmc_int.h"
 
 /* ---------------------------------------------------------------- registers */
 
-static uint64_t cap_value(const struct nvme_ctrl *c)
+static uint64_t cap_value(const struct nvmc_ctrl *c)
 {
-    return (uint64_t)NVME_MQES | 1ull << 16 /* CQR */ | 20ull << 24 /* TO: 10 s */ |
+    return (uint64_t)NVMC_MQES | 1ull << 16 /* CQR */ | 20ull << 24 /* TO: 10 s */ |
            1ull << 37 /* CSS: NVM */ | 0ull << 48 /* MPSMIN 4K */ | 4ull << 52 /* MPSMAX 64K */ |
            (c->p.cmb_size ? 1ull << 57 : 0);
 }
 
-static void write_ro_regs(struct nvme_ctrl *c)
+static void write_ro_regs(struct nvmc_ctrl *c)
 {
     uint64_t cap = cap_value(c);
     wr32(c, NVME_REG_CAP, (uint32_t)cap);
@@ -37,7 +37,7 @@ static void write_ro_regs(struct nvme_ctrl *c)
     }
 }
 
-void nvme_feat_defaults(struct nvme_ctrl *c)
+void nvmc_feat_defaults(struct nvmc_ctrl *c)
 {
     memset(c->feat, 0, sizeof c->feat);
     c->feat[NVME_FEAT_TEMP] = 0x0157; /* 343 K */
@@ -46,7 +46,7 @@ void nvme_feat_defaults(struct nvme_ctrl *c)
     c->feat[NVME_FEAT_NUM_QUEUES] = (c->p.queues - 1) << 16 | (c->p.queues - 1);
 }
 
-void nvme_reset(struct nvme_ctrl *c)
+void nvmc_reset(struct nvmc_ctrl *c)
 {
     for (uint32_t i = 0; i <= c->p.queues; i++) {
         memset(&c->sq[i], 0, sizeof c->sq[i]);
@@ -57,7 +57,7 @@ void nvme_reset(struct nvme_ctrl *c)
     c->naborts = 0;
     c->io_queue_created = false;
     c->enabled = c->fatal = c->shut = false;
-    nvme_feat_defaults(c);
+    nvmc_feat_defaults(c);
     for (uint32_t i = 0; i <= c->p.queues; i++) {
         wr32(c, sq_db(i), 0);
         wr32(c, cq_db(i), 0);
@@ -65,8 +65,8 @@ void nvme_reset(struct nvme_ctrl *c)
     wr32(c, NVME_REG_CSTS, 0);
 }
 
-int nvme_ctrl_init(struct nvme_ctrl *c, const struct nvme_params *p,
-                   const struct nvme_backend *be, volatile uint8_t *regs)
+int nvmc_ctrl_init(struct nvmc_ctrl *c, const struct nvmc_params *p,
+                   const struct nvmc_backend *be, volatile uint8_t *regs)
 {
     int *fds = c->ns_fd;
     const uint8_t **maps = c->ns_map;
@@ -74,14 +74,14 @@ int nvme_ctrl_init(struct nvme_ctrl *c, const struct nvme_params *p,
     c->ns_fd = fds;
     c->ns_map = maps;
     c->p = *p;
-    if (c->p.queues < 1 || c->p.queues > NVME_MAX_QUEUES || c->p.namespaces < 1 ||
-        c->p.ns_size < NVME_LBA_SIZE || c->p.mdts > 16)
+    if (c->p.queues < 1 || c->p.queues > NVMC_MAX_QUEUES || c->p.namespaces < 1 ||
+        c->p.ns_size < NVMC_LBA_SIZE || c->p.mdts > 16)
         return -EINVAL;
     if (!c->p.vectors)
         c->p.vectors = c->p.queues + 1;
     c->be = *be;
     c->regs = regs;
-    c->nlba = c->p.ns_size >> NVME_LBA_SHIFT;
+    c->nlba = c->p.ns_size >> NVMC_LBA_SHIFT;
     c->sq = calloc(c->p.queues + 1, sizeof *c->sq);
     c->cq = calloc(c->p.queues + 1, sizeof *c->cq);
     if (!c->sq || !c->cq) {
@@ -90,12 +90,12 @@ int nvme_ctrl_init(struct nvme_ctrl *c, const struct nvme_params *p,
         return -ENOMEM;
     }
     c->page = 4096;
-    nvme_reset(c);
+    nvmc_reset(c);
     write_ro_regs(c);
     return 0;
 }
 
-void nvme_ctrl_fini(struct nvme_ctrl *c)
+void nvmc_ctrl_fini(struct nvmc_ctrl *c)
 {
     free(c->sq);
     free(c->cq);
@@ -103,26 +103,26 @@ void nvme_ctrl_fini(struct nvme_ctrl *c)
     c->cq = NULL;
 }
 
-void nvme_flush_all(struct nvme_ctrl *c)
+void nvmc_flush_all(struct nvmc_ctrl *c)
 {
     for (uint32_t i = 0; i < c->p.namespaces; i++)
         if (c->ns_fd && c->ns_fd[i] >= 0)
             fsync(c->ns_fd[i]);
 }
 
-static void set_fatal(struct nvme_ctrl *c)
+static void set_fatal(struct nvmc_ctrl *c)
 {
     c->fatal = true;
     wr32(c, NVME_REG_CSTS, rd32(c, NVME_REG_CSTS) | NVME_CSTS_CFS);
 }
 
-bool nvme_regs_update(struct nvme_ctrl *c)
+bool nvmc_regs_update(struct nvmc_ctrl *c)
 {
     write_ro_regs(c);
     uint32_t cc = rd32(c, NVME_REG_CC);
     if (!(cc & NVME_CC_EN)) {
         if (c->enabled || c->fatal || rd32(c, NVME_REG_CSTS))
-            nvme_reset(c);
+            nvmc_reset(c);
         return false;
     }
     if (!c->enabled && !c->fatal) {
@@ -140,8 +140,8 @@ bool nvme_regs_update(struct nvme_ctrl *c)
             wr32(c, sq_db(i), 0);
             wr32(c, cq_db(i), 0);
         }
-        c->sq[0] = (struct nvme_sq){ .used = true, .cqid = 0, .size = asqs, .base = asq };
-        c->cq[0] = (struct nvme_cq){ .used = true, .ien = true, .iv = 0, .size = acqs,
+        c->sq[0] = (struct nvmc_sq){ .used = true, .cqid = 0, .size = asqs, .base = asq };
+        c->cq[0] = (struct nvmc_cq){ .used = true, .ien = true, .iv = 0, .size = acqs,
                                      .phase = 1, .nsq = 1, .base = acq };
         c->enabled = true;
         wr32(c, NVME_REG_CSTS, NVME_CSTS_RDY);
@@ -149,7 +149,7 @@ bool nvme_regs_update(struct nvme_ctrl *c)
     if (c->enabled && !c->shut && NVME_CC_SHN(cc)) {
         wr32(c, NVME_REG_CSTS, (rd32(c, NVME_REG_CSTS) & ~NVME_CSTS_SHST_MASK) |
                                    NVME_CSTS_SHST_OCCURRING);
-        nvme_flush_all(c);
+        nvmc_flush_all(c);
         c->shut = true;
         wr32(c, NVME_REG_CSTS, (rd32(c, NVME_REG_CSTS) & ~NVME_CSTS_SHST_MASK) |
                                    NVME_CSTS_SHST_COMPLETE);
@@ -159,17 +159,17 @@ bool nvme_regs_update(struct nvme_ctrl *c)
 
 /* ---------------------------------------------------------------- queues */
 
-static void raise_event(struct nvme_ctrl *c, uint32_t info)
+static void raise_event(struct nvmc_ctrl *c, uint32_t info)
 {
     c->aer_pending |= 1u << info;
 }
 
 /* Doorbells: take valid new values; invalid writes are ignored and raise an error event. */
-static void refresh_doorbells(struct nvme_ctrl *c)
+static void refresh_doorbells(struct nvmc_ctrl *c)
 {
     for (uint32_t q = 0; q <= c->p.queues; q++) {
         uint32_t v = rd32(c, sq_db(q));
-        struct nvme_sq *sq = &c->sq[q];
+        struct nvmc_sq *sq = &c->sq[q];
         if (!sq->used) {
             if (v) {
                 raise_event(c, NVME_AER_INFO_INVALID_DB);
@@ -183,7 +183,7 @@ static void refresh_doorbells(struct nvme_ctrl *c)
                 raise_event(c, NVME_AER_INFO_INVALID_DB_VALUE);
         }
         v = rd32(c, cq_db(q));
-        struct nvme_cq *cq = &c->cq[q];
+        struct nvmc_cq *cq = &c->cq[q];
         if (!cq->used) {
             if (v) {
                 raise_event(c, NVME_AER_INFO_INVALID_DB);
@@ -199,7 +199,7 @@ static void refresh_doorbells(struct nvme_ctrl *c)
     }
 }
 
-static bool cq_full(const struct nvme_cq *q) { return (q->tail + 1) % q->size == q->head; }
+static bool cq_full(const struct nvmc_cq *q) { return (q->tail + 1) % q->size == q->head; }
 
 static bool dnr_for(uint16_t st)
 {
@@ -208,18 +208,18 @@ static bool dnr_for(uint16_t st)
            (st >> 8) != NVME_SCT_MEDIA;
 }
 
-static void log_error(struct nvme_ctrl *c, uint16_t sqid, uint16_t cid, uint16_t st,
+static void log_error(struct nvmc_ctrl *c, uint16_t sqid, uint16_t cid, uint16_t st,
                       uint32_t nsid)
 {
-    memmove(&c->errlog[1], &c->errlog[0], sizeof c->errlog[0] * (NVME_ERR_LOG - 1));
-    c->errlog[0] = (struct nvme_err_entry){ .count = ++c->err_count, .sqid = sqid, .cid = cid,
+    memmove(&c->errlog[1], &c->errlog[0], sizeof c->errlog[0] * (NVMC_ERR_LOG - 1));
+    c->errlog[0] = (struct nvmc_err_entry){ .count = ++c->err_count, .sqid = sqid, .cid = cid,
                                             .status = st, .loc = 0xffff, .nsid = nsid };
 }
 
 /* Post a completion (cqe->status holds SCT/SC and DNR, phase is added here). */
-bool nvme_post_cqe(struct nvme_ctrl *c, uint16_t cqid, struct nvme_cqe *cqe)
+bool nvmc_post_cqe(struct nvmc_ctrl *c, uint16_t cqid, struct nvme_cqe *cqe)
 {
-    struct nvme_cq *q = &c->cq[cqid];
+    struct nvmc_cq *q = &c->cq[cqid];
     if (!q->used || cq_full(q))
         return false;
     uint16_t st = cqe->status;
@@ -238,7 +238,7 @@ bool nvme_post_cqe(struct nvme_ctrl *c, uint16_t cqid, struct nvme_cqe *cqe)
     return true;
 }
 
-static void deliver_events(struct nvme_ctrl *c)
+static void deliver_events(struct nvmc_ctrl *c)
 {
     while (c->naer && c->aer_pending && !(c->aer_masked & (1u << NVME_AER_TYPE_ERROR)) &&
            !cq_full(&c->cq[0])) {
@@ -247,17 +247,17 @@ static void deliver_events(struct nvme_ctrl *c)
         struct nvme_cqe cqe = { .dw0 = NVME_AER_TYPE_ERROR | info << 8 | NVME_LOG_ERROR << 16,
                                 .sqhd = (uint16_t)c->sq[0].head, .sqid = 0,
                                 .cid = c->aer_cid[0], .status = NVME_SUCCESS };
-        memmove(&c->aer_cid[0], &c->aer_cid[1], sizeof c->aer_cid[0] * (NVME_AERL));
+        memmove(&c->aer_cid[0], &c->aer_cid[1], sizeof c->aer_cid[0] * (NVMC_AERL));
         c->naer--;
         c->aer_masked |= 1u << NVME_AER_TYPE_ERROR;
-        nvme_post_cqe(c, 0, &cqe);
+        nvmc_post_cqe(c, 0, &cqe);
     }
 }
 
-static void fire_irqs(struct nvme_ctrl *c)
+static void fire_irqs(struct nvmc_ctrl *c)
 {
     for (uint32_t q = 0; q <= c->p.queues; q++) {
-        struct nvme_cq *cq = &c->cq[q];
+        struct nvmc_cq *cq = &c->cq[q];
         if (cq->irq_due) {
             cq->irq_due = false;
             if (cq->used && cq->ien && c->be.irq)
@@ -266,7 +266,7 @@ static void fire_irqs(struct nvme_ctrl *c)
     }
 }
 
-bool nvme_take_abort(struct nvme_ctrl *c, uint32_t sqid, uint32_t cid)
+bool nvmc_take_abort(struct nvmc_ctrl *c, uint32_t sqid, uint32_t cid)
 {
     for (uint32_t i = 0; i < c->naborts; i++)
         if (c->aborts[i][0] == sqid && c->aborts[i][1] == cid) {
@@ -281,9 +281,9 @@ bool nvme_take_abort(struct nvme_ctrl *c, uint32_t sqid, uint32_t cid)
  * fetch failed: the admin SQ's makes the controller fatal; an I/O SQ's stops that SQ only (its
  * memory is gone: a client host died or its window was torn down), so one host's failure does
  * not take the device from the others. The error is logged; deleting the SQ clears it. */
-static bool serve_one(struct nvme_ctrl *c, uint32_t q)
+static bool serve_one(struct nvmc_ctrl *c, uint32_t q)
 {
-    struct nvme_sq *sq = &c->sq[q];
+    struct nvmc_sq *sq = &c->sq[q];
     struct nvme_sqe sqe;
     if (c->be.dma_read(c->be.ctx, sq->base + (uint64_t)sq->head * 64, &sqe, sizeof sqe)) {
         if (q == 0) {
@@ -297,10 +297,10 @@ static bool serve_one(struct nvme_ctrl *c, uint32_t q)
     sq->head = (sq->head + 1) % sq->size;
     struct nvme_cqe cqe = { 0 };
     bool done = true;
-    if (nvme_take_abort(c, q, sqe.cid))
+    if (nvmc_take_abort(c, q, sqe.cid))
         cqe.status = NVME_ABORT_REQUESTED;
     else
-        done = nvme_exec(c, (uint16_t)q, &sqe, &cqe);
+        done = nvmc_exec(c, (uint16_t)q, &sqe, &cqe);
     if (!done)
         return true; /* an AER: completes later */
     if (cqe.status && cqe.status != NVME_ABORT_REQUESTED && cqe.status != NVME_ABORT_SQ_DELETION)
@@ -309,18 +309,18 @@ static bool serve_one(struct nvme_ctrl *c, uint32_t q)
     cqe.sqid = (uint16_t)q;
     cqe.cid = sqe.cid;
     /* An admin command may have deleted queues, but never the admin SQ itself. */
-    nvme_post_cqe(c, sq->used ? sq->cqid : 0, &cqe);
+    nvmc_post_cqe(c, sq->used ? sq->cqid : 0, &cqe);
     return true;
 }
 
 /* Arbitration Burst (§5.21.1.1): at most 2^AB commands from one SQ per turn; 7: no limit. */
-static uint32_t arb_burst(const struct nvme_ctrl *c)
+static uint32_t arb_burst(const struct nvmc_ctrl *c)
 {
     uint32_t ab = NVME_ARB_AB(c->feat[NVME_FEAT_ARB]);
     return ab == NVME_ARB_AB_NO_LIMIT ? UINT32_MAX : 1u << ab;
 }
 
-bool nvme_doorbells_moved(const struct nvme_ctrl *c)
+bool nvmc_doorbells_moved(const struct nvmc_ctrl *c)
 {
     for (uint32_t q = 0; c->enabled && q <= c->p.queues; q++)
         if ((c->sq[q].used && rd32(c, sq_db(q)) != c->sq[q].db) ||
@@ -332,7 +332,7 @@ bool nvme_doorbells_moved(const struct nvme_ctrl *c)
 /* Round robin arbitration (the specification's Command Arbitration): the admin SQ and the I/O
  * SQs in turn, each giving up to a burst of commands before the next one's turn, so a full SQ delays another SQ's command by at most one
  * burst, not by its whole depth. An SQ whose CQ is full waits for the host to free entries. */
-int nvme_process(struct nvme_ctrl *c)
+int nvmc_process(struct nvmc_ctrl *c)
 {
     if (!c->enabled || c->fatal || c->shut)
         return 0;
@@ -342,7 +342,7 @@ int nvme_process(struct nvme_ctrl *c)
     uint32_t burst = arb_burst(c);
     int n = 0;
     for (uint32_t q = 0; q <= c->p.queues && !c->fatal; q++) {
-        struct nvme_sq *sq = &c->sq[q];
+        struct nvmc_sq *sq = &c->sq[q];
         for (uint32_t k = 0; k < burst && !c->fatal; k++) {
             if (!sq->used || sq->stalled || sq->head == sq->tail || cq_full(&c->cq[sq->cqid]))
                 break;

@@ -1,6 +1,6 @@
 /*
- * The NVMe controller model's core (nvme_regs.c, nvme_prp.c, nvme_admin.c, nvme_io.c): its
- * state and the API the device model (nvme.c) and the fuzz harness (fuzz/nvme_fuzz.c) drive.
+ * The NVMe controller model's core (nvmc_regs.c, nvmc_prp.c, nvmc_admin.c, nvmc_io.c): its
+ * state and the API the device model (nvmc.c) and the fuzz harness (fuzz/nvme_fuzz.c) drive.
  * Thread-free: the caller serializes every call on one controller.
  */
 #ifndef NTBLEND_NVME_CTRL_H
@@ -12,18 +12,18 @@
 #include "ntblend/nvme_spec.h"
 
 /* The model's choices where the specification leaves one to the controller. */
-#define NVME_REGS_SIZE 0x4000   /* BAR0: registers, doorbells, MSI-X table */
-#define NVME_MSIX_TABLE 0x2000  /* the MSI-X table's offset in BAR0 */
-#define NVME_MQES 4095u         /* CAP.MQES, 0-based: 4096 entries per queue */
-#define NVME_MAX_QUEUES 255u    /* I/O queue pairs the BAR layout allows (MSI-X table size) */
-#define NVME_LBA_SHIFT 12u
-#define NVME_LBA_SIZE 4096u
-#define NVME_AERL 3u            /* 0-based: 4 outstanding AERs */
-#define NVME_ERR_LOG 64u        /* error log entries kept */
-#define NVME_DEFAULT_QUEUES 32u /* I/O queue pairs unless the device sets queues= */
+#define NVMC_REGS_SIZE 0x4000   /* BAR0: registers, doorbells, MSI-X table */
+#define NVMC_MSIX_TABLE 0x2000  /* the MSI-X table's offset in BAR0 */
+#define NVMC_MQES 4095u         /* CAP.MQES, 0-based: 4096 entries per queue */
+#define NVMC_MAX_QUEUES 255u    /* I/O queue pairs the BAR layout allows (MSI-X table size) */
+#define NVMC_LBA_SHIFT 12u
+#define NVMC_LBA_SIZE 4096u
+#define NVMC_AERL 3u            /* 0-based: 4 outstanding AERs */
+#define NVMC_ERR_LOG 64u        /* error log entries kept */
+#define NVMC_DEFAULT_QUEUES 32u /* I/O queue pairs unless the device sets queues= */
 
 /* How the core reaches the outside world: DMA as the function's own requester, and MSI-X. */
-struct nvme_backend {
+struct nvmc_backend {
     void *ctx;
     int (*dma_read)(void *ctx, uint64_t addr, void *buf, uint64_t len);
     int (*dma_write)(void *ctx, uint64_t addr, const void *buf, uint64_t len);
@@ -31,7 +31,7 @@ struct nvme_backend {
     bool (*bus_master)(void *ctx);           /* may be NULL: always enabled */
 };
 
-struct nvme_params {
+struct nvmc_params {
     uint32_t queues;     /* I/O queue pairs (32) */
     uint32_t namespaces; /* 1 */
     uint64_t ns_size;    /* bytes per namespace (1 GiB) */
@@ -51,7 +51,7 @@ struct nvme_params {
     uint16_t nsec;       /* secondary controllers in the subsystem (the PF's VFs) */
 };
 
-struct nvme_sq {
+struct nvmc_sq {
     bool used;
     uint16_t cqid;
     uint32_t size; /* entries */
@@ -61,7 +61,7 @@ struct nvme_sq {
     bool stalled; /* an entry could not be fetched: nothing more until it is deleted */
 };
 
-struct nvme_cq {
+struct nvmc_cq {
     bool used;
     bool ien;
     uint16_t iv;
@@ -74,16 +74,16 @@ struct nvme_cq {
     uint64_t base;
 };
 
-struct nvme_err_entry {
+struct nvmc_err_entry {
     uint64_t count;
     uint16_t sqid, cid, status, loc;
     uint64_t lba;
     uint32_t nsid;
 };
 
-struct nvme_ctrl {
-    struct nvme_params p;
-    struct nvme_backend be;
+struct nvmc_ctrl {
+    struct nvmc_params p;
+    struct nvmc_backend be;
     volatile uint8_t *regs; /* BAR0: 16 KiB */
     int *ns_fd;             /* per namespace; -1 = not backed */
     const uint8_t **ns_map; /* per namespace: its backing file mapped read-only, or NULL
@@ -96,14 +96,14 @@ struct nvme_ctrl {
     uint32_t page;          /* memory page size from CC.MPS */
     uint32_t nsq_alloc, ncq_alloc; /* Number of Queues (1-based counts) */
     bool io_queue_created;
-    struct nvme_sq *sq;     /* [queues + 1] */
-    struct nvme_cq *cq;
-    uint16_t aer_cid[NVME_AERL + 1];
+    struct nvmc_sq *sq;     /* [queues + 1] */
+    struct nvmc_cq *cq;
+    uint16_t aer_cid[NVMC_AERL + 1];
     uint32_t naer;
     uint32_t aer_pending;   /* events waiting for an AER: bitmask of info codes */
     uint32_t aer_masked;    /* event types reported, awaiting Get Log Page (RAE=0) */
     uint32_t feat[0x10];    /* current feature values */
-    struct nvme_err_entry errlog[NVME_ERR_LOG];
+    struct nvmc_err_entry errlog[NVMC_ERR_LOG];
     uint64_t err_count;
     uint32_t aborts[8][2];  /* (sqid, cid) marked aborted before fetch */
     uint32_t naborts;
@@ -111,25 +111,25 @@ struct nvme_ctrl {
     uint64_t units_read, units_written, read_cmds, write_cmds, media_errors;
 };
 
-/* Set up state and (for nvme.c) open namespace files before; regs must be NVME_REGS_SIZE. */
-int nvme_ctrl_init(struct nvme_ctrl *c, const struct nvme_params *p,
-                   const struct nvme_backend *be, volatile uint8_t *regs);
-void nvme_ctrl_fini(struct nvme_ctrl *c);
+/* Set up state and (for nvme.c) open namespace files before; regs must be NVMC_REGS_SIZE. */
+int nvmc_ctrl_init(struct nvmc_ctrl *c, const struct nvmc_params *p,
+                   const struct nvmc_backend *be, volatile uint8_t *regs);
+void nvmc_ctrl_fini(struct nvmc_ctrl *c);
 /* Write the read-only registers (CAP, VS, CMB*) and act on CC changes (enable, reset,
  * shutdown). Returns true when the controller is ready to process commands. */
-bool nvme_regs_update(struct nvme_ctrl *c);
+bool nvmc_regs_update(struct nvmc_ctrl *c);
 /* One round-robin pass: up to the Arbitration Burst (one command by default) from every
  * non-empty SQ whose CQ has room, admin SQ first. Raises the interrupts of CQs that got
  * entries. Returns the number of commands handled. */
-int nvme_process(struct nvme_ctrl *c);
+int nvmc_process(struct nvmc_ctrl *c);
 /* A doorbell of a queue in use holds another value than last taken: a driver that stores to
  * the registers without announcing it (a SISCI program) rang it. */
-bool nvme_doorbells_moved(const struct nvme_ctrl *c);
+bool nvmc_doorbells_moved(const struct nvmc_ctrl *c);
 /* Execute one command from SQ sqid; fills *cqe (dw0, status without phase). Returns false when
  * the command stays outstanding (an Asynchronous Event Request). */
-bool nvme_exec(struct nvme_ctrl *c, uint16_t sqid, const struct nvme_sqe *sqe,
+bool nvmc_exec(struct nvmc_ctrl *c, uint16_t sqid, const struct nvme_sqe *sqe,
                struct nvme_cqe *cqe);
 /* Controller reset (CC.EN 1->0): every queue and outstanding AER freed, CSTS cleared. */
-void nvme_reset(struct nvme_ctrl *c);
+void nvmc_reset(struct nvmc_ctrl *c);
 
 #endif

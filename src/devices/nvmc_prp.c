@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nvme_int.h"
+#include "nvmc_int.h"
 
 /* ---------------------------------------------------------------- PRPs */
 
@@ -19,7 +19,7 @@ struct seg {
 };
 
 /* Walk PRP1/PRP2 (and PRP lists) for len bytes; *segs is malloc'd. Returns a status. */
-static uint16_t prp_map(struct nvme_ctrl *c, uint64_t prp1, uint64_t prp2, uint64_t len,
+static uint16_t prp_map(struct nvmc_ctrl *c, uint64_t prp1, uint64_t prp2, uint64_t len,
                         struct seg **segs, uint32_t *nseg)
 {
     uint64_t page = c->page;
@@ -108,7 +108,7 @@ out:
 }
 
 /* Move len bytes between buf and the PRP-described host memory. */
-uint16_t nvme_prp_xfer(struct nvme_ctrl *c, const struct nvme_sqe *sqe, void *buf,
+uint16_t nvmc_prp_xfer(struct nvmc_ctrl *c, const struct nvme_sqe *sqe, void *buf,
                          uint64_t len, bool to_host)
 {
     struct seg *segs;
@@ -128,8 +128,8 @@ uint16_t nvme_prp_xfer(struct nvme_ctrl *c, const struct nvme_sqe *sqe, void *bu
     return st;
 }
 
-uint64_t nvme_max_xfer(const struct nvme_ctrl *c)
+uint64_t nvmc_max_xfer(const struct nvmc_ctrl *c)
 {
-    return c->p.mdts ? (uint64_t)4096 << c->p.mdts : (uint64_t)NVME_LBA_SIZE << 16;
+    return c->p.mdts ? (uint64_t)4096 << c->p.mdts : (uint64_t)NVMC_LBA_SIZE << 16;
 }
 

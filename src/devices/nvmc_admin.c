@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nvme_int.h"
+#include "nvmc_int.h"
 
 /* ---------------------------------------------------------------- admin commands */
 
@@ -24,11 +24,11 @@ static void put16(uint8_t *d, uint16_t v) { memcpy(d, &v, 2); }
 static void put32(uint8_t *d, uint32_t v) { memcpy(d, &v, 4); }
 static void put64(uint8_t *d, uint64_t v) { memcpy(d, &v, 8); }
 
-static uint16_t cntlid(const struct nvme_ctrl *c) { return c->p.cntlid ? c->p.cntlid : 1; }
+static uint16_t cntlid(const struct nvmc_ctrl *c) { return c->p.cntlid ? c->p.cntlid : 1; }
 
 /* A namespace's globally unique identifier (NGUID): the same for the same controller serial
  * (and, for a VF, controller id) and namespace, different for different ones (FNV-1a). */
-static void nguid(const struct nvme_ctrl *c, uint32_t nsid, uint8_t out[16])
+static void nguid(const struct nvmc_ctrl *c, uint32_t nsid, uint8_t out[16])
 {
     const char *s = c->p.serial ? c->p.serial : "NTBLEND0";
     uint64_t h = 0xcbf29ce484222325ull;
@@ -41,7 +41,7 @@ static void nguid(const struct nvme_ctrl *c, uint32_t nsid, uint8_t out[16])
     put32(out + 12, nsid);
 }
 
-static uint16_t identify(struct nvme_ctrl *c, const struct nvme_sqe *sqe)
+static uint16_t identify(struct nvmc_ctrl *c, const struct nvme_sqe *sqe)
 {
     uint8_t *d = calloc(1, 4096);
     if (!d)
@@ -63,13 +63,13 @@ static uint16_t identify(struct nvme_ctrl *c, const struct nvme_sqe *sqe)
         put32(d + 80, NVME_VS_1_4);
         put16(d + 256, 0);     /* OACS: none of the optional admin commands */
         d[258] = 3;            /* ACL (0-based) */
-        d[259] = NVME_AERL;
+        d[259] = NVMC_AERL;
         d[260] = 0x3;          /* FRMW: slot 1 read-only, 1 slot */
         d[261] = 0x0;          /* LPA */
-        d[262] = NVME_ERR_LOG - 1;
+        d[262] = NVMC_ERR_LOG - 1;
         d[512] = 0x66;         /* SQES */
         d[513] = 0x44;         /* CQES */
-        put16(d + 514, (uint16_t)NVME_MQES);
+        put16(d + 514, (uint16_t)NVMC_MQES);
         put32(d + 516, c->p.namespaces);
         put16(d + 520, 0x000c); /* ONCS: DSM, Write Zeroes */
         d[525] = 1;            /* VWC present */
@@ -91,7 +91,7 @@ static uint16_t identify(struct nvme_ctrl *c, const struct nvme_sqe *sqe)
         d[33] = 0x9;            /* DLFEAT: deallocated reads zeroes, Write Zeroes DEAC */
         nguid(c, sqe->nsid, d + 104); /* NGUID */
         put16(d + 128, 0);      /* LBAF0: MS */
-        d[130] = NVME_LBA_SHIFT;
+        d[130] = NVMC_LBA_SHIFT;
         break;
     case NVME_CNS_NS_DESCS:
         /* Mandatory since NVMe 1.3 (a 1.3+ host's driver asks before it adds the namespace):
@@ -158,25 +158,25 @@ static uint16_t identify(struct nvme_ctrl *c, const struct nvme_sqe *sqe)
         st = NVME_INVALID_FIELD;
     }
     if (!st)
-        st = nvme_prp_xfer(c, sqe, d, 4096, true);
+        st = nvmc_prp_xfer(c, sqe, d, 4096, true);
     free(d);
     return st;
 }
 
-static uint16_t get_log(struct nvme_ctrl *c, const struct nvme_sqe *sqe)
+static uint16_t get_log(struct nvmc_ctrl *c, const struct nvme_sqe *sqe)
 {
     uint32_t lid = sqe->cdw10 & 0xff;
     bool rae = sqe->cdw10 & (1u << 15);
     uint64_t numd = ((uint64_t)(sqe->cdw11 & 0xffff) << 16 | sqe->cdw10 >> 16) + 1;
     uint64_t len = numd * 4, off = (uint64_t)sqe->cdw13 << 32 | sqe->cdw12;
-    uint8_t log[NVME_ERR_LOG * 64];
+    uint8_t log[NVMC_ERR_LOG * 64];
     uint64_t size;
     memset(log, 0, sizeof log);
     switch (lid) {
     case NVME_LOG_ERROR:
-        size = NVME_ERR_LOG * 64;
-        for (uint32_t i = 0; i < NVME_ERR_LOG; i++) {
-            const struct nvme_err_entry *e = &c->errlog[i];
+        size = NVMC_ERR_LOG * 64;
+        for (uint32_t i = 0; i < NVMC_ERR_LOG; i++) {
+            const struct nvmc_err_entry *e = &c->errlog[i];
             uint8_t *p = log + 64 * i;
             if (!e->count)
                 break;
@@ -214,21 +214,21 @@ static uint16_t get_log(struct nvme_ctrl *c, const struct nvme_sqe *sqe)
     default:
         return NVME_INVALID_LOG_PAGE;
     }
-    if ((off & 3) || off > size || len > nvme_max_xfer(c))
+    if ((off & 3) || off > size || len > nvmc_max_xfer(c))
         return NVME_INVALID_FIELD;
     uint8_t *buf = calloc(1, len);
     if (!buf)
         return NVME_INTERNAL_ERROR;
     uint64_t n = size - off < len ? size - off : len;
     memcpy(buf, log + off, n);
-    uint16_t st = nvme_prp_xfer(c, sqe, buf, len, true);
+    uint16_t st = nvmc_prp_xfer(c, sqe, buf, len, true);
     free(buf);
     if (!st && lid == NVME_LOG_ERROR && !rae)
         c->aer_masked &= ~(1u << NVME_AER_TYPE_ERROR);
     return st;
 }
 
-static uint16_t features(struct nvme_ctrl *c, const struct nvme_sqe *sqe, bool set,
+static uint16_t features(struct nvmc_ctrl *c, const struct nvme_sqe *sqe, bool set,
                          uint32_t *dw0)
 {
     uint32_t fid = sqe->cdw10 & 0xff;
@@ -250,8 +250,8 @@ static uint16_t features(struct nvme_ctrl *c, const struct nvme_sqe *sqe, bool s
         }
         uint32_t cur = c->feat[fid];
         if (sel != 0) { /* default (and saved: nothing is saveable) */
-            struct nvme_ctrl tmp = *c;
-            nvme_feat_defaults(&tmp);
+            struct nvmc_ctrl tmp = *c;
+            nvmc_feat_defaults(&tmp);
             cur = tmp.feat[fid];
         }
         if (fid == NVME_FEAT_IRQ_CONFIG) {
@@ -298,7 +298,7 @@ static uint16_t features(struct nvme_ctrl *c, const struct nvme_sqe *sqe, bool s
 }
 
 /* Commands between head and the doorbell's tail of an SQ that is going away. */
-static void abort_pending(struct nvme_ctrl *c, struct nvme_sq *sq, uint16_t qid)
+static void abort_pending(struct nvmc_ctrl *c, struct nvmc_sq *sq, uint16_t qid)
 {
     uint32_t v = rd32(c, sq_db(qid));
     if (v != sq->db && v < sq->size)
@@ -310,12 +310,12 @@ static void abort_pending(struct nvme_ctrl *c, struct nvme_sq *sq, uint16_t qid)
         sq->head = (sq->head + 1) % sq->size;
         struct nvme_cqe cqe = { .sqhd = (uint16_t)sq->head, .sqid = qid, .cid = e.cid,
                                 .status = NVME_ABORT_SQ_DELETION };
-        if (!nvme_post_cqe(c, sq->cqid, &cqe))
+        if (!nvmc_post_cqe(c, sq->cqid, &cqe))
             break;
     }
 }
 
-static uint16_t queue_cmd(struct nvme_ctrl *c, const struct nvme_sqe *sqe)
+static uint16_t queue_cmd(struct nvmc_ctrl *c, const struct nvme_sqe *sqe)
 {
     uint32_t qid = sqe->cdw10 & 0xffff, qsize = sqe->cdw10 >> 16;
     switch (sqe->opc) {
@@ -324,7 +324,7 @@ static uint16_t queue_cmd(struct nvme_ctrl *c, const struct nvme_sqe *sqe)
         uint32_t iv = sqe->cdw11 >> 16;
         if (qid == 0 || qid > c->ncq_alloc || c->cq[qid].used)
             return NVME_INVALID_QID;
-        if (qsize == 0 || qsize > NVME_MQES)
+        if (qsize == 0 || qsize > NVMC_MQES)
             return NVME_INVALID_QSIZE;
         if (!pc)
             return NVME_INVALID_FIELD;
@@ -332,7 +332,7 @@ static uint16_t queue_cmd(struct nvme_ctrl *c, const struct nvme_sqe *sqe)
             return NVME_INVALID_PRP_OFFSET;
         if (ien && iv >= c->p.vectors)
             return NVME_INVALID_VECTOR;
-        c->cq[qid] = (struct nvme_cq){ .used = true, .ien = ien, .iv = (uint16_t)iv,
+        c->cq[qid] = (struct nvmc_cq){ .used = true, .ien = ien, .iv = (uint16_t)iv,
                                        .size = qsize + 1, .phase = 1, .base = sqe->prp1 };
         wr32(c, cq_db(qid), 0);
         c->io_queue_created = true;
@@ -345,13 +345,13 @@ static uint16_t queue_cmd(struct nvme_ctrl *c, const struct nvme_sqe *sqe)
             return NVME_INVALID_QID;
         if (cqid == 0 || cqid > c->p.queues || !c->cq[cqid].used)
             return NVME_CQ_INVALID;
-        if (qsize == 0 || qsize > NVME_MQES)
+        if (qsize == 0 || qsize > NVMC_MQES)
             return NVME_INVALID_QSIZE;
         if (!pc)
             return NVME_INVALID_FIELD;
         if (sqe->prp1 & (c->page - 1))
             return NVME_INVALID_PRP_OFFSET;
-        c->sq[qid] = (struct nvme_sq){ .used = true, .cqid = (uint16_t)cqid, .size = qsize + 1,
+        c->sq[qid] = (struct nvmc_sq){ .used = true, .cqid = (uint16_t)cqid, .size = qsize + 1,
                                        .base = sqe->prp1 };
         wr32(c, sq_db(qid), 0);
         c->cq[cqid].nsq++;
@@ -361,11 +361,11 @@ static uint16_t queue_cmd(struct nvme_ctrl *c, const struct nvme_sqe *sqe)
     case NVME_ADM_DELETE_SQ: {
         if (qid == 0 || qid > c->p.queues || !c->sq[qid].used)
             return NVME_INVALID_QID;
-        struct nvme_sq *sq = &c->sq[qid];
+        struct nvmc_sq *sq = &c->sq[qid];
         abort_pending(c, sq, (uint16_t)qid);
         for (uint32_t i = 0; i < c->naborts;)
             if (c->aborts[i][0] == qid)
-                nvme_take_abort(c, qid, c->aborts[i][1]);
+                nvmc_take_abort(c, qid, c->aborts[i][1]);
             else
                 i++;
         c->cq[sq->cqid].nsq--;
@@ -385,7 +385,7 @@ static uint16_t queue_cmd(struct nvme_ctrl *c, const struct nvme_sqe *sqe)
     return NVME_INVALID_OPCODE;
 }
 
-static uint16_t abort_cmd(struct nvme_ctrl *c, const struct nvme_sqe *sqe, uint32_t *dw0)
+static uint16_t abort_cmd(struct nvmc_ctrl *c, const struct nvme_sqe *sqe, uint32_t *dw0)
 {
     uint32_t sqid = sqe->cdw10 & 0xffff, cid = sqe->cdw10 >> 16;
     *dw0 = 1; /* not aborted */
@@ -399,12 +399,12 @@ static uint16_t abort_cmd(struct nvme_ctrl *c, const struct nvme_sqe *sqe, uint3
                 memmove(&c->aer_cid[i], &c->aer_cid[i + 1],
                         sizeof c->aer_cid[0] * (c->naer - i - 1));
                 c->naer--;
-                nvme_post_cqe(c, 0, &cqe);
+                nvmc_post_cqe(c, 0, &cqe);
                 *dw0 = 0;
                 return NVME_SUCCESS;
             }
     /* Not yet fetched: look between head and the tail doorbell. */
-    struct nvme_sq *sq = &c->sq[sqid];
+    struct nvmc_sq *sq = &c->sq[sqid];
     uint32_t v = rd32(c, sq_db(sqid)), tail = v < sq->size ? v : sq->tail;
     for (uint32_t h = sq->head; h != tail && c->naborts < 8; h = (h + 1) % sq->size) {
         struct nvme_sqe e;
@@ -421,7 +421,7 @@ static uint16_t abort_cmd(struct nvme_ctrl *c, const struct nvme_sqe *sqe, uint3
     return NVME_SUCCESS;
 }
 
-bool nvme_admin(struct nvme_ctrl *c, const struct nvme_sqe *sqe, struct nvme_cqe *cqe)
+bool nvmc_admin(struct nvmc_ctrl *c, const struct nvme_sqe *sqe, struct nvme_cqe *cqe)
 {
     uint16_t st;
     switch (sqe->opc) {
@@ -443,7 +443,7 @@ bool nvme_admin(struct nvme_ctrl *c, const struct nvme_sqe *sqe, struct nvme_cqe
         st = abort_cmd(c, sqe, &cqe->dw0);
         break;
     case NVME_ADM_AER:
-        if (c->naer > NVME_AERL) {
+        if (c->naer > NVMC_AERL) {
             st = NVME_AERL_EXCEEDED;
             break;
         }

@@ -36,7 +36,7 @@ struct sio_dev {
     uint32_t fn, lender;
     int ai, peer_ai; /* the path mappings are made over now (sio_set_path): our adapter facing
                       * the lender and the lender's, -1 when local */
-    int path;        /* its number (paths.c) */
+    int path;        /* its number (sio_paths.c) */
     unsigned mode;   /* SIO_EXCLUSIVE, SIO_SHARED, or AGENT_BORROW_BIND (sio_bind) */
     /* A lent function bound in this host's tree (sio_bind): its BARs are where its hot-add
      * mapped them in this host's address map (0: not in the tree, a window of its own). */

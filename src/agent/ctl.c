@@ -138,10 +138,13 @@ bool agent_serve(int fd, int32_t pid, const struct agent_req *req, struct agent_
     case AGENT_DEV_RETURN:
         rsp.rc = alend_return(req->c ? 0 : pid, (uint32_t)req->a);
         break;
-    case AGENT_DEV_MAP:
-        rsp.rc = alend_map(pid, (uint32_t)req->a, (uint32_t)req->b, req->c,
-                           (uint64_t)req->flags * 4096, (int)(req->a >> 32) - 1, &rsp.a, &rsp.b);
+    case AGENT_DEV_MAP: {
+        uint32_t via = (uint32_t)(req->a >> 32); /* the lender's adapter + 1, 0: any */
+        rsp.rc = via > UINT16_MAX ? -EINVAL
+                                  : alend_map(pid, (uint32_t)req->a, (uint32_t)req->b, req->c,
+                                              (uint64_t)req->flags * 4096, (int)via - 1, &rsp.a, &rsp.b);
         break;
+    }
     case AGENT_DEV_MAP_AT:
         rsp.rc = alend_map_at(pid, (uint32_t)req->a, (uint32_t)(req->a >> 32), req->b,
                               (uint64_t)req->flags * 4096, req->c, &rsp.b);

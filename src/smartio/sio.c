@@ -284,8 +284,8 @@ static int map_host_as(sio_dev_t *d, uint32_t host, uint64_t addr, size_t size, 
     return 0;
 }
 
-static int map_host(sio_dev_t *d, uint32_t host, uint64_t addr, size_t size, uint64_t *ioaddr,
-                    sio_dma_t **out)
+int smartio_map_host(sio_dev_t *d, uint32_t host, uint64_t addr, size_t size, uint64_t *ioaddr,
+                     sio_dma_t **out)
 {
     return map_host_as(d, host, addr, size, false, ioaddr, out);
 }
@@ -309,7 +309,7 @@ int sio_map_addr(sio_dev_t *d, uint32_t node_id, uint64_t addr, size_t size, uin
                  sio_dma_t **out)
 {
     int h = d->rt->ops->host_by_node(d->rt, node_id);
-    return h < 0 ? h : map_host(d, (uint32_t)h, addr, size, ioaddr, out);
+    return h < 0 ? h : smartio_map_host(d, (uint32_t)h, addr, size, ioaddr, out);
 }
 
 int sio_map_local(sio_dev_t *d, seg_local_t *seg, size_t off, size_t size, uint64_t *ioaddr,
@@ -317,7 +317,7 @@ int sio_map_local(sio_dev_t *d, seg_local_t *seg, size_t off, size_t size, uint6
 {
     if (!seg || off > seg->size || size > seg->size - off)
         return -EINVAL;
-    return map_host(d, d->rt->host, seg->phys + off, size, ioaddr, out);
+    return smartio_map_host(d, d->rt->host, seg->phys + off, size, ioaddr, out);
 }
 
 int sio_map_remote(sio_dev_t *d, seg_remote_t *seg, size_t off, size_t size, uint64_t *ioaddr,
@@ -325,14 +325,14 @@ int sio_map_remote(sio_dev_t *d, seg_remote_t *seg, size_t off, size_t size, uin
 {
     if (!seg || off > seg->size || size > seg->size - off)
         return -EINVAL;
-    return map_host(d, seg->owner, seg->bus + off, size, ioaddr, out);
+    return smartio_map_host(d, seg->owner, seg->bus + off, size, ioaddr, out);
 }
 
 int sio_map_peer_bar(sio_dev_t *d, sio_dev_t *peer, int bar, uint64_t *ioaddr, sio_dma_t **out)
 {
     if (!peer || bar < 0 || bar >= NTB_BK_BARS || !peer->info.bar[bar].size)
         return -EINVAL;
-    return map_host(d, peer->lender, peer->info.bar[bar].addr, peer->info.bar[bar].size, ioaddr, out);
+    return smartio_map_host(d, peer->lender, peer->info.bar[bar].addr, peer->info.bar[bar].size, ioaddr, out);
 }
 
 int sio_unmap(sio_dma_t *m)
@@ -370,7 +370,7 @@ int sio_enable_vector(sio_dev_t *d, uint32_t vector, uint32_t host_vector)
     /* The device's MSI write must reach this host's MSI region: map it for the device (once;
      * the mapping lives until the device is returned). */
     if (!d->msi) {
-        int rc = map_host(d, d->rt->host, ops->msi_addr, 4096, &d->msi_io, &d->msi);
+        int rc = smartio_map_host(d, d->rt->host, ops->msi_addr, 4096, &d->msi_io, &d->msi);
         if (rc)
             return rc;
     }

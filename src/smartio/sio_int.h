@@ -68,6 +68,10 @@ struct sio_dma {
     uint32_t id;
 };
 
+/* A mapping for d's DMA onto [addr, addr + size) of host `host`'s map, or, with host =
+ * AGENT_MAP_MCAST | group, onto offset addr of a multicast group's window (sio.c). */
+int smartio_map_host(sio_dev_t *d, uint32_t host, uint64_t addr, size_t size, uint64_t *ioaddr,
+                     sio_dma_t **out);
 /* One request to this host's agent (rsp may be NULL). */
 int smartio_call(struct rt *rt, uint32_t op, uint32_t flags, uint64_t a, uint64_t b, uint64_t c,
              struct agent_rsp *rsp);

@@ -211,22 +211,7 @@ int sio_map_mcast(sio_dev_t *d, uint32_t group, size_t off, size_t size, uint64_
     int rc = sendable(d->rt, group, off, size);
     if (rc)
         return rc;
-    sio_dma_t *m = calloc(1, sizeof *m);
-    if (!m)
-        return -ENOMEM;
-    uint64_t pages = ((off & 4095) + size + 4095) / 4096;
-    struct agent_rsp rsp;
-    rc = smartio_call(d->rt, AGENT_DEV_MAP, (uint32_t)pages, d->fn, AGENT_MAP_MCAST | group, off,
-                      &rsp);
-    if (rc) {
-        free(m);
-        return rc;
-    }
-    m->dev = d;
-    m->id = (uint32_t)rsp.b;
-    *ioaddr = rsp.a;
-    *out = m;
-    return 0;
+    return smartio_map_host(d, AGENT_MAP_MCAST | group, off, size, ioaddr, out);
 }
 
 int sio_mcast_map(uint32_t group, size_t off, size_t size, uint64_t *bus, sio_mcast_map_t **out)

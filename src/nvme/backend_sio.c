@@ -3,11 +3,18 @@
  * API (ntblend/smartio.h). Registers through BAR0 mapped with sio_map_bar (across the NTB
  * when the device is in another host), memory by sio_alloc with access hints (placed in this
  * host or the device's), interrupts by sio_enable_vector / sio_wait_vector.
+ *
+ * With two paths to the device's host (docs/multipath.md) the backend serves failover.c:
+ * BAR0 is mapped with sio_bar_failover (doorbells reach the device over either path), data
+ * memory is this host's, mapped for the device over both paths (io and io_alt), and queue
+ * memory is placed as asked but mapped over one path (sio_set_path around sio_alloc).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ntblend/seg.h"
 #include "ntblend/smartio.h"
 #include "nvme_int.h"
 
@@ -15,6 +22,17 @@ struct sio_ctx {
     sio_dev_t *dev;
     sio_bar_t *bar;
     bool owned; /* borrowed by the library: returned on close */
+    bool mp;    /* two paths, BAR0 on both */
+    pthread_mutex_t path_lock; /* sio_set_path around one allocation */
+};
+
+/* DMA memory: SmartIO's placement, or this host's memory mapped over both paths. */
+struct sio_buf {
+    sio_mem_t *mem;
+    seg_desc_t *sd;
+    seg_local_t *seg;
+    seg_map_t *map;
+    sio_dma_t *dma[2];
 };
 
 static uint32_t sio_rd32(void *ctx, uint32_t off)
@@ -27,29 +45,110 @@ static void sio_wr32(void *ctx, uint32_t off, uint32_t val)
     sio_write32(((struct sio_ctx *)ctx)->bar, off, val);
 }
 
-static int sio_dalloc(void *ctx, size_t size, enum nvme_place where, struct nvl_dma *out)
+static void buf_free(struct sio_buf *b)
 {
-    struct sio_ctx *c = ctx;
+    if (b->mem)
+        sio_free(b->mem);
+    for (int p = 1; p >= 0; p--)
+        if (b->dma[p])
+            sio_unmap(b->dma[p]);
+    if (b->map)
+        seg_unmap(b->map);
+    if (b->seg)
+        seg_remove(b->seg);
+    if (b->sd)
+        seg_close(b->sd);
+    free(b);
+}
+
+/* Over the device's path now (path < 0), or over path `path`. */
+static int placed(struct sio_ctx *c, size_t size, enum nvme_place where, int path,
+                  struct nvl_dma *out)
+{
     /* The device reads what goes near it; what the CPU reads stays here (smartio §7.4.1). */
     unsigned hints = where == NVME_PLACE_DEVICE ? SIO_HINT_DEVICE_READ
                                                 : SIO_HINT_HOST_READ | SIO_HINT_DEVICE_WRITE;
+    struct sio_buf *b = calloc(1, sizeof *b);
+    if (!b)
+        return -ENOMEM;
     volatile void *cpu;
     uint64_t io;
-    sio_mem_t *m;
-    int rc = sio_alloc(c->dev, size, hints, &cpu, &io, &m);
-    if (rc)
+    pthread_mutex_lock(&c->path_lock);
+    int was = sio_get_path(c->dev);
+    int rc = path < 0 ? 0 : sio_set_path(c->dev, path);
+    if (!rc)
+        rc = sio_alloc(c->dev, size, hints, &cpu, &io, &b->mem);
+    /* The lender offers the memory it places over its first path that works only: queue
+     * memory for another path goes in this host (the device reads the SQ across the NTB). */
+    if (rc == -ECONNREFUSED && path >= 0 && (hints & SIO_HINT_DEVICE_READ))
+        rc = sio_alloc(c->dev, size, SIO_HINT_HOST_READ | SIO_HINT_DEVICE_WRITE, &cpu, &io,
+                       &b->mem);
+    if (path >= 0 && was >= 0)
+        sio_set_path(c->dev, was);
+    pthread_mutex_unlock(&c->path_lock);
+    if (rc) {
+        free(b);
         return rc;
-    *out = (struct nvl_dma){ .cpu = cpu, .io = io, .size = size, .handle = m };
+    }
+    *out = (struct nvl_dma){ .cpu = cpu, .io = io, .size = size, .handle = b };
     return 0;
+}
+
+/* This host's memory, mapped for the device over path 0 (io) and path 1 (io_alt). */
+static int both_paths(struct sio_ctx *c, size_t size, struct nvl_dma *out)
+{
+    struct sio_buf *b = calloc(1, sizeof *b);
+    if (!b)
+        return -ENOMEM;
+    volatile void *cpu = NULL;
+    uint64_t io[2] = { 0, 0 };
+    int rc = seg_open(&b->sd);
+    if (!rc)
+        rc = seg_create(b->sd, &b->seg, SEG_ID_AUTO, size);
+    if (!rc && !(cpu = seg_map_local(b->seg, 0, size, 0, &b->map)))
+        rc = errno ? -errno : -ENOMEM;
+    pthread_mutex_lock(&c->path_lock);
+    int was = sio_get_path(c->dev);
+    for (int p = 0; p < 2 && !rc; p++)
+        if (!(rc = sio_set_path(c->dev, p)))
+            rc = sio_map_local(c->dev, b->seg, 0, size, &io[p], &b->dma[p]);
+    if (was >= 0)
+        sio_set_path(c->dev, was);
+    pthread_mutex_unlock(&c->path_lock);
+    if (rc) {
+        buf_free(b);
+        return rc;
+    }
+    *out = (struct nvl_dma){ .cpu = cpu, .io = io[0], .size = size, .handle = b,
+                             .io_alt = io[1] };
+    return 0;
+}
+
+static int sio_dalloc(void *ctx, size_t size, enum nvme_place where, struct nvl_dma *out)
+{
+    struct sio_ctx *c = ctx;
+    /* Two paths: memory the device must reach whichever path works is this host's (memory in
+     * the device's host would be reached by the CPU over one path only). */
+    return c->mp ? both_paths(c, size, out) : placed(c, size, where, -1, out);
+}
+
+static int sio_dalloc_path(void *ctx, size_t size, enum nvme_place where, int path,
+                           struct nvl_dma *out)
+{
+    return placed(ctx, size, where, path, out);
 }
 
 static void sio_dfree(void *ctx, struct nvl_dma *dma)
 {
     (void)ctx;
     if (dma->handle)
-        sio_free(dma->handle);
+        buf_free(dma->handle);
     dma->handle = NULL;
 }
+
+static int sio_npaths(void *ctx) { return ((struct sio_ctx *)ctx)->mp ? 2 : 1; }
+
+static bool sio_up(void *ctx, int path) { return sio_path_up(((struct sio_ctx *)ctx)->dev, path); }
 
 static int sio_irq_on(void *ctx, uint32_t dev_vector, uint32_t host_vector)
 {
@@ -69,6 +168,7 @@ static void sio_close(void *ctx)
         sio_unmap_bar(c->bar);
     if (c->owned)
         sio_return(c->dev);
+    pthread_mutex_destroy(&c->path_lock);
     free(c);
 }
 
@@ -81,6 +181,9 @@ static const struct nvme_backend_ops sio_ops = {
     .irq_enable = sio_irq_on,
     .irq_wait = sio_irq_wait,
     .close = sio_close,
+    .paths = sio_npaths,
+    .path_up = sio_up,
+    .dma_alloc_path = sio_dalloc_path,
 };
 
 int nvl_sio_lookup(const char *name, uint32_t *id, bool *managed, uint32_t *mgr_node,
@@ -147,12 +250,13 @@ static int borrow(const char *name, bool shared, sio_dev_t **dev)
     return 0;
 }
 
-int nvl_sio_backend(const char *name, struct sio_dev *dev, bool shared,
+int nvl_sio_backend(const char *name, struct sio_dev *dev, bool shared, bool one_path,
                     const struct nvme_backend_ops **ops, void **ctx)
 {
     struct sio_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
+    pthread_mutex_init(&c->path_lock, NULL);
     if (name) {
         int rc = borrow(name, shared, &c->dev);
         if (rc) {
@@ -164,6 +268,9 @@ int nvl_sio_backend(const char *name, struct sio_dev *dev, bool shared,
         c->dev = dev;
     }
     size_t size = 0;
+    /* Failover needs both paths working now: the BAR over path 0, also over path 1. */
+    bool mp = !one_path && sio_paths(c->dev) >= 2 && sio_path_up(c->dev, 0) &&
+              sio_path_up(c->dev, 1) && sio_set_path(c->dev, 0) == 0;
     if (!sio_map_bar(c->dev, 0, &size, &c->bar)) {
         int rc = -errno;
         sio_close(c);
@@ -174,6 +281,7 @@ int nvl_sio_backend(const char *name, struct sio_dev *dev, bool shared,
         sio_close(c);
         return nvl_fail(-ENODEV, "BAR0 of the device is %zu bytes: too small for an NVMe", size);
     }
+    c->mp = mp && sio_bar_failover(c->bar) == 0; /* else one path, as without a second */
     *ops = &sio_ops;
     *ctx = c;
     return 0;

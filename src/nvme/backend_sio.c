@@ -5,9 +5,11 @@
  * host or the device's), interrupts by sio_enable_vector / sio_wait_vector.
  *
  * With two paths to the device's host (docs/multipath.md) the backend serves failover.c:
- * BAR0 is mapped with sio_bar_failover (doorbells reach the device over either path), data
- * memory is this host's, mapped for the device over both paths (io and io_alt), and queue
- * memory is placed as asked but mapped over one path (sio_set_path around sio_alloc).
+ * BAR0 is mapped through both paths' adapters, and registers go through the one failover.c
+ * says works (use_path), as the paper's driver maps "the NVMe device BAR through both its NTB
+ * adapters"; data memory is this host's, mapped for the device over both paths (io and
+ * io_alt); queue memory is placed as asked but mapped over one path (sio_set_path around
+ * sio_alloc).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -20,7 +22,8 @@
 
 struct sio_ctx {
     sio_dev_t *dev;
-    sio_bar_t *bar;
+    sio_bar_t *bar;    /* registers go through this one: bars[0] or bars[1] */
+    sio_bar_t *bars[2]; /* BAR0 over path 0 and path 1 (two paths), else bars[0] only */
     bool owned; /* borrowed by the library: returned on close */
     bool mp;    /* two paths, BAR0 on both */
     pthread_mutex_t path_lock; /* sio_set_path around one allocation */
@@ -35,14 +38,17 @@ struct sio_buf {
     sio_dma_t *dma[2];
 };
 
-static uint32_t sio_rd32(void *ctx, uint32_t off)
-{
-    return sio_read32(((struct sio_ctx *)ctx)->bar, off);
-}
+static sio_bar_t *regs(struct sio_ctx *c) { return __atomic_load_n(&c->bar, __ATOMIC_RELAXED); }
 
-static void sio_wr32(void *ctx, uint32_t off, uint32_t val)
+static uint32_t sio_rd32(void *ctx, uint32_t off) { return sio_read32(regs(ctx), off); }
+
+static void sio_wr32(void *ctx, uint32_t off, uint32_t val) { sio_write32(regs(ctx), off, val); }
+
+static void sio_use_path(void *ctx, int path)
 {
-    sio_write32(((struct sio_ctx *)ctx)->bar, off, val);
+    struct sio_ctx *c = ctx;
+    if (c->mp && path >= 0 && path < 2)
+        __atomic_store_n(&c->bar, c->bars[path], __ATOMIC_RELAXED);
 }
 
 static void buf_free(struct sio_buf *b)
@@ -164,8 +170,9 @@ static int sio_irq_wait(void *ctx, uint32_t host_vector, uint32_t *seen, int tim
 static void sio_close(void *ctx)
 {
     struct sio_ctx *c = ctx;
-    if (c->bar)
-        sio_unmap_bar(c->bar);
+    for (int p = 0; p < 2; p++)
+        if (c->bars[p])
+            sio_unmap_bar(c->bars[p]);
     if (c->owned)
         sio_return(c->dev);
     pthread_mutex_destroy(&c->path_lock);
@@ -184,6 +191,7 @@ static const struct nvme_backend_ops sio_ops = {
     .paths = sio_npaths,
     .path_up = sio_up,
     .dma_alloc_path = sio_dalloc_path,
+    .use_path = sio_use_path,
 };
 
 int nvl_sio_lookup(const char *name, uint32_t *id, bool *managed, uint32_t *mgr_node,
@@ -268,10 +276,10 @@ int nvl_sio_backend(const char *name, struct sio_dev *dev, bool shared, bool one
         c->dev = dev;
     }
     size_t size = 0;
-    /* Failover needs both paths working now: the BAR over path 0, also over path 1. */
+    /* Failover needs both paths working now: the BAR over path 0, and over path 1. */
     bool mp = !one_path && sio_paths(c->dev) >= 2 && sio_path_up(c->dev, 0) &&
               sio_path_up(c->dev, 1) && sio_set_path(c->dev, 0) == 0;
-    if (!sio_map_bar(c->dev, 0, &size, &c->bar)) {
+    if (!sio_map_bar(c->dev, 0, &size, &c->bars[0])) {
         int rc = -errno;
         sio_close(c);
         return nvl_fail(rc ? rc : -EIO, "cannot map BAR0 of the NVMe: %s",
@@ -281,7 +289,11 @@ int nvl_sio_backend(const char *name, struct sio_dev *dev, bool shared, bool one
         sio_close(c);
         return nvl_fail(-ENODEV, "BAR0 of the device is %zu bytes: too small for an NVMe", size);
     }
-    c->mp = mp && sio_bar_failover(c->bar) == 0; /* else one path, as without a second */
+    c->bar = c->bars[0];
+    if (mp && sio_set_path(c->dev, 1) == 0) {
+        c->mp = sio_map_bar(c->dev, 0, NULL, &c->bars[1]) != NULL; /* else one path */
+        sio_set_path(c->dev, 0);
+    }
     *ops = &sio_ops;
     *ctx = c;
     return 0;

@@ -2,8 +2,8 @@
  * Multipath failover of I/O queue pairs (smartio-tocs-2021 §6.3, Fig. 16). On a device with
  * two paths, every queue pair has a twin on the other path: its own SQ, CQ and PRP lists,
  * mapped for the device over that path only, and its own queue id. Data buffers are mapped
- * for the device over both paths (the backend's dma_alloc gives io and io_alt), and the
- * doorbells reach the device over either (the backend's BAR mapping has sio_bar_failover).
+ * for the device over both paths (the backend's dma_alloc gives io and io_alt), and so is the
+ * BAR (the backend's use_path picks the mapping registers go through).
  *
  * Owns: noticing a fault (the path going down, registers reading all ones, a command timing
  * out), moving what is outstanding to the twin and issuing it there again (the caller sees
@@ -80,6 +80,8 @@ static void log_event(const char *fmt, ...)
 static void swap_q(nvme_qpair_t *qp)
 {
     struct nvl_mp *mp = qp->mp;
+    /* Registers (doorbells, CSTS) through the BAR mapping of the path that works. */
+    qp->dev->ops->use_path(qp->dev->ctx, mp->path[1]);
     struct nvl_queue q = qp->q;
     qp->q = mp->q;
     mp->q = q;
@@ -222,9 +224,9 @@ static void maybe_return(nvme_qpair_t *qp, uint64_t now)
 
 /*
  * Doorbells written again when a queue with commands out completed nothing since the last
- * look: a doorbell written while the BAR mapping moves to the other path (the fabric's remap
- * follows the cut, not the store) is lost, and the device would never fetch what it announced.
- * Writing the same tail or head again tells the device nothing new otherwise.
+ * look: one written through the path that had just gone down, before the failover, is lost,
+ * and the device would never fetch what it announced. Writing the same tail or head again
+ * tells the device nothing new otherwise.
  */
 static void kick(nvme_qpair_t *qp, struct nvl_queue *q, uint64_t *seen)
 {
@@ -277,7 +279,7 @@ static int watch(void *owner, int why, uint64_t now)
         goto out;
     }
     if (why == -ENOLINK && up) {
-        n = 0; /* all ones while the BAR mapping moves to the path that works: read again */
+        n = -1; /* all ones over a path that works: the device is gone, not the path */
         goto out;
     }
     if (why == -ETIMEDOUT && moved_expired(&qp->q, now)) {

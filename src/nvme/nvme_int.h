@@ -57,6 +57,8 @@ struct nvme_backend_ops {
     bool (*path_up)(void *ctx, int path);
     int (*dma_alloc_path)(void *ctx, size_t size, enum nvme_place where, int path,
                           struct nvl_dma *out);
+    /* Registers through this path's mapping from now on. */
+    void (*use_path)(void *ctx, int path);
 };
 
 /* SmartIO: borrow by name (exclusive: to own it; shared: as a client of its manager) or use

@@ -641,10 +641,10 @@ int nvme_qpair_create(nvme_dev_t *d, const struct nvme_qpair_opts *opts, nvme_qp
     /* The SQ and the PRP lists its commands point to: the device reads both. */
     size_t sqb = pageup(64ull * depth), prpb = pageup((size_t)(depth - 1) * d->prp_bytes);
     size_t cqb = pageup(16ull * depth);
-    /* Two paths: this pair's queues over path 0, its twin's over path 1 (failover.c); queues
-     * in memory the caller gave stay on the path it was mapped over. */
+    /* Two paths: this pair's queues over path 0, its twin's over path 1, SQs in this host
+     * (failover.c); queues in memory the caller gave stay on the path it was mapped over. */
     bool mp = d->multipath && !o->sq_mem && !o->cq_mem;
-    if (mp && !(rc = d->ops->dma_alloc_path(d->ctx, sqb + prpb, o->sq_place, 0, &qp->sqm)) &&
+    if (mp && !(rc = d->ops->dma_alloc_path(d->ctx, sqb + prpb, NVME_PLACE_LOCAL, 0, &qp->sqm)) &&
         (rc = d->ops->dma_alloc_path(d->ctx, cqb, o->cq_place, 0, &qp->cqm)))
         d->ops->dma_free(d->ctx, &qp->sqm);
     if (mp && !rc) {

@@ -47,6 +47,7 @@ struct nvl_mp {
     uint64_t seen[2];            /* completions of qp->q and of the twin at the last look */
     bool down;                   /* no path was up: I/O fails until one is */
     bool in_watch;               /* the twin's reap must not come back in */
+    bool running;                /* its first completion has been logged */
 };
 
 static uint64_t realtime_ns(void)
@@ -130,6 +131,27 @@ lost:
     return rc;
 }
 
+/*
+ * Every entry of the SQ being left becomes a Flush of no namespace (an error completion that
+ * nobody waits for): an entry the device has not fetched yet must never run once the path is
+ * back, since its buffer may by then hold other data (the command was issued again and has
+ * completed, and the caller reused the buffer). The SQ is in this host (failover needs that),
+ * so the CPU reaches it while the path is down, and the device does not: a command it fetched
+ * before the cut moved its data then, or found the path down.
+ */
+static void neutralise(struct nvl_queue *q)
+{
+    struct nvme_sqe nop = { .opc = NVME_CMD_FLUSH, .nsid = 0, .cid = NVL_CID_NONE };
+    uint64_t w[8];
+    memcpy(w, &nop, sizeof w);
+    for (uint32_t i = 0; i < q->p.depth; i++) {
+        volatile uint64_t *dst = (volatile uint64_t *)(q->sq + i);
+        for (int k = 0; k < 8; k++)
+            dst[k] = w[k];
+    }
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
 /* Issue what is outstanding on qp->q again on the twin, then make the twin qp->q. */
 static int move_all(nvme_qpair_t *qp, uint64_t now, int why)
 {
@@ -144,6 +166,7 @@ static int move_all(nvme_qpair_t *qp, uint64_t now, int why)
         }
     }
     struct nvl_queue *from = &qp->q, *to = &mp->q;
+    neutralise(from);
     /* The twin may still finish what it had when the queue pair last left it. */
     for (uint64_t end = now + ROOM_NS; to->nfree < from->busy && nvl_now_ns() < end;)
         nvl_q_reap(to, 0);
@@ -262,6 +285,11 @@ static int watch(void *owner, int why, uint64_t now)
         int r = nvl_q_reap(&mp->q, 0); /* the twin finishes what it had */
         n += r > 0 ? r : 0;
     }
+    if (!mp->running && qp->q.st.completed) {
+        mp->running = true;
+        log_event("running %s path %d queue %u at %" PRIu64 "\n", d->name, mp->path[0],
+                  qp->q.p.qid, realtime_ns());
+    }
     if (mp->fault_rt && qp->q.st.completed > mp->fault_done) {
         log_event("first-completion %s path %d queue %u at %" PRIu64 " after %" PRIu64
                   " ns\n", d->name, mp->path[0], qp->q.p.qid, realtime_ns(),
@@ -337,7 +365,8 @@ int nvl_mp_qpair_init(nvme_qpair_t *qp, const struct nvme_qpair_opts *o, size_t 
     struct nvl_mp *mp = calloc(1, sizeof *mp);
     if (!mp)
         return -ENOMEM;
-    int rc = d->ops->dma_alloc_path(d->ctx, sqb + prpb, o->sq_place, 1, &mp->sqm);
+    /* The SQ in this host, whatever o asks: see neutralise(). */
+    int rc = d->ops->dma_alloc_path(d->ctx, sqb + prpb, NVME_PLACE_LOCAL, 1, &mp->sqm);
     if (!rc && (rc = d->ops->dma_alloc_path(d->ctx, cqb, o->cq_place, 1, &mp->cqm)))
         d->ops->dma_free(d->ctx, &mp->sqm);
     if (rc) {

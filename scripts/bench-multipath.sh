@@ -11,7 +11,8 @@
 # on bad usage.
 #
 # Usage: scripts/bench-multipath.sh [--pulls N] [--ios N] [--down-ms MS] [--up-ms MS]
-#                                   [--cable "END END"] [--qd N] [--fabric NAME]
+#                                   [--cable "END END"] [--qd N] [--rate-iops N]
+#                                   [--fabric NAME]
 #                                   [--json FILE] [--bin DIR]
 #   --pulls N       cable pulls (default 10)
 #   --ios N         I/Os in all, half writes and half verifying reads (default 400000), in
@@ -22,6 +23,8 @@
 #   --cable "A B"   the cable pulled (default "b.ntb0 sw0": the client's primary; "a.ntb0
 #                   sw0" pulls the NVMe host's)
 #   --qd N          fio's iodepth (default 16)
+#   --rate-iops N   at most N I/Os a second (default: as fast as it goes), so that a short run
+#                   still lasts through its pulls
 #   --fabric NAME   the fabric's name (default mp-bench-PID); it is brought down at the end
 #   --json FILE     the figures as JSON too
 #   --bin DIR       ntblend's build/bin (default $NTBLEND_BIN, else build/bin of this tree)
@@ -32,7 +35,7 @@ me=bench-multipath
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 die() { echo "$me: $*" >&2; exit 2; }
 
-pulls=10 ios=400000 down_ms=150 up_ms=150 cable="b.ntb0 sw0" qd=16 fab="mp-bench-$$" json=""
+pulls=10 ios=400000 down_ms=150 up_ms=150 cable="b.ntb0 sw0" qd=16 rate=0 fab="mp-bench-$$" json=""
 bin=${NTBLEND_BIN:-$src/build/bin}
 num() { [[ $2 =~ ^[0-9]+$ ]] || die "$1 takes a whole number, not '$2'"; }
 while [ $# -gt 0 ]; do
@@ -43,6 +46,7 @@ while [ $# -gt 0 ]; do
     --up-ms) num "$1" "${2-}"; up_ms=$2; shift ;;
     --cable) [ -n "${2-}" ] || die "--cable takes the cable's two ends, e.g. \"b.ntb0 sw0\""; cable=$2; shift ;;
     --qd) num "$1" "${2-}"; qd=$2; shift ;;
+    --rate-iops) num "$1" "${2-}"; rate=$2; shift ;;
     --fabric) [ -n "${2-}" ] || die "--fabric takes a name"; fab=$2; shift ;;
     --json) [ -n "${2-}" ] || die "--json takes a file"; json=$2; shift ;;
     --bin) [ -n "${2-}" ] || die "--bin takes a directory"; bin=$2; shift ;;
@@ -87,6 +91,7 @@ log="$work/failover.log"
    fio --name=multipath --ioengine=external:"$engine" --ntb_device=nvme0 --thread=1 \
    --rw=randwrite --bs=4k --iodepth="$qd" --size="$size" --loops="$loops" --verify=crc32c --do_verify=1 \
    --verify_fatal=0 --verify_state_save=0 --continue_on_error=all --output-format=json \
+   $([ "$rate" -gt 0 ] && echo "--rate_iops=$rate") \
    >"$work/fio.json" 2>"$work/fio.err") &
 fio_pid=$!
 
@@ -113,7 +118,7 @@ fio_rc=$?
 fio_pid=""
 
 fails=0
-r=$(jq -c '.jobs[0] | {w: .write.total_ios, r: .read.total_ios, err: .total_err, error}' "$work/fio.json" 2>/dev/null) ||
+r=$(sed -n '/^{/,$p' "$work/fio.json" | jq -c '.jobs[0] | {w: .write.total_ios, r: .read.total_ios, err: .total_err, error}' 2>/dev/null) ||
   { echo "$me: fio gave no results (exit $fio_rc): $(tail -3 "$work/fio.err")" >&2; exit 1; }
 done_ios=$(jq '.w + .r' <<<"$r")
 failed=$(jq '.err' <<<"$r")

@@ -340,13 +340,17 @@ int nvl_mp_ready(nvme_qpair_t *qp)
     nvme_dev_t *d = qp->dev;
     /* The primary first: put the queue of a path that works in the twin's place, re-create it
      * (it was abandoned), and make it the one submissions go to. */
+    int rc = 0;
+    char msg[256] = "";
     for (int want = 0; want < 2; want++) {
         if (!d->ops->path_up(d->ctx, want))
             continue;
         if (mp->path[0] == want)
             swap_q(qp);
-        if ((mp->dirty[1] || !mp->q.slots) && rebuild_twin(qp))
+        if ((mp->dirty[1] || !mp->q.slots) && (rc = rebuild_twin(qp))) {
+            snprintf(msg, sizeof msg, "%s", nvme_errmsg());
             continue;
+        }
         swap_q(qp);
         mp->down = false;
         mp->up_since = 0;
@@ -354,6 +358,9 @@ int nvl_mp_ready(nvme_qpair_t *qp)
                   realtime_ns());
         return 0;
     }
+    if (rc) /* e.g. the manager reclaimed this client's queues while it was cut off */
+        return nvl_fail(rc, "%s: a path is back, but the queue pair cannot be set up on it "
+                            "again (%s)", d->name, msg);
     return nvl_fail(-EIO, "%s: no path to the device is up (ntblend status shows the paths): "
                           "I/O fails until a cable is back", d->name);
 }

@@ -42,7 +42,6 @@ struct nvl_mp {
     bool dirty[2];               /* abandoned after a fault: re-create before use */
     uint64_t next_watch, up_since, next_try;
     uint64_t fault_rt, fault_done; /* the last failover (CLOCK_REALTIME), till its first completion */
-    uint32_t fault_moved;
     uint64_t failovers, returns, reissued;
     uint64_t seen[2];            /* completions of qp->q and of the twin at the last look */
     bool down;                   /* no path was up: I/O fails until one is */
@@ -193,7 +192,7 @@ static int move_all(nvme_qpair_t *qp, uint64_t now, int why)
         int j = nvl_q_get(to);
         if (s->data_len) {
             nvl_q_prp(to, j, &sqe, io, s->data_len);
-        } else if (sqe.opc == NVME_CMD_DSM && qp->q.p.qid) {
+        } else if (sqe.opc == NVME_CMD_DSM) {
             to->slots[j].prp[0] = s->prp[0]; /* the range, in the slot's own page */
             to->slots[j].prp[1] = s->prp[1];
             sqe.prp1 = to->slots[j].prp_io;
@@ -212,7 +211,6 @@ static int move_all(nvme_qpair_t *qp, uint64_t now, int why)
     mp->up_since = 0;
     mp->fault_rt = realtime_ns();
     mp->fault_done = qp->q.st.completed;
-    mp->fault_moved = moved;
     log_event("failover %s path %d -> %d queue %u detected %" PRIu64 " reissued %u why %d "
               "outstanding %u\n", d->name, from_path, mp->path[0], qp->q.p.qid, mp->fault_rt,
               moved, -why, qp->q.busy);
@@ -251,14 +249,13 @@ static void maybe_return(nvme_qpair_t *qp, uint64_t now)
  * and the device would never fetch what it announced. Writing the same tail or head again
  * tells the device nothing new otherwise.
  */
-static void kick(nvme_qpair_t *qp, struct nvl_queue *q, uint64_t *seen)
+static void kick(struct nvl_queue *q, uint64_t *seen)
 {
     if (q->busy && q->st.completed == *seen && !q->unrung) {
         q->p.ops->write32(q->p.ctx, q->sq_db, q->sq_tail);
         q->p.ops->write32(q->p.ctx, q->cq_db, q->cq_head);
     }
     *seen = q->st.completed;
-    (void)qp;
 }
 
 /* Whether a command that timed out was issued again once already (then it fails). */
@@ -299,8 +296,8 @@ static int watch(void *owner, int why, uint64_t now)
     if (!why && now < mp->next_watch)
         goto out;
     mp->next_watch = now + WATCH_NS;
-    kick(qp, &qp->q, &mp->seen[0]);
-    kick(qp, &mp->q, &mp->seen[1]);
+    kick(&qp->q, &mp->seen[0]);
+    kick(&mp->q, &mp->seen[1]);
     bool up = d->ops->path_up(d->ctx, mp->path[0]);
     if (!why && up) {
         maybe_return(qp, now);

@@ -42,7 +42,8 @@
 # round, and made progress once the fabric was whole; the borrower's and lender's PCIe trees
 # are as before the lending once the device is reclaimed; every VM is gone, with all it held.
 # On the multipath fabric also: whenever a cable is out, the agent of the host it belongs to
-# still answers every other host (over the other path).
+# still answers every other host (over the other path), and no NVMe client reports a failed
+# command while one cable is out (libntbnvme fails over to the other path, docs/multipath.md).
 # Where the topology has a switch: a multicast group with a sender's DMA engine writing records
 # into it and a member on every other host checking them live (scripts/chaos-mcast.sh); no
 # member may see a torn, foreign or never-written record, every member receives again once the
@@ -274,7 +275,8 @@ run_fabric() {
     # The VMs' accelerator's lender crashed: it lends it out again.
     [ -n "$vmdev" ] && n device add "$vmdev" >>"$dir/faults.log" 2>&1
   }
-  local mp_ok=0 mp_bad=0 mp_last=""
+  local mp_ok=0 mp_bad=0 mp_last="" mpn_ok=0 mpn_bad=0 mpn_last=""
+  nv_errors() { cat "$dir"/nvme*.log 2>/dev/null | grep -c '^client: .* failed: '; }
   second_path() { # cable $1 - $2 is out: the agent of its host still reaches every other host
     local end h o
     for end in "$1" "$2"; do
@@ -296,10 +298,17 @@ run_fabric() {
     count[$k]=$(( ${count[$k]:-0} + 1 ))
     case $k in
       flap|cut) # a b = link ends, c = duration
+        local nv0=0
+        [ "$kind" = multipath ] && [ -n "$nvdev" ] && nv0=$(nv_errors)
         n link down "$a" "$b" >>"$dir/faults.log" 2>&1
         [ "$kind" = multipath ] && second_path "$a" "$b"
         sleep "$(awk -v m="$c" 'BEGIN { print m / 1000 }')"
-        n link up "$a" "$b" >>"$dir/faults.log" 2>&1 ;;
+        n link up "$a" "$b" >>"$dir/faults.log" 2>&1
+        if [ "$kind" = multipath ] && [ -n "$nvdev" ]; then # the clients rode the cut out
+          local nv1; nv1=$(nv_errors)
+          if [ "$nv1" = "$nv0" ]; then mpn_ok=$(( mpn_ok + 1 ))
+          else mpn_bad=$(( mpn_bad + 1 )); mpn_last="$((nv1 - nv0)) failed commands while $a - $b was out"; fi
+        fi ;;
       hostkill) # a = host, b = duration
         n host kill "$a" >>"$dir/faults.log" 2>&1
         sleep "$(awk -v m="$b" 'BEGIN { print m / 1000 }')"
@@ -530,6 +539,10 @@ run_fabric() {
   if [ "$kind" = multipath ]; then
     if [ $mp_bad = 0 ]; then record "$kind" "second path" pass "$mp_ok agent pings answered over the other path while a cable was out"
     else record "$kind" "second path" fail "$mp_bad of $(( mp_ok + mp_bad )) agent pings failed while a cable was out (last: $mp_last)"; fi
+    if [ -n "$nvdev" ]; then
+      if [ $mpn_bad = 0 ]; then record "$kind" "nvme fails over" pass "no NVMe client command failed during $mpn_ok cable pulls"
+      else record "$kind" "nvme fails over" fail "NVMe client commands failed during $mpn_bad of $(( mpn_ok + mpn_bad )) cable pulls (last: $mpn_last)"; fi
+    fi
   fi
   record "$kind" "faults injected" pass "$summary"
   n status >"$dir/status.txt" 2>&1

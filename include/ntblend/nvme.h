@@ -91,6 +91,11 @@ enum nvme_open_mode {
  * @on_remove: "pci:" devices: called when the function is hot-removed (may be NULL; the
  *             program can also ask nvme_removed()).
  * @remove_arg: passed to @on_remove.
+ * @flags: NVME_OPEN_ONE_PATH. By default a SmartIO device with two paths to its host
+ *         (docs/multipath.md) gets, for every queue pair, a twin on the second path; a cut
+ *         of the path in use, registers reading all ones or a command timeout move what is
+ *         outstanding there and issue it again, and the queue pair returns to path 0 once it
+ *         works again. Reads and writes of the same data are safe to issue twice.
  */
 struct nvme_open_opts {
     unsigned timeout_ms;
@@ -103,7 +108,11 @@ struct nvme_open_opts {
     enum nvme_open_mode mode;
     nvme_remove_cb_t on_remove;
     void *remove_arg;
+    unsigned flags;
 };
+/* nvme_open_opts.flags: on a device with two paths, use only the one it was borrowed on (no
+ * queue pair twins, no failover: a cut fails what is outstanding with -EIO, as with one). */
+#define NVME_OPEN_ONE_PATH 1u
 
 /**
  * nvme_open() - borrow an NVMe by name (exclusively, through SmartIO) and bring it up; or
@@ -451,9 +460,17 @@ int nvme_qpair_cmd(nvme_qpair_t *qp, const struct nvme_cmd *cmd, void *buf, size
  * @late: completions that came after their command had timed out (dropped).
  * @stale: completion entries that matched no outstanding command (wrong identifier or queue;
  *         dropped).
+ * @failovers: moves to the other path after a fault (a device with two paths: every queue
+ *         pair has a twin on the other path; docs/multipath.md).
+ * @returns: moves back to the primary path once it worked again.
+ * @reissued: commands issued again on the other path at a failover (the caller saw one
+ *         completion for each).
+ * @path: the path the queue pair submits on now (0: the primary).
  */
 struct nvme_qpair_stats {
     uint64_t submitted, completed, empty_polls, timeouts, late, stale;
+    uint64_t failovers, returns, reissued;
+    int path;
 };
 void nvme_qpair_stats(const nvme_qpair_t *qp, struct nvme_qpair_stats *out);
 void nvme_admin_stats(nvme_dev_t *d, struct nvme_qpair_stats *out);

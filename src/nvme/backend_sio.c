@@ -3,53 +3,158 @@
  * API (ntblend/smartio.h). Registers through BAR0 mapped with sio_map_bar (across the NTB
  * when the device is in another host), memory by sio_alloc with access hints (placed in this
  * host or the device's), interrupts by sio_enable_vector / sio_wait_vector.
+ *
+ * With two paths to the device's host (docs/multipath.md) the backend serves failover.c:
+ * BAR0 is mapped through both paths' adapters, and registers go through the one failover.c
+ * says works (use_path), as the paper's driver maps "the NVMe device BAR through both its NTB
+ * adapters"; data memory is this host's, mapped for the device over both paths (io and
+ * io_alt); queue memory is placed as asked but mapped over one path (sio_set_path around
+ * sio_alloc).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ntblend/seg.h"
 #include "ntblend/smartio.h"
 #include "nvme_int.h"
 
 struct sio_ctx {
     sio_dev_t *dev;
-    sio_bar_t *bar;
+    sio_bar_t *bar;    /* registers go through this one: bars[0] or bars[1] */
+    sio_bar_t *bars[2]; /* BAR0 over path 0 and path 1 (two paths), else bars[0] only */
     bool owned; /* borrowed by the library: returned on close */
+    bool mp;    /* two paths, BAR0 on both */
+    pthread_mutex_t path_lock; /* sio_set_path around one allocation */
 };
 
-static uint32_t sio_rd32(void *ctx, uint32_t off)
+/* DMA memory: SmartIO's placement, or this host's memory mapped over both paths. */
+struct sio_buf {
+    sio_mem_t *mem;
+    seg_desc_t *sd;
+    seg_local_t *seg;
+    seg_map_t *map;
+    sio_dma_t *dma[2];
+};
+
+static sio_bar_t *regs(struct sio_ctx *c) { return __atomic_load_n(&c->bar, __ATOMIC_RELAXED); }
+
+static uint32_t sio_rd32(void *ctx, uint32_t off) { return sio_read32(regs(ctx), off); }
+
+static void sio_wr32(void *ctx, uint32_t off, uint32_t val) { sio_write32(regs(ctx), off, val); }
+
+static void sio_use_path(void *ctx, int path)
 {
-    return sio_read32(((struct sio_ctx *)ctx)->bar, off);
+    struct sio_ctx *c = ctx;
+    if (c->mp && path >= 0 && path < 2)
+        __atomic_store_n(&c->bar, c->bars[path], __ATOMIC_RELAXED);
 }
 
-static void sio_wr32(void *ctx, uint32_t off, uint32_t val)
+static void buf_free(struct sio_buf *b)
 {
-    sio_write32(((struct sio_ctx *)ctx)->bar, off, val);
+    if (b->mem)
+        sio_free(b->mem);
+    for (int p = 1; p >= 0; p--)
+        if (b->dma[p])
+            sio_unmap(b->dma[p]);
+    if (b->map)
+        seg_unmap(b->map);
+    if (b->seg)
+        seg_remove(b->seg);
+    if (b->sd)
+        seg_close(b->sd);
+    free(b);
+}
+
+/* Over the device's path now (path < 0), or over path `path`. */
+static int placed(struct sio_ctx *c, size_t size, enum nvme_place where, int path,
+                  struct nvl_dma *out)
+{
+    /* The device reads what goes near it; what the CPU reads stays here (smartio §7.4.1). */
+    unsigned hints = where == NVME_PLACE_DEVICE ? SIO_HINT_DEVICE_READ
+                                                : SIO_HINT_HOST_READ | SIO_HINT_DEVICE_WRITE;
+    struct sio_buf *b = calloc(1, sizeof *b);
+    if (!b)
+        return -ENOMEM;
+    volatile void *cpu;
+    uint64_t io;
+    pthread_mutex_lock(&c->path_lock);
+    int was = sio_get_path(c->dev);
+    int rc = path < 0 ? 0 : sio_set_path(c->dev, path);
+    if (!rc)
+        rc = sio_alloc(c->dev, size, hints, &cpu, &io, &b->mem);
+    /* The lender offers the memory it places over its first path that works only: queue
+     * memory for another path goes in this host (the device reads the SQ across the NTB). */
+    if (rc == -ECONNREFUSED && path >= 0 && (hints & SIO_HINT_DEVICE_READ))
+        rc = sio_alloc(c->dev, size, SIO_HINT_HOST_READ | SIO_HINT_DEVICE_WRITE, &cpu, &io,
+                       &b->mem);
+    if (path >= 0 && was >= 0)
+        sio_set_path(c->dev, was);
+    pthread_mutex_unlock(&c->path_lock);
+    if (rc) {
+        free(b);
+        return rc;
+    }
+    *out = (struct nvl_dma){ .cpu = cpu, .io = io, .size = size, .handle = b };
+    return 0;
+}
+
+/* This host's memory, mapped for the device over path 0 (io) and path 1 (io_alt). */
+static int both_paths(struct sio_ctx *c, size_t size, struct nvl_dma *out)
+{
+    struct sio_buf *b = calloc(1, sizeof *b);
+    if (!b)
+        return -ENOMEM;
+    volatile void *cpu = NULL;
+    uint64_t io[2] = { 0, 0 };
+    int rc = seg_open(&b->sd);
+    if (!rc)
+        rc = seg_create(b->sd, &b->seg, SEG_ID_AUTO, size);
+    if (!rc && !(cpu = seg_map_local(b->seg, 0, size, 0, &b->map)))
+        rc = errno ? -errno : -ENOMEM;
+    pthread_mutex_lock(&c->path_lock);
+    int was = sio_get_path(c->dev);
+    for (int p = 0; p < 2 && !rc; p++)
+        if (!(rc = sio_set_path(c->dev, p)))
+            rc = sio_map_local(c->dev, b->seg, 0, size, &io[p], &b->dma[p]);
+    if (was >= 0)
+        sio_set_path(c->dev, was);
+    pthread_mutex_unlock(&c->path_lock);
+    if (rc) {
+        buf_free(b);
+        return rc;
+    }
+    *out = (struct nvl_dma){ .cpu = cpu, .io = io[0], .size = size, .handle = b,
+                             .io_alt = io[1] };
+    return 0;
 }
 
 static int sio_dalloc(void *ctx, size_t size, enum nvme_place where, struct nvl_dma *out)
 {
     struct sio_ctx *c = ctx;
-    /* The device reads what goes near it; what the CPU reads stays here (smartio §7.4.1). */
-    unsigned hints = where == NVME_PLACE_DEVICE ? SIO_HINT_DEVICE_READ
-                                                : SIO_HINT_HOST_READ | SIO_HINT_DEVICE_WRITE;
-    volatile void *cpu;
-    uint64_t io;
-    sio_mem_t *m;
-    int rc = sio_alloc(c->dev, size, hints, &cpu, &io, &m);
-    if (rc)
-        return rc;
-    *out = (struct nvl_dma){ .cpu = cpu, .io = io, .size = size, .handle = m };
-    return 0;
+    /* Two paths: memory the device must reach whichever path works is this host's (memory in
+     * the device's host would be reached by the CPU over one path only). */
+    return c->mp ? both_paths(c, size, out) : placed(c, size, where, -1, out);
+}
+
+static int sio_dalloc_path(void *ctx, size_t size, enum nvme_place where, int path,
+                           struct nvl_dma *out)
+{
+    return placed(ctx, size, where, path, out);
 }
 
 static void sio_dfree(void *ctx, struct nvl_dma *dma)
 {
     (void)ctx;
     if (dma->handle)
-        sio_free(dma->handle);
+        buf_free(dma->handle);
     dma->handle = NULL;
 }
+
+static int sio_npaths(void *ctx) { return ((struct sio_ctx *)ctx)->mp ? 2 : 1; }
+
+static bool sio_up(void *ctx, int path) { return sio_path_up(((struct sio_ctx *)ctx)->dev, path); }
 
 static int sio_irq_on(void *ctx, uint32_t dev_vector, uint32_t host_vector)
 {
@@ -65,10 +170,12 @@ static int sio_irq_wait(void *ctx, uint32_t host_vector, uint32_t *seen, int tim
 static void sio_close(void *ctx)
 {
     struct sio_ctx *c = ctx;
-    if (c->bar)
-        sio_unmap_bar(c->bar);
+    for (int p = 0; p < 2; p++)
+        if (c->bars[p])
+            sio_unmap_bar(c->bars[p]);
     if (c->owned)
         sio_return(c->dev);
+    pthread_mutex_destroy(&c->path_lock);
     free(c);
 }
 
@@ -81,6 +188,10 @@ static const struct nvme_backend_ops sio_ops = {
     .irq_enable = sio_irq_on,
     .irq_wait = sio_irq_wait,
     .close = sio_close,
+    .paths = sio_npaths,
+    .path_up = sio_up,
+    .dma_alloc_path = sio_dalloc_path,
+    .use_path = sio_use_path,
 };
 
 int nvl_sio_lookup(const char *name, uint32_t *id, bool *managed, uint32_t *mgr_node,
@@ -147,12 +258,13 @@ static int borrow(const char *name, bool shared, sio_dev_t **dev)
     return 0;
 }
 
-int nvl_sio_backend(const char *name, struct sio_dev *dev, bool shared,
+int nvl_sio_backend(const char *name, struct sio_dev *dev, bool shared, bool one_path,
                     const struct nvme_backend_ops **ops, void **ctx)
 {
     struct sio_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
+    pthread_mutex_init(&c->path_lock, NULL);
     if (name) {
         int rc = borrow(name, shared, &c->dev);
         if (rc) {
@@ -164,7 +276,10 @@ int nvl_sio_backend(const char *name, struct sio_dev *dev, bool shared,
         c->dev = dev;
     }
     size_t size = 0;
-    if (!sio_map_bar(c->dev, 0, &size, &c->bar)) {
+    /* Failover needs both paths working now: the BAR over path 0, and over path 1. */
+    bool mp = !one_path && sio_paths(c->dev) >= 2 && sio_path_up(c->dev, 0) &&
+              sio_path_up(c->dev, 1) && sio_set_path(c->dev, 0) == 0;
+    if (!sio_map_bar(c->dev, 0, &size, &c->bars[0])) {
         int rc = -errno;
         sio_close(c);
         return nvl_fail(rc ? rc : -EIO, "cannot map BAR0 of the NVMe: %s",
@@ -173,6 +288,11 @@ int nvl_sio_backend(const char *name, struct sio_dev *dev, bool shared,
     if (size < NVME_REG_DBS + 0x1000) {
         sio_close(c);
         return nvl_fail(-ENODEV, "BAR0 of the device is %zu bytes: too small for an NVMe", size);
+    }
+    c->bar = c->bars[0];
+    if (mp && sio_set_path(c->dev, 1) == 0) {
+        c->mp = sio_map_bar(c->dev, 0, NULL, &c->bars[1]) != NULL; /* else one path */
+        sio_set_path(c->dev, 0);
     }
     *ops = &sio_ops;
     *ctx = c;

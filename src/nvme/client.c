@@ -34,6 +34,7 @@ struct nvl_client {
     volatile struct nvl_mgr_rsp *rsp;
     seg_intr_t *intr;
     seg_rintr_t *mgr;
+    int mgr_adapter;        /* ours that the manager's interrupt is reached through */
     uint32_t intr_id, mgr_node, dev_id, node;
     uint16_t slot;
     uint32_t token, seq;
@@ -68,6 +69,31 @@ static int answer_sleep(void *arg, uint64_t max_ns)
     return 0;
 }
 
+/* The manager's interrupt through our first adapter that reaches it (but `skip`). */
+static int connect_mgr(struct nvl_client *c, int skip, seg_rintr_t **out)
+{
+    int rc = -EHOSTUNREACH;
+    for (int a = 0; a < ADAPTERS && rc; a++)
+        if (a != skip && !(rc = seg_intr_connect(c->sd, out, c->mgr_node,
+                                                 NVL_MGR_INTR(c->dev_id), a, 1000)))
+            c->mgr_adapter = a;
+    return rc;
+}
+
+/* After a request went unanswered: the manager's interrupt through another adapter, when one
+ * reaches it (two paths: docs/multipath.md); the old connection stays otherwise. */
+static void reconnect(struct nvl_client *c)
+{
+    seg_rintr_t *r;
+    int was = c->mgr_adapter;
+    if (connect_mgr(c, was, &r)) {
+        c->mgr_adapter = was;
+        return;
+    }
+    seg_intr_disconnect(c->mgr);
+    c->mgr = r;
+}
+
 /* Send *q and wait for its answer (c->lock held); the manager's rc. */
 static int call(nvme_dev_t *d, struct nvl_mgr_req *q)
 {
@@ -83,6 +109,8 @@ static int call(nvme_dev_t *d, struct nvl_mgr_req *q)
     q->from_seg = seg_local_id(c->seg);
     q->from_intr = c->intr_id;
     for (uint32_t attempt = 0; attempt < ATTEMPTS; attempt++) {
+        if (attempt)
+            reconnect(c); /* the path to the manager may be down, and another up */
         int rc = seg_intr_trigger_data(c->mgr, q, sizeof *q);
         if (rc == -ENOENT) {
             c->gone = true;
@@ -161,10 +189,7 @@ int nvl_client_open(nvme_dev_t *d, uint32_t dev_id, uint32_t mgr_node)
         return nvl_fail(rc, "%s: cannot offer the answer segment and interrupt to the "
                             "manager: %s", d->name, seg_strerror(rc));
     }
-    rc = -EHOSTUNREACH;
-    for (int a = 0; a < ADAPTERS && rc; a++)
-        rc = seg_intr_connect(c->sd, &c->mgr, mgr_node, NVL_MGR_INTR(dev_id), a, 1000);
-    if (rc) {
+    if ((rc = connect_mgr(c, -1, &c->mgr))) {
         client_free(c);
         return nvl_fail(rc == -ENOENT ? -ENOTCONN : rc,
                         "%s: cannot reach its manager on node %u (%s): is it still running?",

@@ -349,7 +349,8 @@ static int open_common(const struct open_how *how, const struct nvme_open_opts *
                                    "(nvme_open)");
         }
         if (!rc)
-            rc = nvl_sio_backend(name, how->dev, client, &d->ops, &d->ctx);
+            rc = nvl_sio_backend(name, how->dev, client, o->flags & NVME_OPEN_ONE_PATH,
+                                 &d->ops, &d->ctx);
     }
     if (rc) {
         pthread_rwlock_destroy(&d->mem_lock);
@@ -357,6 +358,8 @@ static int open_common(const struct open_how *how, const struct nvme_open_opts *
         free(d);
         return rc;
     }
+    /* Two paths: queue pairs get a twin on the second and fail over (failover.c). */
+    d->multipath = d->ops->paths && d->ops->paths(d->ctx) >= 2;
     if (o->mem && !(d->user_mem = nvme_mem_wrap(d, o->mem, o->mem_ioaddr, o->mem_size))) {
         rc = -errno;
         goto fail;
@@ -545,6 +548,58 @@ static int delete_queue(nvme_dev_t *d, uint8_t opc, uint16_t qid)
     return nvl_admin(d, &s, 0, 0, NULL);
 }
 
+/* The CQ, then the SQ, through the admin queue; caller holds d->lock. */
+static int create_locked(nvme_dev_t *d, uint64_t sq, uint64_t cq, uint32_t depth, uint32_t irq,
+                         uint16_t qid)
+{
+    struct nvme_sqe s = { .opc = NVME_ADM_CREATE_CQ, .prp1 = cq,
+                          .cdw10 = (depth - 1) << 16 | qid,
+                          .cdw11 = (irq ? (uint32_t)qid << 16 | NVME_CQ_IEN : 0) | NVME_QUEUE_PC };
+    int rc = admin_locked(d, &s, 0, 0, NULL);
+    if (rc)
+        return rc;
+    s = (struct nvme_sqe){ .opc = NVME_ADM_CREATE_SQ, .prp1 = sq,
+                           .cdw10 = (depth - 1) << 16 | qid,
+                           .cdw11 = (uint32_t)qid << 16 | NVME_QUEUE_PC };
+    if ((rc = admin_locked(d, &s, 0, 0, NULL))) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", nvme_errmsg());
+        s = (struct nvme_sqe){ .opc = NVME_ADM_DELETE_CQ, .cdw10 = qid };
+        admin_locked(d, &s, 0, 0, NULL);
+        return nvl_fail(rc, "%s", msg);
+    }
+    d->qid_used[qid] = 1;
+    return 0;
+}
+
+int nvl_hw_create(nvme_dev_t *d, uint64_t sq, uint64_t cq, uint32_t depth, uint32_t irq,
+                  uint16_t *qid)
+{
+    if (d->client)
+        return nvl_client_create(d, sq, cq, depth, irq != 0, qid);
+    pthread_mutex_lock(&d->lock);
+    for (uint32_t i = 1; i <= d->info.max_qpairs && !*qid; i++)
+        if (!d->qid_used[i])
+            *qid = (uint16_t)i;
+    int rc = *qid ? create_locked(d, sq, cq, depth, irq, *qid)
+                  : nvl_fail(-EBUSY, "all %u I/O queue pairs of %s are in use: delete one "
+                                     "(nvme_qpair_delete) first", d->info.max_qpairs, d->name);
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
+int nvl_hw_delete(nvme_dev_t *d, uint16_t qid)
+{
+    if (d->client)
+        return nvl_client_delete(d, qid);
+    int rc = delete_queue(d, NVME_ADM_DELETE_SQ, qid);
+    int r = delete_queue(d, NVME_ADM_DELETE_CQ, qid);
+    pthread_mutex_lock(&d->lock);
+    d->qid_used[qid] = 0;
+    pthread_mutex_unlock(&d->lock);
+    return rc ? rc : r;
+}
+
 /* Free what create made; caller holds d->lock. */
 static void qpair_free(nvme_qpair_t *qp)
 {
@@ -586,8 +641,20 @@ int nvme_qpair_create(nvme_dev_t *d, const struct nvme_qpair_opts *opts, nvme_qp
     /* The SQ and the PRP lists its commands point to: the device reads both. */
     size_t sqb = pageup(64ull * depth), prpb = pageup((size_t)(depth - 1) * d->prp_bytes);
     size_t cqb = pageup(16ull * depth);
-    if ((rc = nvl_mem_get(d, o->sq_mem, o->sq_place, sqb + prpb, &qp->sqm, &qp->sq_pool)) ||
-        (rc = nvl_mem_get(d, o->cq_mem, o->cq_place, cqb, &qp->cqm, &qp->cq_pool))) {
+    /* Two paths: this pair's queues over path 0, its twin's over path 1, SQs in this host
+     * (failover.c); queues in memory the caller gave stay on the path it was mapped over. */
+    bool mp = d->multipath && !o->sq_mem && !o->cq_mem;
+    if (mp && !(rc = d->ops->dma_alloc_path(d->ctx, sqb + prpb, NVME_PLACE_LOCAL, 0, &qp->sqm)) &&
+        (rc = d->ops->dma_alloc_path(d->ctx, cqb, o->cq_place, 0, &qp->cqm)))
+        d->ops->dma_free(d->ctx, &qp->sqm);
+    if (mp && !rc) {
+        memset((void *)qp->sqm.cpu, 0, qp->sqm.size);
+        memset((void *)qp->cqm.cpu, 0, qp->cqm.size);
+    }
+    if ((!mp && ((rc = nvl_mem_get(d, o->sq_mem, o->sq_place, sqb + prpb, &qp->sqm,
+                                   &qp->sq_pool)) ||
+                 (rc = nvl_mem_get(d, o->cq_mem, o->cq_place, cqb, &qp->cqm, &qp->cq_pool)))) ||
+        rc) {
         nvl_fail(rc, "%s: no memory for a queue pair of depth %u (%zu + %zu bytes)%s: %s",
                  d->name, depth, sqb + prpb, cqb,
                  o->sq_mem || o->cq_mem ? " in the memory given" : "", strerror(-rc));
@@ -617,29 +684,17 @@ int nvme_qpair_create(nvme_dev_t *d, const struct nvme_qpair_opts *opts, nvme_qp
     }
     if ((rc = nvl_q_init(&qp->q, &p)))
         goto fail_created;
-    if (d->client)
-        goto created;
-    struct nvme_sqe s = { .opc = NVME_ADM_CREATE_CQ, .prp1 = qp->cqm.io,
-                          .cdw10 = (depth - 1) << 16 | qid,
-                          .cdw11 = (o->irq ? (uint32_t)qid << 16 | NVME_CQ_IEN : 0) | NVME_QUEUE_PC };
-    if ((rc = admin_locked(d, &s, 0, 0, NULL)))
+    if (!d->client && (rc = create_locked(d, qp->sqm.io, qp->cqm.io, depth, o->irq, qid)))
         goto fail_q;
-    s = (struct nvme_sqe){ .opc = NVME_ADM_CREATE_SQ, .prp1 = qp->sqm.io,
-                           .cdw10 = (depth - 1) << 16 | qid,
-                           .cdw11 = (uint32_t)qid << 16 | NVME_QUEUE_PC };
-    if ((rc = admin_locked(d, &s, 0, 0, NULL))) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "%s", nvme_errmsg());
-        s = (struct nvme_sqe){ .opc = NVME_ADM_DELETE_CQ, .cdw10 = qid };
-        admin_locked(d, &s, 0, 0, NULL);
-        nvl_fail(rc, "%s", msg);
-        goto fail_q;
-    }
-    d->qid_used[qid] = 1;
-created:
     qp->next = d->qps;
     d->qps = qp;
     pthread_mutex_unlock(&d->lock);
+    if (mp && (rc = nvl_mp_qpair_init(qp, o, sqb, prpb, cqb))) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", nvme_errmsg());
+        nvme_qpair_delete(qp);
+        return nvl_fail(rc, "%s", msg);
+    }
     *out = qp;
     return 0;
 fail_q:
@@ -665,6 +720,7 @@ int nvme_qpair_delete(nvme_qpair_t *qp)
     if (!qp)
         return 0;
     nvme_dev_t *d = qp->dev;
+    int rc_mp = nvl_mp_qpair_fini(qp); /* the twin on the other path first */
     uint16_t qid = qp->q.p.qid;
     /* Deleting the SQ aborts what it still holds (completions "aborted: SQ deletion");
      * deliver those, then cancel what never answered, then delete the CQ. */
@@ -691,7 +747,7 @@ int nvme_qpair_delete(nvme_qpair_t *qp)
         d->qid_used[qid] = 0;
     qpair_free(qp);
     pthread_mutex_unlock(&d->lock);
-    return rc;
+    return rc ? rc : rc_mp;
 }
 
 uint16_t nvme_qpair_id(const nvme_qpair_t *qp) { return qp ? qp->q.p.qid : 0; }

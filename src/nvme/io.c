@@ -32,6 +32,9 @@ static int prep(nvme_qpair_t *qp, enum nvme_op op, uint32_t nsid, uint64_t lba,
         return nvl_fail(-EINVAL, "unknown operation %d", (int)op);
     if (d->ops->gone && d->ops->gone(d->ctx))
         return nvl_fail(-ENODEV, "%s was removed (hot-unplugged): close it", d->name);
+    int rc;
+    if (qp->mp && (rc = nvl_mp_ready(qp)))
+        return rc; /* no path to the device is up */
     const struct nvl_ns *ns = nvl_ns_find(d, nsid);
     if (!ns)
         return nvl_fail(-ENXIO, "%s: %s on namespace %u, which %s does not have (active: %u; "
@@ -70,10 +73,12 @@ static int prep(nvme_qpair_t *qp, enum nvme_op op, uint32_t nsid, uint64_t lba,
         } else if ((uintptr_t)buf & 3) {
             return nvl_fail(-EINVAL, "%s: %s buffer %p is not 4-byte aligned (nvme_buf_alloc "
                             "gives page-aligned ones)", d->name, op_name[op], buf);
-        } else if (nvl_mem_find(d, buf, len, &p->io))
+        } else if (nvl_mem_find(d, buf, len, &p->io) ||
+                   (qp->mp && nvl_mp_io(qp, &p->io))) {
             return nvl_fail(-EFAULT, "%s: %s buffer %p (%zu bytes) is not in memory the device "
                             "reaches: take it from nvme_buf_alloc (or nvme_mem_wrap)", d->name,
                             op_name[op], buf, len);
+        }
         p->len = len;
         p->sqe.opc = op == NVME_OP_READ ? NVME_CMD_READ : NVME_CMD_WRITE;
         p->sqe.cdw12 = (nblocks - 1) | ((flags & NVME_SUBMIT_FUA) ? NVME_RW_FUA : 0);
@@ -166,6 +171,10 @@ static int sync_io(nvme_qpair_t *qp, enum nvme_op op, uint32_t nsid, uint64_t lb
     if (rc == -ETIMEDOUT)
         return nvl_fail(rc, "%s: %s at block %" PRIu64 " got no completion within %u ms",
                         qp->dev->name, op_name[op], lba, qp->dev->timeout_ms);
+    if (rc == -EIO && qp->mp && nvl_mp_ready(qp))
+        return nvl_fail(rc, "%s: %s at block %" PRIu64 " failed: no path to the device is up "
+                        "(ntblend status shows the paths); it works again once one is back",
+                        qp->dev->name, op_name[op], lba);
     if (rc)
         return nvl_fail(rc, "%s: %s at block %" PRIu64 " failed: status %#x (%s)",
                         qp->dev->name, op_name[op], lba, w.cpl.status, strerror(-rc));
@@ -207,7 +216,10 @@ int nvme_qpair_cmd(nvme_qpair_t *qp, const struct nvme_cmd *cmd, void *buf, size
     uint64_t io = 0;
     if (d->ops->gone && d->ops->gone(d->ctx))
         return nvl_fail(-ENODEV, "%s was removed (hot-unplugged): close it", d->name);
-    if (len && (!buf || nvl_mem_find(d, buf, len, &io)))
+    int rc;
+    if (qp->mp && (rc = nvl_mp_ready(qp)))
+        return rc;
+    if (len && (!buf || nvl_mem_find(d, buf, len, &io) || (qp->mp && nvl_mp_io(qp, &io))))
         return nvl_fail(-EFAULT, "nvme_qpair_cmd: the buffer is not in memory of %s "
                                  "(nvme_buf_alloc)", d->name);
     if (len > d->info.max_transfer || (io & 3))
@@ -229,12 +241,20 @@ int nvme_qpair_wait(nvme_qpair_t *qp, int timeout_ms)
     if (!qp)
         return -EINVAL;
     uint64_t t = timeout_ms < 0 ? qp->q.p.timeout_ns : (uint64_t)timeout_ms * 1000000ull;
-    return nvl_q_wait(&qp->q, NULL, t);
+    int n = nvl_q_wait(&qp->q, NULL, t);
+    if (n == 0 && qp->mp && nvl_mp_busy(qp))
+        n = nvl_mp_wait(qp, t); /* what is left on the path the queue pair just left */
+    return n;
 }
 
-uint32_t nvme_qpair_outstanding(const nvme_qpair_t *qp) { return qp ? qp->q.busy : 0; }
+uint32_t nvme_qpair_outstanding(const nvme_qpair_t *qp)
+{
+    return !qp ? 0 : qp->q.busy + (qp->mp ? nvl_mp_busy(qp) : 0);
+}
 
 void nvme_qpair_stats(const nvme_qpair_t *qp, struct nvme_qpair_stats *out)
 {
     *out = qp->q.st;
+    if (qp->mp)
+        nvl_mp_stats(qp, out);
 }

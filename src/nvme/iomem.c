@@ -111,6 +111,28 @@ int nvl_mem_find(nvme_dev_t *d, const void *p, size_t len, uint64_t *io)
     return rc;
 }
 
+int nvl_mem_xlate(nvme_dev_t *d, uint64_t io, int from, int to, uint64_t *out)
+{
+    if (from == to) {
+        *out = io;
+        return 0;
+    }
+    int rc = -EFAULT;
+    pthread_rwlock_rdlock(&d->mem_lock);
+    for (nvme_mem_t *m = d->mems; m; m = m->next) {
+        if (!m->dma.io_alt)
+            continue;
+        uint64_t src = from ? m->dma.io_alt : m->dma.io, dst = to ? m->dma.io_alt : m->dma.io;
+        if (io >= src && io - src < m->dma.size) {
+            *out = dst + (io - src);
+            rc = 0;
+            break;
+        }
+    }
+    pthread_rwlock_unlock(&d->mem_lock);
+    return rc;
+}
+
 int nvl_mem_get(nvme_dev_t *d, nvme_mem_t *from, enum nvme_place where, size_t size,
                 struct nvl_dma *out, nvme_mem_t **pool)
 {

@@ -32,6 +32,7 @@ struct mclient {
     seg_map_t *map;
     volatile struct nvl_mgr_rsp *rsp;
     seg_rintr_t *intr;
+    int adapter;             /* ours that the connections to it go through */
     uint32_t qpairs;
     uint64_t requests;
 };
@@ -61,16 +62,19 @@ static int admin(struct nvme_manager *m, struct nvme_sqe *s, uint64_t io, size_t
 }
 
 /* Delete queue pair qid on the device (SQ first: it aborts what it holds into the CQ). */
-static int delete_qpair(struct nvme_manager *m, uint16_t qid)
+static int delete_qpair(struct nvme_manager *m, uint16_t qid) { return nvl_hw_delete(m->d, qid); }
+
+static void disconnect_client(struct mclient *c)
 {
-    struct nvme_sqe s = { .opc = NVME_ADM_DELETE_SQ, .cdw10 = qid };
-    int rc = admin(m, &s, 0, 0, NULL);
-    s = (struct nvme_sqe){ .opc = NVME_ADM_DELETE_CQ, .cdw10 = qid };
-    int r = admin(m, &s, 0, 0, NULL);
-    pthread_mutex_lock(&m->d->lock);
-    m->d->qid_used[qid] = 0;
-    pthread_mutex_unlock(&m->d->lock);
-    return rc ? rc : r;
+    if (c->intr)
+        seg_intr_disconnect(c->intr);
+    if (c->map)
+        seg_unmap(c->map);
+    if (c->seg)
+        seg_disconnect(c->seg);
+    c->intr = NULL;
+    c->map = NULL;
+    c->seg = NULL;
 }
 
 /* Delete what slot owns and forget it. */
@@ -90,12 +94,7 @@ static void drop_client(struct nvme_manager *m, uint32_t slot, bool reclaimed, c
             pthread_mutex_unlock(&m->lock);
             n++;
         }
-    if (c->intr)
-        seg_intr_disconnect(c->intr);
-    if (c->map)
-        seg_unmap(c->map);
-    if (c->seg)
-        seg_disconnect(c->seg);
+    disconnect_client(c);
     pthread_mutex_lock(&m->lock);
     *c = (struct mclient){ 0 };
     m->st.clients--;
@@ -135,20 +134,42 @@ static void answer(struct mclient *c, uint32_t seq, int rc, uint32_t dw0, uint16
     c->answered = true;
 }
 
-static int connect_client(struct nvme_manager *m, struct mclient *c)
+/* The client's answer segment and interrupt, through our first adapter that reaches its host
+ * (but `skip`: the one whose path went down). */
+static int connect_client(struct nvme_manager *m, struct mclient *c, int skip)
 {
-    int rc = -EHOSTUNREACH;
-    for (int a = 0; a < ADAPTERS && rc; a++)
-        rc = seg_connect(m->sd, &c->seg, c->node, c->seg_id, a, 1000);
+    int rc = -EHOSTUNREACH, a;
+    for (a = 0; a < ADAPTERS && rc; a++)
+        if (a != skip)
+            rc = seg_connect(m->sd, &c->seg, c->node, c->seg_id, a, 1000);
     if (rc)
         return rc;
+    c->adapter = a - 1;
     c->rsp = seg_map_remote(c->seg, 0, sizeof(struct nvl_mgr_rsp), 0, &c->map);
     if (!c->rsp)
         return -errno;
-    rc = -EHOSTUNREACH;
-    for (int a = 0; a < ADAPTERS && rc; a++)
-        rc = seg_intr_connect(m->sd, &c->intr, c->node, c->intr_id, a, 1000);
-    return rc;
+    return seg_intr_connect(m->sd, &c->intr, c->node, c->intr_id, c->adapter, 1000);
+}
+
+/* A client cut off on one path may be reachable over another (docs/multipath.md): its
+ * connections made again through another adapter of ours. 0: it is served on. */
+static int reconnect_client(struct nvme_manager *m, struct mclient *c)
+{
+    struct mclient t = { .node = c->node, .seg_id = c->seg_id, .intr_id = c->intr_id };
+    int rc = connect_client(m, &t, c->adapter);
+    if (!rc && seg_remote_state(t.seg) == SEG_EVENT_LOST)
+        rc = -EHOSTUNREACH;
+    if (rc) {
+        disconnect_client(&t);
+        return rc;
+    }
+    disconnect_client(c);
+    c->seg = t.seg;
+    c->map = t.map;
+    c->rsp = t.rsp;
+    c->intr = t.intr;
+    c->adapter = t.adapter;
+    return 0;
 }
 
 static void hello(struct nvme_manager *m, const struct nvl_mgr_req *q)
@@ -173,25 +194,18 @@ static void hello(struct nvme_manager *m, const struct nvl_mgr_req *q)
     struct mclient c = { .used = true, .token = q->token, .node = q->u.hello.node,
                          .pid = q->u.hello.pid, .seg_id = q->u.hello.seg,
                          .intr_id = q->u.hello.intr, .last_seq = q->seq };
-    int rc = connect_client(m, &c);
+    int rc = connect_client(m, &c, -1);
     if (rc) {
         /* Nowhere to answer: the client times out and says so. */
         fprintf(stderr, "nvme manager: client pid %u on node %u: cannot reach its segment "
                         "and interrupt (%s)\n", c.pid, c.node, seg_strerror(rc));
-        if (c.intr)
-            seg_intr_disconnect(c.intr);
-        if (c.map)
-            seg_unmap(c.map);
-        if (c.seg)
-            seg_disconnect(c.seg);
+        disconnect_client(&c);
         return;
     }
     if (!slot) {
         answer(&c, q->seq, -EUSERS, 0, 0, NULL, 0,
                "the manager serves %u clients already (its limit)", m->max_clients);
-        seg_intr_disconnect(c.intr);
-        seg_unmap(c.map);
-        seg_disconnect(c.seg);
+        disconnect_client(&c);
         return;
     }
     pthread_mutex_lock(&m->lock);
@@ -340,15 +354,10 @@ static void refuse_stale(struct nvme_manager *m, const struct nvl_mgr_req *q)
     if (!q->from_node && !q->from_seg)
         return;
     struct mclient t = { .node = q->from_node, .seg_id = q->from_seg, .intr_id = q->from_intr };
-    if (!connect_client(m, &t))
+    if (!connect_client(m, &t, -1))
         answer(&t, q->seq, -ENOTCONN, 0, 0, NULL, 0, "the manager no longer serves this "
                "client (it was cut off, and its queues were deleted): open the device again");
-    if (t.intr)
-        seg_intr_disconnect(t.intr);
-    if (t.map)
-        seg_unmap(t.map);
-    if (t.seg)
-        seg_disconnect(t.seg);
+    disconnect_client(&t);
 }
 
 static void serve(struct nvme_manager *m, const struct nvl_mgr_req *q)
@@ -404,6 +413,12 @@ static void check_clients(struct nvme_manager *m)
         if (!c->used)
             continue;
         int st = seg_remote_state(c->seg);
+        if (st == SEG_EVENT_LOST && !reconnect_client(m, c)) {
+            if (m->log)
+                fprintf(stderr, "nvme manager: client pid %u on node %u (slot %u): its path "
+                                "is down, reached over another\n", c->pid, c->node, s);
+            continue;
+        }
         if (st == SEG_EVENT_REMOVED || st == SEG_EVENT_LOST)
             drop_client(m, s, true, st == SEG_EVENT_REMOVED ? "is gone (its process ended): "
                                                               "its queues are deleted"

@@ -27,6 +27,7 @@ struct nvl_dma {
     uint64_t io;
     size_t size;
     void *handle; /* the backend's, for dma_free */
+    uint64_t io_alt; /* the device's address of the same memory over path 1 (0: none) */
 };
 
 /*
@@ -49,11 +50,20 @@ struct nvme_backend_ops {
     /* Whether the device was hot-removed (submissions then fail with -ENODEV); may be NULL. */
     bool (*gone)(void *ctx);
     void (*close)(void *ctx);
+    /* Multipath (failover.c); NULL for a backend with one path. How many paths failover may
+     * use (2; fewer: none), whether one works now, and queue memory the device reaches over
+     * that path only (what dma_alloc gives is reached over both: io and io_alt). */
+    int (*paths)(void *ctx);
+    bool (*path_up)(void *ctx, int path);
+    int (*dma_alloc_path)(void *ctx, size_t size, enum nvme_place where, int path,
+                          struct nvl_dma *out);
+    /* Registers through this path's mapping from now on. */
+    void (*use_path)(void *ctx, int path);
 };
 
 /* SmartIO: borrow by name (exclusive: to own it; shared: as a client of its manager) or use
  * a borrowed device. */
-int nvl_sio_backend(const char *name, struct sio_dev *dev, bool shared,
+int nvl_sio_backend(const char *name, struct sio_dev *dev, bool shared, bool one_path,
                     const struct nvme_backend_ops **ops, void **ctx);
 /* The device's SmartIO id, and whether (and where) a manager serves it. -ENODEV: no such
  * device, or not an NVMe (the message says which). */
@@ -83,6 +93,11 @@ struct nvl_slot {
     uint64_t t_submit;
     volatile uint64_t *prp; /* PRP list / DSM range page of this slot */
     uint64_t prp_io;
+    /* What a failover needs to issue the command again on the other path (failover.c). */
+    struct nvme_sqe sqe;
+    uint64_t data_io;
+    uint32_t data_len;
+    bool moved;             /* issued again once already */
 };
 
 struct nvl_queue_params {
@@ -97,6 +112,12 @@ struct nvl_queue_params {
     uint32_t prp_bytes;      /* per slot: a power of two, 64..page */
     uint32_t irq;            /* host vector, 0: poll */
     uint64_t timeout_ns, spin_ns;
+    /* Multipath (failover.c), NULL without: called at the end of every reap (why 0), and on
+     * a fault before what is outstanding fails: why -ENOLINK (registers read all ones) or
+     * -ETIMEDOUT (a command timed out). Completions it delivered (>= 0), or < 0: it could not
+     * help (fail as without it). It may swap the queue's contents for the other path's. */
+    int (*watch)(void *owner, int why, uint64_t now);
+    void *owner;
 };
 
 struct nvl_queue {
@@ -148,6 +169,8 @@ int nvl_q_sync(struct nvl_queue *q, struct nvme_sqe *sqe, uint64_t io, size_t le
                struct nvme_cpl *cpl);
 /* Cancel what is still outstanding (-ECANCELED to the callbacks). */
 void nvl_q_cancel_all(struct nvl_queue *q);
+/* Fail every command still waiting with rc; its identifier stays reserved. How many. */
+int nvl_q_fail_busy(struct nvl_queue *q, int rc);
 /* Status field of a completion entry to struct nvme_cpl. */
 void nvl_status(uint16_t status_field, uint32_t dw0, struct nvme_cpl *cpl);
 int nvl_status_errno(uint16_t status);
@@ -178,6 +201,9 @@ int nvl_mem_find(nvme_dev_t *d, const void *p, size_t len, uint64_t *io);
 int nvl_mem_get(nvme_dev_t *d, nvme_mem_t *from, enum nvme_place where, size_t size,
                 struct nvl_dma *out, nvme_mem_t **pool);
 void nvl_mem_release(nvme_dev_t *d, nvme_mem_t *pool, struct nvl_dma *part);
+/* The device address over path `to` of what is at device address io over path `from`, in a
+ * memory mapped over both (multipath): 0, or -EFAULT. */
+int nvl_mem_xlate(nvme_dev_t *d, uint64_t io, int from, int to, uint64_t *out);
 
 /* ---- handles ---- */
 
@@ -211,6 +237,7 @@ struct nvme_dev {
     uint8_t *qid_used;          /* [max_qpairs + 1] */
     struct nvme_qpair *qps;     /* live queue pairs */
     struct nvl_client *client;  /* a client of the device's manager (client.c), else NULL */
+    bool multipath;             /* two paths: queue pairs fail over (failover.c) */
 };
 
 struct nvme_qpair {
@@ -218,12 +245,36 @@ struct nvme_qpair {
     struct nvl_queue q;
     struct nvl_dma sqm, cqm;    /* SQ + PRP lists, CQ */
     nvme_mem_t *sq_pool, *cq_pool;
+    struct nvl_mp *mp;          /* the queue pair on the other path (failover.c), or NULL */
     struct nvme_qpair *next;
 };
 
 const struct nvl_ns *nvl_ns_find(const nvme_dev_t *d, uint32_t nsid);
 int nvl_apply_regs(nvme_dev_t *d, uint64_t cap, uint32_t vs);
 void nvl_apply_id_ctrl(nvme_dev_t *d, const uint8_t *id);
+
+/* ---- multipath failover of I/O queue pairs (failover.c) ---- */
+/* Queue pair qp (created over path 0, q set up) gets its twin on path 1: sqb SQ and prpb
+ * PRP-list bytes, cqb CQ bytes, placed as o says. Caller does not hold d->lock. */
+int nvl_mp_qpair_init(nvme_qpair_t *qp, const struct nvme_qpair_opts *o, size_t sqb,
+                      size_t prpb, size_t cqb);
+/* *io (a buffer's device address over path 0) over the path qp submits on now: 0, or
+ * -EFAULT (memory mapped over one path only: nvme_mem_wrap). */
+int nvl_mp_io(const nvme_qpair_t *qp, uint64_t *io);
+/* Before a submission: 0, or -EIO when no path to the device is up (message set). */
+int nvl_mp_ready(nvme_qpair_t *qp);
+/* Delete the twin on the device and free it (qp itself is the caller's). */
+int nvl_mp_qpair_fini(nvme_qpair_t *qp);
+/* Commands outstanding on the twin; the twin's counters and the failover counters added. */
+uint32_t nvl_mp_busy(const nvme_qpair_t *qp);
+/* Wait for completions on the twin (nvl_q_wait's return). */
+int nvl_mp_wait(nvme_qpair_t *qp, uint64_t timeout_ns);
+void nvl_mp_stats(const nvme_qpair_t *qp, struct nvme_qpair_stats *out);
+/* Create / delete an I/O queue pair on the device (manager or admin queue). Caller does not
+ * hold d->lock. */
+int nvl_hw_create(nvme_dev_t *d, uint64_t sq, uint64_t cq, uint32_t depth, uint32_t irq,
+                  uint16_t *qid);
+int nvl_hw_delete(nvme_dev_t *d, uint16_t qid);
 
 /* ---- a client of the device's manager (client.c) ---- */
 int nvl_client_open(nvme_dev_t *d, uint32_t dev_id, uint32_t mgr_node);

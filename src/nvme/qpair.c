@@ -82,6 +82,8 @@ int nvl_q_get(struct nvl_queue *q)
     uint32_t i = q->free_head;
     q->free_head = q->slots[i].next;
     q->nfree--;
+    q->slots[i].data_len = 0;
+    q->slots[i].moved = false;
     return (int)i;
 }
 
@@ -108,6 +110,8 @@ static void slot_free(struct nvl_queue *q, uint32_t i)
 void nvl_q_prp(struct nvl_queue *q, int slot, struct nvme_sqe *sqe, uint64_t io, size_t len)
 {
     uint64_t page = q->p.page;
+    q->slots[slot].data_io = io;
+    q->slots[slot].data_len = (uint32_t)len;
     sqe->prp1 = io;
     sqe->prp2 = 0;
     uint64_t first = page - (io & (page - 1));
@@ -141,6 +145,8 @@ void nvl_q_post(struct nvl_queue *q, int slot, struct nvme_sqe *sqe, nvme_cb_t c
 {
     struct nvl_slot *s = &q->slots[slot];
     sqe->cid = s->cid;
+    if (q->p.watch)
+        s->sqe = *sqe; /* to issue it again on the other path */
     uint64_t w[8];
     memcpy(w, sqe, sizeof w);
     volatile uint64_t *dst = (volatile uint64_t *)(q->sq + q->sq_tail);
@@ -164,6 +170,12 @@ void nvl_q_post(struct nvl_queue *q, int slot, struct nvme_sqe *sqe, nvme_cb_t c
  * since the device may still read its PRP list and move its data. */
 static int expire(struct nvl_queue *q, uint64_t now)
 {
+    /* With a second path, what is outstanding moves there instead (failover.c). */
+    if (q->p.watch) {
+        int w = q->p.watch(q->p.owner, -ETIMEDOUT, now);
+        if (w >= 0)
+            return w;
+    }
     int n = 0;
     uint64_t oldest = UINT64_MAX;
     for (uint32_t i = 0; i < q->nslots && q->busy; i++) {
@@ -238,7 +250,14 @@ int nvl_q_reap(struct nvl_queue *q, unsigned max)
         q->p.ops->write32(q->p.ctx, q->cq_db, q->cq_head);
     else
         q->st.empty_polls++;
-    if (q->busy && q->next_expire != UINT64_MAX && (!max || (unsigned)n < max)) {
+    if (q->p.watch) {
+        /* Multipath: the path's state, the other path's queue (it may swap q's contents). */
+        uint64_t now = nvl_now_ns();
+        int w = q->p.watch(q->p.owner, 0, now);
+        n += w > 0 ? w : 0;
+        if (q->busy && now >= q->next_expire)
+            n += expire(q, now);
+    } else if (q->busy && q->next_expire != UINT64_MAX && (!max || (unsigned)n < max)) {
         uint64_t now = nvl_now_ns();
         if (now >= q->next_expire)
             n += expire(q, now);
@@ -246,9 +265,9 @@ int nvl_q_reap(struct nvl_queue *q, unsigned max)
     return n;
 }
 
-/* Fail every command still waiting with rc (its identifier stays reserved: the device may
- * still answer, and that late completion is dropped). */
-static int fail_busy(struct nvl_queue *q, int rc)
+/* Its identifier stays reserved: the device may still answer, and that late completion is
+ * dropped. */
+int nvl_q_fail_busy(struct nvl_queue *q, int rc)
 {
     int n = 0;
     for (uint32_t i = 0; i < q->nslots && q->busy; i++) {
@@ -282,7 +301,12 @@ static int health(struct nvl_queue *q, uint64_t now)
     uint32_t csts = q->p.ops->read32(q->p.ctx, NVME_REG_CSTS);
     if (csts != UINT32_MAX && !(csts & NVME_CSTS_CFS) && (csts & NVME_CSTS_RDY))
         return 0;
-    int n = fail_busy(q, -EIO);
+    if (csts == UINT32_MAX && q->p.watch) {
+        int w = q->p.watch(q->p.owner, -ENOLINK, now); /* the other path, if it works */
+        if (w >= 0)
+            return 0; /* moved: the wait goes on, on the other path's queue */
+    }
+    int n = nvl_q_fail_busy(q, -EIO);
     return n ? n : -EIO;
 }
 

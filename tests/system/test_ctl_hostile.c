@@ -29,6 +29,8 @@
 #include "ntblend/smartio.h"
 
 static struct fx FX;
+static const struct fx_opts FX_OPTS = { .topo = "tests/system/topologies/smartio3-iommu.ini",
+                                        .attach = fx_attach };
 
 #define REQUESTS 20000
 
@@ -250,9 +252,7 @@ static void test_what_an_application_may_not_do(void **state)
 
 static int setup(void **state)
 {
-    struct fx_opts o = { .topo = "tests/system/topologies/smartio3-iommu.ini",
-                         .attach = fx_attach };
-    if (fx_setup(state, &FX, "ctlhostile", &o))
+    if (fx_setup(state, &FX, "ctlhostile", &FX_OPTS))
         return -1;
     return fab_dir(FX.name, DIR_, sizeof DIR_);
 }

@@ -23,6 +23,8 @@
 #include "ntblend/smartio.h"
 
 static struct fx FX;
+static const struct fx_opts FX_OPTS = { .topo = "tests/system/topologies/smartio3-iommu.ini",
+                                        .attach = fx_attach };
 
 #define CYCLES 100
 
@@ -202,9 +204,7 @@ static void test_bars_unreachable_without_a_borrow(void **state)
 
 static int setup(void **state)
 {
-    struct fx_opts o = { .topo = "tests/system/topologies/smartio3-iommu.ini",
-                         .attach = fx_attach };
-    if (fx_setup(state, &FX, "churn", &o))
+    if (fx_setup(state, &FX, "churn", &FX_OPTS))
         return -1;
     struct h_proc p = h_spawn(FX.name, "a", lender, NULL);
     h_from(&p);

@@ -25,6 +25,8 @@
 #include "ntblend/smartio.h"
 
 static struct fx FX;
+static const struct fx_opts FX_OPTS = { .topo = "tests/system/topologies/smartio3-iommu.ini",
+                                        .attach = fx_attach };
 
 #define MESSAGES 20000
 #define SLOT_HALF (FAB_MBOX_SLOT / 2)
@@ -249,12 +251,7 @@ static void test_stale_and_excess_requests(void **state)
     assert_memory_equal(&after, &base, sizeof after);
 }
 
-static int setup(void **state)
-{
-    struct fx_opts o = { .topo = "tests/system/topologies/smartio3-iommu.ini",
-                         .attach = fx_attach };
-    return fx_setup(state, &FX, "hostile", &o);
-}
+static int setup(void **state) { return fx_setup(state, &FX, "hostile", &FX_OPTS); }
 
 int main(void)
 {

@@ -32,23 +32,3 @@ bool fab_tables_settle(const struct fab *f, const struct fab_tables *want, struc
     }
     return false;
 }
-
-char fixture_fabric[64];
-
-struct fab *fixture;
-
-int fixture_up(const char *test, const char *topo)
-{
-    snprintf(fixture_fabric, sizeof fixture_fabric, "%s", h_fabric_name(test));
-    if (h_up(fixture_fabric, topo))
-        return -1;
-    return fab_attach(fixture_fabric, -1, &fixture);
-}
-
-int fixture_down(void **state)
-{
-    (void)state;
-    fab_detach(fixture);
-    h_down(fixture_fabric);
-    return 0;
-}

@@ -1,8 +1,7 @@
 /*
  * What borrows, mappings and segments hold in a fabric's tables, for tests that check nothing
  * is left behind: every adapter's LUT entries (other than the agents' own mailbox routes) and
- * requester-ID entries, and every host's IOMMU mappings. Also the fixture those tests share:
- * a booted fabric the test process is attached to.
+ * requester-ID entries, and every host's IOMMU mappings.
  */
 #ifndef NTBLEND_TEST_FAB_TABLES_H
 #define NTBLEND_TEST_FAB_TABLES_H
@@ -11,7 +10,7 @@
 #include <stdint.h>
 
 #include "fabric.h"
-#include "harness.h"
+#include "fixture.h"
 
 struct fab_tables {
     uint32_t lut[TOPO_MAX_ADAPTERS], rid[TOPO_MAX_ADAPTERS], iommu[TOPO_MAX_HOSTS];
@@ -22,13 +21,5 @@ void fab_tables_snapshot(const struct fab *f, struct fab_tables *t);
 /* Wait up to 3 s for the tables to equal *want (the agents release asynchronously); the
  * last snapshot is left in *now. True when they did. */
 bool fab_tables_settle(const struct fab *f, const struct fab_tables *want, struct fab_tables *now);
-
-/* The fixture: a fabric named after the test, booted from `topo`, the test attached to it. */
-extern char fixture_fabric[64];
-extern struct fab *fixture;
-
-int fixture_up(const char *test, const char *topo);
-
-int fixture_down(void **state);
 
 #endif

@@ -4,6 +4,9 @@
 #define _GNU_SOURCE
 #include "harness.h"
 
+#include <fcntl.h>
+#include <sys/socket.h>
+
 const char *h_src(void)
 {
     const char *s = getenv("NTBLEND_SRC");
@@ -37,35 +40,99 @@ int h_cli(const char *fabric, const char *fmt, ...)
     return h_sh("%s/ntblend --fabric %s %s", h_bin(), fabric, args);
 }
 
-/* Fabrics this test booted and has not shut down: taken down at exit, even after a failure. */
-static char h_booted[16][64];
+/* Fabrics this process booted and has not taken down, each with the socket to its reaper. */
+struct h_booted {
+    char name[64];
+    int reaper; /* write end; -1 when there is no reaper */
+};
+static struct h_booted h_booted[16];
+static pid_t h_booter;
+
+/* Tell a fabric's reaper that the fabric is down: it exits without doing anything. */
+static void h_release(struct h_booted *b)
+{
+    if (b->reaper >= 0) {
+        /* A reaper that is gone has nothing left to do (and is no reason for SIGPIPE). */
+        ssize_t w = send(b->reaper, "down\n", 5, MSG_NOSIGNAL);
+        (void)w;
+        close(b->reaper);
+    }
+    b->reaper = -1;
+    b->name[0] = 0;
+}
 
 void h_down(const char *fabric)
 {
     h_cli(fabric, "down >/dev/null 2>&1");
     for (int i = 0; i < 16; i++)
-        if (strcmp(h_booted[i], fabric) == 0)
-            h_booted[i][0] = 0;
+        if (h_booted[i].name[0] && strcmp(h_booted[i].name, fabric) == 0)
+            h_release(&h_booted[i]);
 }
 
 static void h_down_all(void)
 {
+    if (getpid() != h_booter) /* a forked child that exits: the fabrics are its parent's */
+        return;
     for (int i = 0; i < 16; i++)
-        if (h_booted[i][0])
-            h_cli(h_booted[i], "down >/dev/null 2>&1");
+        if (h_booted[i].name[0]) {
+            h_cli(h_booted[i].name, "down >/dev/null 2>&1");
+            h_release(&h_booted[i]);
+        }
 }
 
 /* SIGTERM or SIGINT (a test out of time: tests/CMakeLists.txt's guard) in the process that
  * booted the fabrics takes them down, then dies of the signal; its children just die. Not
  * async-signal-safe (h_cli runs system()), which a process about to die can afford. */
-static pid_t h_booter;
-
 static void h_on_signal(int sig)
 {
-    if (getpid() == h_booter)
-        h_down_all();
+    h_down_all();
     signal(sig, SIG_DFL);
     raise(sig);
+}
+
+/* A fabric's reaper: a process in a session of its own (out of reach of the guard's signals
+ * to the test's process group) that waits on a socket from the test. The test sends "down"
+ * when it has taken the fabric down; when the socket closes without it, the test ended in a
+ * way no handler of its own sees (SIGKILL from the guard or CTest, a sanitizer's abort, a
+ * crash) and the reaper takes the fabric down. Forked twice, so that the test never has it to
+ * wait for. Returns the test's end (close-on-exec: programs the test runs do not hold it
+ * open), or -1 when no reaper could be started (the handlers still stand). */
+static int h_reaper(const char *fabric)
+{
+    int p[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p))
+        return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (fork() != 0)
+            _exit(0);
+        setsid();
+        signal(SIGTERM, SIG_IGN);
+        signal(SIGINT, SIG_IGN);
+        signal(SIGHUP, SIG_IGN);
+        int null = open("/dev/null", O_RDWR);
+        if (dup2(p[0], 0) < 0 || null < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+            _exit(1);
+        fcntl(0, F_SETFD, 0); /* p[0] may have been 0 already (the test's stdin closed) */
+        /* Hold no other descriptor of the test's (a pipe to one of its children would never
+         * see its end). */
+        close_range(3, ~0u, 0);
+        char cli[512];
+        snprintf(cli, sizeof cli, "%s/ntblend", h_bin());
+        execl("/bin/sh", "sh", "-c",
+              "read -r said; [ \"$said\" = down ] || exec \"$0\" --fabric \"$1\" down", cli,
+              fabric, (char *)NULL);
+        _exit(127);
+    }
+    close(p[0]);
+    if (pid < 0) {
+        close(p[1]);
+        return -1;
+    }
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    return p[1];
 }
 
 int h_up(const char *fabric, const char *topo)
@@ -74,16 +141,26 @@ int h_up(const char *fabric, const char *topo)
     if (!registered) {
         atexit(h_down_all);
         h_booter = getpid();
+        for (int i = 0; i < 16; i++)
+            h_booted[i].reaper = -1;
         signal(SIGTERM, h_on_signal);
         signal(SIGINT, h_on_signal);
         registered = true;
     }
-    h_cli(fabric, "down >/dev/null 2>&1");
-    for (int i = 0; i < 16; i++)
-        if (!h_booted[i][0]) {
-            snprintf(h_booted[i], sizeof h_booted[i], "%s", fabric);
-            break;
-        }
+    h_down(fabric); /* a leftover of that name */
+    struct h_booted *b = NULL;
+    for (int i = 0; i < 16 && !b; i++)
+        if (!h_booted[i].name[0])
+            b = &h_booted[i];
+    if (!b) {
+        fprintf(stderr, "harness: more than 16 fabrics up at once in one test\n");
+        return -1;
+    }
+    snprintf(b->name, sizeof b->name, "%s", fabric);
+    b->reaper = h_reaper(fabric);
+    /* A path from the root as it is, else from the source tree. */
+    if (topo[0] == '/')
+        return h_cli(fabric, "up %s >/dev/null", topo);
     return h_cli(fabric, "up %s/%s >/dev/null", h_src(), topo);
 }
 
@@ -131,6 +208,11 @@ struct h_proc h_spawn(const char *fabric, const char *host, void (*fn)(void *), 
     if (p.pid == 0) {
         setenv("NTBLEND_FABRIC", fabric, 1);
         setenv("NTBLEND_HOST", host, 1);
+        for (int i = 0; i < 16; i++) /* the reapers wait for the parent alone */
+            if (h_booted[i].reaper >= 0) {
+                close(h_booted[i].reaper);
+                h_booted[i].reaper = -1;
+            }
         close(p.ch.to_child[1]);
         close(p.ch.to_parent[0]);
         h_self = &p.ch;

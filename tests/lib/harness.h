@@ -47,10 +47,12 @@ int h_sh(const char *fmt, ...);
 /* `ntblend --fabric NAME ARGS` */
 int h_cli(const char *fabric, const char *fmt, ...);
 
-/* Boot `fabric` from topology file `topo` (relative to the source tree), after taking down
- * any leftover of that name; h_down takes it down. A fabric booted here and not taken down
- * goes at exit, even after a failure, and when the test is stopped by SIGTERM or SIGINT (its
- * guard in tests/CMakeLists.txt). 0, or the CLI's exit status. */
+/* Boot `fabric` from topology file `topo` (from the root when it starts with '/', else relative
+ * to the source tree), after taking down any leftover of that name; h_down takes it down. A
+ * fabric booted here and not taken down goes however the test ends: at exit, even after a
+ * failure; on SIGTERM or SIGINT (its guard in tests/CMakeLists.txt); and, through a reaper
+ * process that waits for the test, when it is killed outright or dies of a crash or a
+ * sanitizer's report. 0, or the CLI's exit status. Tests use the fixture (fixture.h). */
 int h_up(const char *fabric, const char *topo);
 void h_down(const char *fabric);
 

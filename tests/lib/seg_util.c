@@ -1,6 +1,8 @@
 /*
  * Bodies of the test helpers declared in seg_util.h (what that header says).
  */
+#include <sys/resource.h>
+
 #include "harness.h"
 #include "seg_util.h"
 
@@ -72,4 +74,22 @@ void expect_byte(const volatile uint8_t *p, size_t n, uint8_t v)
             fprintf(stderr, "byte %zu is 0x%02x, expected 0x%02x\n", i, p[i], v);
             CHECK(!"unexpected byte");
         }
+}
+
+bool store_faults(volatile uint8_t *p)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rlimit no_core = { 0, 0 };
+        setrlimit(RLIMIT_CORE, &no_core);
+        signal(SIGSEGV, SIG_DFL); /* not cmocka's handler, inherited from the parent */
+        signal(SIGBUS, SIG_DFL);
+        *p = 0x5a;
+        _exit(0);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    return WIFSIGNALED(st) && (WTERMSIG(st) == SIGSEGV || WTERMSIG(st) == SIGBUS);
 }

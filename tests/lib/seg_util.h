@@ -1,7 +1,7 @@
 /*
  * Helpers the segment tests share (in children, on top of harness.h): open a descriptor,
- * export a segment, and fill/check byte patterns that show a transfer landing shifted or
- * short.
+ * export a segment, fill/check byte patterns that show a transfer landing shifted or short,
+ * and see whether a mapping takes stores.
  */
 #ifndef NTBLEND_TEST_SEG_UTIL_H
 #define NTBLEND_TEST_SEG_UTIL_H
@@ -32,5 +32,8 @@ void fill(volatile uint8_t *p, size_t n, uint32_t seed);
 void expect_pat(const volatile uint8_t *p, size_t n, uint32_t seed);
 
 void expect_byte(const volatile uint8_t *p, size_t n, uint8_t v);
+
+/* Does a store to p kill the process (a read-only mapping)? Tried in a throw-away child. */
+bool store_faults(volatile uint8_t *p);
 
 #endif

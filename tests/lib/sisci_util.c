@@ -3,14 +3,12 @@
  */
 #include "sisci_util.h"
 
-char FAB[64];
+struct fx FX;
 
-int sisci_up(const char *test)
+int sisci_setup(void **state, const char *test)
 {
-    snprintf(FAB, sizeof FAB, "%s", h_fabric_name(test));
-    if (h_up(FAB, "examples/topologies/smartio3.ini"))
-        return -1;
-    return h_cli(FAB, "device add nvme0 >/dev/null");
+    static const struct fx_opts o = { .topo = "examples/topologies/smartio3.ini", .add = { "nvme0" } };
+    return fx_setup(state, &FX, test, &o);
 }
 
 sci_desc_t sci_start(void)

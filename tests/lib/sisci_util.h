@@ -6,7 +6,7 @@
 #ifndef NTBLEND_TEST_SISCI_UTIL_H
 #define NTBLEND_TEST_SISCI_UTIL_H
 
-#include "harness.h"
+#include "fixture.h"
 #include "sisci_api.h"
 
 #define NODE_A 4u
@@ -14,10 +14,10 @@
 #define NODE_C 12u
 #define NVME_FDID 0x40001ull
 
-extern char FAB[64];
-
-/* Boot the fabric under a name of the test's own, nvme0 lent out. */
-int sisci_up(const char *test);
+/* The tests' fabric, nvme0 lent out: booted by sisci_setup (a cmocka set-up; fx_teardown takes
+ * it down) under a name of the test's own. */
+extern struct fx FX;
+int sisci_setup(void **state, const char *test);
 
 /* Run a SISCI call whose last argument is &err and check err. */
 #define SCI_OK(call)                                                                        \

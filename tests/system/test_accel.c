@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "harness.h"
+#include "fixture.h"
 #include "fabric.h"
 #include "ntblend/accel_regs.h"
 
@@ -23,7 +23,7 @@
 #define HOST_VEC 200u      /* host MSI vectors the tests program into the MSI-X table */
 
 static struct {
-    const char *name;
+    struct fx fx; /* the fabric; its state is T.fx.f */
     struct fab *f;
     uint32_t a, c;   /* hosts */
     uint32_t acc0, acc1;
@@ -185,12 +185,11 @@ static uint64_t window_to(uint32_t ad, uint32_t fn, uint64_t off)
 
 static int group_setup(void **state)
 {
-    (void)state;
-    T.name = h_fabric_name("accel");
-    if (h_up(T.name, "examples/topologies/smartio3.ini") != 0)
+    static const struct fx_opts o = { .topo = "examples/topologies/smartio3.ini",
+                                      .attach = fx_attach };
+    if (fx_setup(state, &T.fx, "accel", &o))
         return -1;
-    if (fab_attach(T.name, -1, &T.f))
-        return -1;
+    T.f = T.fx.f;
     int a = fab_host_by_name(T.f, "a"), c = fab_host_by_name(T.f, "c");
     int x0 = fab_func_by_name(T.f, "accel0"), x1 = fab_func_by_name(T.f, "accel1");
     int ada = fab_adapter_by_name(T.f, "a.ntb0"), adc = fab_adapter_by_name(T.f, "c.ntb0");
@@ -210,17 +209,6 @@ static int group_setup(void **state)
             return -1;
         usleep(1000);
     }
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    if (T.f) {
-        fab_reap_owner(T.f, getpid());
-        fab_detach(T.f);
-    }
-    h_down(T.name);
     return 0;
 }
 
@@ -621,5 +609,5 @@ int main(void)
         cmocka_unit_test(test_unmapped_bus_address),
         cmocka_unit_test(test_many_in_flight),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, group_setup, fx_teardown);
 }

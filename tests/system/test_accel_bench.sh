@@ -4,10 +4,8 @@
 # Also: a device on the tool's own host is lent out by the tool, a device nobody lent out or
 # that someone else holds is refused, usage errors exit 2. Small sizes; no timing asserted.
 set -euo pipefail
-fabric="t-accbench-$$"
-n() { ntblend --fabric "$fabric" "$@"; }
-trap 'n down >/dev/null 2>&1 || true' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/lib/fixture.sh"
+fx_init accbench
 ab() { local host=$1; shift; n run --host "$host" -- accel_bench "$@"; }
 # ok HOST ARGS...: runs with --json, exits 0 and reports verified data
 ok() {
@@ -15,11 +13,6 @@ ok() {
   out=$(ab "$@" --json) || fail "accel_bench ${*:2} on $1 failed: $out"
   grep -q '"verified": *true' <<<"$out" || fail "accel_bench ${*:2} on $1: not verified: $out"
   printf '%s\n' "$out"
-}
-expect_rc() { # RC ARGS...
-  local want=$1; shift
-  set +e; "$@" >/dev/null 2>&1; local rc=$?; set -e
-  [ "$rc" -eq "$want" ] || fail "exit $rc, expected $want: $*"
 }
 
 n up "$NTBLEND_SRC/examples/topologies/smartio-p2p.ini" >/dev/null

@@ -4,21 +4,12 @@
 # QD 1 and 32, the accelerator's reads and the CPU's), devio_bench --verify checks every block
 # both modes read, and nothing is left up. No timing asserted.
 set -euo pipefail
-work=$(mktemp -d)
-export NTBLEND_SHM_DIR=/dev/shm/t-benchdevio-$$
-mkdir -p "$NTBLEND_SHM_DIR"
-fabric="t-devio-bench-$$"
-trap 'ntblend --fabric "$fabric" down >/dev/null 2>&1 || true; rm -rf "$work" "$NTBLEND_SHM_DIR"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/lib/fixture.sh"
+fx_init devio-bench --own-shm
 bench() { "$NTBLEND_SRC/scripts/bench-devio.sh" -b "$NTBLEND_BIN" "$@"; }
-expect_rc() { # RC ARGS...
-  local want=$1; shift
-  set +e; bench "$@" >/dev/null 2>&1; local rc=$?; set -e
-  [ "$rc" -eq "$want" ] || fail "exit $rc, expected $want: bench-devio.sh $*"
-}
-expect_rc 2 frob
-expect_rc 2 -r 0
-expect_rc 2 -n x
+expect_rc 2 bench frob
+expect_rc 2 bench -r 0
+expect_rc 2 bench -n x
 help=$(bench --help) && grep -q "^Usage: scripts/bench-devio.sh" <<<"$help" || fail "--help"
 
 out=$(bench -q -o "$work/d.json" 2>"$work/err") || fail "bench-devio.sh: $out $(cat "$work/err")"

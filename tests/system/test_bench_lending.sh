@@ -5,23 +5,15 @@
 # summary prints, the same-lender peer-to-peer path has fewer hops than the other two, the
 # plots are written, usage errors exit 2 and nothing is left up. No timing asserted.
 set -euo pipefail
-work=$(mktemp -d)
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/lib/fixture.sh"
 # The bench's fabrics in a directory of this test's own, so that "nothing is left up" is
 # about them alone (another suite may be running its own at the same time).
-export NTBLEND_SHM_DIR=/dev/shm/t-benchlend-$$
-mkdir -p "$NTBLEND_SHM_DIR"
-trap 'rm -rf "$work" "$NTBLEND_SHM_DIR"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+fx_init benchlend --own-shm
 bench() { "$NTBLEND_SRC/scripts/bench-lending.sh" -b "$NTBLEND_BIN" "$@"; }
-expect_rc() { # RC ARGS...
-  local want=$1; shift
-  set +e; bench "$@" >/dev/null 2>&1; local rc=$?; set -e
-  [ "$rc" -eq "$want" ] || fail "exit $rc, expected $want: bench-lending.sh $*"
-}
-expect_rc 2 frob
-expect_rc 2 -r 0
-expect_rc 2 -s 12x
-expect_rc 2 -t x
+expect_rc 2 bench frob
+expect_rc 2 bench -r 0
+expect_rc 2 bench -s 12x
+expect_rc 2 bench -t x
 help=$(bench --help) && grep -q "^Usage: scripts/bench-lending.sh" <<<"$help" || fail "--help"
 
 out=$(bench -r 2 -s 256k -t 1 -n 200 -o "$work/b.json" -p "$work/plots" 2>"$work/err") \

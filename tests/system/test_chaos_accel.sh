@@ -5,11 +5,8 @@
 # on its state file; then it ends when asked, having seen no completed copy with wrong data and
 # no round past its bound, and the borrower's tree and every table are as before the lending.
 set -euo pipefail
-fabric="t-chac-$$"
-n() { ntblend --fabric "$fabric" "$@"; }
-work=$(mktemp -d)
-trap 'n down >/dev/null 2>&1 || true; kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/lib/fixture.sh"
+fx_init chac
 state=$work/accel.state
 field() { sed -n "s/^chaos_accel.* $1 \([0-9]*\).*/\1/p" "$state" 2>/dev/null; }
 wait_ok() { # more than $1 rounds checked ok

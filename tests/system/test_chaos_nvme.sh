@@ -7,11 +7,8 @@
 # and each must fail verify, while an account whose last write to a block "failed" (attempted
 # beyond what is acknowledged, the block holding the attempted generation) must pass.
 set -euo pipefail
-fabric="t-chnv-$$"
-n() { ntblend --fabric "$fabric" "$@"; }
-work=$(mktemp -d)
-trap 'n down >/dev/null 2>&1 || true; kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/lib/fixture.sh"
+fx_init chnv
 
 sed "s|^type = nvme$|type = nvme\nbacking = $work/data|" \
   "$NTBLEND_SRC/examples/topologies/smartio3.ini" >"$work/topo.ini"

@@ -2,11 +2,8 @@
 # `ntblend device`: listing, lending out, borrowing for hosts (exclusive and shared), the
 # refusals, returning, and devices in `status`.
 set -euo pipefail
-fabric="t-clidev-$$"
-n() { ntblend --fabric "$fabric" "$@"; }
-trap 'n down >/dev/null 2>&1 || true' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-expect_fail() { if "$@" >/dev/null 2>&1; then fail "should have failed: $*"; fi; }
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/lib/fixture.sh"
+fx_init clidev
 
 n up "$NTBLEND_SRC/examples/topologies/smartio3.ini" >/dev/null
 out=$(n device list)

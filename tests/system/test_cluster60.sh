@@ -3,10 +3,8 @@
 # agents reach each other three switches apart over the NTB, and cutting a leaf switch's
 # uplink cuts off exactly the hosts behind it.
 set -euo pipefail
-fabric="t-c60-$$"
-n() { ntblend --fabric "$fabric" "$@"; }
-trap 'n down >/dev/null 2>&1 || true' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/lib/fixture.sh"
+fx_init c60
 
 n up "$NTBLEND_SRC/examples/topologies/cluster60.ini" >/dev/null
 json=$(n status --json)

@@ -5,11 +5,8 @@
 # (the job fails otherwise); here also that every epoch reports all five stages and that they
 # add up to the epoch, and that bad input and a host without the devices get a clear refusal.
 set -euo pipefail
-fabric="t-composite-$$"
-n() { ntblend --fabric "$fabric" "$@"; }
-work=$(mktemp -d)
-trap 'n down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/lib/fixture.sh"
+fx_init composite
 
 n up "$NTBLEND_SRC/examples/topologies/composite.ini" >/dev/null
 

@@ -28,6 +28,10 @@
 #include "ntblend/seg.h"
 #include "ntblend/smartio.h"
 
+static struct fx FX;
+static const struct fx_opts FX_OPTS = { .topo = "tests/system/topologies/smartio3-iommu.ini",
+                                        .attach = fx_attach };
+
 #define REQUESTS 20000
 
 static char DIR_[128];
@@ -109,23 +113,24 @@ static void storm_in_child(uint32_t host, int32_t agent_pid)
 static void storm_main(void *arg)
 {
     uint32_t host = (uint32_t)(uintptr_t)arg;
-    storm_in_child(host, atomic_load(&fab_host(fixture, host)->agent_pid));
+    storm_in_child(host, atomic_load(&fab_host(FX.f, host)->agent_pid));
 }
 
 static void storm(uint32_t host, int32_t agent_pid)
 {
     (void)agent_pid;
-    struct h_proc p = h_spawn(fixture_fabric, fab_host(fixture, host)->name, storm_main, (void *)(uintptr_t)host);
+    struct h_proc p =
+        h_spawn(FX.name, fab_host(FX.f, host)->name, storm_main, (void *)(uintptr_t)host);
     assert_int_equal(h_join(&p), 0);
     /* Borrows it asked the host to hold (what `ntblend device borrow` does) and devices it
      * had hot-added into the host's tree (`ntblend device lend`) stay until returned or
      * reclaimed: undo those. */
-    h_cli(fixture_fabric, "device reclaim nvme0 >/dev/null 2>&1");
-    h_cli(fixture_fabric, "device reclaim accel0 >/dev/null 2>&1");
-    h_cli(fixture_fabric, "device return nvme0 --host b >/dev/null 2>&1");
-    h_cli(fixture_fabric, "device return accel0 --host b >/dev/null 2>&1");
-    h_cli(fixture_fabric, "device add nvme0 >/dev/null 2>&1"); /* reclaim withdrew them */
-    h_cli(fixture_fabric, "device add accel0 >/dev/null 2>&1");
+    h_cli(FX.name, "device reclaim nvme0 >/dev/null 2>&1");
+    h_cli(FX.name, "device reclaim accel0 >/dev/null 2>&1");
+    h_cli(FX.name, "device return nvme0 --host b >/dev/null 2>&1");
+    h_cli(FX.name, "device return accel0 --host b >/dev/null 2>&1");
+    h_cli(FX.name, "device add nvme0 >/dev/null 2>&1"); /* reclaim withdrew them */
+    h_cli(FX.name, "device add accel0 >/dev/null 2>&1");
 }
 
 /* Wait until the tables are back to `want` and no process or segment holds memory of
@@ -137,7 +142,7 @@ static void settle(uint32_t host, const struct fab_tables *want)
     struct fab_tables now;
     struct agent_rsp rsp = { 0 };
     for (int i = 0; i < 300; i++) {
-        fab_tables_snapshot(fixture, &now);
+        fab_tables_snapshot(FX.f, &now);
         assert_int_equal(call(fd, AGENT_MEMORY, 0, 0, 0, 0, &rsp), 0); /* served meanwhile */
         if (!memcmp(&now, want, sizeof now) && rsp.a == 0 && rsp.b == 0)
             break;
@@ -153,12 +158,12 @@ static void settle(uint32_t host, const struct fab_tables *want)
 static void test_random_requests_from_an_application(void **state)
 {
     (void)state;
-    uint32_t hb = (uint32_t)fab_host_by_name(fixture, "b");
-    int32_t pid = atomic_load(&fab_host(fixture, hb)->agent_pid);
-    assert_int_equal(h_cli(fixture_fabric, "device add nvme0 >/dev/null"), 0);
-    assert_int_equal(h_cli(fixture_fabric, "device add accel0 >/dev/null"), 0);
+    uint32_t hb = (uint32_t)fab_host_by_name(FX.f, "b");
+    int32_t pid = atomic_load(&fab_host(FX.f, hb)->agent_pid);
+    assert_int_equal(h_cli(FX.name, "device add nvme0 >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "device add accel0 >/dev/null"), 0);
     struct fab_tables before;
-    fab_tables_snapshot(fixture, &before);
+    fab_tables_snapshot(FX.f, &before);
     storm(hb, pid);
     /* Hanging up released what the client got: windows, requester IDs, IOMMU mappings, memory
      * and segments. And again, on an agent that has been through one storm already. */
@@ -166,7 +171,7 @@ static void test_random_requests_from_an_application(void **state)
     storm(hb, pid);
     settle(hb, &before);
     assert_int_equal(kill(pid, 0), 0);
-    assert_int_equal(atomic_load(&fab_host(fixture, hb)->agent_pid), pid);
+    assert_int_equal(atomic_load(&fab_host(FX.f, hb)->agent_pid), pid);
 }
 
 /* On host b: hold a device, a segment and memory, then wait. */
@@ -196,12 +201,12 @@ static void holder(void *arg)
 static void test_what_an_application_may_not_do(void **state)
 {
     (void)state;
-    uint32_t hb = (uint32_t)fab_host_by_name(fixture, "b");
+    uint32_t hb = (uint32_t)fab_host_by_name(FX.f, "b");
     char hs[16];
     snprintf(hs, sizeof hs, "%u", hb);
     setenv("NTBLEND_TEST_DIR", DIR_, 1);
     setenv("NTBLEND_TEST_HOST", hs, 1);
-    struct h_proc p = h_spawn(fixture_fabric, "b", holder, NULL);
+    struct h_proc p = h_spawn(FX.name, "b", holder, NULL);
     uint64_t theirs = h_from(&p);
     int fd = agent_connect(DIR_, hb);
     assert_true(fd >= 0);
@@ -209,12 +214,12 @@ static void test_what_an_application_may_not_do(void **state)
     h_from(&p); /* it has used the library since (which opens and closes its own connection) */
     struct agent_rsp rsp;
     assert_int_equal(call(fd, AGENT_HELLO, 0, AGENT_PROTO_VERSION, 0, 0, &rsp), 0);
-    int nvme = fab_func_by_name(fixture, "nvme0"), acc = fab_func_by_name(fixture, "accel0");
+    int nvme = fab_func_by_name(FX.f, "nvme0"), acc = fab_func_by_name(FX.f, "accel0");
     /* Lend out (or withdraw) a device of another host. */
     assert_int_equal(call(fd, AGENT_DEV_AVAILABLE, 0, (uint64_t)nvme, 0, 0, NULL), -EREMOTE);
     /* Return a device another process on this host holds. */
     assert_true(call(fd, AGENT_DEV_RETURN, 0, (uint64_t)acc, 0, 0, NULL) < 0);
-    assert_true(atomic_load(&fab_func(fixture, (uint32_t)acc)->lend_borrowers[0]) & (1ull << hb));
+    assert_true(atomic_load(&fab_func(FX.f, (uint32_t)acc)->lend_borrowers[0]) & (1ull << hb));
     /* Remove another process's segment. */
     assert_true(call(fd, AGENT_SEG_REMOVE, 0, 77, 0, 0, NULL) < 0);
     /* Free memory it did not allocate: the agents' mailboxes, another process's block (still
@@ -224,7 +229,7 @@ static void test_what_an_application_may_not_do(void **state)
     /* Have its connection's events posted into memory it does not own (the agent writes
      * there): the mailboxes, another process's block. Nor free its event word while the
      * connection lasts (the memory would go to someone else, the events still to it). */
-    uint32_t node = fab_host(fixture, hb)->node_id;
+    uint32_t node = fab_host(FX.f, hb)->node_id;
     assert_int_equal(call(fd, AGENT_SEG_CREATE, 0, 78, 4096, 0, &rsp), 0);
     assert_int_equal(call(fd, AGENT_SEG_PREPARE, 0, 78, 0, 0, NULL), 0);
     assert_int_equal(call(fd, AGENT_SEG_AVAILABLE, 0, 78, 0, 1, NULL), 0);
@@ -247,10 +252,9 @@ static void test_what_an_application_may_not_do(void **state)
 
 static int setup(void **state)
 {
-    (void)state;
-    if (fixture_up("ctlhostile", "tests/system/topologies/smartio3-iommu.ini"))
+    if (fx_setup(state, &FX, "ctlhostile", &FX_OPTS))
         return -1;
-    return fab_dir(fixture_fabric, DIR_, sizeof DIR_);
+    return fab_dir(FX.name, DIR_, sizeof DIR_);
 }
 
 int main(void)
@@ -259,5 +263,5 @@ int main(void)
         cmocka_unit_test(test_random_requests_from_an_application),
         cmocka_unit_test(test_what_an_application_may_not_do),
     };
-    return cmocka_run_group_tests(tests, setup, fixture_down);
+    return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

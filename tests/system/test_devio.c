@@ -13,12 +13,12 @@
 #include <errno.h>
 #include <string.h>
 
-#include "harness.h"
+#include "fixture.h"
 #include "ntblend/nvme.h"
 #include "ntblend/nvme_devq.h"
 #include "ntblend/smartio.h"
 
-static char FAB[64];
+static struct fx FX;
 #define BS 4096u
 #define NBLK 512u /* blocks the CPU writes with a pattern first */
 
@@ -189,7 +189,7 @@ static void devio_checks(void *arg)
 static void run_as(const char *host, const char *nvme, const char *accel, bool client)
 {
     struct pair p = { nvme, accel, client };
-    struct h_proc c = h_spawn(FAB, host, devio_checks, &p);
+    struct h_proc c = h_spawn(FX.name, host, devio_checks, &p);
     assert_int_equal(h_join(&c), 0);
 }
 
@@ -227,9 +227,9 @@ static void test_lent(void **state)
 static void test_manager_client(void **state)
 {
     (void)state;
-    assert_int_equal(h_cli(FAB, "nvme manager nvme0 --host a >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "nvme manager nvme0 --host a >/dev/null"), 0);
     run_as("b", "nvme0", "accel1", true);
-    assert_int_equal(h_cli(FAB, "nvme stop nvme0 >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "nvme stop nvme0 >/dev/null"), 0);
 }
 
 /* A cable pulled under a job: the job fails, and every command it reports done has the
@@ -288,12 +288,12 @@ static void pulled(void *arg)
 static void test_pulled_cable(void **state)
 {
     (void)state;
-    struct h_proc c = h_spawn(FAB, "b", pulled, NULL);
+    struct h_proc c = h_spawn(FX.name, "b", pulled, NULL);
     assert_int_equal(h_from(&c), 1);
-    assert_int_equal(h_cli(FAB, "link down a.ntb0 sw0 >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "link down a.ntb0 sw0 >/dev/null"), 0);
     h_to(&c, 1);
     assert_int_equal(h_from(&c), 2);
-    assert_int_equal(h_cli(FAB, "link up a.ntb0 sw0 >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "link up a.ntb0 sw0 >/dev/null"), 0);
     h_to(&c, 1);
     assert_int_equal(h_join(&c), 0);
 }
@@ -340,33 +340,22 @@ static void too_small(void *arg)
 static void test_bad_setup(void **state)
 {
     (void)state;
-    struct h_proc c = h_spawn(FAB, "b", too_small, NULL);
+    struct h_proc c = h_spawn(FX.name, "b", too_small, NULL);
     assert_int_equal(h_join(&c), 0);
-    char line[80];
-    snprintf(line, sizeof line, "%s-line", FAB);
-    assert_int_equal(h_up(line, "tests/system/topologies/devio-line.ini"), 0);
-    assert_int_equal(h_cli(line, "device add nvme0 >/dev/null"), 0);
-    assert_int_equal(h_cli(line, "device add accel0 >/dev/null"), 0);
-    c = h_spawn(line, "b", unreachable, NULL);
+    struct fx line;
+    const struct fx_opts o = { .topo = "tests/system/topologies/devio-line.ini",
+                               .add = { "nvme0", "accel0" } };
+    assert_int_equal(fx_up(&line, "devio-line", &o), 0);
+    c = h_spawn(line.name, "b", unreachable, NULL);
     assert_int_equal(h_join(&c), 0);
-    h_down(line);
+    fx_down(&line);
 }
 
 static int setup(void **state)
 {
-    (void)state;
-    snprintf(FAB, sizeof FAB, "%s", h_fabric_name("devio"));
-    if (h_up(FAB, "tests/system/topologies/devio.ini"))
-        return -1;
-    return h_cli(FAB, "device add nvme0 >/dev/null") || h_cli(FAB, "device add accel0 >/dev/null") ||
-           h_cli(FAB, "device add accel1 >/dev/null");
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    h_down(FAB);
-    return 0;
+    static const struct fx_opts o = { .topo = "tests/system/topologies/devio.ini",
+                                      .add = { "nvme0", "accel0", "accel1" } };
+    return fx_setup(state, &FX, "devio", &o);
 }
 
 int main(void)
@@ -379,5 +368,5 @@ int main(void)
         cmocka_unit_test(test_bad_setup),
         cmocka_unit_test(test_pulled_cable),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

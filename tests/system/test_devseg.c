@@ -16,31 +16,20 @@
 #include <time.h>
 
 #include "fabric.h"
-#include "harness.h"
+#include "fixture.h"
 #include "ntblend/seg.h"
 #include "ntblend/smartio.h"
 
-static char FAB[64];
-static struct fab *F; /* the fabric's state, to see what a mapping told the model */
+/* The fabric; its state (FX.f) shows what a mapping told the model. */
+static struct fx FX;
+static const struct fx_opts FX_OPTS = {
+    .topo = "examples/topologies/smartio3.ini",
+    .add = { "nvme0" },
+    .attach = fx_attach
+};
+static int setup(void **state) { return fx_setup(state, &FX, "devseg", &FX_OPTS); }
 #define NODE_A 4u
 #define NODE_B 8u
-
-static int setup(void **state)
-{
-    snprintf(FAB, sizeof FAB, "%s", h_fabric_name("devseg"));
-    if (h_up(FAB, "examples/topologies/smartio3.ini"))
-        return -1;
-    if (h_cli(FAB, "device add nvme0 >/dev/null"))
-        return -1;
-    return fab_attach(FAB, -1, &F);
-}
-
-static int teardown(void **state)
-{
-    fab_detach(F);
-    h_down(FAB);
-    return 0;
-}
 
 static sio_dev_t *borrow_nvme(void)
 {
@@ -55,7 +44,7 @@ static sio_dev_t *borrow_nvme(void)
 /* Plain stores to mapped registers are watched for while such a mapping exists. */
 static uint32_t raw_maps(void)
 {
-    return atomic_load(&fab_func(F, 0)->raw_maps); /* nvme0 is function 0 */
+    return atomic_load(&fab_func(FX.f, 0)->raw_maps); /* nvme0 is function 0 */
 }
 
 static void bar_user(void *arg)
@@ -112,7 +101,7 @@ static void bar_user(void *arg)
 
 static void test_bar_segment(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", bar_user, NULL);
+    struct h_proc b = h_spawn(FX.name, "b", bar_user, NULL);
     assert_int_equal(h_join(&b), 0);
 }
 
@@ -187,10 +176,10 @@ static void reset_user(void *arg)
 
 static void test_mapping_across_reset(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", reset_user, NULL);
+    struct h_proc b = h_spawn(FX.name, "b", reset_user, NULL);
     assert_int_equal(h_from(&b), 1);
     assert_int_equal(raw_maps(), 1);
-    fab_fn_reset(F, 0);
+    fab_fn_reset(FX.f, 0);
     assert_int_equal(raw_maps(), 1);
     h_to(&b, 1);
     assert_int_equal(h_join(&b), 0);
@@ -213,7 +202,7 @@ static void dying_user(void *arg)
 
 static void test_mapping_dies_with_process(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", dying_user, NULL);
+    struct h_proc b = h_spawn(FX.name, "b", dying_user, NULL);
     assert_int_equal(h_from(&b), 1);
     assert_int_equal(raw_maps(), 2);
     kill(b.pid, SIGKILL);
@@ -279,8 +268,8 @@ static void devmem_user(void *arg)
 
 static void test_device_memory(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", devmem_user, (void *)1);
-    struct h_proc c = h_spawn(FAB, "c", devmem_user, NULL);
+    struct h_proc b = h_spawn(FX.name, "b", devmem_user, (void *)1);
+    struct h_proc c = h_spawn(FX.name, "c", devmem_user, NULL);
     assert_int_equal(h_from(&b), 1);
     h_to(&c, 1);
     assert_int_equal(h_from(&b), 2);
@@ -350,8 +339,8 @@ static void reg_writer(void *arg)
 
 static void test_registered(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", registrar, NULL);
-    struct h_proc c = h_spawn(FAB, "c", reg_writer, NULL);
+    struct h_proc b = h_spawn(FX.name, "b", registrar, NULL);
+    struct h_proc c = h_spawn(FX.name, "c", reg_writer, NULL);
     assert_int_equal(h_from(&b), 1);
     h_to(&c, 1);
     assert_int_equal(h_join(&c), 0);
@@ -368,5 +357,5 @@ int main(void)
         cmocka_unit_test(test_device_memory),
         cmocka_unit_test(test_registered),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

@@ -12,26 +12,26 @@
 #include <sched.h>
 #include <string.h>
 
-#include "harness.h"
+#include "fixture.h"
 #include "fabric.h"
 #include "ntblend/ntb.h"
 
 #define DEV_RID 0x0300 /* a device function on bus 3 */
 
-static struct fab *attach(const char *name)
+/* Boot a fabric of the test's own from topo, attached; fx_down takes it down. */
+static struct fab *up(struct fx *fx, const char *name, const char *topo)
 {
-    struct fab *f = NULL;
-    assert_int_equal(fab_attach(name, -1, &f), 0);
-    return f;
+    const struct fx_opts o = { .topo = topo, .attach = fx_attach };
+    assert_int_equal(fx_up(fx, name, &o), 0);
+    return fx->f;
 }
 
 /* ---------------------------------------------------------------- requester IDs */
 
 static void test_requester_id_table(void **state)
 {
-    const char *fab = h_fabric_name("rid");
-    assert_int_equal(h_up(fab, "examples/topologies/two-hosts.ini"), 0);
-    struct fab *f = attach(fab);
+    struct fx fx;
+    struct fab *f = up(&fx, "rid", "examples/topologies/two-hosts.ini");
     uint32_t a = (uint32_t)fab_host_by_name(f, "a"), b = (uint32_t)fab_host_by_name(f, "b");
     uint32_t ai = (uint32_t)fab_adapter_by_name(f, "a.ntb0");
     struct fab_adapter *ad = fab_adapter(f, ai);
@@ -64,8 +64,7 @@ static void test_requester_id_table(void **state)
     assert_int_equal(fab_rid_remove(f, ai, DEV_RID), 0);
     assert_int_equal(fab_dev_read(f, a, DEV_RID, win, buf, sizeof buf), -EACCES);
     fab_reap_owner(f, getpid());
-    fab_detach(f);
-    h_down(fab);
+    fx_down(&fx);
 }
 
 /* ---------------------------------------------------------------- IOMMU */
@@ -107,12 +106,11 @@ static void iommu_app(void *arg)
 
 static void test_iommu_fault(void **state)
 {
-    const char *fab = h_fabric_name("iommu");
-    assert_int_equal(h_up(fab, "tests/system/topologies/iommu-pair.ini"), 0);
-    struct h_proc p = h_spawn(fab, "b", iommu_app, NULL);
+    struct fx fx;
+    struct fab *f = up(&fx, "iommu", "tests/system/topologies/iommu-pair.ini");
+    struct h_proc p = h_spawn(fx.name, "b", iommu_app, NULL);
     uint64_t unmapped = h_from(&p);
     assert_int_equal(h_join(&p), 0);
-    struct fab *f = attach(fab);
     uint32_t a = (uint32_t)fab_host_by_name(f, "a"), b = (uint32_t)fab_host_by_name(f, "b");
     /* Nothing was written where the faulting DMA pointed. */
     uint8_t *ram = fab_ram(f, b, unmapped, 4096);
@@ -133,8 +131,7 @@ static void test_iommu_fault(void **state)
                      -EFAULT);
     assert_int_equal(atomic_load(&fab_host(f, b)->fault_count), faults + 1);
     fab_reap_owner(f, getpid());
-    fab_detach(f);
-    h_down(fab);
+    fx_down(&fx);
 }
 
 /* ---------------------------------------------------------------- cached translations */
@@ -157,6 +154,7 @@ static uint32_t ram32(struct fab *f, uint32_t host, uint64_t phys)
 
 /* Two hosts a and b back to back (TOPO), a's adapter with a LUT entry onto TLB_IOVA of b. */
 struct pair {
+    struct fx fx;
     struct fab *f;
     uint32_t a, b, ai;
     uint16_t nrid; /* b's adapter: what arrives through it is its requester */
@@ -165,11 +163,10 @@ struct pair {
     uint64_t win; /* a's address of the LUT entry */
 };
 
-static struct pair pair_up(const char *fab, const char *topo)
+static struct pair pair_up(const char *name, const char *topo)
 {
     struct pair p;
-    assert_int_equal(h_up(fab, topo), 0);
-    p.f = attach(fab);
+    p.f = up(&p.fx, name, topo);
     p.a = (uint32_t)fab_host_by_name(p.f, "a");
     p.b = (uint32_t)fab_host_by_name(p.f, "b");
     p.ai = (uint32_t)fab_adapter_by_name(p.f, "a.ntb0");
@@ -184,8 +181,7 @@ static struct pair pair_up(const char *fab, const char *topo)
 
 static void test_iotlb_streaming_unmap(void **state)
 {
-    const char *fab = h_fabric_name("iotlb");
-    struct pair p = pair_up(fab, "tests/system/topologies/iommu-pair.ini");
+    struct pair p = pair_up("iotlb", "tests/system/topologies/iommu-pair.ini");
     struct fab *f = p.f;
     uint32_t a = p.a, b = p.b;
     uint16_t nrid = p.nrid;
@@ -224,8 +220,7 @@ static void test_iotlb_streaming_unmap(void **state)
     assert_int_equal(ram32(f, b, q), 2);
     assert_int_equal(ram32(f, b, d2), 3);
     fab_reap_owner(f, getpid());
-    fab_detach(f);
-    h_down(fab);
+    fx_down(&p.fx);
 }
 
 /* A lent device's DMA: its lender's IOMMU maps an aperture onto a window, the window reaches
@@ -236,8 +231,7 @@ static void test_iotlb_streaming_unmap(void **state)
 
 static void test_cached_crossing(void **state)
 {
-    const char *fab = h_fabric_name("hop");
-    struct pair p = pair_up(fab, "tests/system/topologies/iommu-both.ini");
+    struct pair p = pair_up("hop", "tests/system/topologies/iommu-both.ini");
     struct fab *f = p.f;
     uint32_t a = p.a, b = p.b, ai = p.ai;
     uint16_t nrid = p.nrid;
@@ -292,8 +286,7 @@ static void test_cached_crossing(void **state)
     assert_int_equal(fab_dev_write(f, a, DEV_RID, AP_IOVA + 5 * 4096 + 40, &v, 4), 0);
     assert_int_equal(ram32(f, b, d[5] + 40), 50);
     fab_reap_owner(f, getpid());
-    fab_detach(f);
-    h_down(fab);
+    fx_down(&p.fx);
 }
 
 /* ---------------------------------------------------------------- shared locks */
@@ -376,9 +369,8 @@ static void chain_app(void *arg)
 
 static void test_chained_windows_ring(void **state)
 {
-    const char *fab = h_fabric_name("chain");
-    assert_int_equal(h_up(fab, "examples/topologies/ring5.ini"), 0);
-    struct fab *f = attach(fab);
+    struct fx fx;
+    struct fab *f = up(&fx, "chain", "examples/topologies/ring5.ini");
     uint32_t h0 = 0, h1 = 1, h2 = 2;
     struct fab_host *H1 = fab_host(f, h1);
     int r0 = -1, r1 = -1;
@@ -410,7 +402,7 @@ static void test_chained_windows_ring(void **state)
     assert_int_equal(t.ntbs, 2);
 
     /* The CPU path: an application on h0 stores and loads through both windows. */
-    struct h_proc p = h_spawn(fab, fab_host(f, h0)->name, chain_app, NULL);
+    struct h_proc p = h_spawn(fx.name, fab_host(f, h0)->name, chain_app, NULL);
     h_to(&p, (uint64_t)k);
     assert_int_equal(h_from(&p), 0xc0ffee);
     uint32_t *ram = fab_ram(f, h2, target, 64);
@@ -427,8 +419,7 @@ static void test_chained_windows_ring(void **state)
     h_from(&p);
     assert_int_equal(h_join(&p), 0);
     fab_reap_owner(f, getpid());
-    fab_detach(f);
-    h_down(fab);
+    fx_down(&fx);
 }
 
 /* ---------------------------------------------------------------- the IOMMU table's index */
@@ -462,9 +453,8 @@ static void idx_check(struct fab *f, uint32_t h, const bool *mapped)
 
 static void test_iommu_index(void **state)
 {
-    const char *fab = h_fabric_name("iommuidx");
-    assert_int_equal(h_up(fab, "tests/system/topologies/iommu-pair.ini"), 0);
-    struct fab *f = attach(fab);
+    struct fx fx;
+    struct fab *f = up(&fx, "iommuidx", "tests/system/topologies/iommu-pair.ini");
     uint32_t h = (uint32_t)fab_host_by_name(f, "b");
     struct fab_host *hh = fab_host(f, h);
     uint32_t before = hh->iommu_nidx;
@@ -525,35 +515,29 @@ static void test_iommu_index(void **state)
                                              IDX_BASE + (uint64_t)k * 8192, 4096), 0);
     assert_int_equal(hh->iommu_nidx, before);
     fab_iommu_set_probing(false);
-    fab_detach(f);
-    h_down(fab);
+    fx_down(&fx);
 }
 
 /* ---------------------------------------------------------------- fabrics side by side */
 
 static void test_two_fabrics_do_not_interfere(void **state)
 {
-    char one[64], two[64];
-    snprintf(one, sizeof one, "%s", h_fabric_name("side1"));
-    snprintf(two, sizeof two, "%s", h_fabric_name("side2"));
-    assert_int_equal(h_up(one, "examples/topologies/two-hosts.ini"), 0);
-    assert_int_equal(h_up(two, "examples/topologies/two-hosts.ini"), 0);
-    struct fab *f1 = attach(one), *f2 = attach(two);
+    struct fx one, two;
+    struct fab *f1 = up(&one, "side1", "examples/topologies/two-hosts.ini");
+    struct fab *f2 = up(&two, "side2", "examples/topologies/two-hosts.ini");
     uint32_t b = (uint32_t)fab_host_by_name(f1, "b");
     uint64_t at = 4ull << 20;
     memset(fab_ram(f1, b, at, 4096), 0x77, 4096);
     assert_int_equal(((uint8_t *)fab_ram(f2, b, at, 4096))[0], 0);
-    assert_int_equal(h_cli(one, "link down a b >/dev/null"), 0);
+    assert_int_equal(h_cli(one.name, "link down a b >/dev/null"), 0);
     uint32_t a1 = (uint32_t)fab_adapter_by_name(f1, "a.ntb0");
     uint32_t b1 = (uint32_t)fab_adapter_by_name(f1, "b.ntb0");
     assert_false(fab_path_up(f1, a1, b1, NULL));
     assert_true(fab_path_up(f2, a1, b1, NULL));
-    assert_int_equal(h_cli(two, "agent-ping a b >/dev/null"), 0);
-    assert_int_not_equal(h_cli(one, "agent-ping a b >/dev/null 2>&1"), 0);
-    fab_detach(f1);
-    fab_detach(f2);
-    h_down(one);
-    h_down(two);
+    assert_int_equal(h_cli(two.name, "agent-ping a b >/dev/null"), 0);
+    assert_int_not_equal(h_cli(one.name, "agent-ping a b >/dev/null 2>&1"), 0);
+    fx_down(&one);
+    fx_down(&two);
 }
 
 int main(void)

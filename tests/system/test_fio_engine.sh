@@ -5,17 +5,14 @@
 # as clients of the NVMe's manager, and bad options fail with a clear message.
 # Skips (77) when the engine was not built or fio is missing.
 set -euo pipefail
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/lib/fixture.sh"
+fx_init fio
 engine="$NTBLEND_BIN/../lib/ntbnvme-fio.so"
 command -v fio >/dev/null || { echo "SKIP: fio is not installed (scripts/install-deps.sh)"; exit 77; }
 [ -f "$engine" ] || { echo "SKIP: the fio engine was not built (configure with fio and dpkg-dev installed; see the cmake output)"; exit 77; }
 engine=$(cd "$(dirname "$engine")" && pwd)/ntbnvme-fio.so
 export NTBLEND_FIO_ENGINE=$engine
 
-fabric="t-fio-$$"
-work=$(mktemp -d)
-n() { ntblend --fabric "$fabric" "$@"; }
-trap 'n down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
 cd "$work" # fio may leave state files in the working directory
 on_b() { n run --host b -- fio "$@"; }
 

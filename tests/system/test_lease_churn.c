@@ -22,8 +22,11 @@
 #include "ntblend/ntb.h"
 #include "ntblend/smartio.h"
 
-#define CYCLES 100
+static struct fx FX;
+static const struct fx_opts FX_OPTS = { .topo = "tests/system/topologies/smartio3-iommu.ini",
+                                        .attach = fx_attach };
 
+#define CYCLES 100
 
 static void lender(void *arg)
 {
@@ -66,26 +69,26 @@ static void borrower(void *arg)
 static void test_borrower_host_crash_100_times(void **state)
 {
     (void)state;
-    uint32_t acc = (uint32_t)fab_func_by_name(fixture, "accel0");
-    struct fab_function *A = fab_func(fixture, acc);
+    uint32_t acc = (uint32_t)fab_func_by_name(FX.f, "accel0");
+    struct fab_function *A = fab_func(FX.f, acc);
     struct fab_tables before, after;
-    fab_tables_snapshot(fixture, &before);
+    fab_tables_snapshot(FX.f, &before);
 
     for (int cycle = 0; cycle < CYCLES; cycle++) {
         bool verify = cycle == CYCLES - 1;
         uint32_t resets = atomic_load(&A->reset_gen);
-        struct h_proc p = h_spawn(fixture_fabric, "b", borrower, verify ? (void *)1 : NULL);
+        struct h_proc p = h_spawn(FX.name, "b", borrower, verify ? (void *)1 : NULL);
         if (verify) {
             uint64_t here_io = h_from(&p), there_io = h_from(&p);
             /* The device's copy, performed through the fabric as the device's own DMA. */
             uint8_t buf[4096];
-            assert_int_equal(fab_fn_dma_read(fixture, acc, there_io, buf, sizeof buf), 0);
-            assert_int_equal(fab_fn_dma_write(fixture, acc, here_io, buf, sizeof buf), 0);
+            assert_int_equal(fab_fn_dma_read(FX.f, acc, there_io, buf, sizeof buf), 0);
+            assert_int_equal(fab_fn_dma_write(FX.f, acc, here_io, buf, sizeof buf), 0);
             h_to(&p, 1);
         }
         h_from(&p); /* borrowed, mapped, allocated */
         assert_true(atomic_load(&A->lend_borrowers[0]) != 0);
-        assert_int_equal(h_cli(fixture_fabric, "host kill b >/dev/null"), 0);
+        assert_int_equal(h_cli(FX.name, "host kill b >/dev/null"), 0);
         assert_int_equal(h_join(&p), 128 + SIGKILL);
         /* The lender clears the borrower, then resets the device: wait for both. */
         for (int i = 0; i < 500 && (atomic_load(&A->lend_borrowers[0]) ||
@@ -93,20 +96,20 @@ static void test_borrower_host_crash_100_times(void **state)
             usleep(10000);
         assert_int_equal(atomic_load(&A->lend_borrowers[0]), 0);
         assert_true(atomic_load(&A->reset_gen) > resets);
-        assert_int_equal(fab_cfg_read(fixture, acc, 0x04, 2), 0); /* reset: no memory, no bus master */
-        assert_int_equal(h_cli(fixture_fabric, "host start b >/dev/null"), 0);
+        assert_int_equal(fab_cfg_read(FX.f, acc, 0x04, 2), 0); /* reset: no memory, no bus master */
+        assert_int_equal(h_cli(FX.name, "host start b >/dev/null"), 0);
         /* The lender releases what the borrow held once it sees the host gone; give it time. */
-        fab_tables_settle(fixture, &before, &after);
-        for (uint32_t a = 0; a < fixture->ctl->nadapters; a++) {
+        fab_tables_settle(FX.f, &before, &after);
+        for (uint32_t a = 0; a < FX.f->ctl->nadapters; a++) {
             if (after.lut[a] != before.lut[a] || after.rid[a] != before.rid[a])
                 fail_msg("cycle %d: adapter %s uses %u LUT / %u requester-ID entries, %u / %u "
-                         "before", cycle, fab_adapter(fixture, a)->name, after.lut[a], after.rid[a],
+                         "before", cycle, fab_adapter(FX.f, a)->name, after.lut[a], after.rid[a],
                          before.lut[a], before.rid[a]);
         }
-        for (uint32_t h = 0; h < fixture->ctl->nhosts; h++)
+        for (uint32_t h = 0; h < FX.f->ctl->nhosts; h++)
             if (after.iommu[h] != before.iommu[h])
                 fail_msg("cycle %d: host %s has %u IOMMU mappings, %u before", cycle,
-                         fab_host(fixture, h)->name, after.iommu[h], before.iommu[h]);
+                         fab_host(FX.f, h)->name, after.iommu[h], before.iommu[h]);
     }
 }
 
@@ -136,21 +139,21 @@ static void test_free_and_return_leave_nothing(void **state)
 {
     (void)state;
     struct fab_tables before, after;
-    fab_tables_snapshot(fixture, &before);
-    uint32_t rid = fab_func(fixture, (uint32_t)fab_func_by_name(fixture, "accel0"))->rid;
-    uint32_t la = fab_host(fixture, (uint32_t)fab_host_by_name(fixture, "a"))->adapter_first;
-    struct h_proc p = h_spawn(fixture_fabric, "b", tidy_borrower, NULL);
+    fab_tables_snapshot(FX.f, &before);
+    uint32_t rid = fab_func(FX.f, (uint32_t)fab_func_by_name(FX.f, "accel0"))->rid;
+    uint32_t la = fab_host(FX.f, (uint32_t)fab_host_by_name(FX.f, "a"))->adapter_first;
+    struct h_proc p = h_spawn(FX.name, "b", tidy_borrower, NULL);
     h_from(&p);
     /* The remaining window still needs the device's requester ID on the lender's adapter. */
     bool found = false;
-    for (uint32_t e = 0; e < fab_adapter(fixture, la)->rid_entries; e++)
-        found |= atomic_load(&fab_rid(fixture, fab_adapter(fixture, la))[e].used) &&
-                 fab_rid(fixture, fab_adapter(fixture, la))[e].rid == rid;
+    for (uint32_t e = 0; e < fab_adapter(FX.f, la)->rid_entries; e++)
+        found |= atomic_load(&fab_rid(FX.f, fab_adapter(FX.f, la))[e].used) &&
+                 fab_rid(FX.f, fab_adapter(FX.f, la))[e].rid == rid;
     assert_true(found);
     h_to(&p, 1);
     h_from(&p);
     assert_int_equal(h_join(&p), 0);
-    fab_tables_snapshot(fixture, &after);
+    fab_tables_snapshot(FX.f, &after);
     assert_memory_equal(&after, &before, sizeof after);
 }
 
@@ -189,11 +192,11 @@ static void window_prober(void *arg)
 static void test_bars_unreachable_without_a_borrow(void **state)
 {
     (void)state;
-    uint32_t acc = (uint32_t)fab_func_by_name(fixture, "accel0");
-    struct h_proc p = h_spawn(fixture_fabric, "b", window_prober,
-                              (void *)(uintptr_t)fab_func(fixture, acc)->bar[0].addr);
+    uint32_t acc = (uint32_t)fab_func_by_name(FX.f, "accel0");
+    struct h_proc p = h_spawn(FX.name, "b", window_prober,
+                              (void *)(uintptr_t)fab_func(FX.f, acc)->bar[0].addr);
     h_from(&p); /* it read all ones */
-    assert_int_equal(atomic_load(&fab_func(fixture, acc)->lend_borrowers[0]), 0);
+    assert_int_equal(atomic_load(&fab_func(FX.f, acc)->lend_borrowers[0]), 0);
     h_to(&p, 1);
     h_from(&p);
     assert_int_equal(h_join(&p), 0);
@@ -201,10 +204,9 @@ static void test_bars_unreachable_without_a_borrow(void **state)
 
 static int setup(void **state)
 {
-    (void)state;
-    if (fixture_up("churn", "tests/system/topologies/smartio3-iommu.ini"))
+    if (fx_setup(state, &FX, "churn", &FX_OPTS))
         return -1;
-    struct h_proc p = h_spawn(fixture_fabric, "a", lender, NULL);
+    struct h_proc p = h_spawn(FX.name, "a", lender, NULL);
     h_from(&p);
     return h_join(&p);
 }
@@ -216,5 +218,5 @@ int main(void)
         cmocka_unit_test(test_borrower_host_crash_100_times),
         cmocka_unit_test(test_bars_unreachable_without_a_borrow),
     };
-    return cmocka_run_group_tests(tests, setup, fixture_down);
+    return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

@@ -8,12 +8,9 @@
 set -euo pipefail
 bin="${NTBLEND_BIN:?set NTBLEND_BIN to the bin directory of the build}"
 src="${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}"
-fabric="t-lendlines-$$"
-work=$(mktemp -d)
-n() { "$bin/ntblend" --fabric "$fabric" "$@"; }
-trap 'n down >/dev/null 2>&1 || true; [ -n "${NTBLEND_NVME_DIR:-}" ] || rm -rf "/var/tmp/ntblend/$fabric"; rm -rf "$work"' EXIT
+. "$src/tests/lib/fixture.sh"
+fx_init lendlines
 trap 'exit 130' INT TERM
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 "$bin/lend_lines" --help | grep -q -- "--device" || fail "lend_lines --help"
 if "$bin/lend_lines" --device nvme0 2>"$work/err"; then fail "lend_lines took a device that is no pci: name"; fi

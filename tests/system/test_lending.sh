@@ -5,12 +5,8 @@
 # crashes loses it (the lender takes it back and resets it), and a lender that crashes takes
 # its functions out of the borrowers' trees.
 set -euo pipefail
-fabric="t-lend-$$"
-n() { ntblend --fabric "$fabric" "$@"; }
-trap 'n down >/dev/null 2>&1 || true' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-expect_fail() { if "$@" >/dev/null 2>&1; then fail "should have failed: $*"; fi; }
-wait_for() { for _ in $(seq 200); do eval "$1" && return 0; sleep 0.05; done; fail "$2"; }
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/lib/fixture.sh"
+fx_init lend
 
 n up "$NTBLEND_SRC/examples/topologies/smartio3.ini" >/dev/null
 tables() { # app LUT entries and requester IDs per adapter, IOMMU mappings per host
@@ -58,8 +54,6 @@ grep -q "hot-removed nvme0" "$(n status --json | jq -r .dir)/host1.log" || fail 
 
 # The lender crashes while a driver of the borrower uses its function: the function leaves
 # the borrower's tree, and the driver sees it hot-removed.
-work=$(mktemp -d)
-trap 'n down >/dev/null 2>&1 || true; kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 (exec ntblend --fabric "$fabric" run --host b -- accel_drv --size 64k --iters 2 --stay) >"$work/drv.out" 2>&1 &
 drv=$!
 wait_for 'grep -q "^bound" "$work/drv.out"' "accel_drv did not bind accel1 on b: $(cat "$work/drv.out")"

@@ -9,12 +9,8 @@
 # window, or another function's unmapping, makes it work again); a driver killed with mappings leaves no IOMMU, LUT or
 # requester-ID entry behind.
 set -euo pipefail
-fabric="t-lendma-$$"
-n() { ntblend --fabric "$fabric" "$@"; }
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; n down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-wait_for() { for _ in $(seq "${3:-200}"); do eval "$1" && return 0; sleep 0.05; done; fail "$2"; }
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/lib/fixture.sh"
+fx_init lendma
 st() { n status --json; }
 faults() { st | jq '.hosts[] | select(.name=="c") | .iommu_faults'; }
 maps() { st | jq '.hosts[] | select(.name=="c") | .iommu_maps'; }

@@ -9,12 +9,8 @@
 # functions works, data checked, in the three cases of the 2019 paper (§6): both lent by one
 # lender, one lent and one the borrower's own, lent by two different lenders.
 set -euo pipefail
-fabric="t-lendrv-$$"
-n() { ntblend --fabric "$fabric" "$@"; }
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; n down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-wait_for() { for _ in $(seq "${3:-200}"); do eval "$1" && return 0; sleep 0.05; done; fail "$2"; }
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/lib/fixture.sh"
+fx_init lendrv
 
 n up "$NTBLEND_SRC/examples/topologies/smartio3.ini" >/dev/null
 

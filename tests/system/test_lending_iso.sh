@@ -7,12 +7,8 @@
 # IOMMU faults them, recorded in a's fault count, or nothing decodes the address), the buffer
 # is untouched, and the device still works for its own buffer (tests/system/dma_outside.c).
 set -euo pipefail
-fabric="t-leniso-$$"
-n() { ntblend --fabric "$fabric" "$@"; }
-work=$(mktemp -d)
-trap 'n down >/dev/null 2>&1 || true; kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-wait_for() { for _ in $(seq 200); do eval "$1" && return 0; sleep 0.05; done; fail "$2"; }
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/lib/fixture.sh"
+fx_init leniso
 
 n up "$NTBLEND_SRC/tests/system/topologies/smartio3-iommu.ini" >/dev/null
 n device lend accel1 --to a >/dev/null

@@ -9,14 +9,10 @@
 # the NVMe to its lender, which resets it, drives it, and lends it again; a driver started
 # before the NVMe is lent to its host serves it when it is hot-added.
 set -euo pipefail
-fabric="t-lendnvme-$$"
-n() { ntblend --fabric "$fabric" "$@"; }
-work=$(mktemp -d)
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/lib/fixture.sh"
+fx_init lendnvme
 mnt="$work/mnt"
-trap 'fusermount3 -u -z "$mnt" 2>/dev/null || true; kill $(jobs -p) 2>/dev/null || true
-      n down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-wait_for() { for _ in $(seq "${3:-200}"); do eval "$1" && return 0; sleep 0.05; done; fail "$2"; }
+fx_cleanup 'fusermount3 -u -z "$mnt"'
 # The checksum line without the function's name, which differs between the hosts' trees.
 sum() { sed -n 's/^0000:[0-9a-f:.]*: \(namespace .*fnv1a64 .*\)$/\1/p' <<<"$1"; }
 

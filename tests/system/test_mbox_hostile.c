@@ -24,6 +24,10 @@
 #include "ntblend/seg.h"
 #include "ntblend/smartio.h"
 
+static struct fx FX;
+static const struct fx_opts FX_OPTS = { .topo = "tests/system/topologies/smartio3-iommu.ini",
+                                        .attach = fx_attach };
+
 #define MESSAGES 20000
 #define SLOT_HALF (FAB_MBOX_SLOT / 2)
 #define DATA_MAX (SLOT_HALF - 8)
@@ -53,7 +57,7 @@ static int post(const void *msg, uint32_t len)
     memcpy(REQ->data, msg, len < DATA_MAX ? len : DATA_MAX);
     REQ->len = len; /* may claim more than the slot holds */
     atomic_store_explicit(&REQ->seq, seq, memory_order_release);
-    assert_int_equal(fab_db_ring(fixture, FROM, TO, fab_agent_bit(fab_adapter(fixture, TO))), 0);
+    assert_int_equal(fab_db_ring(FX.f, FROM, TO, fab_agent_bit(fab_adapter(FX.f, TO))), 0);
     for (int spin = 0; spin < 200000 && atomic_load(&RSP->seq) != seq; spin++)
         if (spin > 1000)
             usleep(10);
@@ -76,36 +80,36 @@ static uint32_t next_rand(void)
 static void test_random_requests_from_a_peer(void **state)
 {
     (void)state;
-    uint32_t ha = (uint32_t)fab_host_by_name(fixture, "a"), hb = (uint32_t)fab_host_by_name(fixture, "b");
-    int32_t pid = atomic_load(&fab_host(fixture, ha)->agent_pid);
+    uint32_t ha = (uint32_t)fab_host_by_name(FX.f, "a"), hb = (uint32_t)fab_host_by_name(FX.f, "b");
+    int32_t pid = atomic_load(&fab_host(FX.f, ha)->agent_pid);
     /* Make a's devices available, so borrow and map requests can get somewhere. */
-    assert_int_equal(h_cli(fixture_fabric, "device add nvme0 >/dev/null"), 0);
-    assert_int_equal(h_cli(fixture_fabric, "device add accel0 >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "device add nvme0 >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "device add accel0 >/dev/null"), 0);
     struct fab_tables before, after;
-    fab_tables_snapshot(fixture, &before);
+    fab_tables_snapshot(FX.f, &before);
 
-    REQ = fab_ram(fixture, ha, (uint64_t)hb * FAB_MBOX_SLOT, SLOT_HALF);
-    RSP = fab_ram(fixture, hb, (uint64_t)ha * FAB_MBOX_SLOT + SLOT_HALF, SLOT_HALF);
+    REQ = fab_ram(FX.f, ha, (uint64_t)hb * FAB_MBOX_SLOT, SLOT_HALF);
+    RSP = fab_ram(FX.f, hb, (uint64_t)ha * FAB_MBOX_SLOT + SLOT_HALF, SLOT_HALF);
     assert_non_null(REQ);
     assert_non_null(RSP);
-    FROM = fab_host(fixture, hb)->adapter_first;
-    TO = fab_host(fixture, ha)->adapter_first;
+    FROM = fab_host(FX.f, hb)->adapter_first;
+    TO = fab_host(FX.f, ha)->adapter_first;
     SEQ = atomic_load(&REQ->seq) + 1000;
 
     /* Isolation first: a peer may open a's IOMMU only for traffic through a's own adapters,
      * only onto a's RAM. */
     uint8_t msg[DATA_MAX];
     struct inbound_req in = { .addr = 1 << 20, .size = 1 << 20,
-                              .rid = fab_func(fixture, (uint32_t)fab_func_by_name(fixture, "nvme0"))->rid };
+                              .rid = fab_func(FX.f, (uint32_t)fab_func_by_name(FX.f, "nvme0"))->rid };
     uint32_t hdr[2] = { MBOX_TYPE_INBOUND_MAP, 0 };
     memcpy(msg, hdr, sizeof hdr);
     memcpy(msg + sizeof hdr, &in, sizeof in);
     assert_int_equal(post(msg, sizeof hdr + sizeof in), -EINVAL); /* a device's own rid */
-    in.rid = fab_adapter(fixture, TO)->rid;
-    in.addr = fab_host(fixture, ha)->ram_size;
+    in.rid = fab_adapter(FX.f, TO)->rid;
+    in.addr = fab_host(FX.f, ha)->ram_size;
     memcpy(msg + sizeof hdr, &in, sizeof in);
     assert_int_equal(post(msg, sizeof hdr + sizeof in), -EINVAL); /* beyond a's RAM */
-    fab_tables_snapshot(fixture, &after);
+    fab_tables_snapshot(FX.f, &after);
     assert_memory_equal(&after, &before, sizeof after);
 
     uint32_t answered = 0, accepted = 0, refused = 0;
@@ -125,20 +129,20 @@ static void test_random_requests_from_a_peer(void **state)
             assert_int_equal(kill(pid, 0), 0); /* a's agent is alive */
     }
     assert_int_equal(kill(pid, 0), 0);
-    assert_int_equal(atomic_load(&fab_host(fixture, ha)->agent_pid), pid);
+    assert_int_equal(atomic_load(&fab_host(FX.f, ha)->agent_pid), pid);
     print_message("%u requests, %u answered: %u accepted, %u refused by a handler\n", MESSAGES,
                   answered, accepted, refused);
     assert_true(answered > MESSAGES / 2);
     assert_true(refused > 0); /* the handlers saw the requests, not just the dispatcher */
     /* a still serves the others. */
-    assert_int_equal(h_cli(fixture_fabric, "agent-ping c a >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "agent-ping c a >/dev/null"), 0);
 
     /* b goes down: whatever its requests made a hold is released. */
-    assert_int_equal(h_cli(fixture_fabric, "host kill b >/dev/null"), 0);
-    assert_int_equal(h_cli(fixture_fabric, "host start b >/dev/null"), 0);
-    fab_tables_settle(fixture, &before, &after);
+    assert_int_equal(h_cli(FX.name, "host kill b >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "host start b >/dev/null"), 0);
+    fab_tables_settle(FX.f, &before, &after);
     assert_memory_equal(&after, &before, sizeof after);
-    assert_int_equal(h_cli(fixture_fabric, "agent-ping b a >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "agent-ping b a >/dev/null"), 0);
 }
 
 /* ------------------------------------------------- stale requests, and too many of them */
@@ -191,45 +195,45 @@ static void seg_holder(void *arg)
 static void test_stale_and_excess_requests(void **state)
 {
     (void)state;
-    uint32_t ha = (uint32_t)fab_host_by_name(fixture, "a"), hb = (uint32_t)fab_host_by_name(fixture, "b");
-    REQ = fab_ram(fixture, ha, (uint64_t)hb * FAB_MBOX_SLOT, SLOT_HALF);
-    RSP = fab_ram(fixture, hb, (uint64_t)ha * FAB_MBOX_SLOT + SLOT_HALF, SLOT_HALF);
-    FROM = fab_host(fixture, hb)->adapter_first;
-    TO = fab_host(fixture, ha)->adapter_first;
+    uint32_t ha = (uint32_t)fab_host_by_name(FX.f, "a"), hb = (uint32_t)fab_host_by_name(FX.f, "b");
+    REQ = fab_ram(FX.f, ha, (uint64_t)hb * FAB_MBOX_SLOT, SLOT_HALF);
+    RSP = fab_ram(FX.f, hb, (uint64_t)ha * FAB_MBOX_SLOT + SLOT_HALF, SLOT_HALF);
+    FROM = fab_host(FX.f, hb)->adapter_first;
+    TO = fab_host(FX.f, ha)->adapter_first;
     SEQ = atomic_load(&REQ->seq) + 1000;
-    assert_int_equal(h_cli(fixture_fabric, "device add accel0 >/dev/null 2>&1"), 0);
+    assert_int_equal(h_cli(FX.name, "device add accel0 >/dev/null 2>&1"), 0);
     struct fab_tables base, before, after;
-    fab_tables_snapshot(fixture, &base);
-    struct h_proc p = h_spawn(fixture_fabric, "a", seg_holder, NULL);
+    fab_tables_snapshot(FX.f, &base);
+    struct h_proc p = h_spawn(FX.name, "a", seg_holder, NULL);
     h_from(&p);
-    fab_tables_snapshot(fixture, &before);
-    uint32_t boot = atomic_load(&fab_host(fixture, hb)->boot_gen);
-    uint32_t acc = (uint32_t)fab_func_by_name(fixture, "accel0");
+    fab_tables_snapshot(FX.f, &before);
+    uint32_t boot = atomic_load(&fab_host(FX.f, hb)->boot_gen);
+    uint32_t acc = (uint32_t)fab_func_by_name(FX.f, "accel0");
 
     struct lend_req lr = { .fn = acc, .mode = SIO_SHARED, .boot = boot - 1 };
     assert_int_equal(post_typed(MBOX_TYPE_DEV_BORROW, &lr, sizeof lr), -ESTALE);
-    assert_int_equal(atomic_load(&fab_func(fixture, acc)->lend_borrowers[0]), 0);
+    assert_int_equal(atomic_load(&fab_func(FX.f, acc)->lend_borrowers[0]), 0);
     struct seg_req sr = { .id = SEG_ID, .from_adapter = FROM, .boot_gen = boot - 1 };
     assert_int_equal(post_typed(MBOX_TYPE_SEG_CONNECT, &sr, sizeof sr), -ESTALE);
-    fab_tables_snapshot(fixture, &after);
+    fab_tables_snapshot(FX.f, &after);
     assert_memory_equal(&after, &before, sizeof after);
     /* The same requests of b's current life act. */
     lr.boot = boot;
     assert_int_equal(post_typed(MBOX_TYPE_DEV_BORROW, &lr, sizeof lr), 0);
-    assert_true(atomic_load(&fab_func(fixture, acc)->lend_borrowers[0]) & (1ull << hb));
+    assert_true(atomic_load(&fab_func(FX.f, acc)->lend_borrowers[0]) & (1ull << hb));
     assert_int_equal(post_typed(MBOX_TYPE_DEV_RETURN, &lr, sizeof lr), 0);
     sr.boot_gen = boot;
     for (uint32_t i = 0; i < CONN_CAP; i++)
         assert_int_equal(post_typed(MBOX_TYPE_SEG_CONNECT, &sr, sizeof sr), 0);
     assert_int_equal(post_typed(MBOX_TYPE_SEG_CONNECT, &sr, sizeof sr), -EUSERS);
     /* c is another host: it may still connect. */
-    assert_int_equal(h_cli(fixture_fabric, "agent-ping c a >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "agent-ping c a >/dev/null"), 0);
 
     /* b goes: its connections go with it (its next life may connect again: were they kept,
      * the cap would refuse it). */
-    assert_int_equal(h_cli(fixture_fabric, "host kill b >/dev/null"), 0);
-    assert_int_equal(h_cli(fixture_fabric, "host start b >/dev/null"), 0);
-    sr.boot_gen = atomic_load(&fab_host(fixture, hb)->boot_gen);
+    assert_int_equal(h_cli(FX.name, "host kill b >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "host start b >/dev/null"), 0);
+    sr.boot_gen = atomic_load(&fab_host(FX.f, hb)->boot_gen);
     SEQ = atomic_load(&REQ->seq) + 1000;
     int rc = 1;
     for (int i = 0; i < 100 && rc; i++) { /* once a has seen b's reboot */
@@ -241,17 +245,13 @@ static void test_stale_and_excess_requests(void **state)
     /* The segment removed, and b gone once more: nothing is left of any of it. */
     h_to(&p, 1);
     assert_int_equal(h_join(&p), 0);
-    assert_int_equal(h_cli(fixture_fabric, "host kill b >/dev/null"), 0);
-    assert_int_equal(h_cli(fixture_fabric, "host start b >/dev/null"), 0);
-    fab_tables_settle(fixture, &base, &after);
+    assert_int_equal(h_cli(FX.name, "host kill b >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "host start b >/dev/null"), 0);
+    fab_tables_settle(FX.f, &base, &after);
     assert_memory_equal(&after, &base, sizeof after);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    return fixture_up("hostile", "tests/system/topologies/smartio3-iommu.ini");
-}
+static int setup(void **state) { return fx_setup(state, &FX, "hostile", &FX_OPTS); }
 
 int main(void)
 {
@@ -259,5 +259,5 @@ int main(void)
         cmocka_unit_test(test_random_requests_from_a_peer),
         cmocka_unit_test(test_stale_and_excess_requests),
     };
-    return cmocka_run_group_tests(tests, setup, fixture_down);
+    return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

@@ -15,7 +15,7 @@
 #include <sched.h>
 #include <string.h>
 
-#include "harness.h"
+#include "fixture.h"
 #include "fabric.h"
 
 #define TOPO "tests/system/topologies/mcast.ini"
@@ -24,18 +24,18 @@
 #define OVL (8ull << 20)    /* where members put the window in RAM (above the mailboxes) */
 #define SRC (16ull << 20)   /* a's RAM the DMA engine copies from */
 
-static char fabname[64];
-static struct fab *f;
+static struct fx FX;
+static struct fab *f; /* FX.f */
 static uint32_t A, B, C, D, E, AI; /* hosts, and a's adapter */
 static uint64_t accel_mem;          /* c's accelerator memory BAR in c's map */
 static uint32_t accel_fn;
 
 static int setup(void **state)
 {
-    (void)state;
-    snprintf(fabname, sizeof fabname, "%s", h_fabric_name("mcast"));
-    if (h_up(fabname, TOPO) || fab_attach(fabname, -1, &f))
+    static const struct fx_opts o = { .topo = TOPO, .attach = fx_attach };
+    if (fx_setup(state, &FX, "mcast", &o))
         return -1;
+    f = FX.f;
     A = (uint32_t)fab_host_by_name(f, "a");
     B = (uint32_t)fab_host_by_name(f, "b");
     C = (uint32_t)fab_host_by_name(f, "c");
@@ -47,15 +47,6 @@ static int setup(void **state)
         if (fab_func(f, accel_fn)->bar[b].kind == FAB_BAR_MEM)
             accel_mem = fab_func(f, accel_fn)->bar[b].addr;
     return accel_mem ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    fab_reap_owner(f, getpid());
-    fab_detach(f);
-    h_down(fabname);
-    return 0;
 }
 
 static uint8_t *ram(uint32_t host, uint64_t at) { return fab_ram(f, host, at, GSIZE); }
@@ -227,20 +218,20 @@ static void test_link_down(void **state)
     struct fab_window w;
     uint64_t bus = group_up("fan", &g, &w);
     uint8_t buf[4096];
-    assert_int_equal(h_cli(fabname, "link down d.ntb0 sw0 >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "link down d.ntb0 sw0 >/dev/null"), 0);
     memset(buf, 0x11, sizeof buf);
     assert_int_equal(fab_dev_write(f, A, DEV_RID, bus, buf, sizeof buf), 0);
     assert_true(all(ram(B, OVL), 4096, 0x11));
     assert_true(all(accel(0), 4096, 0x11));
     assert_true(all(ram(D, OVL), 4096, 0)); /* its path is down: dropped */
-    assert_int_equal(h_cli(fabname, "link up d.ntb0 sw0 >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "link up d.ntb0 sw0 >/dev/null"), 0);
     memset(buf, 0x22, sizeof buf);
     assert_int_equal(fab_dev_write(f, A, DEV_RID, bus, buf, sizeof buf), 0);
     assert_true(all(ram(D, OVL), 4096, 0x22));
     /* The sender's own cable down: the write cannot leave (as a window's would). */
-    assert_int_equal(h_cli(fabname, "link down a.ntb0 sw0 >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "link down a.ntb0 sw0 >/dev/null"), 0);
     assert_int_equal(fab_dev_write(f, A, DEV_RID, bus, buf, sizeof buf), -ENOLINK);
-    assert_int_equal(h_cli(fabname, "link up a.ntb0 sw0 >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "link up a.ntb0 sw0 >/dev/null"), 0);
     group_down(g, &w);
 }
 
@@ -299,7 +290,7 @@ static void test_reap(void **state)
     assert_true(pid >= 0);
     if (pid == 0) {
         struct fab *cf;
-        if (fab_attach(fabname, -1, &cf))
+        if (fab_attach(FX.name, -1, &cf))
             _exit(2);
         int g = fab_mcast_create(cf, "orphan", -1, GSIZE, getpid());
         _exit(g < 0 || fab_mcast_join(cf, (uint32_t)g, C, OVL, getpid()) ? 3 : 0);
@@ -327,5 +318,5 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_reap),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

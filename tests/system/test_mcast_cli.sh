@@ -2,10 +2,8 @@
 # `ntblend mcast`: creating groups, joining hosts with RAM and a device's memory BAR, list and
 # list --json, leaving, removing, and the refusals with messages that say what to do.
 set -euo pipefail
-fabric="t-mcli-$$"
-n() { ntblend --fabric "$fabric" "$@"; }
-trap 'n down >/dev/null 2>&1 || true' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/lib/fixture.sh"
+fx_init mcli
 # expect_err STATUS PATTERN CMD...: CMD fails with STATUS, its stderr matching PATTERN.
 expect_err() {
   local want=$1 pat=$2 rc=0 err

@@ -12,7 +12,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "harness.h"
+#include "fixture.h"
 #include "fabric.h"
 #include "ntblend/ntb.h"
 #include "ntblend/nvme.h"
@@ -24,25 +24,15 @@
 #define NODE_B 8
 #define NODE_E 20
 
-static char FAB[64];
-static struct fab *f;
+static struct fx FX;
+static struct fab *f; /* FX.f */
 
 static int setup(void **state)
 {
-    (void)state;
-    snprintf(FAB, sizeof FAB, "%s", h_fabric_name("mcl"));
-    if (h_up(FAB, TOPO) || h_cli(FAB, "device add nvme0 >/dev/null") || fab_attach(FAB, -1, &f))
+    static const struct fx_opts o = { .topo = TOPO, .add = { "nvme0" }, .attach = fx_attach };
+    if (fx_setup(state, &FX, "mcl", &o))
         return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    fab_detach(f);
-    h_down(FAB);
-    if (!getenv("NTBLEND_NVME_DIR"))
-        h_sh("rm -rf /var/tmp/ntblend/%s", FAB);
+    f = FX.f;
     return 0;
 }
 
@@ -156,7 +146,7 @@ static void test_library(void **state)
     (void)state;
     uint32_t b = (uint32_t)fab_host_by_name(f, "b");
     memset(fab_ram(f, b, OVL, GSIZE), 0, GSIZE);
-    struct h_proc p = h_spawn(FAB, "d", sender, NULL);
+    struct h_proc p = h_spawn(FX.name, "d", sender, NULL);
     assert_int_equal(h_from(&p), 1);
     const uint8_t *ram = fab_ram(f, b, OVL, GSIZE);
     assert_true(all(ram, 4096, 0xab)); /* b has the DMA engine's write */
@@ -180,5 +170,5 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_library),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

@@ -14,35 +14,21 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "harness.h"
+#include "fixture.h"
 #include "fabric.h"
 #include "ntblend/smartio.h"
 
-static char FAB[64];
-static struct fab *F;
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(FAB, sizeof FAB, "%s", h_fabric_name("mpath"));
-    if (h_up(FAB, "examples/topologies/two-paths.ini"))
-        return -1;
-    if (h_cli(FAB, "device add accel0 >/dev/null"))
-        return -1;
-    return fab_attach(FAB, -1, &F);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    fab_detach(F);
-    h_down(FAB);
-    return 0;
-}
+static struct fx FX;
+static const struct fx_opts FX_OPTS = {
+    .topo = "examples/topologies/two-paths.ini",
+    .add = { "accel0" },
+    .attach = fx_attach
+};
+static int setup(void **state) { return fx_setup(state, &FX, "mpath", &FX_OPTS); }
 
 static void cable(const char *adapter, bool up)
 {
-    assert_int_equal(h_cli(FAB, "link %s %s sw%c", up ? "up" : "down", adapter,
+    assert_int_equal(h_cli(FX.name, "link %s %s sw%c", up ? "up" : "down", adapter,
                            adapter[strlen(adapter) - 1]),
                      0);
 }
@@ -50,9 +36,9 @@ static void cable(const char *adapter, bool up)
 /* Which of a's adapters' window BARs the device-side address io is in (-1: none). */
 static int lender_adapter_of(uint64_t io)
 {
-    const struct fab_host *a = fab_host(F, (uint32_t)fab_host_by_name(F, "a"));
+    const struct fab_host *a = fab_host(FX.f, (uint32_t)fab_host_by_name(FX.f, "a"));
     for (uint32_t i = 0; i < a->nadapters; i++) {
-        const struct fab_adapter *ad = fab_adapter(F, a->adapter_first + i);
+        const struct fab_adapter *ad = fab_adapter(FX.f, a->adapter_first + i);
         if (io >= ad->bar_addr && io < ad->bar_addr + (uint64_t)ad->lut_entries * ad->lut_size)
             return (int)i;
     }
@@ -63,9 +49,9 @@ static int lender_adapter_of(uint64_t io)
 static unsigned agent_luts(void)
 {
     unsigned n = 0;
-    for (uint32_t i = 0; i < F->ctl->nadapters; i++) {
-        struct fab_adapter *a = fab_adapter(F, i);
-        const struct fab_lut_entry *e = fab_lut(F, a);
+    for (uint32_t i = 0; i < FX.f->ctl->nadapters; i++) {
+        struct fab_adapter *a = fab_adapter(FX.f, i);
+        const struct fab_lut_entry *e = fab_lut(FX.f, a);
         for (uint32_t k = 0; k < a->lut_entries; k++)
             n += (e[k].flags & FAB_LUT_AGENT) != 0;
     }
@@ -78,26 +64,26 @@ static void test_status_shows_both_paths(void **state)
 {
     (void)state;
     const char *grep = "%s/ntblend --fabric %s status | grep -q '%s'";
-    assert_int_equal(h_sh(grep, h_bin(), FAB, "^PATHS (3 pairs"), 0);
-    assert_int_equal(h_sh(grep, h_bin(), FAB, "path 0  a.ntb0 --- b.ntb0  via sw0  up"), 0);
-    assert_int_equal(h_sh(grep, h_bin(), FAB, "path 1  a.ntb1 --- b.ntb1  via sw1  up"), 0);
+    assert_int_equal(h_sh(grep, h_bin(), FX.name, "^PATHS (3 pairs"), 0);
+    assert_int_equal(h_sh(grep, h_bin(), FX.name, "path 0  a.ntb0 --- b.ntb0  via sw0  up"), 0);
+    assert_int_equal(h_sh(grep, h_bin(), FX.name, "path 1  a.ntb1 --- b.ntb1  via sw1  up"), 0);
     /* The agents' routes between a, b and c are set up over sw0, the first path. */
-    assert_int_equal(h_cli(FAB, "agent-ping b a >/dev/null"), 0);
-    assert_int_equal(h_cli(FAB, "agent-ping a c >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "agent-ping b a >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "agent-ping a c >/dev/null"), 0);
     unsigned routes = agent_luts();
     cable("a.ntb0", false);
-    assert_int_equal(h_sh(grep, h_bin(), FAB, "path 0  a.ntb0 --- b.ntb0  via sw0  down"), 0);
+    assert_int_equal(h_sh(grep, h_bin(), FX.name, "path 0  a.ntb0 --- b.ntb0  via sw0  down"), 0);
     assert_int_equal(h_sh("%s/ntblend --fabric %s status --json | jq -e '.paths | length == 3 "
                           "and .[0].from == \"a\" and .[0].to == \"b\" and .[0].paths[1].via == "
                           "\"sw1\" and ([.[0].paths[].state] == [\"down\", \"up\"])' >/dev/null",
-                          h_bin(), FAB),
+                          h_bin(), FX.name),
                      0);
     /* They move to sw1 while a's sw0 cable is out, and still work after it is back. */
-    assert_int_equal(h_cli(FAB, "agent-ping b a >/dev/null"), 0);
-    assert_int_equal(h_cli(FAB, "agent-ping a c >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "agent-ping b a >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "agent-ping a c >/dev/null"), 0);
     assert_int_equal(agent_luts(), routes); /* moved, not added: the old entries went */
     cable("a.ntb0", true);
-    assert_int_equal(h_cli(FAB, "agent-ping b a >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "agent-ping b a >/dev/null"), 0);
 }
 
 /* ---------------------------------------------------------------- mappings on both paths */
@@ -192,8 +178,8 @@ static void borrower(void *arg)
 static void test_mappings_on_both_paths(void **state)
 {
     (void)state;
-    uint32_t acc = (uint32_t)fab_func_by_name(F, "accel0");
-    struct h_proc u = h_spawn(FAB, "b", borrower, NULL);
+    uint32_t acc = (uint32_t)fab_func_by_name(FX.f, "accel0");
+    struct h_proc u = h_spawn(FX.name, "b", borrower, NULL);
     uint64_t io0 = h_from(&u), io1 = h_from(&u);
     /* Each DMA window goes through the lender's adapter at the far end of the path asked. */
     assert_int_equal(lender_adapter_of(io0), 0);
@@ -209,15 +195,15 @@ static void test_mappings_on_both_paths(void **state)
         p2[i] = (uint8_t)(i ^ 0xa5);
     }
     /* Path 0 is down: the device's write through it fails (nothing lands); path 1 works. */
-    assert_int_not_equal(fab_fn_dma_write(F, acc, io0, p0, sizeof p0), 0);
-    assert_int_equal(fab_fn_dma_write(F, acc, io1, p1, sizeof p1), 0);
-    assert_int_equal(fab_fn_dma_write(F, acc, io2, p2, sizeof p2), 0);
+    assert_int_not_equal(fab_fn_dma_write(FX.f, acc, io0, p0, sizeof p0), 0);
+    assert_int_equal(fab_fn_dma_write(FX.f, acc, io1, p1, sizeof p1), 0);
+    assert_int_equal(fab_fn_dma_write(FX.f, acc, io2, p2, sizeof p2), 0);
     h_to(&u, 1);
     h_from(&u);
     cable("a.ntb0", true);
     h_to(&u, 1);
     h_from(&u);
-    assert_int_equal(fab_fn_dma_write(F, acc, io0, p0, sizeof p0), 0);
+    assert_int_equal(fab_fn_dma_write(FX.f, acc, io0, p0, sizeof p0), 0);
     h_to(&u, 1);
     assert_int_equal(h_join(&u), 0);
 }
@@ -241,7 +227,7 @@ static void local_user(void *arg)
 static void test_local_device_has_no_paths(void **state)
 {
     (void)state;
-    struct h_proc u = h_spawn(FAB, "a", local_user, NULL);
+    struct h_proc u = h_spawn(FX.name, "a", local_user, NULL);
     assert_int_equal(h_join(&u), 0);
 }
 
@@ -278,20 +264,20 @@ static void writer(void *arg)
 static void test_every_byte_while_the_cable_is_pulled(void **state)
 {
     (void)state;
-    uint32_t acc = (uint32_t)fab_func_by_name(F, "accel0");
-    struct fab_function *A = fab_func(F, acc);
-    struct h_proc u = h_spawn(FAB, "b", writer, NULL);
+    uint32_t acc = (uint32_t)fab_func_by_name(FX.f, "accel0");
+    struct fab_function *A = fab_func(FX.f, acc);
+    struct h_proc u = h_spawn(FX.name, "b", writer, NULL);
     h_from(&u);
     for (int round = 0; round < 5; round++) {
         cable(round % 2 ? "b.ntb0" : "a.ntb0", false);
         cable(round % 2 ? "b.ntb0" : "a.ntb0", true);
     }
-    *(volatile uint64_t *)fab_bar_mem(F, acc, A->bar[2].off + STOP_AT, 8) = 0xd0e;
+    *(volatile uint64_t *)fab_bar_mem(FX.f, acc, A->bar[2].off + STOP_AT, 8) = 0xd0e;
     uint64_t passes = h_from(&u);
     assert_true(passes >= 2);
     assert_int_equal(h_join(&u), 0);
     /* The last pass is in the device, word for word. */
-    const uint64_t *dm = fab_bar_mem(F, acc, A->bar[2].off, LOAD_BYTES);
+    const uint64_t *dm = fab_bar_mem(FX.f, acc, A->bar[2].off, LOAD_BYTES);
     for (uint64_t i = 0; i < LOAD_BYTES / 8; i++)
         assert_int_equal(dm[i], passes << 32 | i);
 }
@@ -304,5 +290,5 @@ int main(void)
         cmocka_unit_test(test_local_device_has_no_paths),
         cmocka_unit_test(test_every_byte_while_the_cable_is_pulled),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

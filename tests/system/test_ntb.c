@@ -9,24 +9,14 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "harness.h"
+#include "fixture.h"
 #include "fabric.h"
 #include "ntblend/ntb.h"
 
-static const char *FAB;
+static struct fx FX;
+static const struct fx_opts FX_OPTS = { .topo = "examples/topologies/two-hosts.ini" };
+static int setup(void **state) { return fx_setup(state, &FX, "ntb", &FX_OPTS); }
 #define BUF (64 * 1024)
-
-static int setup(void **state)
-{
-    FAB = h_fabric_name("ntb");
-    return h_up(FAB, "examples/topologies/two-hosts.ini");
-}
-
-static int teardown(void **state)
-{
-    h_down(FAB);
-    return 0;
-}
 
 /* Receiver: a buffer behind inbound window 0, its bus address reported to the parent. */
 static struct ntb_dev *expose(uint8_t **buf, uint64_t *dma)
@@ -77,15 +67,15 @@ static void store_sender(void *arg)
 
 static void test_store_lands_in_peer_ram(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", store_receiver, NULL);
-    struct h_proc a = h_spawn(FAB, "a", store_sender, NULL);
+    struct h_proc b = h_spawn(FX.name, "b", store_receiver, NULL);
+    struct h_proc a = h_spawn(FX.name, "a", store_sender, NULL);
     uint64_t dma = h_from(&b);
     h_to(&a, dma);
     h_to(&b, h_from(&a));
     h_to(&a, h_from(&b));
     /* Check the translated address through the hardware model: b's RAM at dma. */
     struct fab *f;
-    assert_int_equal(fab_attach(FAB, -1, &f), 0);
+    assert_int_equal(fab_attach(FX.name, -1, &f), 0);
     uint8_t *ram = fab_ram(f, (uint32_t)fab_host_by_name(f, "b"), dma, BUF);
     assert_non_null(ram);
     assert_int_equal(ram[3], (uint8_t)(3 * 7 + 1));
@@ -132,11 +122,11 @@ static void limits_app(void *arg)
 
 static void test_lut_and_window_limits(void **state)
 {
-    struct h_proc a = h_spawn(FAB, "a", limits_app, NULL);
+    struct h_proc a = h_spawn(FX.name, "a", limits_app, NULL);
     assert_int_equal(h_join(&a), 0);
     /* The process is gone: the agent released its LUT entries. */
     struct fab *f;
-    assert_int_equal(fab_attach(FAB, -1, &f), 0);
+    assert_int_equal(fab_attach(FX.name, -1, &f), 0);
     int ai = fab_adapter_by_name(f, "a.ntb0");
     for (int i = 0; i < 100 && fab_lut_used(f, (uint32_t)ai) > 1; i++)
         usleep(20000);
@@ -190,8 +180,8 @@ static void db_ringer(void *arg)
 
 static void test_doorbells(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", db_target, NULL);
-    struct h_proc a = h_spawn(FAB, "a", db_ringer, NULL);
+    struct h_proc b = h_spawn(FX.name, "b", db_target, NULL);
+    struct h_proc a = h_spawn(FX.name, "a", db_ringer, NULL);
     h_to(&a, h_from(&b));
     h_to(&b, h_from(&a));
     h_from(&b);
@@ -227,8 +217,8 @@ static void spad_side(void *arg)
 
 static void test_scratchpads(void **state)
 {
-    struct h_proc a = h_spawn(FAB, "a", spad_side, (void *)1);
-    struct h_proc b = h_spawn(FAB, "b", spad_side, NULL);
+    struct h_proc a = h_spawn(FX.name, "a", spad_side, (void *)1);
+    struct h_proc b = h_spawn(FX.name, "b", spad_side, NULL);
     h_to(&b, h_from(&a));
     h_to(&a, h_from(&b));
     assert_int_equal(h_join(&a), 0);
@@ -295,18 +285,18 @@ static void link_sender(void *arg)
 
 static void test_link_down_and_up(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", link_receiver, NULL);
-    struct h_proc a = h_spawn(FAB, "a", link_sender, NULL);
+    struct h_proc b = h_spawn(FX.name, "b", link_receiver, NULL);
+    struct h_proc a = h_spawn(FX.name, "a", link_sender, NULL);
     h_to(&a, h_from(&b));
     h_from(&a);
-    assert_int_equal(h_cli(FAB, "link down a b >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "link down a b >/dev/null"), 0);
     h_to(&b, 1);
     h_to(&a, 1);
     h_from(&b);
     h_from(&a);
     h_to(&b, 1); /* receiver checks nothing landed */
     h_from(&b);
-    assert_int_equal(h_cli(FAB, "link up a b >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "link up a b >/dev/null"), 0);
     h_to(&a, 1);
     h_from(&a);
     h_to(&b, 1);
@@ -370,8 +360,8 @@ static void dma_sender(void *arg)
 
 static void test_dma_copy_with_completion(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", dma_receiver, NULL);
-    struct h_proc a = h_spawn(FAB, "a", dma_sender, NULL);
+    struct h_proc b = h_spawn(FX.name, "b", dma_receiver, NULL);
+    struct h_proc a = h_spawn(FX.name, "a", dma_sender, NULL);
     h_to(&a, h_from(&b));
     h_to(&b, h_from(&a));
     assert_int_equal(h_join(&a), 0);
@@ -396,9 +386,9 @@ static void takeover_app(void *arg)
 
 static void test_agent_lut_entries_are_protected(void **state)
 {
-    assert_int_equal(h_cli(FAB, "agent-ping a b >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "agent-ping a b >/dev/null"), 0);
     struct fab *f;
-    assert_int_equal(fab_attach(FAB, -1, &f), 0);
+    assert_int_equal(fab_attach(FX.name, -1, &f), 0);
     uint32_t ai = (uint32_t)fab_adapter_by_name(f, "a.ntb0");
     struct fab_adapter *a = fab_adapter(f, ai);
     int agent_entry = -1;
@@ -406,13 +396,13 @@ static void test_agent_lut_entries_are_protected(void **state)
         if (fab_lut(f, a)[i].flags & FAB_LUT_AGENT)
             agent_entry = (int)i;
     assert_true(agent_entry >= 0);
-    struct h_proc b = h_spawn(FAB, "b", takeover_app, NULL);
+    struct h_proc b = h_spawn(FX.name, "b", takeover_app, NULL);
     h_to(&b, (uint64_t)agent_entry);
     h_from(&b);
     assert_int_equal(h_join(&b), 0);
     assert_true(fab_lut(f, a)[agent_entry].flags & FAB_LUT_AGENT);
     fab_detach(f);
-    assert_int_equal(h_cli(FAB, "agent-ping a b >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "agent-ping a b >/dev/null"), 0);
 }
 
 /* ---------------------------------------------------------------- host crash */
@@ -445,19 +435,19 @@ static void crash_peer(void *arg)
 
 static void test_host_kill_and_start(void **state)
 {
-    struct h_proc v = h_spawn(FAB, "b", crash_victim, NULL);
-    struct h_proc a = h_spawn(FAB, "a", crash_peer, NULL);
+    struct h_proc v = h_spawn(FX.name, "b", crash_victim, NULL);
+    struct h_proc a = h_spawn(FX.name, "a", crash_peer, NULL);
     h_from(&v);
     h_from(&a);
-    assert_int_equal(h_cli(FAB, "host kill b >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "host kill b >/dev/null"), 0);
     h_to(&a, 1);
     h_from(&a);
     assert_int_equal(h_join(&v), 128 + SIGKILL); /* applications die with their host */
-    assert_int_equal(h_cli(FAB, "host start b >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "host start b >/dev/null"), 0);
     h_to(&a, 1);
     h_from(&a);
     assert_int_equal(h_join(&a), 0);
-    assert_int_equal(h_cli(FAB, "agent-ping a b >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "agent-ping a b >/dev/null"), 0);
 }
 
 int main(void)
@@ -472,5 +462,5 @@ int main(void)
         cmocka_unit_test(test_agent_lut_entries_are_protected),
         cmocka_unit_test(test_host_kill_and_start),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

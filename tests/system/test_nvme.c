@@ -13,36 +13,23 @@
 #include <limits.h>
 #include <sys/stat.h>
 
-#include "harness.h"
+#include "fixture.h"
 #include "fabric.h"
 #include "nvmc_ctrl.h" /* the model's limits and BAR layout */
 #include "nvme_drv.h"
 
-static const char *fabname;
-static struct fab *F;
+static struct fx FX; /* the NVMe models' images in a directory of its own (FX.nvme_dir) */
 static struct nvd D;
-static char nsdir[256];
 
 #define NLBA (1ull << 18) /* 1 GiB of 4 KiB blocks */
 
 static int setup(void **state)
 {
-    fabname = h_fabric_name("nvme");
-    snprintf(nsdir, sizeof nsdir, "/var/tmp/ntblend-test-nvme-%d", (int)getpid());
-    setenv("NTBLEND_NVME_DIR", nsdir, 1);
-    if (h_up(fabname, "examples/topologies/smartio3.ini"))
+    static const struct fx_opts o = { .topo = "examples/topologies/smartio3.ini", .nvme_dir = true,
+                                      .attach = fx_attach };
+    if (fx_setup(state, &FX, "nvme", &o))
         return -1;
-    if (fab_attach(fabname, -1, &F))
-        return -1;
-    return nvd_open(&D, F, "nvme0");
-}
-
-static int teardown(void **state)
-{
-    fab_detach(F);
-    h_down(fabname);
-    h_sh("rm -rf %s", nsdir);
-    return 0;
+    return nvd_open(&D, FX.f, "nvme0");
 }
 
 static void fill(void *p, size_t len, uint32_t seed)
@@ -79,7 +66,7 @@ static void test_registers(void **state)
     assert_int_equal(nvd_r32(&D, NVME_REG_CMBSZ), 0);
     assert_int_equal(nvd_r32(&D, NVME_REG_CSTS), 0); /* disabled at power-on */
     /* MSI-X table: queues + 1 vectors. */
-    assert_int_equal((fab_cfg_read(F, D.fn, FAB_CFG_MSIX + 2, 2) & 0x7ff) + 1, 33);
+    assert_int_equal((fab_cfg_read(FX.f, D.fn, FAB_CFG_MSIX + 2, 2) & 0x7ff) + 1, 33);
 }
 
 static void test_enable_disable_shutdown(void **state)
@@ -468,14 +455,14 @@ static void test_abort_queued(void **state)
     io_pair(16);
     uint64_t buf = nvd_alloc(&D, NVD_PAGE, NVD_PAGE);
     memset(nvd_ptr(&D, buf), 0x77, NVD_PAGE);
-    fab_cfg_write(F, D.fn, 0x04, 2, FAB_CMD_MEM); /* nothing is fetched meanwhile */
+    fab_cfg_write(FX.f, D.fn, 0x04, 2, FAB_CMD_MEM); /* nothing is fetched meanwhile */
     struct nvme_sqe s = nvd_rw(NVME_CMD_WRITE, 1, 4242, 1);
     nvd_prp(&D, &s, buf, NVD_PAGE);
     uint16_t victim = nvd_queue_cmd(&D, 1, &s, true);
     s = nvd_sqe(NVME_ADM_ABORT, 0);
     s.cdw10 = (uint32_t)victim << 16 | 1;
     uint16_t ab = nvd_queue_cmd(&D, 0, &s, true);
-    fab_cfg_write(F, D.fn, 0x04, 2, FAB_CMD_MEM | FAB_CMD_BME);
+    fab_cfg_write(FX.f, D.fn, 0x04, 2, FAB_CMD_MEM | FAB_CMD_BME);
     struct nvme_cqe cqe;
     assert_int_equal(nvd_wait_cid(&D, 0, ab, &cqe, 5000), 0);
     assert_int_equal(nvd_status(&cqe), 0);
@@ -496,7 +483,7 @@ static void test_abort_queued(void **state)
 static void check_file(uint64_t slba, const void *data, size_t len)
 {
     char path[400];
-    snprintf(path, sizeof path, "%s/%s/nvme0-ns1.img", nsdir, fabname); /* a directory per fabric */
+    snprintf(path, sizeof path, "%s/%s/nvme0-ns1.img", FX.nvme_dir, FX.name); /* a directory per fabric */
     int fd = open(path, O_RDONLY);
     assert_true(fd >= 0);
     char *b = malloc(len);
@@ -669,7 +656,7 @@ static void test_io_errors(void **state)
     assert_int_equal(nvd_io(&D, 1, &s, NULL), NVME_INVALID_PRP_OFFSET);
     /* Data into the controller's own registers: data transfer error (no DNR). */
     s = nvd_rw(NVME_CMD_READ, 1, 0, 1);
-    s.prp1 = fab_func(F, D.fn)->bar[0].addr;
+    s.prp1 = fab_func(FX.f, D.fn)->bar[0].addr;
     assert_int_equal(nvd_io(&D, 1, &s, &cqe), NVME_DATA_TRANSFER_ERROR);
     assert_false(nvd_dnr(&cqe));
     /* PRP list in unbacked space: data transfer error. */
@@ -696,7 +683,7 @@ static void test_sq_deletion_aborts(void **state)
     /* Two reads on SQ 1 and Delete SQ 1 on the admin queue, announced while bus mastering
      * is off (nothing is fetched), then bus mastering on: the admin queue comes first in the
      * round, so the reads are still in SQ 1 when it goes away. */
-    fab_cfg_write(F, D.fn, 0x04, 2, FAB_CMD_MEM);
+    fab_cfg_write(FX.f, D.fn, 0x04, 2, FAB_CMD_MEM);
     uint16_t cids[2];
     for (int i = 0; i < 2; i++) {
         struct nvme_sqe s = nvd_rw(NVME_CMD_READ, 1, 0, 1);
@@ -708,7 +695,7 @@ static void test_sq_deletion_aborts(void **state)
     uint16_t del = nvd_queue_cmd(&D, 0, &s, false);
     nvd_ring(&D, 1);
     nvd_ring(&D, 0);
-    fab_cfg_write(F, D.fn, 0x04, 2, FAB_CMD_MEM | FAB_CMD_BME);
+    fab_cfg_write(FX.f, D.fn, 0x04, 2, FAB_CMD_MEM | FAB_CMD_BME);
     struct nvme_cqe cqe;
     assert_int_equal(nvd_wait_cid(&D, 0, del, &cqe, 5000), 0);
     assert_int_equal(nvd_status(&cqe), 0);
@@ -728,14 +715,14 @@ static void test_msix(void **state)
     io_pair(16);
     const uint32_t hv = 77; /* host a's vector for CQ 1 */
     uint32_t host = D.host;
-    struct fab_host *h = fab_host(F, host);
+    struct fab_host *h = fab_host(FX.f, host);
     uint32_t *entry = (uint32_t *)(uintptr_t)(D.regs + NVMC_MSIX_TABLE + 16 * 1);
     entry[0] = (uint32_t)FAB_MSI_BASE;
     entry[1] = (uint32_t)(FAB_MSI_BASE >> 32);
     entry[2] = hv;
     entry[3] = 0; /* unmasked */
-    uint16_t ctrl = (uint16_t)fab_cfg_read(F, D.fn, FAB_CFG_MSIX + 2, 2);
-    assert_int_equal(fab_cfg_write(F, D.fn, FAB_CFG_MSIX + 2, 2, ctrl | 0x8000u), 0);
+    uint16_t ctrl = (uint16_t)fab_cfg_read(FX.f, D.fn, FAB_CFG_MSIX + 2, 2);
+    assert_int_equal(fab_cfg_write(FX.f, D.fn, FAB_CFG_MSIX + 2, 2, ctrl | 0x8000u), 0);
     uint32_t seq = atomic_load(&h->msi_seq[hv]);
     uint64_t buf = nvd_alloc(&D, NVD_PAGE, NVD_PAGE);
     struct nvme_sqe s = nvd_rw(NVME_CMD_READ, 1, 0, 1);
@@ -761,7 +748,7 @@ static void test_msix(void **state)
     assert_int_equal(nvd_io(&D, 2, &s, NULL), 0);
     usleep(20000);
     assert_int_equal(atomic_load(&h->msi_seq[hv + 1]), seq);
-    assert_int_equal(fab_cfg_write(F, D.fn, FAB_CFG_MSIX + 2, 2, ctrl & 0x7ffu), 0);
+    assert_int_equal(fab_cfg_write(FX.f, D.fn, FAB_CFG_MSIX + 2, 2, ctrl & 0x7ffu), 0);
 }
 
 static void test_bus_master(void **state)
@@ -769,7 +756,7 @@ static void test_bus_master(void **state)
     assert_int_equal(nvd_reset(&D), 0);
     io_pair(16);
     uint64_t buf = nvd_alloc(&D, NVD_PAGE, NVD_PAGE);
-    fab_cfg_write(F, D.fn, 0x04, 2, FAB_CMD_MEM); /* BME off */
+    fab_cfg_write(FX.f, D.fn, 0x04, 2, FAB_CMD_MEM); /* BME off */
     struct nvme_sqe s = nvd_rw(NVME_CMD_READ, 1, 0, 1);
     nvd_prp(&D, &s, buf, NVD_PAGE);
     uint16_t cid = nvd_queue_cmd(&D, 1, &s, true);
@@ -777,7 +764,7 @@ static void test_bus_master(void **state)
     /* No bus mastering: the command is neither fetched nor completed. */
     assert_int_equal(nvd_wait_cid(&D, 1, cid, &cqe, 300), -ETIMEDOUT);
     assert_int_equal(nvd_r32(&D, NVME_REG_CSTS), NVME_CSTS_RDY);
-    fab_cfg_write(F, D.fn, 0x04, 2, FAB_CMD_MEM | FAB_CMD_BME);
+    fab_cfg_write(FX.f, D.fn, 0x04, 2, FAB_CMD_MEM | FAB_CMD_BME);
     assert_int_equal(nvd_wait_cid(&D, 1, cid, &cqe, 5000), 0);
     assert_int_equal(nvd_status(&cqe), 0);
     /* An admin queue nobody can reach: fetching fails, the controller reports fatal status. */
@@ -800,39 +787,18 @@ static const char small_topo[] =
     "[links]\na.ntb0 = b.ntb0\n"
     "[device nvme1]\nhost = a\ntype = nvme\nqueues = 4\nnamespaces = 2\nns_size = 64M\n"
     "mdts = 3\ncmb = 1M\n";
-static char topo_file[256];
-
 static int setup_small(void **state)
 {
-    fabname = h_fabric_name("nvme-small");
-    snprintf(nsdir, sizeof nsdir, "/var/tmp/ntblend-test-nvme-small-%d", (int)getpid());
-    setenv("NTBLEND_NVME_DIR", nsdir, 1);
-    snprintf(topo_file, sizeof topo_file, "/tmp/ntblend-test-nvme-%d.ini", (int)getpid());
-    FILE *fp = fopen(topo_file, "w");
-    if (!fp)
+    static const struct fx_opts o = { .ini = small_topo, .nvme_dir = true, .attach = fx_attach };
+    if (fx_setup(state, &FX, "nvme-small", &o))
         return -1;
-    fputs(small_topo, fp);
-    fclose(fp);
-    /* h_up takes a path relative to the source tree: climb to / from there. */
-    char src[512], rel[768] = "";
-    if (!realpath(h_src(), src))
-        return -1;
-    for (const char *c = src; *c; c++)
-        if (*c == '/' && c[1])
-            strcat(rel, "../");
-    strcat(rel, "..");
-    strcat(rel, topo_file);
-    int rc = h_up(fabname, rel);
-    unlink(topo_file);
-    if (rc || fab_attach(fabname, -1, &F))
-        return -1;
-    return nvd_open(&D, F, "nvme1");
+    return nvd_open(&D, FX.f, "nvme1");
 }
 
 static void test_small_config(void **state)
 {
     assert_int_equal(nvd_reset(&D), 0);
-    assert_int_equal((fab_cfg_read(F, D.fn, FAB_CFG_MSIX + 2, 2) & 0x7ff) + 1, 5);
+    assert_int_equal((fab_cfg_read(FX.f, D.fn, FAB_CFG_MSIX + 2, 2) & 0x7ff) + 1, 5);
     uint32_t dw0;
     assert_int_equal(features(NVME_ADM_GET_FEATURES, NVME_FEAT_NUM_QUEUES, 0, &dw0), 0);
     assert_int_equal(dw0, 3u << 16 | 3u);
@@ -888,7 +854,7 @@ static void test_small_config(void **state)
     nvd_prp(&D, &s, rb, 4096);
     assert_int_equal(nvd_io(&D, 1, &s, NULL), NVME_INVALID_NAMESPACE);
     char path[400];
-    snprintf(path, sizeof path, "%s/%s/nvme1-ns2.img", nsdir, fabname);
+    snprintf(path, sizeof path, "%s/%s/nvme1-ns2.img", FX.nvme_dir, FX.name);
     struct stat st;
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_size, 64ll << 20);
@@ -897,7 +863,7 @@ static void test_small_config(void **state)
 static void test_cmb(void **state)
 {
     assert_int_equal(nvd_reset(&D), 0);
-    const struct fab_function *fx = fab_func(F, D.fn);
+    const struct fab_function *fx = fab_func(FX.f, D.fn);
     assert_true(nvd_r64(&D, NVME_REG_CAP) & (1ull << 57));
     uint32_t loc = nvd_r32(&D, NVME_REG_CMBLOC), sz = nvd_r32(&D, NVME_REG_CMBSZ);
     assert_int_equal(loc & 7, 2);        /* BIR: BAR2 */
@@ -908,7 +874,7 @@ static void test_cmb(void **state)
     assert_int_equal(fx->bar[2].kind, FAB_BAR_MEM);
     /* An I/O SQ in the CMB: the driver writes commands into BAR2. */
     uint64_t cmb = fx->bar[2].addr;
-    uint8_t *cmbp = fab_bar_mem(F, D.fn, fx->bar[2].off, 1 << 20);
+    uint8_t *cmbp = fab_bar_mem(FX.f, D.fn, fx->bar[2].off, 1 << 20);
     assert_non_null(cmbp);
     assert_int_equal(nvd_create_cq(&D, 1, 16, false, 0), 0);
     struct nvme_sqe s = nvd_sqe(NVME_ADM_CREATE_SQ, 0);
@@ -946,7 +912,7 @@ static void test_round_robin(void **state)
     assert_int_equal(nvd_create_sq(&D, 1, 8, 1), 0);
     assert_int_equal(nvd_create_sq(&D, 2, 8, 1), 0);
     uint64_t buf = nvd_alloc(&D, NVD_PAGE, NVD_PAGE);
-    fab_cfg_write(F, D.fn, 0x04, 2, FAB_CMD_MEM); /* hold off fetching */
+    fab_cfg_write(FX.f, D.fn, 0x04, 2, FAB_CMD_MEM); /* hold off fetching */
     for (int i = 0; i < 6; i++) {
         struct nvme_sqe s = nvd_rw(NVME_CMD_READ, 1, 0, 1);
         nvd_prp(&D, &s, buf, NVD_PAGE);
@@ -954,7 +920,7 @@ static void test_round_robin(void **state)
     }
     nvd_ring(&D, 1);
     nvd_ring(&D, 2);
-    fab_cfg_write(F, D.fn, 0x04, 2, FAB_CMD_MEM | FAB_CMD_BME);
+    fab_cfg_write(FX.f, D.fn, 0x04, 2, FAB_CMD_MEM | FAB_CMD_BME);
     for (int i = 0; i < 6; i++) {
         struct nvme_cqe cqe;
         assert_int_equal(nvd_reap(&D, 1, &cqe, 5000), 0);
@@ -982,7 +948,7 @@ static void test_arbitration_burst(void **state)
         assert_int_equal(nvd_create_sq(&D, 1, 8, 1), 0);
         assert_int_equal(nvd_create_sq(&D, 2, 8, 1), 0);
         uint64_t buf = nvd_alloc(&D, NVD_PAGE, NVD_PAGE);
-        fab_cfg_write(F, D.fn, 0x04, 2, FAB_CMD_MEM); /* hold off fetching */
+        fab_cfg_write(FX.f, D.fn, 0x04, 2, FAB_CMD_MEM); /* hold off fetching */
         for (int i = 0; i < 7; i++) {
             struct nvme_sqe s = nvd_rw(NVME_CMD_READ, 1, (uint64_t)i, 1);
             nvd_prp(&D, &s, buf, NVD_PAGE);
@@ -993,7 +959,7 @@ static void test_arbitration_burst(void **state)
         uint16_t lone = nvd_queue_cmd(&D, 2, &s, false);
         nvd_ring(&D, 2);
         nvd_ring(&D, 1);
-        fab_cfg_write(F, D.fn, 0x04, 2, FAB_CMD_MEM | FAB_CMD_BME);
+        fab_cfg_write(FX.f, D.fn, 0x04, 2, FAB_CMD_MEM | FAB_CMD_BME);
         int at = -1, from1 = 0;
         for (int i = 0; i < 8; i++) {
             struct nvme_cqe cqe;
@@ -1038,6 +1004,6 @@ int main(void)
         cmocka_unit_test(test_round_robin),
         cmocka_unit_test(test_arbitration_burst),
     };
-    int rc = cmocka_run_group_tests(tests, setup, teardown);
-    return rc + cmocka_run_group_tests(small, setup_small, teardown);
+    int rc = cmocka_run_group_tests(tests, setup, fx_teardown);
+    return rc + cmocka_run_group_tests(small, setup_small, fx_teardown);
 }

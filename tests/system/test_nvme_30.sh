@@ -4,11 +4,8 @@
 # "no free I/O queue pair (device has 30)", and then 30 clients write, read back and verify
 # blocks of their own concurrently.
 set -euo pipefail
-fabric="t-nv30-$$"
-n() { ntblend --fabric "$fabric" "$@"; }
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; n down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/lib/fixture.sh"
+fx_init nv30
 # wait_for COND MESSAGE [held]: until COND holds. No deadline of its own beyond CTest's (a
 # machine busy with other work may take minutes to start 30 clients); with `held`, it fails at
 # once when a client that should hold its queue pair has ended. MESSAGE is evaluated when it

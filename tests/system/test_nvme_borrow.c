@@ -13,12 +13,12 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "harness.h"
+#include "fixture.h"
 #include "nvme_tests.h"
 #include "ntblend/nvme.h"
 #include "ntblend/smartio.h"
 
-static char FAB[64];
+static struct fx FX;
 #define NODE_A 4u
 #define SEG_A 21u          /* the segment a's owner exports */
 #define REGION (1u << 20)  /* queues and data: 1 MiB */
@@ -30,31 +30,20 @@ static char FAB[64];
 #define NVME_CSTS_RDY 0x1u
 #define NVME_CSTS_CFS 0x2u
 
-
 static void lend(const char *host)
 {
-    struct h_proc p = h_spawn(FAB, host, lender, NULL);
+    struct h_proc p = h_spawn(FX.name, host, lender, NULL);
     h_from(&p);
     assert_int_equal(h_join(&p), 0);
 }
 
 static int setup(void **state)
 {
-    (void)state;
-    snprintf(FAB, sizeof FAB, "%s", h_fabric_name("nvb"));
-    if (h_up(FAB, "examples/topologies/smartio3.ini"))
+    static const struct fx_opts o = { .topo = "examples/topologies/smartio3.ini" };
+    if (fx_setup(state, &FX, "nvb", &o))
         return -1;
     lend("a"); /* nvme0, accel0 */
     lend("c"); /* accel1 */
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    h_down(FAB);
-    if (!getenv("NTBLEND_NVME_DIR")) /* the namespace file the model made for this fabric */
-        h_sh("rm -rf /var/tmp/ntblend/%s", FAB);
     return 0;
 }
 
@@ -283,14 +272,14 @@ static void in_borrower(void *arg)
 static void test_queues_and_data_in_borrower(void **state)
 {
     (void)state;
-    struct h_proc p = h_spawn(FAB, "b", in_borrower, NULL);
+    struct h_proc p = h_spawn(FX.name, "b", in_borrower, NULL);
     assert_int_equal(h_join(&p), 0);
 }
 
 static void test_msix_queues_and_data_in_borrower(void **state)
 {
     (void)state;
-    struct h_proc p = h_spawn(FAB, "b", in_borrower, (void *)1);
+    struct h_proc p = h_spawn(FX.name, "b", in_borrower, (void *)1);
     assert_int_equal(h_join(&p), 0);
 }
 
@@ -337,9 +326,9 @@ static void in_lender(void *arg)
 static void test_queues_and_data_in_lender(void **state)
 {
     (void)state;
-    struct h_proc o = h_spawn(FAB, "a", seg_owner, NULL);
+    struct h_proc o = h_spawn(FX.name, "a", seg_owner, NULL);
     h_from(&o);
-    struct h_proc p = h_spawn(FAB, "b", in_lender, NULL);
+    struct h_proc p = h_spawn(FX.name, "b", in_lender, NULL);
     int rc = h_join(&p);
     h_to(&o, 1);
     assert_int_equal(h_join(&o), 0);
@@ -370,7 +359,7 @@ static void in_accel_bar(void *arg)
 static void test_queues_and_data_in_third_host_accel_bar(void **state)
 {
     (void)state;
-    struct h_proc p = h_spawn(FAB, "b", in_accel_bar, NULL);
+    struct h_proc p = h_spawn(FX.name, "b", in_accel_bar, NULL);
     assert_int_equal(h_join(&p), 0);
 }
 
@@ -382,5 +371,5 @@ int main(void)
         cmocka_unit_test(test_queues_and_data_in_third_host_accel_bar),
         cmocka_unit_test(test_msix_queues_and_data_in_borrower),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

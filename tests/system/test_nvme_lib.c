@@ -12,39 +12,28 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "harness.h"
+#include "fixture.h"
 #include "nvme_tests.h"
 #include "ntblend/nvme.h"
 #include "ntblend/smartio.h"
 
-static char FAB[64];
+static struct fx FX;
 #define BS 4096u
 #define NSZE ((1ull << 30) / BS) /* smartio3.ini: 1 GiB namespace, 4 KiB blocks */
 
-
 static int setup(void **state)
 {
-    (void)state;
-    snprintf(FAB, sizeof FAB, "%s", h_fabric_name("nvl"));
-    if (h_up(FAB, "examples/topologies/smartio3.ini"))
+    static const struct fx_opts o = { .topo = "examples/topologies/smartio3.ini" };
+    if (fx_setup(state, &FX, "nvl", &o))
         return -1;
-    struct h_proc p = h_spawn(FAB, "a", lender, NULL);
+    struct h_proc p = h_spawn(FX.name, "a", lender, NULL);
     h_from(&p);
     return h_join(&p);
 }
 
-static int teardown(void **state)
-{
-    (void)state;
-    h_down(FAB);
-    if (!getenv("NTBLEND_NVME_DIR"))
-        h_sh("rm -rf /var/tmp/ntblend/%s", FAB);
-    return 0;
-}
-
 static void run_on(const char *host, void (*fn)(void *))
 {
-    struct h_proc p = h_spawn(FAB, host, fn, NULL);
+    struct h_proc p = h_spawn(FX.name, host, fn, NULL);
     assert_int_equal(h_join(&p), 0);
 }
 
@@ -500,7 +489,7 @@ static void test_completion_after_timeout_is_dropped(void **state)
 static void test_example(void **state)
 {
     (void)state;
-    assert_int_equal(h_cli(FAB, "run --host b -- %s/nvme_hello nvme0 | "
+    assert_int_equal(h_cli(FX.name, "run --host b -- %s/nvme_hello nvme0 | "
                                 "grep -q 'reads back: \"hello from nvme0\"'", h_bin()), 0);
 }
 
@@ -515,5 +504,5 @@ int main(void)
         cmocka_unit_test(test_completion_after_timeout_is_dropped),
         cmocka_unit_test(test_example),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

@@ -9,14 +9,11 @@
 # manager's death leaves I/O working and admin requests failing with a clear error; and data
 # written and flushed survives a crash of the lender and `ntblend down` / `up`.
 set -euo pipefail
-fabric="t-nvsh-$$"
-n() { ntblend --fabric "$fabric" "$@"; }
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/lib/fixture.sh"
+fx_init nvsh
 on() { local h=$1; shift; n run --host "$h" -- "$@"; }
 # In the background, $! must be the client itself (ntblend run executes it in its own place).
 bg() { local h=$1 out=$2; shift 2; ntblend --fabric "$fabric" run --host "$h" -- "$@" >"$out" 2>&1 & }
-work=$(mktemp -d)
-trap 'n down >/dev/null 2>&1 || true; kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
 # wait_for COND MESSAGE [TRIES]: MESSAGE is evaluated when it fails (single-quote it to see the
 # state at that moment).
 wait_for() { for _ in $(seq "${3:-400}"); do eval "$1" && return 0; sleep 0.05; done; eval "fail \"$2\""; }

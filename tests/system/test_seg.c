@@ -12,64 +12,28 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "harness.h"
+#include "fixture.h"
 #include "seg_util.h"
 #include "seg_pair.h"
 #include "fabric.h"
 #include "ntblend/ntb.h"
 #include "ntblend/seg.h"
 
-static char FAB[64];
+static struct fx FX;
 #define NODE_A 4u
 #define NODE_B 8u
 #define MIB (1024u * 1024u)
 #define ATT_SIZE (4u * MIB) /* a whole LUT entry: see test_iommu_owner_and_lut_limit */
 
-static int setup(void **state)
-{
-    snprintf(FAB, sizeof FAB, "%s", h_fabric_name("seg"));
-    return h_up(FAB, "examples/topologies/two-hosts.ini");
-}
-
-static int teardown(void **state)
-{
-    h_down(FAB);
-    return 0;
-}
-
-/* ---------------------------------------------------------------- helpers (children) */
-
-
-
-
-
-
-
-/* Does a store to p kill the process (a read-only mapping)? Tried in a throw-away child. */
-static bool store_faults(volatile uint8_t *p)
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        struct rlimit no_core = { 0, 0 };
-        setrlimit(RLIMIT_CORE, &no_core);
-        signal(SIGSEGV, SIG_DFL); /* not cmocka's handler, inherited from the parent */
-        signal(SIGBUS, SIG_DFL);
-        *p = 0x5a;
-        _exit(0);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    return WIFSIGNALED(st) && (WTERMSIG(st) == SIGSEGV || WTERMSIG(st) == SIGBUS);
-}
+static const struct fx_opts FX_OPTS = { .topo = "examples/topologies/two-hosts.ini" };
+static int setup(void **state) { return fx_setup(state, &FX, "seg", &FX_OPTS); }
 
 /* ---------------------------------------------------------------- helpers (parent) */
 
 static struct fab *attach(void)
 {
     struct fab *f = NULL;
-    assert_int_equal(fab_attach(FAB, -1, &f), 0);
+    assert_int_equal(fab_attach(FX.name, -1, &f), 0);
     return f;
 }
 
@@ -180,7 +144,7 @@ static void local_app(void *arg)
 
 static void test_local_segments(void **state)
 {
-    struct h_proc a = h_spawn(FAB, "a", local_app, NULL);
+    struct h_proc a = h_spawn(FX.name, "a", local_app, NULL);
     assert_int_equal(h_join(&a), 0);
 }
 
@@ -246,9 +210,9 @@ static void connect_user(void *arg)
 
 static void test_connect_errors_and_timeouts(void **state)
 {
-    assert_int_equal(h_cli(FAB, "agent-ping a b >/dev/null"), 0); /* the agents' own entries */
+    assert_int_equal(h_cli(FX.name, "agent-ping a b >/dev/null"), 0); /* the agents' own entries */
     uint32_t before = lut_used("a.ntb0");
-    struct seg_pair p = pair_start(FAB, connect_owner, connect_user);
+    struct seg_pair p = pair_start(FX.name, connect_owner, connect_user);
     h_from(&p.user); /* a saw the errors */
     h_to(&p.owner, 1);
     h_to(&p.user, h_from(&p.owner));
@@ -331,7 +295,7 @@ static void map_user(void *arg)
 
 static void test_remote_and_readonly_mappings(void **state)
 {
-    struct seg_pair p = pair_start(FAB, map_owner, map_user);
+    struct seg_pair p = pair_start(FX.name, map_owner, map_user);
     pair_exchange(&p, 1);
     pair_finish(&p);
 }
@@ -399,13 +363,13 @@ static void event_user(void *arg)
 
 static void test_events(void **state)
 {
-    struct seg_pair p = pair_start(FAB, event_owner, event_user);
+    struct seg_pair p = pair_start(FX.name, event_owner, event_user);
     h_from(&p.user);
     for (uint64_t ev = EV_UNAVAIL; ev <= EV_REMOVE; ev++) {
         if (ev == EV_LINK_DOWN)
-            assert_int_equal(h_cli(FAB, "link down a b >/dev/null"), 0);
+            assert_int_equal(h_cli(FX.name, "link down a b >/dev/null"), 0);
         else if (ev == EV_LINK_UP)
-            assert_int_equal(h_cli(FAB, "link up a b >/dev/null"), 0);
+            assert_int_equal(h_cli(FX.name, "link up a b >/dev/null"), 0);
         else {
             h_to(&p.owner, ev);
             h_from(&p.owner);
@@ -505,7 +469,7 @@ static void stale_user(void *arg)
 
 static void test_stale_mapping_after_remove(void **state)
 {
-    struct seg_pair p = pair_start(FAB, stale_owner, stale_user);
+    struct seg_pair p = pair_start(FX.name, stale_owner, stale_user);
     pair_exchange(&p, 2);
     pair_to_owner(&p);
     h_from(&p.owner);
@@ -546,7 +510,7 @@ static void removed_user(void *arg)
 
 static void test_removed_segment_cannot_be_connected(void **state)
 {
-    struct seg_pair p = pair_start(FAB, removed_owner, removed_user);
+    struct seg_pair p = pair_start(FX.name, removed_owner, removed_user);
     pair_exchange(&p, 1);
     pair_finish(&p);
 }
@@ -643,23 +607,16 @@ static void iommu_user(void *arg)
     seg_close(sd);
 }
 
-static char FAB_IOMMU[64];
-
+static struct fx FX_IOMMU;
+static const struct fx_opts IOMMU_OPTS = { .topo = "tests/system/topologies/iommu-pair.ini" };
 static int setup_iommu(void **state)
 {
-    snprintf(FAB_IOMMU, sizeof FAB_IOMMU, "%s", h_fabric_name("segiommu"));
-    return h_up(FAB_IOMMU, "tests/system/topologies/iommu-pair.ini");
-}
-
-static int teardown_iommu(void **state)
-{
-    h_down(FAB_IOMMU);
-    return 0;
+    return fx_setup(state, &FX_IOMMU, "segiommu", &IOMMU_OPTS);
 }
 
 static void test_iommu_owner_and_lut_limit(void **state)
 {
-    const char *fab = FAB_IOMMU;
+    const char *fab = FX_IOMMU.name;
     struct fab *f = NULL;
     assert_int_equal(fab_attach(fab, -1, &f), 0);
     uint32_t b = (uint32_t)fab_host_by_name(f, "b");
@@ -702,8 +659,7 @@ int main(void)
         cmocka_unit_test(test_events),
         cmocka_unit_test(test_stale_mapping_after_remove),
         cmocka_unit_test(test_removed_segment_cannot_be_connected),
-        cmocka_unit_test_setup_teardown(test_iommu_owner_and_lut_limit, setup_iommu,
-                                        teardown_iommu),
+        cmocka_unit_test_setup_teardown(test_iommu_owner_and_lut_limit, setup_iommu, fx_teardown),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

@@ -18,39 +18,23 @@
 #include <semaphore.h>
 #include <string.h>
 
-#include "harness.h"
+#include "fixture.h"
 #include "seg_util.h"
 #include "seg_pair.h"
 #include "fabric.h"
 #include "ntblend/ntb.h"
 #include "ntblend/seg.h"
 
-static char FAB[64];
+static struct fx FX;
 #define NODE_A 4u
 #define NODE_B 8u
 #define KIB 1024u
 #define MIB (1024u * 1024u)
 
-static int setup(void **state)
-{
-    snprintf(FAB, sizeof FAB, "%s", h_fabric_name("segdma"));
-    return h_up(FAB, "examples/topologies/two-hosts.ini");
-}
-
-static int teardown(void **state)
-{
-    h_down(FAB);
-    return 0;
-}
+static const struct fx_opts FX_OPTS = { .topo = "examples/topologies/two-hosts.ini" };
+static int setup(void **state) { return fx_setup(state, &FX, "segdma", &FX_OPTS); }
 
 /* ---------------------------------------------------------------- helpers (children) */
-
-
-
-
-
-
-
 
 /* A completion callback that records its status and posts a semaphore. */
 struct done {
@@ -231,7 +215,7 @@ static void dma_user(void *arg)
 
 static void test_dma_both_directions(void **state)
 {
-    struct seg_pair p = pair_start(FAB, dma_owner, dma_user);
+    struct seg_pair p = pair_start(FX.name, dma_owner, dma_user);
     pair_exchange(&p, 1);
     pair_finish(&p);
 }
@@ -313,12 +297,12 @@ static void cb_user(void *arg)
 
 static void test_dma_callback_errors_and_limits(void **state)
 {
-    struct seg_pair p = pair_start(FAB, cb_owner, cb_user);
+    struct seg_pair p = pair_start(FX.name, cb_owner, cb_user);
     h_from(&p.user);
-    assert_int_equal(h_cli(FAB, "link down a b >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "link down a b >/dev/null"), 0);
     h_to(&p.user, 1);
     h_from(&p.user);
-    assert_int_equal(h_cli(FAB, "link up a b >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "link up a b >/dev/null"), 0);
     h_to(&p.user, 1);
     h_from(&p.user);
     h_to(&p.owner, 1);
@@ -402,8 +386,8 @@ static void abort_user(void *arg)
 
 static void test_dma_timeout_and_abort(void **state)
 {
-    struct fab *f = attach(FAB);
-    struct seg_pair p = pair_start(FAB, abort_owner, abort_user);
+    struct fab *f = attach(FX.name);
+    struct seg_pair p = pair_start(FX.name, abort_owner, abort_user);
     h_from(&p.user); /* connected, queue created */
     struct fab_dma_chan *ch = chan_of(f, "a.ntb0", p.user.pid);
     agent_signal(f, "a", SIGSTOP);
@@ -540,7 +524,7 @@ static void intr_a(void *arg)
 
 static void test_interrupts(void **state)
 {
-    struct seg_pair p = pair_start(FAB, intr_b, intr_a); /* b's automatic interrupt id */
+    struct seg_pair p = pair_start(FX.name, intr_b, intr_a); /* b's automatic interrupt id */
     h_to(&p.owner, h_from(&p.user)); /* a's interrupt id; a has triggered b's by now */
     h_from(&p.owner);           /* b triggered a's */
     h_from(&p.user);           /* a got them */
@@ -583,7 +567,7 @@ static void intr_hog(void *arg)
 
 static void test_interrupts_are_bounded(void **state)
 {
-    struct h_proc a = h_spawn(FAB, "a", intr_hog, NULL);
+    struct h_proc a = h_spawn(FX.name, "a", intr_hog, NULL);
     assert_int_equal(h_join(&a), 0);
 }
 
@@ -641,7 +625,7 @@ static void overrun_user(void *arg)
 
 static void test_data_interrupt_overrun(void **state)
 {
-    struct seg_pair p = pair_start(FAB, overrun_owner, overrun_user);
+    struct seg_pair p = pair_start(FX.name, overrun_owner, overrun_user);
     pair_exchange(&p, 1);
     pair_to_owner(&p);
     h_from(&p.owner);
@@ -740,13 +724,13 @@ static void seq_user(void *arg)
 
 static void test_sequence_reports_link_failure(void **state)
 {
-    struct seg_pair p = pair_start(FAB, seq_owner, seq_user);
+    struct seg_pair p = pair_start(FX.name, seq_owner, seq_user);
     for (int t = 0; t < TRIALS; t++) {
         h_from(&p.user);
-        assert_int_equal(h_cli(FAB, "link down a b >/dev/null"), 0);
+        assert_int_equal(h_cli(FX.name, "link down a b >/dev/null"), 0);
         h_to(&p.user, 1);
         h_from(&p.user);
-        assert_int_equal(h_cli(FAB, "link up a b >/dev/null"), 0);
+        assert_int_equal(h_cli(FX.name, "link up a b >/dev/null"), 0);
         h_to(&p.user, 1);
         h_to(&p.owner, h_from(&p.user));
         h_to(&p.user, h_from(&p.owner));
@@ -801,12 +785,12 @@ static void reboot_user(void *arg)
 
 static void test_sequence_owner_reboot(void **state)
 {
-    struct seg_pair p = pair_start(FAB, reboot_owner, reboot_user);
+    struct seg_pair p = pair_start(FX.name, reboot_owner, reboot_user);
     h_from(&p.user);
-    assert_int_equal(cli_killing(FAB, "host kill b >/dev/null", &p.owner), 128 + SIGKILL);
+    assert_int_equal(cli_killing(FX.name, "host kill b >/dev/null", &p.owner), 128 + SIGKILL);
     h_to(&p.user, 1);
     h_from(&p.user);
-    assert_int_equal(h_cli(FAB, "host start b >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "host start b >/dev/null"), 0);
     h_to(&p.user, 1);
     h_from(&p.user);
     assert_int_equal(h_join(&p.user), 0);
@@ -814,18 +798,11 @@ static void test_sequence_owner_reboot(void **state)
 
 /* ---------------------------------------------------------------- DMA with the IOMMU on */
 
-static char FAB_IOMMU[64];
-
+static struct fx FX_IOMMU;
+static const struct fx_opts IOMMU_OPTS = { .topo = "tests/system/topologies/iommu-pair.ini" };
 static int setup_iommu(void **state)
 {
-    snprintf(FAB_IOMMU, sizeof FAB_IOMMU, "%s", h_fabric_name("segdmaiommu"));
-    return h_up(FAB_IOMMU, "tests/system/topologies/iommu-pair.ini");
-}
-
-static int teardown_iommu(void **state)
-{
-    h_down(FAB_IOMMU);
-    return 0;
+    return fx_setup(state, &FX_IOMMU, "segdmaiommu", &IOMMU_OPTS);
 }
 
 /* Host `arg` ("a": IOMMU off, "b": on) connects the other's segment and moves data both ways
@@ -870,14 +847,14 @@ static void iommu_mover(void *arg)
 
 static void test_dma_with_iommu(void **state)
 {
-    struct fab *f = attach(FAB_IOMMU);
+    struct fab *f = attach(FX_IOMMU.name);
     uint32_t b = (uint32_t)fab_host_by_name(f, "b");
     uint64_t faults = atomic_load(&fab_host(f, b)->fault_count);
     static const char *const movers[] = { "a", "b" };
     for (int i = 0; i < 2; i++) {
         const char *mover = movers[i], *exporter = movers[1 - i];
-        struct h_proc e = h_spawn(FAB_IOMMU, exporter, iommu_exporter, NULL);
-        struct h_proc mv = h_spawn(FAB_IOMMU, mover, iommu_mover, (void *)mover);
+        struct h_proc e = h_spawn(FX_IOMMU.name, exporter, iommu_exporter, NULL);
+        struct h_proc mv = h_spawn(FX_IOMMU.name, mover, iommu_mover, (void *)mover);
         h_to(&mv, h_from(&e));
         h_to(&e, h_from(&mv));
         h_from(&e);
@@ -900,7 +877,7 @@ int main(void)
         cmocka_unit_test(test_data_interrupt_overrun),
         cmocka_unit_test(test_sequence_reports_link_failure),
         cmocka_unit_test(test_sequence_owner_reboot),
-        cmocka_unit_test_setup_teardown(test_dma_with_iommu, setup_iommu, teardown_iommu),
+        cmocka_unit_test_setup_teardown(test_dma_with_iommu, setup_iommu, fx_teardown),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

@@ -2,11 +2,9 @@
 # The segment benchmarks and the seg_hello example run between two hosts and check their own
 # data (they exit non-zero when a byte is wrong). Behaviour only: no figure is asserted.
 set -euo pipefail
-fabric="t-segtools-$$"
-n() { ntblend --fabric "$fabric" "$@"; }
-log=$(mktemp)
-trap 'n down >/dev/null 2>&1 || true; rm -f "$log"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/lib/fixture.sh"
+fx_init segtools
+log=$work/log
 
 n up "$NTBLEND_SRC/examples/topologies/two-hosts.ini" >/dev/null
 

@@ -12,32 +12,28 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "harness.h"
+#include "fixture.h"
 #include "seg_util.h"
 #include "fabric.h"
 #include "ntblend/seg.h"
 
-static char FAB[64];
+static struct fx FX;
 #define KIB 1024u
 
-static int up(const char *name, const char *topo)
+/* A fabric from examples/topologies/FILE. */
+static int up(void **state, const char *name, const char *file)
 {
-    snprintf(FAB, sizeof FAB, "%s", h_fabric_name(name));
-    return h_up(FAB, topo);
+    char topo[128];
+    snprintf(topo, sizeof topo, "examples/topologies/%s", file);
+    const struct fx_opts o = { .topo = topo };
+    return fx_setup(state, &FX, name, &o);
 }
 
-static int setup_pair(void **state) { return up("segtopo2", "examples/topologies/two-hosts.ini"); }
-static int setup_cluster(void **state) { return up("segtopo60", "examples/topologies/cluster60.ini"); }
-static int setup_ring(void **state) { return up("segtoporing", "examples/topologies/ring5.ini"); }
-
-static int teardown(void **state)
-{
-    h_down(FAB);
-    return 0;
-}
+static int setup_pair(void **state) { return up(state, "segtopo2", "two-hosts.ini"); }
+static int setup_cluster(void **state) { return up(state, "segtopo60", "cluster60.ini"); }
+static int setup_ring(void **state) { return up(state, "segtoporing", "ring5.ini"); }
 
 /* ---------------------------------------------------------------- helpers (children) */
-
 
 static uint32_t my_node(void)
 {
@@ -53,27 +49,6 @@ static seg_local_t *export_on(seg_desc_t *sd, uint32_t id, size_t size, int adap
     CHECK_EQ(seg_prepare(s, adapter), 0);
     CHECK_EQ(seg_set_available(s, adapter), 0);
     return s;
-}
-
-
-
-
-static bool store_faults(volatile uint8_t *p)
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        struct rlimit no_core = { 0, 0 };
-        setrlimit(RLIMIT_CORE, &no_core);
-        signal(SIGSEGV, SIG_DFL); /* not cmocka's handler */
-        signal(SIGBUS, SIG_DFL);
-        *p = 0x5a;
-        _exit(0);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    return WIFSIGNALED(st) && (WTERMSIG(st) == SIGSEGV || WTERMSIG(st) == SIGBUS);
 }
 
 /*
@@ -183,8 +158,8 @@ static void run_exchange(const char *owner, const char *user, uint32_t owner_nod
                             .adapter = owner_adapter };
     struct user_args u = { .node = owner_node, .seg = o.seg, .seed = seed, .size = o.size,
                            .adapter = user_adapter };
-    struct h_proc po = h_spawn(FAB, owner, exchange_owner, &o);
-    struct h_proc pu = h_spawn(FAB, user, exchange_user, &u);
+    struct h_proc po = h_spawn(FX.name, owner, exchange_owner, &o);
+    struct h_proc pu = h_spawn(FX.name, user, exchange_user, &u);
     h_to(&pu, h_from(&po));
     h_to(&po, h_from(&pu));
     h_from(&po);
@@ -301,11 +276,11 @@ static void same_host_user(void *arg)
 static void test_processes_on_one_host(void **state)
 {
     struct fab *f = NULL;
-    assert_int_equal(fab_attach(FAB, -1, &f), 0);
+    assert_int_equal(fab_attach(FX.name, -1, &f), 0);
     uint32_t ai = (uint32_t)fab_adapter_by_name(f, "a.ntb0");
     uint32_t luts = fab_lut_used(f, ai);
-    struct h_proc o = h_spawn(FAB, "a", same_host_owner, NULL);
-    struct h_proc u = h_spawn(FAB, "a", same_host_user, NULL);
+    struct h_proc o = h_spawn(FX.name, "a", same_host_owner, NULL);
+    struct h_proc u = h_spawn(FX.name, "a", same_host_user, NULL);
     h_to(&u, h_from(&o));
     h_from(&u);
     assert_int_equal(fab_lut_used(f, ai), luts); /* no window: the memory is right here */
@@ -332,7 +307,7 @@ static uint32_t hops_between(struct fab *f, const char *a, const char *b)
 static void test_switches_up_to_three_apart(void **state)
 {
     struct fab *f = NULL;
-    assert_int_equal(fab_attach(FAB, -1, &f), 0);
+    assert_int_equal(fab_attach(FX.name, -1, &f), 0);
     /* h00 and h01 share leaf switch sw1; h59 is on sw6: sw1 -> sw0 -> sw6. */
     assert_int_equal(hops_between(f, "h00.ntb0", "h01.ntb0"), 1);
     assert_int_equal(hops_between(f, "h00.ntb0", "h59.ntb0"), 3);
@@ -408,12 +383,12 @@ static void shared_user(void *arg)
 static void test_sixty_hosts_one_segment(void **state)
 {
     static struct h_proc users[HOSTS];
-    struct h_proc owner = h_spawn(FAB, "h00", shared_owner, NULL);
+    struct h_proc owner = h_spawn(FX.name, "h00", shared_owner, NULL);
     h_from(&owner);
     for (int k = 1; k < HOSTS; k++) {
         char name[8];
         snprintf(name, sizeof name, "h%02d", k);
-        users[k] = h_spawn(FAB, name, shared_user, NULL);
+        users[k] = h_spawn(FX.name, name, shared_user, NULL);
     }
     for (int k = 1; k < HOSTS; k++)
         h_to(&users[k], 1);
@@ -512,17 +487,17 @@ static void ring_a(void *arg)
 
 static void test_ring_neighbours(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", ring_b, NULL);
-    struct h_proc e = h_spawn(FAB, "e", ring_e, NULL);
-    struct h_proc a = h_spawn(FAB, "a", ring_a, NULL);
+    struct h_proc b = h_spawn(FX.name, "b", ring_b, NULL);
+    struct h_proc e = h_spawn(FX.name, "e", ring_e, NULL);
+    struct h_proc a = h_spawn(FX.name, "a", ring_a, NULL);
     h_from(&b);
     h_from(&e);
     h_to(&a, 1);
     h_from(&a);
-    assert_int_equal(h_cli(FAB, "link down a.right b.left >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "link down a.right b.left >/dev/null"), 0);
     h_to(&a, 1);
     h_from(&a);
-    assert_int_equal(h_cli(FAB, "link up a.right b.left >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "link up a.right b.left >/dev/null"), 0);
     h_to(&a, 1);
     h_from(&a);
     h_to(&b, 1);
@@ -539,10 +514,10 @@ static void test_ring_neighbours(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_processes_on_one_host, setup_pair, teardown),
-        cmocka_unit_test_setup_teardown(test_switches_up_to_three_apart, setup_cluster, teardown),
-        cmocka_unit_test_setup_teardown(test_sixty_hosts_one_segment, setup_cluster, teardown),
-        cmocka_unit_test_setup_teardown(test_ring_neighbours, setup_ring, teardown),
+        cmocka_unit_test_setup_teardown(test_processes_on_one_host, setup_pair, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_switches_up_to_three_apart, setup_cluster, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_sixty_hosts_one_segment, setup_cluster, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_ring_neighbours, setup_ring, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,13 +24,7 @@
 #define INTR_NO 9u
 #define DINTR_NO 10u
 
-static int setup(void **state) { return sisci_up("sisci"); }
-
-static int teardown(void **state)
-{
-    h_down(FAB);
-    return 0;
-}
+static int setup(void **state) { return sisci_setup(state, "sisci"); }
 
 static uint8_t pat(unsigned seed, size_t i) { return (uint8_t)(seed * 131u + i * 7u + (i >> 9)); }
 
@@ -247,8 +241,8 @@ static void user(void *arg)
 
 static void test_segments_dma_interrupts(void **state)
 {
-    struct h_proc a = h_spawn(FAB, "a", owner, NULL);
-    struct h_proc b = h_spawn(FAB, "b", user, NULL);
+    struct h_proc a = h_spawn(FX.name, "a", owner, NULL);
+    struct h_proc b = h_spawn(FX.name, "b", user, NULL);
     assert_int_equal(h_from(&a), 1);
     h_to(&b, 1);
     assert_int_equal(h_from(&a), 2);
@@ -318,8 +312,8 @@ static void reg_user(void *arg)
 
 static void test_registered_memory(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", registrar, NULL);
-    struct h_proc c = h_spawn(FAB, "c", reg_user, NULL);
+    struct h_proc b = h_spawn(FX.name, "b", registrar, NULL);
+    struct h_proc c = h_spawn(FX.name, "c", reg_user, NULL);
     assert_int_equal(h_from(&b), 1);
     h_to(&c, 1);
     assert_int_equal(h_join(&c), 0);
@@ -415,8 +409,8 @@ static void borrower(void *arg)
 
 static void test_smartio(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", borrower, (void *)1);
-    struct h_proc c = h_spawn(FAB, "c", borrower, NULL);
+    struct h_proc b = h_spawn(FX.name, "b", borrower, (void *)1);
+    struct h_proc c = h_spawn(FX.name, "c", borrower, NULL);
     assert_int_equal(h_from(&b), 1);
     h_to(&c, 1);
     assert_int_equal(h_from(&c), 1);
@@ -424,7 +418,7 @@ static void test_smartio(void **state)
     assert_int_equal(h_join(&b), 0);
     assert_int_equal(h_join(&c), 0);
     /* returned by both: nobody borrows it */
-    assert_int_equal(h_cli(FAB, "device list | grep -q 'nvme0 .* yes *-$'"), 0);
+    assert_int_equal(h_cli(FX.name, "device list | grep -q 'nvme0 .* yes *-$'"), 0);
 }
 
 int main(void)
@@ -434,5 +428,5 @@ int main(void)
         cmocka_unit_test(test_registered_memory),
         cmocka_unit_test(test_smartio),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

@@ -13,14 +13,7 @@
 
 #include "sisci_util.h"
 
-
-static int setup(void **state) { return sisci_up("sisbad"); }
-
-static int teardown(void **state)
-{
-    h_down(FAB);
-    return 0;
-}
+static int setup(void **state) { return sisci_setup(state, "sisbad"); }
 
 enum kind { K_DESC, K_LSEG, K_RSEG, K_MAP, K_SEQ, K_DMAQ, K_LI, K_RI, K_LDI, K_RDI, K_DEV, K_N };
 
@@ -39,7 +32,6 @@ struct ctx {
     sci_device_t dev;
     void *live[K_N], *freed[K_N];
 };
-
 
 /* ---------------------------------------------------------------- calls by handle kind */
 
@@ -463,7 +455,7 @@ static void bad_input(void *arg)
 
 static void test_bad_input(void **state)
 {
-    struct h_proc b = h_spawn(FAB, "b", bad_input, NULL);
+    struct h_proc b = h_spawn(FX.name, "b", bad_input, NULL);
     assert_int_equal(h_join(&b), 0);
 }
 
@@ -483,7 +475,7 @@ static void uninitialized(void *arg)
 
 static void test_uninitialized(void **state)
 {
-    struct h_proc p = h_spawn(FAB, "nosuch", uninitialized, NULL);
+    struct h_proc p = h_spawn(FX.name, "nosuch", uninitialized, NULL);
     assert_int_equal(h_join(&p), 0);
 }
 
@@ -493,5 +485,5 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_uninitialized),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

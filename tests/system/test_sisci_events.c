@@ -18,13 +18,7 @@
 #define CALLED 1001u  /* ... the owner has a callback */
 #define T_MS 20000u
 
-static int setup(void **state) { return sisci_up("sisci_events"); }
-
-static int teardown(void **state)
-{
-    h_down(FAB);
-    return 0;
-}
+static int setup(void **state) { return sisci_setup(state, "sisci_events"); }
 
 /* What a callback was told, in order. */
 struct told {
@@ -187,9 +181,9 @@ static void user_c(void *arg)
 
 static void test_segment_events(void **state)
 {
-    struct h_proc a = h_spawn(FAB, "a", owner, NULL);
-    struct h_proc b = h_spawn(FAB, "b", user_b, NULL);
-    struct h_proc c = h_spawn(FAB, "c", user_c, NULL);
+    struct h_proc a = h_spawn(FX.name, "a", owner, NULL);
+    struct h_proc b = h_spawn(FX.name, "b", user_b, NULL);
+    struct h_proc c = h_spawn(FX.name, "c", user_c, NULL);
     assert_int_equal(h_from(&a), 1);
     h_to(&b, 1);
     h_to(&c, 1);
@@ -197,12 +191,12 @@ static void test_segment_events(void **state)
     assert_int_equal(h_from(&c), 1);
     h_to(&a, 1);
     assert_int_equal(h_from(&a), 2);
-    assert_int_equal(h_cli(FAB, "link down c sw0 >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "link down c sw0 >/dev/null"), 0);
     h_to(&a, 2);
     h_to(&c, 2);
     assert_int_equal(h_from(&a), 3);
     assert_int_equal(h_from(&c), 2);
-    assert_int_equal(h_cli(FAB, "link up c sw0 >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "link up c sw0 >/dev/null"), 0);
     h_to(&a, 3);
     h_to(&c, 3);
     assert_int_equal(h_from(&a), 4);
@@ -224,5 +218,5 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_segment_events),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

@@ -7,22 +7,18 @@
 # rpc client (with the rpc server on the lender holding the controller) and integrity reading
 # it back on others, every byte compared.
 set -euo pipefail
-fabric="t-sisci-$$"
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/lib/fixture.sh"
+fx_init sisci
+fx_cleanup '[ -z "${server:-}" ] || kill "$server"'
 build=$(cd "$NTBLEND_BIN/.." && pwd)
 # The snapshot sits in shared/ beside the clone (CI), or beside the tree of work trees.
 snapshot="${NTBLEND_LIBNVM:-}"
 for d in "$NTBLEND_SRC/../shared" "$NTBLEND_SRC/../../shared"; do
   [ -z "$snapshot" ] && [ -f "$d/external/libnvm-da5aade.tar.gz" ] && snapshot="$d/external/libnvm-da5aade.tar.gz"
 done
-n() { ntblend --fabric "$fabric" "$@"; }
 # Each example gets a minute: a hang fails the test here, with the fabric brought down.
 on() { local h=$1; shift; timeout -k 5 60 ntblend --fabric "$fabric" run --host "$h" -- "${san[@]}" "$@"; }
-work=$(mktemp -d)
 server=""
-# (Every command here may fail without ending the trap early: errexit applies inside it.)
-trap 'if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; fi
-      n down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
 if [ ! -f "${snapshot:-}" ]; then
   echo "SKIP: no libnvm snapshot at $snapshot (set NTBLEND_LIBNVM)"; exit 77
 fi

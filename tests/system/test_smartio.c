@@ -11,30 +11,24 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "harness.h"
+#include "fixture.h"
 #include "fabric.h"
 #include "ntblend/smartio.h"
 
-static char FAB[64];
-static struct fab *F;
+static struct fx FX;
+static const struct fx_opts FX_OPTS = {
+    .topo = "examples/topologies/smartio3.ini",
+    .attach = fx_attach
+};
+static int setup(void **state) { return fx_setup(state, &FX, "sio", &FX_OPTS); }
+/* The fabric of the tests that need the lenders' IOMMUs on. */
+static const struct fx_opts IOMMU_OPTS = {
+    .topo = "tests/system/topologies/smartio3-iommu.ini",
+    .attach = fx_attach
+};
 #define NODE_A 4u
 #define NODE_B 8u
 #define NODE_C 12u
-
-static int setup(void **state)
-{
-    snprintf(FAB, sizeof FAB, "%s", h_fabric_name("sio"));
-    if (h_up(FAB, "examples/topologies/smartio3.ini"))
-        return -1;
-    return fab_attach(FAB, -1, &F);
-}
-
-static int teardown(void **state)
-{
-    fab_detach(F);
-    h_down(FAB);
-    return 0;
-}
 
 /* On a lender: make its devices available (or not), then wait for the parent. */
 static void lender(void *arg)
@@ -56,7 +50,7 @@ static void lender(void *arg)
 
 static void make_available(const char *host, bool on)
 {
-    struct h_proc p = h_spawn(FAB, host, lender, on ? (void *)1 : NULL);
+    struct h_proc p = h_spawn(FX.name, host, lender, on ? (void *)1 : NULL);
     h_from(&p);
     assert_int_equal(h_join(&p), 0);
 }
@@ -122,8 +116,8 @@ static void test_registry_and_borrowing(void **state)
     make_available("c", true);
     struct h_proc p;
     /* In the child: the registry from a borrower's point of view, and the borrow rules. */
-    p = h_spawn(FAB, "b", borrower, NULL);
-    struct h_proc q = h_spawn(FAB, "c", other, NULL);
+    p = h_spawn(FX.name, "b", borrower, NULL);
+    struct h_proc q = h_spawn(FX.name, "c", other, NULL);
     h_from(&p);
     h_to(&q, 1);
     h_from(&q);
@@ -137,11 +131,11 @@ static void test_registry_and_borrowing(void **state)
     h_from(&q);
     assert_int_equal(h_join(&p), 0);
     assert_int_equal(h_join(&q), 0);
-    uint32_t acc = (uint32_t)fab_func_by_name(F, "accel0");
-    assert_int_equal(atomic_load(&fab_func(F, acc)->lend_borrowers[0]), 0);
+    uint32_t acc = (uint32_t)fab_func_by_name(FX.f, "accel0");
+    assert_int_equal(atomic_load(&fab_func(FX.f, acc)->lend_borrowers[0]), 0);
     /* Withdrawn: nobody may borrow. */
     make_available("c", false);
-    p = h_spawn(FAB, "b", refused, NULL);
+    p = h_spawn(FX.name, "b", refused, NULL);
     assert_int_equal(h_join(&p), 0);
     make_available("c", true);
 }
@@ -197,7 +191,7 @@ static void bar_and_map_user(void *arg)
     for (int i = 0; i < 256; i++)
         CHECK_EQ(mp[i], (uint8_t)(i ^ 0x5a));
     /* MSI-X vector 1 of the device, to this host's vector 77. */
-    uint32_t seen = atomic_load(&fab_host(F, 0)->msi_seq[0]); /* any start value works */
+    uint32_t seen = atomic_load(&fab_host(FX.f, 0)->msi_seq[0]); /* any start value works */
     seen = 0;
     CHECK_EQ(sio_enable_vector(acc, 1, 77), 0);
     uint32_t cur = 0;
@@ -241,16 +235,16 @@ static void seg_owner(void *arg)
 
 static void test_bars_and_memory_for_the_device(void **state)
 {
-    uint32_t acc = (uint32_t)fab_func_by_name(F, "accel0"), acc1 = (uint32_t)fab_func_by_name(F, "accel1");
-    struct fab_function *A = fab_func(F, acc), *C = fab_func(F, acc1);
-    struct h_proc u = h_spawn(FAB, "b", bar_and_map_user, NULL);
+    uint32_t acc = (uint32_t)fab_func_by_name(FX.f, "accel0"), acc1 = (uint32_t)fab_func_by_name(FX.f, "accel1");
+    struct fab_function *A = fab_func(FX.f, acc), *C = fab_func(FX.f, acc1);
+    struct h_proc u = h_spawn(FX.name, "b", bar_and_map_user, NULL);
     h_from(&u);
-    struct h_proc o = h_spawn(FAB, "a", seg_owner, NULL);
+    struct h_proc o = h_spawn(FX.name, "a", seg_owner, NULL);
     h_from(&o);
     h_to(&u, 1);
     uint64_t io_b = h_from(&u), io_a = h_from(&u), io_c = h_from(&u);
     /* What the borrower stored through its BAR mapping is in the device. */
-    uint8_t *dm = fab_bar_mem(F, acc, A->bar[2].off, 4096);
+    uint8_t *dm = fab_bar_mem(FX.f, acc, A->bar[2].off, 4096);
     assert_int_equal(dm[7], (uint8_t)35);
     assert_true(atomic_load(&A->reg_seq) > 0);
     /* The device writes to each I/O address it was given (bus master enabled by the borrower). */
@@ -260,26 +254,26 @@ static void test_bars_and_memory_for_the_device(void **state)
         pa[i] = (uint8_t)(i ^ 0xa5);
         pc[i] = (uint8_t)(i ^ 0x3c);
     }
-    assert_int_equal(fab_fn_dma_write(F, acc, io_b, pb, sizeof pb), 0); /* through a's NTB to b */
-    assert_int_equal(fab_fn_dma_write(F, acc, io_a, pa, sizeof pa), 0); /* local to the lender */
-    assert_int_equal(fab_fn_dma_write(F, acc, io_c, pc, sizeof pc), 0); /* to c's device */
-    assert_memory_equal(fab_bar_mem(F, acc1, C->bar[2].off, sizeof pc), pc, sizeof pc);
+    assert_int_equal(fab_fn_dma_write(FX.f, acc, io_b, pb, sizeof pb), 0); /* through a's NTB to b */
+    assert_int_equal(fab_fn_dma_write(FX.f, acc, io_a, pa, sizeof pa), 0); /* local to the lender */
+    assert_int_equal(fab_fn_dma_write(FX.f, acc, io_c, pc, sizeof pc), 0); /* to c's device */
+    assert_memory_equal(fab_bar_mem(FX.f, acc1, C->bar[2].off, sizeof pc), pc, sizeof pc);
     /* ... and reads back through the NTB (its requester ID is in the lender's table). */
     uint8_t back[256];
-    assert_int_equal(fab_fn_dma_read(F, acc, io_c, back, sizeof back), 0);
+    assert_int_equal(fab_fn_dma_read(FX.f, acc, io_c, back, sizeof back), 0);
     assert_memory_equal(back, pc, sizeof pc);
     h_to(&o, 1);
     h_from(&o);
     h_to(&u, 1);
     h_from(&u);
     /* MSI-X: the device raises vector 1; it arrives at b's vector 77. */
-    assert_int_equal(fab_fn_msix(F, acc, 1), 0);
+    assert_int_equal(fab_fn_msix(FX.f, acc, 1), 0);
     h_from(&u);
     h_to(&o, 1);
     assert_int_equal(h_join(&u), 0);
     assert_int_equal(h_join(&o), 0);
     /* Returned: the lender removed its mappings; the device was reset (it was exclusive). */
-    assert_int_equal(fab_cfg_read(F, acc, 0x04, 2), 0);
+    assert_int_equal(fab_cfg_read(FX.f, acc, 0x04, 2), 0);
 }
 
 /* ---------------------------------------------------------------- leases */
@@ -295,14 +289,14 @@ static void crashing_borrower(void *arg)
 
 static void test_lease_reclaim_after_host_kill(void **state)
 {
-    uint32_t acc = (uint32_t)fab_func_by_name(F, "accel0");
-    struct fab_function *A = fab_func(F, acc);
-    uint32_t hb = (uint32_t)fab_host_by_name(F, "b");
+    uint32_t acc = (uint32_t)fab_func_by_name(FX.f, "accel0");
+    struct fab_function *A = fab_func(FX.f, acc);
+    uint32_t hb = (uint32_t)fab_host_by_name(FX.f, "b");
     uint32_t resets = atomic_load(&A->reset_gen);
-    struct h_proc p = h_spawn(FAB, "b", crashing_borrower, NULL);
+    struct h_proc p = h_spawn(FX.name, "b", crashing_borrower, NULL);
     h_from(&p);
     assert_true(atomic_load(&A->lend_borrowers[0]) & (1ull << hb));
-    assert_int_equal(h_cli(FAB, "host kill b >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "host kill b >/dev/null"), 0);
     assert_int_equal(h_join(&p), 128 + SIGKILL);
     /* The lender notices the borrower's host is gone, resets the device and takes it back. */
     for (int i = 0; i < 200 && (atomic_load(&A->lend_borrowers[0]) ||
@@ -310,9 +304,9 @@ static void test_lease_reclaim_after_host_kill(void **state)
         usleep(10000);
     assert_int_equal(atomic_load(&A->lend_borrowers[0]), 0);
     assert_true(atomic_load(&A->reset_gen) > resets);
-    assert_int_equal(fab_cfg_read(F, acc, 0x04, 2), 0);
-    assert_int_equal(h_cli(FAB, "host start b >/dev/null"), 0);
-    p = h_spawn(FAB, "c", again, NULL);
+    assert_int_equal(fab_cfg_read(FX.f, acc, 0x04, 2), 0);
+    assert_int_equal(h_cli(FX.name, "host start b >/dev/null"), 0);
+    p = h_spawn(FX.name, "c", again, NULL);
     assert_int_equal(h_join(&p), 0);
 }
 
@@ -351,22 +345,22 @@ static void placing_user(void *arg)
 static void test_placement_by_access_hints(void **state)
 {
     make_available("a", true);
-    uint32_t acc = (uint32_t)fab_func_by_name(F, "accel0");
-    struct h_proc u = h_spawn(FAB, "b", placing_user, NULL);
+    uint32_t acc = (uint32_t)fab_func_by_name(FX.f, "accel0");
+    struct h_proc u = h_spawn(FX.name, "b", placing_user, NULL);
     uint64_t sq_io = h_from(&u), cq_io = h_from(&u);
     uint8_t cmd[64], done[64];
     /* The device fetches the SQ (a read) and posts to the CQ (a write), as an NVMe would. */
-    assert_int_equal(fab_fn_dma_read(F, acc, sq_io, cmd, sizeof cmd), 0);
+    assert_int_equal(fab_fn_dma_read(FX.f, acc, sq_io, cmd, sizeof cmd), 0);
     for (int i = 0; i < 64; i++) {
         assert_int_equal(cmd[i], (uint8_t)(i + 1));
         done[i] = (uint8_t)(2 * cmd[i]);
     }
     /* The SQ is in the lender's own RAM: no NTB in the device's read path. */
     struct fab_target t;
-    assert_int_equal(fab_resolve(F, fab_func(F, acc)->host, fab_func(F, acc)->rid, sq_io, 64, false, &t), 0);
+    assert_int_equal(fab_resolve(FX.f, fab_func(FX.f, acc)->host, fab_func(FX.f, acc)->rid, sq_io, 64, false, &t), 0);
     assert_int_equal(t.ntbs, 0);
-    assert_int_equal(fab_fn_dma_write(F, acc, cq_io, done, sizeof done), 0);
-    assert_int_equal(fab_resolve(F, fab_func(F, acc)->host, fab_func(F, acc)->rid, cq_io, 64, true, &t), 0);
+    assert_int_equal(fab_fn_dma_write(FX.f, acc, cq_io, done, sizeof done), 0);
+    assert_int_equal(fab_resolve(FX.f, fab_func(FX.f, acc)->host, fab_func(FX.f, acc)->rid, cq_io, 64, true, &t), 0);
     assert_int_equal(t.ntbs, 1);
     h_to(&u, 1);
     h_from(&u);
@@ -397,11 +391,11 @@ static void limit_user(void *arg)
 static void test_mapping_limits(void **state)
 {
     make_available("a", true);
-    struct h_proc u = h_spawn(FAB, "b", limit_user, NULL);
+    struct h_proc u = h_spawn(FX.name, "b", limit_user, NULL);
     assert_int_equal(h_join(&u), 0);
     /* Everything it took is back. */
-    uint32_t ad = fab_host(F, (uint32_t)fab_host_by_name(F, "a"))->adapter_first;
-    assert_true(fab_lut_used(F, ad) < 8);
+    uint32_t ad = fab_host(FX.f, (uint32_t)fab_host_by_name(FX.f, "a"))->adapter_first;
+    assert_true(fab_lut_used(FX.f, ad) < 8);
 }
 
 /* ---------------------------------------------------------------- IOMMU isolation */
@@ -437,11 +431,10 @@ static void iso_user(void *arg)
 
 static void test_iommu_isolation_on_the_lender(void **state)
 {
-    char fab[64];
-    snprintf(fab, sizeof fab, "%s", h_fabric_name("sioiso"));
-    assert_int_equal(h_up(fab, "tests/system/topologies/smartio3-iommu.ini"), 0);
-    struct fab *f;
-    assert_int_equal(fab_attach(fab, -1, &f), 0);
+    struct fx fx;
+    assert_int_equal(fx_up(&fx, "sioiso", &IOMMU_OPTS), 0);
+    struct fab *f = fx.f;
+    const char *fab = fx.name;
     struct h_proc l = h_spawn(fab, "a", lender, (void *)1);
     h_from(&l);
     assert_int_equal(h_join(&l), 0);
@@ -469,8 +462,7 @@ static void test_iommu_isolation_on_the_lender(void **state)
     assert_int_equal(fab_fn_dma_write(f, acc, io, v, sizeof v), -EFAULT);
     h_to(&u, 1);
     assert_int_equal(h_join(&u), 0);
-    fab_detach(f);
-    h_down(fab);
+    fx_down(&fx);
 }
 
 /* ---------------------------------------------------------------- a chosen I/O address */
@@ -512,11 +504,10 @@ static void at_user(void *arg)
 static void test_map_at_a_chosen_address(void **state)
 {
     (void)state;
-    char fab[64];
-    snprintf(fab, sizeof fab, "%s", h_fabric_name("sioat"));
-    assert_int_equal(h_up(fab, "tests/system/topologies/smartio3-iommu.ini"), 0);
-    struct fab *f;
-    assert_int_equal(fab_attach(fab, -1, &f), 0);
+    struct fx fx;
+    assert_int_equal(fx_up(&fx, "sioat", &IOMMU_OPTS), 0);
+    struct fab *f = fx.f;
+    const char *fab = fx.name;
     for (const char *h = "a"; h; h = *h == 'a' ? "c" : NULL) {
         struct h_proc l = h_spawn(fab, h, lender, (void *)1);
         h_from(&l);
@@ -535,8 +526,7 @@ static void test_map_at_a_chosen_address(void **state)
     assert_int_equal(fab_fn_dma_write(f, acc, AT_IO, v, sizeof v), -EFAULT);
     h_to(&u, 1);
     assert_int_equal(h_join(&u), 0);
-    fab_detach(f);
-    h_down(fab);
+    fx_down(&fx);
 }
 
 int main(void)
@@ -550,5 +540,5 @@ int main(void)
         cmocka_unit_test(test_iommu_isolation_on_the_lender),
         cmocka_unit_test(test_map_at_a_chosen_address),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

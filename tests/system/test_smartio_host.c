@@ -15,40 +15,28 @@
 #include <string.h>
 
 #include "fabric.h"
-#include "harness.h"
+#include "fixture.h"
 #include "ntblend/smartio.h"
 #include "ntblend/smartio_tree.h"
 
-static char FAB[64];
-static struct fab *F;
+static struct fx FX;
+static const struct fx_opts FX_OPTS = {
+    .topo = "tests/system/topologies/lend-dma.ini",
+    .attach = fx_attach
+};
+static int setup(void **state) { return fx_setup(state, &FX, "siohost", &FX_OPTS); }
 
-static int setup(void **state)
-{
-    snprintf(FAB, sizeof FAB, "%s", h_fabric_name("siohost"));
-    if (h_up(FAB, "tests/system/topologies/lend-dma.ini"))
-        return -1;
-    return fab_attach(FAB, -1, &F);
-}
-
-static int teardown(void **state)
-{
-    fab_detach(F);
-    h_down(FAB);
-    return 0;
-}
-
-static uint32_t fn_of(const char *name) { return (uint32_t)fab_func_by_name(F, name); }
 static uint32_t adapter_of(const char *host)
 {
-    return fab_host(F, (uint32_t)fab_host_by_name(F, host))->adapter_first;
+    return fab_host(FX.f, fx_host(&FX, host))->adapter_first;
 }
 
 /* LUT entries of adapter `a` in use, but for the agents' mailbox routes (kept once made). */
 static uint32_t lut_used(uint32_t a)
 {
-    const struct fab_adapter *x = fab_adapter(F, a);
-    const struct fab_lut_entry *e = fab_lut(F, x);
-    uint32_t n = fab_lut_used(F, a);
+    const struct fab_adapter *x = fab_adapter(FX.f, a);
+    const struct fab_lut_entry *e = fab_lut(FX.f, x);
+    uint32_t n = fab_lut_used(FX.f, a);
     for (uint32_t i = 0; i < x->lut_entries; i++)
         n -= (e[i].flags & FAB_LUT_AGENT) != 0;
     return n;
@@ -135,14 +123,14 @@ static void tree_user(void *arg)
 
 static void test_tree_and_binding(void **state)
 {
-    assert_int_equal(h_cli(FAB, "device lend accel0 --to c >/dev/null"), 0);
-    uint32_t acc0 = fn_of("accel0"), ac = adapter_of("c");
-    struct h_proc u = h_spawn(FAB, "c", tree_user, NULL);
+    assert_int_equal(h_cli(FX.name, "device lend accel0 --to c >/dev/null"), 0);
+    uint32_t acc0 = fx_func(&FX, "accel0"), ac = adapter_of("c");
+    struct h_proc u = h_spawn(FX.name, "c", tree_user, NULL);
     uint64_t bar[SIO_BARS];
     for (int b = 0; b < SIO_BARS; b++)
         bar[b] = h_from(&u);
     /* Where the tree says the BAR is: c's own shadow record of it. */
-    const struct fab_host *c = fab_host(F, (uint32_t)fab_host_by_name(F, "c"));
+    const struct fab_host *c = fab_host(FX.f, (uint32_t)fab_host_by_name(FX.f, "c"));
     int slot = -1;
     for (int i = 0; i < FAB_SHADOWS; i++)
         if (atomic_load(&c->shadows[i].state) != FAB_SHADOW_FREE && c->shadows[i].fn == acc0)
@@ -151,21 +139,21 @@ static void test_tree_and_binding(void **state)
     assert_int_equal(bar[2], c->shadows[slot].bar_addr[2]);
     assert_int_equal(bar[0], c->shadows[slot].bar_addr[0]);
     h_from(&u);
-    uint32_t lut = lut_used(ac), regs = atomic_load(&fab_func(F, acc0)->reg_seq);
+    uint32_t lut = lut_used(ac), regs = atomic_load(&fab_func(FX.f, acc0)->reg_seq);
     h_to(&u, 1);
     h_from(&u);
     assert_int_equal(lut_used(ac), lut); /* no second window for the BARs */
-    const uint8_t *dm = fab_bar_mem(F, acc0, fab_func(F, acc0)->bar[2].off, 256);
+    const uint8_t *dm = fab_bar_mem(FX.f, acc0, fab_func(FX.f, acc0)->bar[2].off, 256);
     for (int i = 0; i < 256; i++)
         assert_int_equal(dm[i], (uint8_t)(i * 7));
-    assert_true(atomic_load(&fab_func(F, acc0)->reg_seq) > regs); /* the register write told it */
+    assert_true(atomic_load(&fab_func(FX.f, acc0)->reg_seq) > regs); /* the register write told it */
     h_to(&u, 1);
     h_from(&u);
-    assert_int_equal(h_cli(FAB, "device lend accel2 --to c >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "device lend accel2 --to c >/dev/null"), 0);
     h_from(&u);
     assert_int_equal(h_join(&u), 0);
-    assert_int_equal(h_cli(FAB, "device reclaim accel0 >/dev/null"), 0);
-    assert_int_equal(h_cli(FAB, "device reclaim accel2 >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "device reclaim accel0 >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "device reclaim accel2 >/dev/null"), 0);
 }
 
 /* ---------------------------------------------------------------- streaming DMA */
@@ -224,21 +212,21 @@ static void stream_user(void *arg)
 /* The device of `name` DMAs through what the child on `host` mapped; returns io_w. */
 static uint64_t drive(const char *host, const char *name, bool iommu)
 {
-    uint32_t fn = fn_of(name);
-    struct h_proc u = h_spawn(FAB, host, stream_user, (void *)name);
+    uint32_t fn = fx_func(&FX, name);
+    struct h_proc u = h_spawn(FX.name, host, stream_user, (void *)name);
     uint64_t io_w = h_from(&u), io_r = h_from(&u);
     uint8_t v[64], back[14];
     for (int i = 0; i < 64; i++)
         v[i] = (uint8_t)(i + 1);
-    assert_int_equal(fab_fn_dma_write(F, fn, io_w, v, sizeof v), 0);
-    assert_int_equal(fab_fn_dma_read(F, fn, io_r, back, sizeof back), 0);
+    assert_int_equal(fab_fn_dma_write(FX.f, fn, io_w, v, sizeof v), 0);
+    assert_int_equal(fab_fn_dma_read(FX.f, fn, io_r, back, sizeof back), 0);
     assert_string_equal((char *)back, "to the device");
     if (iommu) /* against the direction: a permission fault */
-        assert_int_equal(fab_fn_dma_write(F, fn, io_r, v, sizeof v), -EACCES);
+        assert_int_equal(fab_fn_dma_write(FX.f, fn, io_r, v, sizeof v), -EACCES);
     h_to(&u, 1);
     h_from(&u);
     /* Unmapped again: the device reaches nothing there. */
-    assert_int_not_equal(fab_fn_dma_write(F, fn, io_w, v, sizeof v), 0);
+    assert_int_not_equal(fab_fn_dma_write(FX.f, fn, io_w, v, sizeof v), 0);
     h_to(&u, 1);
     h_from(&u);
     assert_int_equal(h_join(&u), 0);
@@ -250,14 +238,14 @@ static void test_streaming_dma(void **state)
     uint32_t aa = adapter_of("a");
     uint32_t lut = lut_used(aa);
     /* Lent to c, whose IOMMU is on: the DMA window, one window on a for the function. */
-    assert_int_equal(h_cli(FAB, "device lend accel0 --to c >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "device lend accel0 --to c >/dev/null"), 0);
     drive("c", "accel0", true);
     /* c's own function: its own domain, at I/O virtual addresses of c's choosing. */
     uint64_t io = drive("c", "accel1", true);
     assert_true(io >= 1ull << 45);
-    assert_int_equal(h_cli(FAB, "device reclaim accel0 >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "device reclaim accel0 >/dev/null"), 0);
     /* Borrowed by id from b, whose IOMMU is off: a window of a's per mapping. */
-    assert_int_equal(h_cli(FAB, "device add accel2 >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "device add accel2 >/dev/null"), 0);
     drive("b", "accel2", false);
     assert_int_equal(lut_used(aa), lut); /* all of it gone with the mappings */
 }
@@ -277,7 +265,7 @@ static void shared_user(void *arg)
 
 static void test_streaming_shared_local(void **state)
 {
-    struct h_proc u = h_spawn(FAB, "c", shared_user, NULL);
+    struct h_proc u = h_spawn(FX.name, "c", shared_user, NULL);
     assert_int_equal(h_join(&u), 0);
 }
 
@@ -288,5 +276,5 @@ int main(void)
         cmocka_unit_test(test_streaming_dma),
         cmocka_unit_test(test_streaming_shared_local),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

@@ -13,10 +13,10 @@
 #include <errno.h>
 #include <string.h>
 
-#include "harness.h"
+#include "fixture.h"
 #include "ntblend/nvme.h"
 
-static char FAB[64];
+static struct fx FX;
 #define BS 4096u
 #define NBLK 128u
 
@@ -144,7 +144,7 @@ static void identity(void *arg)
 static void test_identity(void **state)
 {
     (void)state;
-    struct h_proc p = h_spawn(FAB, "a", identity, NULL);
+    struct h_proc p = h_spawn(FX.name, "a", identity, NULL);
     assert_int_equal(h_join(&p), 0);
 }
 
@@ -156,12 +156,12 @@ static void test_vfs_at_once(void **state)
     static const char *host[3] = { "a", "b", "c" };
     struct h_proc p[3];
     for (int i = 0; i < 3; i++)
-        p[i] = h_spawn(FAB, host[i], io_child, &jobs[i]);
+        p[i] = h_spawn(FX.name, host[i], io_child, &jobs[i]);
     for (int i = 0; i < 3; i++)
         assert_int_equal(h_join(&p[i]), 0);
     for (int i = 0; i < 3; i++) {
         jobs[i].seed += 19; /* the last round's */
-        struct h_proc q = h_spawn(FAB, "a", holds, &jobs[i]);
+        struct h_proc q = h_spawn(FX.name, "a", holds, &jobs[i]);
         assert_int_equal(h_join(&q), 0);
     }
 }
@@ -214,11 +214,11 @@ static void isolation(void *arg)
 static void test_isolation(void **state)
 {
     (void)state;
-    struct h_proc p = h_spawn(FAB, "b", isolation, NULL);
+    struct h_proc p = h_spawn(FX.name, "b", isolation, NULL);
     assert_int_equal(h_join(&p), 0);
     /* The lender saw the fault. */
     assert_int_equal(h_sh("%s/ntblend --fabric %s status --json | jq -e "
-                          "'[.. | .iommu_faults? // empty] | add > 0' >/dev/null", h_bin(), FAB), 0);
+                          "'[.. | .iommu_faults? // empty] | add > 0' >/dev/null", h_bin(), FX.name), 0);
 }
 
 static void pci_io(void *arg)
@@ -231,48 +231,38 @@ static void pci_io(void *arg)
 static void test_lend_one_by_one(void **state)
 {
     (void)state;
-    assert_int_equal(h_cli(FAB, "device lend nvme0.vf1 --to b >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "device lend nvme0.vf1 --to b >/dev/null"), 0);
     assert_int_equal(h_sh("%s/ntblend --fabric %s device lend nvme0.vf1 --to c 2>&1 | grep -q "
                           "'cannot lend nvme0.vf1 to c: it is lent to b already (take it back first: "
                           "ntblend device reclaim nvme0.vf1); nvme0.vf2, a VF of the same device, is free'",
-                          h_bin(), FAB), 0);
-    assert_int_not_equal(h_cli(FAB, "device lend nvme0.vf1 --to c 2>/dev/null"), 0);
-    assert_int_equal(h_cli(FAB, "device lend nvme0.vf2 --to c >/dev/null"), 0);
+                          h_bin(), FX.name), 0);
+    assert_int_not_equal(h_cli(FX.name, "device lend nvme0.vf1 --to c 2>/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "device lend nvme0.vf2 --to c >/dev/null"), 0);
     assert_int_equal(h_sh("%s/ntblend --fabric %s device list | grep -q 'nvme0.vf2 .* c (VF 2 of nvme0)'",
-                          h_bin(), FAB), 0);
+                          h_bin(), FX.name), 0);
     struct job pf = { "nvme0", 0x500 };
-    struct h_proc p[3] = { h_spawn(FAB, "b", pci_io, NULL), h_spawn(FAB, "c", pci_io, NULL),
-                           h_spawn(FAB, "a", io_child, &pf) };
+    struct h_proc p[3] = { h_spawn(FX.name, "b", pci_io, NULL), h_spawn(FX.name, "c", pci_io, NULL),
+                           h_spawn(FX.name, "a", io_child, &pf) };
     for (int i = 0; i < 3; i++)
         assert_int_equal(h_join(&p[i]), 0);
     assert_int_equal(h_sh("%s/ntblend --fabric %s lspci --host b -v | grep -q 'Device: nvme0.vf1'",
-                          h_bin(), FAB), 0);
-    assert_int_equal(h_cli(FAB, "device reclaim nvme0.vf1 >/dev/null"), 0);
+                          h_bin(), FX.name), 0);
+    assert_int_equal(h_cli(FX.name, "device reclaim nvme0.vf1 >/dev/null"), 0);
     assert_int_not_equal(h_sh("%s/ntblend --fabric %s lspci --host b -v | grep -q 'Device: nvme0.vf1'",
-                              h_bin(), FAB), 0);
+                              h_bin(), FX.name), 0);
     assert_int_equal(h_sh("%s/ntblend --fabric %s lspci --host c -v | grep -q 'Device: nvme0.vf2'",
-                          h_bin(), FAB), 0);
+                          h_bin(), FX.name), 0);
     /* vf2 stays with c, and works. */
-    p[1] = h_spawn(FAB, "c", pci_io, NULL);
+    p[1] = h_spawn(FX.name, "c", pci_io, NULL);
     assert_int_equal(h_join(&p[1]), 0);
-    assert_int_equal(h_cli(FAB, "device reclaim nvme0.vf2 >/dev/null"), 0);
+    assert_int_equal(h_cli(FX.name, "device reclaim nvme0.vf2 >/dev/null"), 0);
 }
 
 static int setup(void **state)
 {
-    (void)state;
-    snprintf(FAB, sizeof FAB, "%s", h_fabric_name("sriov"));
-    if (h_up(FAB, "tests/system/topologies/sriov-nvme.ini"))
-        return -1;
-    return h_cli(FAB, "device add nvme0 >/dev/null") || h_cli(FAB, "device add nvme0.vf1 >/dev/null") ||
-           h_cli(FAB, "device add nvme0.vf2 >/dev/null");
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    h_down(FAB);
-    return 0;
+    static const struct fx_opts o = { .topo = "tests/system/topologies/sriov-nvme.ini",
+                                      .add = { "nvme0", "nvme0.vf1", "nvme0.vf2" } };
+    return fx_setup(state, &FX, "sriov", &o);
 }
 
 int main(void)
@@ -283,5 +273,5 @@ int main(void)
         cmocka_unit_test(test_isolation),
         cmocka_unit_test(test_lend_one_by_one),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

@@ -10,8 +10,6 @@ set -euo pipefail
 fabric="t-vm-$$"
 vm_name=g1
 . "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/system/vm_common.sh"
-work=$(mktemp -d)
-trap 'n down >/dev/null 2>&1 || true; kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 
 # The guest: Debian's kernel and busybox, cached in the source tree's build directory (shared by
 # every build flavour), downloaded once.

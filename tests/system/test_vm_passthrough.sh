@@ -14,8 +14,6 @@ accel=${NTBLEND_TEST_ACCEL:-tcg}
 fabric="t-vmpass-$accel-$$"
 vm_name=p1
 . "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/system/vm_common.sh"
-work=$(mktemp -d)
-trap 'n down >/dev/null 2>&1 || true; kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 
 skip() { echo "SKIP: KVM cannot run a guest here: $*"; exit 77; }
 if [ "$accel" = kvm ]; then

@@ -11,18 +11,12 @@
 # left behind.
 set -euo pipefail
 fabric="t-vmrun-$$"
-n() { ntblend --fabric "$fabric" "$@"; }
-work=$(mktemp -d)
+vm_name=none # its VMs run drivers, not a guest with a console
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/system/vm_common.sh"
 n2() { ntblend --fabric "$fabric-n" "$@"; }
-trap 'n down >/dev/null 2>&1 || true; n2 down >/dev/null 2>&1 || true; kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+fx_cleanup 'n2 down'
+# wait_for CONDITION MESSAGE [TENTHS]: MESSAGE as it is (vm_common.sh's evaluates it).
 wait_for() { for _ in $(seq "${3:-600}"); do eval "$1" && return 0; sleep 0.1; done; fail "$2"; }
-expect_err() {
-  local want=$1 out; shift
-  out=$("$@" 2>&1) && fail "'$*' succeeded: $out"
-  grep -qF -- "$want" <<<"$out" || fail "'$*' said: $out (wanted: $want)"
-}
-held() { n status --json | jq -c '[.adapters[] | [.lut.used - .lut_agent, .requester_ids.used]], [.hosts[].iommu_maps]'; }
 
 # smartio-p2p (accel0, accel1 in a; accel2 in c) with IOMMUs on and an NVMe in a.
 sed -e 's/^\[defaults\]$/[defaults]\niommu = on/' "$NTBLEND_SRC/examples/topologies/smartio-p2p.ini" >"$work/topo.ini"

@@ -1,8 +1,10 @@
-# What the VM tests share (sourced): the CLI on the test's fabric, waiting, expected errors, what
-# the fabric holds. The test sets fabric, vm_name (whose console and log a failure shows) and
-# dir (the fabric's directory) once the fabric is up.
+# What the VM tests share (sourced), on the fixture of every shell test (tests/lib/fixture.sh:
+# the fabric, `n`, $work, the clean-up): a failure that shows the guest's console, waiting,
+# expected errors, what the fabric holds. The test sets fabric first, vm_name (whose console
+# and log a failure shows), and dir (the fabric's directory) once the fabric is up.
+. "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/lib/fixture.sh"
+fx_init vm
 dir=""
-n() { ntblend --fabric "$fabric" "$@"; }
 fail() {
   echo "FAIL: $*" >&2
   for f in console.log log; do

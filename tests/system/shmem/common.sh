@@ -1,11 +1,10 @@
 # Sourced by the test_shmem*.sh scripts: the programs of tests/system/shmem/ every placement
-# runs, the fabric, and building and running them. The caller sets `fabric` first.
+# runs, and building and running them, on the fixture of every shell test (tests/lib/fixture.sh:
+# the fabric, `n`, $work, the clean-up). The caller sets `fabric` first.
 bin="${NTBLEND_BIN:?set NTBLEND_BIN to the bin directory of the build}"
 src="${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}"
-work=$(mktemp -d)
-n() { "$bin/ntblend" --fabric "$fabric" "$@"; }
-trap 'n down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$src/tests/lib/fixture.sh"
+fx_init shmem
 # step WHAT: progress on stdout, so that a test stopped by its timeout shows where it stood.
 step() { echo "[${SECONDS}s] $*"; }
 

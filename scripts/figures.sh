@@ -458,7 +458,9 @@ fig_ring-4b() {
   echo "Stages (docs/openshmem.md, *Where a put's time goes*): each chunk's times travel with it,"
   echo "and its stages add up to its time from shmem_putmem to its acknowledgement; quiet is the"
   echo "PE's own wake-up after the last acknowledgement. A put of more than one chunk adds its"
-  echo "chunks' stages, which overlap in time, so its total exceeds the measured latency."
+  echo "chunks' stages, which overlap in time, so its total exceeds the measured latency; and the"
+  echo "stages are means over every put of the run (its warm-up too), the measured latency the"
+  echo "median of its repetitions, which a loaded machine's slow wake-ups move apart."
   echo
   plot "$work/ring/fig4b.png" ring-4b.png
   if [ "$top" = doorbell ]; then

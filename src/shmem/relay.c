@@ -535,6 +535,13 @@ int shmemi_relay_main(void)
             for (int a = 0; a < nad; a++)
                 xp_dmaq_put(&th[i].dq[a]);
         }
+    for (int i = 0; i < nthreads; i++) {
+        free(th[i].rings);
+        free(th[i].owed);
+        free(th[i].dq);
+        free(th[i].psum);
+    }
+    free(th);
     for (int h = 0; h < shm.nhosts; h++)
         if (nlinks[h].remote)
             xp_link_close(&nlinks[h]);

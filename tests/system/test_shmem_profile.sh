@@ -8,35 +8,38 @@
 # total, and the quiets counted; the other PEs report no chunks. With on, a table per PE. Also
 # with SHMEM_DMA_MIN=off (every hop by CPU stores). Off (unset, or off/0) prints no profile and
 # the same stdout; a bad value is refused with a message; a switched fabric and failover say why
-# nothing is timed. No timing value is asserted.
+# nothing is timed. On ring7 every chunk of PE 0's puts to PE 3 passes two nodes, the first
+# of which forwards it. No timing value is asserted.
 set -euo pipefail
 fabric="t-shmem-prof-$$"
 . "${NTBLEND_SRC:?set NTBLEND_SRC to the source tree}/tests/system/shmem/common.sh"
 build ringprof
 
-oshrun_ring() { # OUT ARGS...: ringprof at 5 PEs, stdout and stderr apart
+np=5
+oshrun_ring() { # OUT ARGS...: ringprof at $np PEs, stdout and stderr apart
     local out=$1
     shift
-    timeout 120 "$bin/oshrun" --fabric "$fabric" -np 5 "$@" "$work/ringprof" >"$out.out" 2>"$out.err" ||
+    timeout 120 "$bin/oshrun" --fabric "$fabric" -np "$np" "$@" "$work/ringprof" >"$out.out" 2>"$out.err" ||
         fail "ringprof ($*): $(cat "$out.out" "$out.err")"
 }
 
-# check_json OUT: PE 0's profile against what it put.
+# check_json OUT [NODES]: PE 0's profile against what it put, each chunk through NODES nodes
+# (default 1).
 check_json() {
-    local out=$1 line chunk puts bytes want
+    local out=$1 nodes=${2:-1} line chunk puts bytes want
     line=$(grep '^{"shmem_profile"' "$out.err" | jq -c 'select(.shmem_profile.pe == 0) | .shmem_profile') ||
         fail "no JSON profile line of PE 0: $(cat "$out.err")"
-    [[ $(grep -c '^{"shmem_profile"' "$out.err") == 5 ]] || fail "not one profile line per PE: $(cat "$out.err")"
+    [[ $(grep -c '^{"shmem_profile"' "$out.err") == "$np" ]] || fail "not one profile line per PE: $(cat "$out.err")"
     read -r _ puts _ bytes <"$out.out"
     chunk=$(jq -r .chunk <<<"$line")
     # Chunks: 20 puts of each of 1 KiB, 48 KiB and 600 KiB, each put cut into chunk-sized pieces.
     want=$(( 20 * ( (1024 + chunk - 1) / chunk + (49152 + chunk - 1) / chunk + (614400 + chunk - 1) / chunk ) ))
-    jq -e --argjson want "$want" --argjson bytes "$bytes" '
-        .timed and .chunks == $want and .bytes == $bytes and .hops == .chunks and .quiets >= 60
+    jq -e --argjson want "$want" --argjson bytes "$bytes" --argjson nodes "$nodes" '
+        .timed and .chunks == $want and .bytes == $bytes and .hops == .chunks * $nodes and .quiets >= 60
         and ([.stages_ns[]] | length) == 9 and all(.stages_ns[]; . >= 0)
         and .stages_ns.dma > 0 and .stages_ns.doorbell > 0 and .stages_ns.deliver > 0 and .stages_ns.ack > 0
         and ([.stages_ns | del(.quiet)[]] | add) <= .total_ns' <<<"$line" >/dev/null ||
-        fail "PE 0's profile does not add up (want $want chunks, $bytes bytes, $puts puts): $line"
+        fail "PE 0's profile does not add up (want $want chunks, $bytes bytes, $puts puts, $nodes nodes each): $line"
     # PE 0 alone put anything routed.
     [[ $(grep '^{"shmem_profile"' "$out.err" | jq -s '[.[] | select(.shmem_profile.pe != 0) | .shmem_profile.chunks] | add') == 0 ]] ||
         fail "PEs other than 0 counted routed chunks: $(cat "$out.err")"
@@ -82,6 +85,13 @@ SHMEM_PROFILE=on SHMEM_RING_FAILOVER=on oshrun_ring "$work/fo"
 grep -q "shmem: PE 0 profile: puts under SHMEM_RING_FAILOVER=on are not timed" "$work/fo.err" ||
     fail "failover: $(cat "$work/fo.err")"
 no_job_left "profile" ringprof
+n down >/dev/null
+
+step "json on ring7: PE 0 -> PE 3 through two nodes (one forwards)"
+n up "$src/tests/system/topologies/ring7.ini" >/dev/null
+np=7
+SHMEM_PROFILE=json oshrun_ring "$work/ring7"
+check_json "$work/ring7" 2
 n down >/dev/null
 
 step "a switched fabric: nothing to time"

@@ -324,7 +324,8 @@ static int drain(struct rthread *t, bool *stuck)
         while (pos < (head = atomic_load_explicit(&ring->head, memory_order_acquire))) {
             const struct xp_msg *m = &ring->msg[pos % XP_SLOTS];
             uint64_t end = pos + span_at(m, pos, head);
-            t->arrived = t->psum && m->type == XP_PUT && relay_msg_sane(m) ? arrive(t, ring, r, pos, &st) : NULL;
+            t->arrived = t->psum && m->type == XP_PUT && relay_msg_sane(m) ? arrive(t, ring, r, pos, &st)
+                                                                            : NULL;
             int rc = start_dma(t, r, pos, end, m);
             if (rc == 0) {
                 pos = end;

@@ -24,6 +24,11 @@
 #          goes first alternates too), each figure the best of 3 after a warm-up, then the
 #          median over rounds (seed 0.80-0.85; target >= 0.90). Also the ratio to the modelled
 #          wire rate (link_mbps, 6000 unless --link-mbps).
+#   fig4b  seed Fig. 4b: where a put's time goes in software. One shmem_putmem + shmem_quiet
+#          PE 0 -> PE 2 (through host b's node) at a time, 1 KiB..1 MiB, with SHMEM_PROFILE=json
+#          (the library's per-stage timing, docs/openshmem.md): us per put in each stage (wait,
+#          stage, dma, publish, doorbell, relay, deliver, ack, quiet) and % of its total, beside
+#          the paper's steps (scripts/bench-ring-4b.sh). Needs jq.
 #
 # Where the emulated DMA engines run: on real adapters they are hardware and take no CPU; here
 # each is a thread of a host's agent that copies the data. A put to a non-neighbour keeps two
@@ -35,7 +40,8 @@
 # alike (--dma-cpus none: anywhere, as before). Figs. 5 and 7 (every PE busy in fig7) run on
 # fabrics without it.
 #
-# Usage: scripts/bench-ring.sh [options]
+# Usage: scripts/bench-ring.sh [fig4b] [options]
+#   (no mode)          every figure above; fig4b: only Fig. 4b (ring5, about 20 s; --quick 10 s)
 #   -o, --outdir DIR   where JSON, TSV, PNG, binary and logs go (default build/bench/ring)
 #   -b, --bin DIR      ntblend's build/bin (default $NTBLEND_BIN, else ./build/bin)
 #   -r, --rounds R     ratio rounds (default 7; --quick 3)
@@ -63,6 +69,7 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 die() { echo "$me: $*" >&2; exit 1; }
 
 outdir=""
+only_4b=0
 bin=${NTBLEND_BIN:-./build/bin}
 rounds=""
 threads_list=1,2,4,8
@@ -86,6 +93,7 @@ while (($#)); do
     --dma-cpus) (($# >= 2)) || die "$1 needs a CPU list or none"; dma_cpus=$2; shift 2 ;;
     --quick) quick=1; shift ;;
     --no-plot) plot=0; shift ;;
+    fig4b) only_4b=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
@@ -116,6 +124,8 @@ else
   reps=7 iters=100 turn_iters=100 raw_total=64M bw_bytes=64M
 fi
 ratio_sizes=(262144 524288 1048576)
+# Fig. 4b: the seed's request sizes, 1 kB to 1024 kB.
+if [ $quick = 1 ]; then sizes_4b=(4096 65536 1048576); else sizes_4b=(1024 4096 16384 65536 262144 1048576); fi
 sizes_arg=$(printf '%s,' "${sizes[@]}"); sizes_arg=${sizes_arg%,}
 ratio_arg=$(printf '%s,' "${ratio_sizes[@]}"); ratio_arg=${ratio_arg%,}
 
@@ -123,6 +133,7 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 bin_abs=$(cd "$bin" 2>/dev/null && pwd) || die "no build directory '$bin'; run scripts/build.sh or pass -b DIR"
 bin=$bin_abs
 . "$src/scripts/bench-floor.sh"
+. "$src/scripts/bench-ring-4b.sh"
 floor_init "$bin" || exit 1
 floor_start || exit 1
 for b in ntblend oshcc oshrun oshrelay ntb_perf; do
@@ -237,6 +248,14 @@ echo "$me: $(nproc) CPUs, latency model $([ $latency = 1 ] && echo on || echo of
 
 # ================================================================ ring5: fig4a, fig6, ratios
 if [ "$dma_cpus" = none ]; then up 5; else up 5 --dma-cpus "$dma_cpus"; fi
+if [ $only_4b = 1 ]; then
+  fig4b_run "${sizes_4b[@]}"
+  down
+  fig4b_report
+  floor_finish "$outdir/fig4b.json"
+  echo "$me: done in $((SECONDS - secs0)) s: $outdir/fig4b.{json,tsv}$([ $plot = 1 ] && echo ' and fig4b.png'); log $log" >&2
+  exit 0
+fi
 echo "$me: [ring5] fig4a: raw link (ntb_perf a -> b, DMA and CPU) at ${#sizes[@]} sizes" >&2
 declare -A rawd rawc
 raw_json=()
@@ -276,6 +295,8 @@ for ((r = 1; r <= rounds; r++)); do
     fi
   done
 done
+
+fig4b_run "${sizes_4b[@]}"
 
 # ================================================================ figs 5 and 7 on 5, 4, 3 hosts
 declare -A f5 f7
@@ -424,4 +445,5 @@ if [ $plot = 1 ]; then
   gnuplot -e "dir='$src/tools/plots/'; fig='5'; in='$outdir/fig5-t'; threads='$tl'; out='$outdir/fig5.png'; title='Fig. 5: putmem + quiet latency to the farthest PE by hosts, one panel per thread count ($mlabel)'" "$gp"
   gnuplot -e "dir='$src/tools/plots/'; fig='7'; in='$outdir/fig7.tsv'; threads='$tl'; out='$outdir/fig7.png'; title='Fig. 7: turn-around latency, every PE putting $turn_size at once ($mlabel)'" "$gp"
 fi
-echo "$me: done in $((SECONDS - secs0)) s: $outdir/{fig4a,fig5,fig6,fig7,summary}.json$([ $plot = 1 ] && echo ' and fig*.png'); log $log" >&2
+fig4b_report
+echo "$me: done in $((SECONDS - secs0)) s: $outdir/{fig4a,fig4b,fig5,fig6,fig7,summary}.json$([ $plot = 1 ] && echo ' and fig*.png'); log $log" >&2

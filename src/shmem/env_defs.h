@@ -41,6 +41,10 @@
       "0: large puts and gets to mapped PEs by one thread (default 1: a helper thread "      \
       "copies half, with no more PEs than CPUs, when timing shows that the two copy faster " \
       "than one; slow: a helper that dawdles, for tests)")                                    \
+    X(PROFILE, "PROFILE", SHM_KIND_WORD, "off|on|json|0|1", 0, 0, SHM_FOR_USER,                \
+      "on: time every routed put's stages on a ring (wait, stage, dma, publish, doorbell, "  \
+      "relay, deliver, ack, quiet) and print each PE's sums at shmem_finalize on stderr; "    \
+      "json: the same as one JSON line; off (default): nothing is timed")                     \
     X(JOB, "JOB", SHM_KIND_NUM, "", 0, 0x7fffffff, SHM_FOR_LAUNCHER, "the job's id")           \
     X(PE, "PE", SHM_KIND_NUM, "0", 0, 4095, SHM_FOR_LAUNCHER, "this PE's number")              \
     X(NPES, "NPES", SHM_KIND_NUM, "1", 1, 4096, SHM_FOR_LAUNCHER, "the job's PEs")             \

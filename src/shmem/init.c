@@ -237,6 +237,7 @@ void shmem_finalize(void)
     if (!shm.initialized || shm.finalized)
         return;
     shm_barrier(); /* nobody touches a heap after this */
+    shm_prof_report(); /* SHMEM_PROFILE: every ack is in after the barrier's quiet */
     atomic_store(&shm_ctrl_of(shm.me)->finished, 1); /* our heap's removal is no loss */
     shm_heap_fini();
     shm_team_fini();

@@ -91,6 +91,8 @@ static void apply_reply(const struct xp_msg *m, const void *data)
     }
     switch (m->type) {
     case XP_ACK:
+        if (m->len == sizeof(struct xp_prof_sums) && data) /* SHMEM_PROFILE: before the count */
+            shm_prof_ack(c, data);
         atomic_fetch_add(&c->acks, m->v);
         break;
     case XP_GET_DATA:
@@ -178,14 +180,19 @@ bool relay_pay_acks(struct rthread *t)
         if (!t->owed[pe])
             continue;
         struct xp_prod *p;
-        if (reply_begin(pe, 0, &p)) {
+        /* SHMEM_PROFILE: the delivered puts' times go with their ack. */
+        struct xp_prof_sums *sum = t->psum && t->psum[pe].chunks ? &t->psum[pe] : NULL;
+        uint32_t dlen = sum ? (uint32_t)sizeof *sum : 0;
+        if (reply_begin(pe, dlen, &p)) {
             all = false;
             continue;
         }
         struct xp_msg rm = { .type = XP_ACK, .src_pe = (uint32_t)pe, .dst_pe = (uint32_t)pe,
-                             .v = t->owed[pe] };
+                             .len = dlen, .v = t->owed[pe] };
         t->owed[pe] = 0;
-        reply_end(p, &rm, NULL);
+        reply_end(p, &rm, sum);
+        if (sum)
+            memset(sum, 0, sizeof *sum);
     }
     return all;
 }
@@ -207,7 +214,8 @@ struct xp_prod *relay_next_prod(const struct xp_msg *m, uint32_t ring)
     return p;
 }
 
-static int forward(const struct xp_msg *m, const void *data, uint32_t ring)
+/* Pass a message on to the next host's inbox (st: a put's stamp, SHMEM_PROFILE). */
+static int forward(const struct xp_msg *m, const void *data, uint32_t ring, struct xp_stamp *st)
 {
     /* Failover: not across a link that is down; its source sends it again the other way. */
     if (shm.failover && xp_link_dead(shm.myhost, relay_onward(ring)))
@@ -218,7 +226,9 @@ static int forward(const struct xp_msg *m, const void *data, uint32_t ring)
         pthread_mutex_unlock(&p->lock);
         return -EAGAIN;
     }
-    xp_push(p, m, data, xp_data_len(m));
+    if (st)
+        xp_stamp_to(st, SHM_ST_RELAY);
+    xp_push_stamped(p, m, data, xp_data_len(m), st);
     pthread_mutex_unlock(&p->lock);
     return 0;
 }
@@ -298,7 +308,7 @@ int relay_handle(struct rthread *t, const struct xp_msg *m, const void *data, ui
         return 0; /* not from this job's library: dropped */
     if (shm.failover) {
         if (shm.pes[m->dst_pe].host != shm.myhost)
-            return forward(m, data, ring);
+            return forward(m, data, ring, NULL);
         if (xp_is_reply(m->type)) {
             apply_reply(m, data);
             return 0;
@@ -310,23 +320,27 @@ int relay_handle(struct rthread *t, const struct xp_msg *m, const void *data, ui
     struct xp_prod *p;
     struct xp_msg rm = { .src_pe = (uint32_t)dst, .dst_pe = (uint32_t)src };
     if (xp_is_reply(m->type))
-        return base ? (apply_reply(m, data), 0) : forward(m, data, ring);
+        return base ? (apply_reply(m, data), 0) : forward(m, data, ring, NULL);
     switch (m->type) {
     case XP_PUT:
         if (!base)
-            return forward(m, data, ring);
+            return forward(m, data, ring, t->arrived);
         if (m->off + m->len <= shm.seg_size) {
             if (dst == shm.relay_slow_pe) { /* SHMEM_RELAY_SLOW_PE, for tests */
                 struct timespec ts = { 0, 2000000 };
                 nanosleep(&ts, NULL);
             }
+            if (t->arrived)
+                xp_stamp_to(t->arrived, SHM_ST_RELAY);
             memcpy(base + m->off, data, m->len);
             t->owed[src]++;
+            if (t->arrived)
+                xp_prof_delivered(&t->psum[src], t->arrived, m->len);
         }
         return 0;
     case XP_GET:
         if (!base)
-            return forward(m, data, ring);
+            return forward(m, data, ring, NULL);
         if (m->off + m->len > shm.seg_size || m->token >= SHM_RBUF_SLOTS)
             return 0;
         if (reply_begin(src, m->len, &p))
@@ -342,7 +356,7 @@ int relay_handle(struct rthread *t, const struct xp_msg *m, const void *data, ui
          * AtomicOps on that link), unless software AMOs are asked for: then only its own
          * host's node does it. */
         if (!base || (shm.sw_atomics && shm.pes[dst].host != shm.myhost))
-            return forward(m, data, ring);
+            return forward(m, data, ring, NULL);
         if (m->off + m->size > shm.seg_size || (m->size != 4 && m->size != 8) || (m->off % m->size))
             return 0;
         if (reply_begin(src, 0, &p))
@@ -471,6 +485,8 @@ int shmemi_relay_main(void)
             x->rings = calloc(relay_nrings, sizeof *x->rings);
             x->owed = calloc((size_t)shm.npes, sizeof *x->owed);
             x->dq = calloc((size_t)nad, sizeof *x->dq);
+            if (shm.profile && !shm.failover && !(x->psum = calloc((size_t)shm.npes, sizeof *x->psum)))
+                shm_fatal("out of memory");
             if (!x->rings || !x->owed || !x->dq)
                 shm_fatal("out of memory");
             uint32_t nb = (uint32_t)(shm.npes + shm.nhosts);
@@ -519,6 +535,13 @@ int shmemi_relay_main(void)
             for (int a = 0; a < nad; a++)
                 xp_dmaq_put(&th[i].dq[a]);
         }
+    for (int i = 0; i < nthreads; i++) {
+        free(th[i].rings);
+        free(th[i].owed);
+        free(th[i].dq);
+        free(th[i].psum);
+    }
+    free(th);
     for (int h = 0; h < shm.nhosts; h++)
         if (nlinks[h].remote)
             xp_link_close(&nlinks[h]);

@@ -46,6 +46,14 @@ struct rthread {
     _Atomic uint32_t inflight;      /* fifo.n, for waits that look without the lock */
     _Atomic uint32_t work, work_sl; /* bumped for the completer (a DMA for it, or the end) */
     _Atomic uint32_t gone, gone_sl; /* bumped by the completer when the fifo got shorter */
+    /* SHMEM_PROFILE (prof.h): the stamp of the put being handled (NULL: none), the sums of
+     * the puts delivered, sent with the acks (by source PE; under mu), and the message a full
+     * ring held up last (its arrival counts from when it was first seen). */
+    struct xp_stamp *arrived;
+    struct xp_prof_sums *psum;
+    bool held;
+    uint32_t held_ring;
+    uint64_t held_pos, held_ns;
     /* What each wait learnt: for messages, for our own DMA, for room ahead, the completer's */
     struct wpol_site wait, dma_wait, full_wait, cwait, fwait;
 };

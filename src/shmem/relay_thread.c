@@ -54,11 +54,17 @@ static void land(struct rthread *t, int rc)
     if (e->fwd && (lost || xp_link_dead(shm.myhost, e->fwd->link->host))) {
         ; /* not published: that ring is not used again */
     } else if (e->fwd) {
+        if (t->psum) /* SHMEM_PROFILE: every put in flight has its stamp */
+            xp_stamp_to(&e->st, SHM_ST_DMA);
         pthread_mutex_lock(&e->fwd->lock);
+        if (t->psum)
+            xp_stamp_put(e->fwd, e->idx, &e->st);
         xp_publish(e->fwd, e->idx, &e->m);
         pthread_mutex_unlock(&e->fwd->lock);
     } else {
         t->owed[e->m.src_pe]++;
+        if (t->psum)
+            xp_prof_delivered(&t->psum[e->m.src_pe], &e->st, e->m.len);
     }
     advance(xp_ring_at(relay_inbox, t->pring), e->pos);
     xp_fifo_pop(&t->fifo);
@@ -240,7 +246,12 @@ static int start_dma(struct rthread *t, uint32_t r, uint64_t pos, uint64_t end, 
         shm_path_lost(fwd ? fwd->link->host : shm.pes[dst].host);
     if (rc)
         shm_fatal("relay: cannot queue a DMA: %s", seg_strerror(rc));
-    *xp_fifo_add(&t->fifo) = (struct xp_pend){ .pos = end, .fwd = fwd, .idx = idx, .m = out_m };
+    struct xp_pend *e = xp_fifo_add(&t->fifo);
+    *e = (struct xp_pend){ .pos = end, .fwd = fwd, .idx = idx, .m = out_m };
+    if (t->arrived) {
+        xp_stamp_to(t->arrived, SHM_ST_RELAY);
+        e->st = *t->arrived;
+    }
     t->pdq = dq;
     t->pring = r;
     t->next_pos = end;
@@ -265,11 +276,38 @@ static uint64_t next_new(struct rthread *t, uint32_t r, struct xp_ring *ring, bo
     return pos;
 }
 
+/* SHMEM_PROFILE: a put taken from ring r at pos, its stamp copied into *st: its doorbell
+ * stage ends now, or when the thread first saw it if a full ring held it up since (that wait
+ * is the node's: relay). */
+static struct xp_stamp *arrive(struct rthread *t, struct xp_ring *ring, uint32_t r, uint64_t pos,
+                               struct xp_stamp *st)
+{
+    uint64_t now = shm_now_ns();
+    if (t->held && t->held_ring == r && t->held_pos == pos)
+        now = t->held_ns;
+    *st = ring->stamp[pos % XP_SLOTS];
+    st->hops++;
+    xp_stamp_at(st, SHM_ST_DOORBELL, now);
+    return st;
+}
+
+/* The message at pos of ring r must wait for room ahead: remember when it arrived. */
+static void hold(struct rthread *t, uint32_t r, uint64_t pos)
+{
+    if (!t->arrived)
+        return;
+    t->held = true;
+    t->held_ring = r;
+    t->held_pos = pos;
+    t->held_ns = t->arrived->mark;
+}
+
 /* One pass over a thread's rings; how many messages were started or handled, and whether one
  * is stuck. DMAs may stay in flight after it, with the completer. */
 static int drain(struct rthread *t, bool *stuck)
 {
     int done = 0;
+    struct xp_stamp st; /* SHMEM_PROFILE: the put being handled (t->arrived) */
     *stuck = false;
     for (int i = 0; i < t->nrings; i++) {
         uint32_t r = t->rings[i];
@@ -286,6 +324,8 @@ static int drain(struct rthread *t, bool *stuck)
         while (pos < (head = atomic_load_explicit(&ring->head, memory_order_acquire))) {
             const struct xp_msg *m = &ring->msg[pos % XP_SLOTS];
             uint64_t end = pos + span_at(m, pos, head);
+            t->arrived = t->psum && m->type == XP_PUT && relay_msg_sane(m) ? arrive(t, ring, r, pos, &st)
+                                                                            : NULL;
             int rc = start_dma(t, r, pos, end, m);
             if (rc == 0) {
                 pos = end;
@@ -293,6 +333,7 @@ static int drain(struct rthread *t, bool *stuck)
                 continue;
             }
             if (rc < 0) {
+                hold(t, r, pos);
                 *stuck = true;
                 break;
             }
@@ -301,6 +342,7 @@ static int drain(struct rthread *t, bool *stuck)
             rc = relay_handle(t, m, xp_slot_data(relay_inbox, relay_nrings, shm.chunk, r, pos + m->lead), r);
             pthread_mutex_unlock(&t->mu);
             if (rc) {
+                hold(t, r, pos);
                 *stuck = true;
                 break;
             }

@@ -184,6 +184,7 @@ void shm_xport_init(uint32_t self)
         }
     }
     shm.threads = (int)shm_env_num_in(SHM_ENV_RING_THREADS, 2, 1, XP_MAX_THREADS);
+    shm.profile = shm_prof_mode();
     shm.chunk_given = shm_env_text(SHM_ENV_RING_CHUNK) != NULL;
     shm_set_chunk((size_t)shm_env_num(SHM_ENV_RING_CHUNK, XP_DEFAULT_CHUNK));
     const char *dm = shm_env_text(SHM_ENV_DMA_MIN);

@@ -15,6 +15,7 @@
 #include <ntblend/seg.h>
 
 #include "env_defs.h"
+#include "prof.h"
 #include "shmem.h"
 #include "wpol.h"
 
@@ -52,6 +53,8 @@ struct shm_ctrl {
      * each CPU, arrivals of that CPU's PEs; in PE 0, CPUs all of whose PEs have arrived. */
     _Alignas(64) _Atomic uint64_t bar_local;
     _Alignas(64) _Atomic uint64_t bar_cpus;
+    /* SHMEM_PROFILE (prof.c): our routed puts' stage times, added by the node next to us. */
+    _Alignas(64) struct shm_prof_area prof;
 };
 _Static_assert(sizeof(struct shm_ctrl) <= SHM_CTRL_SIZE, "the control region is one page");
 
@@ -91,6 +94,7 @@ struct shm_state {
     int timeout_ms;   /* SHMEM_BOOTSTRAP_TIMEOUT */
     bool crowded;     /* more PEs than CPUs on this machine: yield at once, count at PE 0 */
     int copy_helper;  /* SHMEM_COPY_HELPER: large copies to mapped PEs by two threads (copy.c) */
+    int profile;      /* SHMEM_PROFILE: 0 off, 1 a table at finalize, 2 JSON (prof.c) */
 };
 
 extern struct shm_state shm;

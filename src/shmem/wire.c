@@ -121,7 +121,14 @@ void xp_publish(struct xp_prod *p, uint64_t idx, const struct xp_msg *m)
     xp_doorbell(p);
 }
 
-void xp_push(struct xp_prod *p, const struct xp_msg *m, const void *data, size_t len)
+void xp_stamp_put(struct xp_prod *p, uint64_t idx, struct xp_stamp *st)
+{
+    xp_stamp_to(st, SHM_ST_PUBLISH);
+    xp_ring_at(p->link->base, p->ring)->stamp[idx % XP_SLOTS] = *st; /* before the head */
+}
+
+void xp_push_stamped(struct xp_prod *p, const struct xp_msg *m, const void *data, size_t len,
+                     struct xp_stamp *st)
 {
     struct xp_msg mm = *m;
     if (len > xp_data_len(m))
@@ -129,7 +136,16 @@ void xp_push(struct xp_prod *p, const struct xp_msg *m, const void *data, size_t
     uint64_t idx = xp_reserve(p, xp_data_len(m), &mm.lead);
     if (len)
         memcpy(xp_slot_data(p->link->base, xp_nrings(), shm.chunk, p->ring, idx + mm.lead), data, len);
+    if (st) {
+        xp_stamp_to(st, SHM_ST_DMA); /* CPU stores across the link */
+        xp_stamp_put(p, idx, st);
+    }
     xp_publish(p, idx, &mm);
+}
+
+void xp_push(struct xp_prod *p, const struct xp_msg *m, const void *data, size_t len)
+{
+    xp_push_stamped(p, m, data, len, NULL);
 }
 
 static pthread_mutex_t dmaq_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -216,17 +216,24 @@ static void *sender_thread(void *arg)
         if (sd->fifo.n) {
             pthread_mutex_unlock(&p->lock);
             int rc = seg_dma_wait_first(q, -1);
+            uint64_t landed = shm.profile ? shm_now_ns() : 0; /* SHMEM_PROFILE: its dma ends */
             pthread_mutex_lock(&p->lock);
             bool published = false;
             for (;;) {
                 struct xp_pend *e = xp_fifo_first(&sd->fifo);
                 if (sender_landed(sd, rc) && !xp_link_dead(shm.myhost, sd->host)) {
+                    if (shm.profile) {
+                        xp_stamp_at(&e->st, SHM_ST_DMA, landed);
+                        xp_stamp_put(p, e->idx, &e->st);
+                    }
                     xp_publish_silent(p, e->idx, &e->m);
                     published = true;
                 }
                 xp_fifo_pop(&sd->fifo);
                 if (!sd->fifo.n || (rc = seg_dma_wait_first(q, 0)) == -ETIMEDOUT)
                     break;
+                if (shm.profile)
+                    landed = shm_now_ns();
             }
             pthread_cond_broadcast(&sd->cond);
             if (published) {
@@ -587,6 +594,9 @@ void shm_put(int pe, size_t off, const void *src, size_t len)
         size_t n = len - done < shm.chunk ? len - done : shm.chunk;
         struct xp_msg m = { .type = XP_PUT, .src_pe = (uint32_t)shm.me, .dst_pe = (uint32_t)pe,
                             .len = (uint32_t)n, .off = off + done };
+        struct xp_stamp st; /* SHMEM_PROFILE: the chunk's times (prof.h) */
+        if (shm.profile)
+            xp_stamp_start(&st);
         /* Chunks of at least SHMEM_DMA_MIN go by the adapter's DMA engine; smaller ones are
          * CPU stores into the slot, behind any chunk still on its way. */
         bool dma = xp_dma_min && n >= xp_dma_min && sender_ready(hop);
@@ -594,9 +604,11 @@ void shm_put(int pe, size_t off, const void *src, size_t len)
             while (sd->fifo.n == SHM_PUT_STAGES)
                 pthread_cond_wait(&sd->cond, &p->lock);
         wait_room(hop, !dma, n);
+        if (shm.profile)
+            xp_stamp_to(&st, SHM_ST_WAIT);
         atomic_fetch_add(&issued, 1);
         if (!dma) {
-            xp_push(p, &m, (const char *)src + done, n);
+            xp_push_stamped(p, &m, (const char *)src + done, n, shm.profile ? &st : NULL);
         } else {
             /* The sender's fifo holds at most SHM_PUT_STAGES chunks, so the staging chunks of
              * those in flight are distinct. */
@@ -609,7 +621,12 @@ void shm_put(int pe, size_t off, const void *src, size_t len)
             if (rc)
                 shm_fatal("cannot queue a DMA to the node of host node %u: %s",
                           shm.hosts[hop].node, seg_strerror(rc));
-            *xp_fifo_add(&sd->fifo) = (struct xp_pend){ .pos = stage, .idx = idx, .m = m };
+            struct xp_pend *e = xp_fifo_add(&sd->fifo);
+            *e = (struct xp_pend){ .pos = stage, .idx = idx, .m = m };
+            if (shm.profile) {
+                xp_stamp_to(&st, SHM_ST_STAGE);
+                e->st = st;
+            }
             pthread_cond_broadcast(&sd->cond);
         }
         done += n;
@@ -751,7 +768,10 @@ void shm_quiet_all(void)
     }
     if (!atomic_load(&issued))
         return;
+    uint64_t q0 = shm.profile ? shm_now_ns() : 0;
     pthread_rwlock_wrlock(&issue_gate);
     shm_wait_u64(&shm_ctrl_of(shm.me)->acks, atomic_load(&issued));
     pthread_rwlock_unlock(&issue_gate);
+    if (shm.profile)
+        shm_prof_quiet(q0);
 }

@@ -25,7 +25,9 @@
 #include <ntblend/ntb.h>
 #include <ntblend/seg.h>
 
-#define XP_MAGIC 0x58504f33u /* "XPO3" */
+#include "prof.h"
+
+#define XP_MAGIC 0x58504f34u /* "XPO4" */
 /* Descriptors and data slots per ring. A data slot is half a chunk: a message's data takes
  * one or two consecutive slots (its descriptor is in the first), so messages of half a chunk
  * or less (a 256 KiB put with 512 KiB chunks) have twice as many in flight in the same memory
@@ -61,6 +63,9 @@ struct xp_ring {
     _Atomic uint64_t tail; /* written by the consumer */
     char pad1[56];
     struct xp_msg msg[XP_SLOTS];
+    /* SHMEM_PROFILE: each put chunk's times, beside its descriptor (prof.h); written and
+     * read only when profiling, so a descriptor stays one cache line. */
+    struct xp_stamp stamp[XP_SLOTS];
 };
 
 struct xp_inbox {
@@ -91,10 +96,10 @@ static inline char *xp_slot_data(void *inbox, uint32_t nrings, size_t chunk, uin
     return (char *)inbox + xp_data_off(nrings) +
            ((size_t)r * XP_SLOTS + slot % XP_SLOTS) * xp_slot_size(chunk);
 }
-/* The bytes a message carries in its slots. */
+/* The bytes a message carries in its slots (an ack's: its stage times, with SHMEM_PROFILE). */
 static inline size_t xp_data_len(const struct xp_msg *m)
 {
-    return m->type == XP_PUT || m->type == XP_GET_DATA ? m->len : 0;
+    return m->type == XP_PUT || m->type == XP_GET_DATA || m->type == XP_ACK ? m->len : 0;
 }
 /* Data slots for dlen bytes (at least one: the descriptor's). */
 static inline uint64_t xp_nslots(size_t dlen, size_t chunk)
@@ -142,6 +147,7 @@ struct xp_pend {
     struct xp_prod *fwd; /* where it is published when done (NULL: a delivery) */
     uint64_t idx;        /* its reserved slot there */
     struct xp_msg m;
+    struct xp_stamp st;  /* SHMEM_PROFILE: its times so far */
 };
 struct xp_fifo {
     struct xp_pend e[XP_SLOTS];
@@ -165,6 +171,12 @@ bool xp_has_room(struct xp_prod *p, size_t dlen);
 /* Put a message (and len bytes of data) into the ring and ring the consumer's doorbell. The
  * caller holds p->lock and has checked xp_has_room. */
 void xp_push(struct xp_prod *p, const struct xp_msg *m, const void *data, size_t len);
+/* xp_push of a put chunk with its stamp (SHMEM_PROFILE; NULL: none): the copy is its dma
+ * stage, then its publish stage ends as its descriptor is written. */
+void xp_push_stamped(struct xp_prod *p, const struct xp_msg *m, const void *data, size_t len,
+                     struct xp_stamp *st);
+/* Before publishing a reserved put chunk at idx: end its publish stage, write its stamp. */
+void xp_stamp_put(struct xp_prod *p, uint64_t idx, struct xp_stamp *st);
 /* The same in two steps, for data a DMA writes into the slots meanwhile: reserve room for
  * dlen bytes (room checked): the message's place, and in *lead the slots to skip before its
  * data (its data is in slot idx + *lead; the message must carry that lead); then publish the

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hop.h"
 #include "vblk.h"
 
 #define VIRTIO_BLK_F_SIZE_MAX 1
@@ -119,6 +120,7 @@ static void put_req(struct vreq *r)
 static void on_cpl(void *arg, const struct nvme_cpl *cpl)
 {
     struct vreq *r = arg;
+    hop_mark("cpl", r->head);
     if (cpl->rc)
         r->status = VIRTIO_BLK_S_IOERR;
     put_req(r);
@@ -133,8 +135,10 @@ static int submit(struct vqio *io, struct vreq *r, enum nvme_op op, uint64_t lba
         int rc = op == NVME_OP_FLUSH ? nvme_submit(io->qp, op, io->b->nsid, 0, 0, NULL, 0, on_cpl, r)
                                      : nvme_submit_dma(io->qp, op, io->b->nsid, lba, nb, ioaddr,
                                                        0, on_cpl, r);
-        if (!rc)
+        if (!rc) {
+            hop_mark("submit", r->head);
             return 0;
+        }
         r->pending--;
         if (rc != -EAGAIN)
             return rc;
@@ -261,6 +265,7 @@ static void notify(struct vqio *io)
     if (io->notify) {
         io->notify = false;
         vq_notify(io->q);
+        hop_mark("call", 0);
     }
 }
 
@@ -272,6 +277,7 @@ static void *io_thread(void *arg)
     while (!atomic_load(&io->stop)) {
         int got = 0, rc;
         while ((rc = vq_pop(q, &io->e)) > 0) {
+            hop_mark("pop", io->e.head);
             handle(io, &io->e);
             got++;
         }
@@ -299,6 +305,7 @@ static void *io_thread(void *arg)
                     uint64_t v;
                     ssize_t r = read(q->kick_fd, &v, sizeof v);
                     (void)r;
+                    hop_mark("kick", 0);
                 }
             }
             vq_kick_enable(q, false);
@@ -353,6 +360,7 @@ static void stop(void *arg, struct vq *q)
     ssize_t w = write(io->stop_fd, &one, sizeof one);
     (void)w;
     pthread_join(io->thread, NULL);
+    hop_flush();
     nvme_qpair_delete(io->qp);
     close(io->stop_fd);
     b->io[q->index] = NULL;

@@ -18,12 +18,18 @@
 # (accel_drv --irq-bench: a 64-byte copy, doorbell to MSI-X handler) lent vs lent to the VM,
 # paired; p2p is peer to peer inside the VM (2019 Figs. 16, 18): accel_drv --p2p between two
 # accelerators of one lender and of two, beside the same data through guest RAM.
-# Usage: scripts/bench-vm.sh [-o FILE] [-b BUILD_BIN_DIR] [-r ROUNDS] [-s SECONDS] [-a ACCEL] [PART...]
+# Usage: scripts/bench-vm.sh [-o FILE] [-b BUILD_BIN_DIR] [-r ROUNDS] [-s SECONDS] [-a ACCEL]
+#                            [-c CONFIGS] [-B BEFORE_BIN_DIR] [-t TRACE_DIR] [PART...]
 #   -o FILE     all results as one JSON object (default bench-vm.json)
 #   -b DIR      where ntblend is (default $NTBLEND_BIN, else ./build/bin)
 #   -r ROUNDS   rounds, each running every configuration once (default 3; medians are reported)
 #   -s SECONDS  fio's time per job (default 5)
 #   -a ACCEL    tcg (default) or kvm
+#   -c CONFIGS  the guest part's configurations, of a b c p (default "a,b,c,p")
+#   -B DIR      also (a0): (a) with the ntblend of another build (say main's, for before and
+#               after), on a fabric of its own, run just before (a) in every round; a/a0 ratios
+#   -t DIR      trace the hops of (a)'s requests (NTBLEND_HOP_TRACE, src/wait/hop.h) into
+#               DIR/a (and DIR/a0) and print where a QD1 request's time goes (hop-report.sh)
 #   PART        guest fig7 irq p2p (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,14 +39,20 @@ bin=${NTBLEND_BIN:-./build/bin}
 rounds=3
 secs=5
 accel=tcg
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
-while getopts "o:b:r:s:a:h" opt; do
+configs="a,b,c,p"
+before=""
+trace=""
+usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; }
+while getopts "o:b:r:s:a:c:B:t:h" opt; do
   case $opt in
     o) out=$OPTARG ;;
     b) bin=$OPTARG ;;
     r) rounds=$OPTARG ;;
     s) secs=$OPTARG ;;
     a) accel=$OPTARG ;;
+    c) configs=$OPTARG ;;
+    B) before=$OPTARG ;;
+    t) trace=$OPTARG ;;
     h) usage; exit 0 ;;
     *) echo "bench-vm: see -h" >&2; exit 2 ;;
   esac
@@ -48,6 +60,23 @@ done
 [[ $rounds =~ ^[1-9][0-9]?$ ]] || { echo "bench-vm: -r takes 1..99" >&2; exit 2; }
 [[ $secs =~ ^[1-9][0-9]?$ ]] || { echo "bench-vm: -s takes 1..99 seconds" >&2; exit 2; }
 [ "$accel" = tcg ] || [ "$accel" = kvm ] || { echo "bench-vm: -a takes tcg or kvm" >&2; exit 2; }
+read -r -a cfgs <<<"${configs//,/ }"
+[ ${#cfgs[@]} -gt 0 ] || { echo "bench-vm: -c takes some of a b c p (say -c a,c)" >&2; exit 2; }
+for c in "${cfgs[@]}"; do
+  case $c in a|b|c|p) ;; *) echo "bench-vm: unknown configuration '$c' for -c (a b c p)" >&2; exit 2 ;; esac
+done
+if [ -n "$before" ]; then
+  [ -x "$before/ntblend" ] || { echo "bench-vm: -B $before: no ntblend there (give a build's bin directory)" >&2; exit 2; }
+  before=$(cd "$before" && pwd)
+  with_a0=()
+  for c in "${cfgs[@]}"; do [ "$c" = a ] && with_a0+=(a0); with_a0+=("$c"); done
+  cfgs=("${with_a0[@]}")
+  [[ " ${cfgs[*]} " == *" a0 "* ]] || { echo "bench-vm: -B compares with (a): add a to -c" >&2; exit 2; }
+fi
+if [ -n "$trace" ]; then
+  mkdir -p "$trace/a" "$trace/a0" && trace=$(cd "$trace" && pwd) || { echo "bench-vm: -t $trace: cannot make that directory" >&2; exit 2; }
+  rm -f "$trace"/a/hop.* "$trace"/a0/hop.*
+fi
 shift $((OPTIND - 1))
 parts=("$@")
 [ ${#parts[@]} -gt 0 ] || parts=(guest fig7 irq p2p)
@@ -58,12 +87,14 @@ want() { local p; for p in "${parts[@]}"; do [ "$p" = "$1" ] && return 0; done; 
 export PATH=$(cd "$bin" && pwd):$PATH
 bin=$(cd "$bin" && pwd)
 fabric=bench-vm-$$
+fabric0=bench-vm0-$$   # (a0): the -B build's fabric
 dfab=bench-vmd-$$
 work=$(mktemp -d /dev/shm/bench-vm.XXXXXX)   # tmpfs: the files of (b) and (c)
 qsd=""
 cleanup() {
   [ -n "$qsd" ] && kill "$qsd" 2>/dev/null
   ntblend --fabric "$fabric" down >/dev/null 2>&1 || true
+  [ -n "$before" ] && { "$before/ntblend" --fabric "$fabric0" down >/dev/null 2>&1 || true; }
   ntblend --fabric "$dfab" down >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -79,8 +110,16 @@ guest_part() {
 
   mem=384M   # smartio3 hosts have 512 MiB; the guest with fio fits in this
   sed -e 's/^\[host a\]$/[host a]\niommu = on/' examples/topologies/smartio3.ini >"$work/topo.ini"
-  ntblend --fabric "$fabric" up "$work/topo.ini" >/dev/null
+  # The hop trace, when asked for, is in the environment of the agents (the NVMe model) and of
+  # the VM process (the back end): both are started by these commands.
+  tr_a=() tr_a0=()
+  [ -n "$trace" ] && tr_a=(env "NTBLEND_HOP_TRACE=$trace/a") tr_a0=(env "NTBLEND_HOP_TRACE=$trace/a0")
+  "${tr_a[@]}" ntblend --fabric "$fabric" up "$work/topo.ini" >/dev/null
   ntblend --fabric "$fabric" device add nvme0 >/dev/null
+  if [ -n "$before" ]; then
+    "${tr_a0[@]}" "$before/ntblend" --fabric "$fabric0" up "$work/topo.ini" >/dev/null
+    "$before/ntblend" --fabric "$fabric0" device add nvme0 >/dev/null
+  fi
   truncate -s 1G "$work/disk.img"
   dd if=/dev/urandom of="$work/disk.img" bs=1M count=64 conv=notrunc status=none
 
@@ -112,11 +151,14 @@ EOF
   # run_one CONFIG: boot the guest on it, leave its console in $work/CONFIG.log.
   run_one() {
     case $1 in
-      a|p)
-        ntblend --fabric "$fabric" vm start bench --host b --mem $mem --device nvme0 --accel "$accel" \
+      a|p|a0)
+        local nt=ntblend fab=$fabric env=("${tr_a[@]}")
+        [ "$1" = a0 ] && nt=$before/ntblend fab=$fabric0 env=("${tr_a0[@]}")
+        [ "$1" = p ] && env=()
+        "${env[@]}" "$nt" --fabric "$fab" vm start bench --host b --mem $mem --device nvme0 --accel "$accel" \
           --image "$image" --initrd initramfs-fio.cpio.gz --run "$work/guest.sh" --wait \
           $([ "$1" = p ] && echo --pass-through) >/dev/null
-        cp "$(ntblend --fabric "$fabric" status --json | jq -r .dir)/vm.bench.console.log" "$work/$1.log" ;;
+        cp "$("$nt" --fabric "$fab" status --json | jq -r .dir)/vm.bench.console.log" "$work/$1.log" ;;
       b)
         qemu-storage-daemon --blockdev "driver=file,node-name=f,filename=$work/disk.img,cache.direct=off" \
           --export "type=vhost-user-blk,id=e,node-name=f,addr.type=unix,addr.path=$work/vu.sock,writable=on" &
@@ -139,7 +181,7 @@ EOF
 
   results="[]"
   for r in $(seq "$rounds"); do
-    for cfg in a b c p; do
+    for cfg in "${cfgs[@]}"; do
       run_one $cfg
       lat=$(fio_json "$work/$cfg.log" qd1 | jq '.jobs[0].read.clat_ns.percentile["50.000000"] / 1000')
       # Submission to completion: (p)'s doorbell write is a round trip through QEMU's proxy
@@ -159,24 +201,51 @@ EOF
 
   summary=$(jq -c '
     def med: sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
-    (group_by(.config) | map({key: .[0].config, value: {qd1_median_us: (map(.qd1_median_us) | med),
-                                                       qd1_total_median_us: (map(.qd1_total_median_us) | med),
-                                                       qd32_iops: (map(.qd32_iops) | med)}}) | from_entries) as $m
-    | {medians: $m,
-       qd1_a_over_b: ($m.a.qd1_median_us / $m.b.qd1_median_us), qd1_a_over_c: ($m.a.qd1_median_us / $m.c.qd1_median_us),
-       qd32_a_over_b: ($m.a.qd32_iops / $m.b.qd32_iops), qd32_a_over_c: ($m.a.qd32_iops / $m.c.qd32_iops),
-       qd1_p_over_a: ($m.p.qd1_median_us / $m.a.qd1_median_us),
-       qd1_total_p_over_a: ($m.p.qd1_total_median_us / $m.a.qd1_total_median_us),
-       qd32_p_over_a: ($m.p.qd32_iops / $m.a.qd32_iops)}' <<<"$results")
+    . as $all
+    | (group_by(.config) | map({key: .[0].config, value: {qd1_median_us: (map(.qd1_median_us) | med),
+                                                         qd1_total_median_us: (map(.qd1_total_median_us) | med),
+                                                         qd32_iops: (map(.qd32_iops) | med)}}) | from_entries) as $m
+    | def ratio($x; $y; $k): if $m[$x] and $m[$y] then $m[$x][$k] / $m[$y][$k] else null end;
+      # a/a0 paired round by round (the two ran one after the other), the median of those
+      def paired($k): [$all | group_by(.round)[] | (map(select(.config == "a"))[0]) as $a
+                       | (map(select(.config == "a0"))[0]) as $z | select($a and $z) | $a[$k] / $z[$k]]
+                      | if length > 0 then med else null end;
+      {medians: $m,
+       qd1_a_over_b: ratio("a"; "b"; "qd1_median_us"), qd1_a_over_c: ratio("a"; "c"; "qd1_median_us"),
+       qd32_a_over_b: ratio("a"; "b"; "qd32_iops"), qd32_a_over_c: ratio("a"; "c"; "qd32_iops"),
+       qd1_p_over_a: ratio("p"; "a"; "qd1_median_us"),
+       qd1_total_p_over_a: ratio("p"; "a"; "qd1_total_median_us"),
+       qd32_p_over_a: ratio("p"; "a"; "qd32_iops"),
+       qd1_a_over_a0: paired("qd1_median_us"), qd32_a_over_a0: paired("qd32_iops")}
+      | with_entries(select(.value != null))' <<<"$results")
+  # The hop trace: the fabrics end first, so that the NVMe models write their last marks.
+  hops=null
+  if [ -n "$trace" ]; then
+    ntblend --fabric "$fabric" down >/dev/null 2>&1 || true
+    [ -n "$before" ] && { "$before/ntblend" --fabric "$fabric0" down >/dev/null 2>&1 || true; }
+    for c in a a0; do
+      ls "$trace/$c"/hop.* >/dev/null 2>&1 || continue
+      echo "where a QD1 request's time goes, ($c) (hop marks in $trace/$c):"
+      bash scripts/hop-report.sh "$trace/$c" | sed 's/^/  /' || true
+      h=$(bash scripts/hop-report.sh -j "$trace/$c" 2>/dev/null) || h=null
+      hops=$(jq -c --arg c "$c" --argjson h "$h" '(. // {}) + {($c): $h}' <<<"$hops")
+    done
+  fi
   jq --argjson rounds "$results" --argjson s "$summary" --arg accel "$accel" --argjson secs "$secs" \
+     --argjson hops "$hops" \
     '.guest = {accel: $accel, seconds: $secs, guest_mem: "384M",
       configs: {a: "ntblend vhost-user-blk over nvme0 lent by a to the VM on b",
+                a0: "(a) with the ntblend of the -B build",
                 b: "qemu-storage-daemon vhost-user-blk, file in tmpfs",
                 c: "QEMU -device nvme, file in tmpfs",
                 p: "nvme0 lent by a, passed through to the guest nvme driver on b (TCG: polled, io_uring --hipri)"},
-      rounds: $rounds, summary: $s}' "$out" >"$work/out.json"
+      rounds: $rounds, summary: $s} + (if $hops then {hops: $hops} else {} end)' "$out" >"$work/out.json"
   mv "$work/out.json" "$out"
-  jq -r '.guest.summary | "medians: QD1 latency a/b \(.qd1_a_over_b * 100 | round / 100), a/c \(.qd1_a_over_c * 100 | round / 100), p/a \(.qd1_p_over_a * 100 | round / 100) (submission to completion p/a \(.qd1_total_p_over_a * 100 | round / 100); lower is better); QD32 IOPS a/b \(.qd32_a_over_b * 100 | round / 100), a/c \(.qd32_a_over_c * 100 | round / 100), p/a \(.qd32_p_over_a * 100 | round / 100) (higher is better)"' "$out"
+  # QD1 ratios: lower is better; QD32 (IOPS): higher is better. a/a0 is paired per round.
+  jq -r '.guest.summary | del(.medians) | to_entries
+         | map((.key | capture("(?<q>qd1_total|qd1|qd32)_(?<x>[a-z0-9]+)_over_(?<y>[a-z0-9]+)")) as $k
+               | ({qd1: "QD1", qd1_total: "QD1 submission to completion", qd32: "QD32"}[$k.q]) + " \($k.x)/\($k.y) \(.value * 100 | round / 100)")
+         | "medians: " + join(", ") + " (QD1: lower is better; QD32: higher is better; a/a0 paired per round)"' "$out"
 }
 
 want guest && guest_part

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hop.h"
 #include "models.h"
 #include "nvmc_ctrl.h"
 #include "registry.h"
@@ -287,6 +288,7 @@ static void nvmc_stop(void *state)
     atomic_fetch_add(&fx->reg_seq, 1);
     fab_futex_wake(&fx->reg_seq, 1 << 30);
     pthread_join(m->thread, NULL);
+    hop_flush();
     unmap_all(m, m->c.p.namespaces, m->c.p.ns_size);
     for (uint32_t i = 0; i < m->c.p.namespaces; i++) {
         fsync(m->fds[i]);

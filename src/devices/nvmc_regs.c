@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hop.h"
 #include "nvmc_int.h"
 
 /* ---------------------------------------------------------------- registers */
@@ -295,6 +296,8 @@ static bool serve_one(struct nvmc_ctrl *c, uint32_t q)
         return false;
     }
     sq->head = (sq->head + 1) % sq->size;
+    if (q)
+        hop_mark("fetch", q << 16 | sqe.cid);
     struct nvme_cqe cqe = { 0 };
     bool done = true;
     if (nvmc_take_abort(c, q, sqe.cid))
@@ -310,6 +313,8 @@ static bool serve_one(struct nvmc_ctrl *c, uint32_t q)
     cqe.cid = sqe.cid;
     /* An admin command may have deleted queues, but never the admin SQ itself. */
     nvmc_post_cqe(c, sq->used ? sq->cqid : 0, &cqe);
+    if (q)
+        hop_mark("post", q << 16 | sqe.cid);
     return true;
 }
 

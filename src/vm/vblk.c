@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -14,7 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hop.h"
 #include "vblk.h"
+#include "wpol.h"
 
 #define VIRTIO_BLK_F_SIZE_MAX 1
 #define VIRTIO_BLK_F_SEG_MAX 2
@@ -34,6 +37,14 @@
  * room forever if that is more than its queue has (QEMU gives 128). */
 #define VBLK_SEG_MAX 64
 #define SPIN_NS 50000ull /* poll this long for completions before waiting in the library */
+/* After the last completion is signalled, a guest at QD1 sends its next request once it has
+ * taken the interrupt and submitted again: under KVM in microseconds, under TCG here a median
+ * of 200-430 us (scripts/hop-report.sh). Watching the ring for it (no kick asked for) saves
+ * the kick's wake-up, but a spinning thread takes a CPU the guest's vCPU or the NVMe model may
+ * need, so the wait policy decides how long: a spin as long as these gaps have lately been, at
+ * most AVAIL_SPIN_NS (gaps longer than that wear the spin down to a microsecond, probed now
+ * and then), shorter while spins lose their CPU, then a sleep on the kick (docs/vm.md). */
+#define AVAIL_SPIN_NS 200000u
 
 struct vreq {
     struct vqio *io;
@@ -53,6 +64,7 @@ struct vqio {
     int stop_fd;
     _Atomic bool stop;
     bool notify;
+    struct wpol_site idle_wait; /* the next request after the last is answered */
     struct vreq req[VQ_MAX_SIZE];
     struct vq_elem e;
 };
@@ -119,6 +131,7 @@ static void put_req(struct vreq *r)
 static void on_cpl(void *arg, const struct nvme_cpl *cpl)
 {
     struct vreq *r = arg;
+    hop_mark("cpl", r->head);
     if (cpl->rc)
         r->status = VIRTIO_BLK_S_IOERR;
     put_req(r);
@@ -130,6 +143,7 @@ static int submit(struct vqio *io, struct vreq *r, enum nvme_op op, uint64_t lba
 {
     for (;;) {
         r->pending++;
+        hop_mark("submit", r->head);
         int rc = op == NVME_OP_FLUSH ? nvme_submit(io->qp, op, io->b->nsid, 0, 0, NULL, 0, on_cpl, r)
                                      : nvme_submit_dma(io->qp, op, io->b->nsid, lba, nb, ioaddr,
                                                        0, on_cpl, r);
@@ -260,8 +274,45 @@ static void notify(struct vqio *io)
 {
     if (io->notify) {
         io->notify = false;
+        hop_mark("call", 0);
         vq_notify(io->q);
     }
+}
+
+/* Sleep until the guest kicks (or the queue stops), at most max_ns: the kick asked for, the
+ * ring looked at once more (the guest may have added a request before it saw the ask). */
+static int kick_sleep(void *arg, uint64_t max_ns)
+{
+    struct vqio *io = arg;
+    struct vq *q = io->q;
+    vq_kick_enable(q, true);
+    if (q->broken || !vq_pending(q)) {
+        struct pollfd p[2] = { { q->kick_fd, POLLIN, 0 }, { io->stop_fd, POLLIN, 0 } };
+        int ms = max_ns >= (uint64_t)INT_MAX * 1000000ull ? -1 : (int)(max_ns / 1000000u) + 1;
+        if (poll(p, 2, ms) > 0 && (p[0].revents & POLLIN)) {
+            uint64_t v;
+            ssize_t r = read(q->kick_fd, &v, sizeof v);
+            (void)r;
+            hop_mark("kick", 0);
+        }
+    }
+    vq_kick_enable(q, false);
+    return 0;
+}
+
+static bool request_ready(void *arg)
+{
+    struct vqio *io = arg;
+    return vq_pending(io->q) || atomic_load_explicit(&io->stop, memory_order_relaxed);
+}
+
+/* Nothing outstanding: wait for the guest's next request by the wait policy — watch the ring
+ * (kicks stay off) as long as the site has learnt requests come, then sleep on the kick. */
+static void wait_request(struct vqio *io)
+{
+    struct wpol_how how = { .ready = request_ready, .arg = io, .sleep = kick_sleep,
+                            .sleep_ns = 1000000000ull };
+    wpol_wait(&io->idle_wait, &how);
 }
 
 static void *io_thread(void *arg)
@@ -272,6 +323,7 @@ static void *io_thread(void *arg)
     while (!atomic_load(&io->stop)) {
         int got = 0, rc;
         while ((rc = vq_pop(q, &io->e)) > 0) {
+            hop_mark("pop", io->e.head);
             handle(io, &io->e);
             got++;
         }
@@ -290,19 +342,10 @@ static void *io_thread(void *arg)
         }
         notify(io);
         spin_from = 0;
-        if (rc < 0 || !vq_pending(q)) {
-            /* Idle: the guest kicks when it adds a request; sleep until it does. */
-            vq_kick_enable(q, true);
-            if (rc < 0 || !vq_pending(q)) {
-                struct pollfd p[2] = { { q->kick_fd, POLLIN, 0 }, { io->stop_fd, POLLIN, 0 } };
-                if (poll(p, 2, -1) > 0 && (p[0].revents & POLLIN)) {
-                    uint64_t v;
-                    ssize_t r = read(q->kick_fd, &v, sizeof v);
-                    (void)r;
-                }
-            }
-            vq_kick_enable(q, false);
-        }
+        if (rc < 0)
+            kick_sleep(io, UINT64_MAX); /* served no more: only a stop ends this */
+        else if (!vq_pending(q))
+            wait_request(io);
     }
     /* Answer every request taken before the queue stops (GET_VRING_BASE waits for this). */
     while (nvme_qpair_outstanding(io->qp) && nvme_qpair_wait(io->qp, -1) >= 0)
@@ -321,6 +364,7 @@ static int start(void *arg, struct vq *q, const struct vq_mem *mem)
         return -ENOMEM;
     io->b = b;
     io->q = q;
+    io->idle_wait = (struct wpol_site)WPOL_SITE("vhost-user-blk next request", AVAIL_SPIN_NS, 0);
     io->stop_fd = eventfd(0, EFD_CLOEXEC);
     io->mem = mem;
     struct nvme_qpair_opts o = { .depth = q->num < b->ctrl.max_depth ? q->num : b->ctrl.max_depth,
@@ -353,6 +397,7 @@ static void stop(void *arg, struct vq *q)
     ssize_t w = write(io->stop_fd, &one, sizeof one);
     (void)w;
     pthread_join(io->thread, NULL);
+    hop_flush();
     nvme_qpair_delete(io->qp);
     close(io->stop_fd);
     b->io[q->index] = NULL;

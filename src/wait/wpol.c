@@ -345,9 +345,13 @@ void wpol_end(struct wpol *w)
         return;
     /* Learn: a wait that a spin would have caught (it ended within the ceiling, awake, and no
      * yield of it ran another thread) sets the budget to twice its length at once. One that
-     * slept lowers the budget by a quarter, towards SPIN_MIN_NS (how soon the change came is
-     * hidden behind the wake-up; the probes find out), and so does one whose yield ran another
-     * thread: that thread needed this CPU, and a longer spin would only have kept it waiting. */
+     * found the CPU wanted (a yield ran another thread, or a spin lost its CPU lately) lowers
+     * it by a quarter, towards SPIN_MIN_NS: that thread needed this CPU, and a longer spin
+     * would only have kept it waiting. One that slept with nobody wanting the CPU teaches
+     * nothing: how soon the change came is hidden behind the wake-up, and it is often long
+     * only because the other side slept too (a driver and its device model, each waiting for
+     * the other: were both to shorten their spins for that, both would end up asleep in every
+     * round, a wake-up each way per command, where a spin on each side costs no one). */
     uint32_t b = atomic_load_explicit(&s->spin_ns, memory_order_relaxed);
     if (!b)
         b = s->spin_max_ns;
@@ -355,7 +359,7 @@ void wpol_end(struct wpol *w)
         uint64_t want = 2 * d + SPIN_MIN_NS;
         uint32_t t = want < s->spin_max_ns ? (uint32_t)want : s->spin_max_ns;
         b = t > b ? t : b - (b - t) / 8;
-    } else {
+    } else if (w->ran_other || wpol_contended()) {
         b -= b / 4;
     }
     if (b < SPIN_MIN_NS)

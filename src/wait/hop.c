@@ -1,8 +1,8 @@
 /*
  * Hop timestamps (hop.h): the environment read once, a ring of the newest marks per process,
  * and writing them out. Lives with the wait policy because every layer links it; it needs
- * nothing else (the NVMe model's fuzzer builds it alone). Its clock is the wait policy's
- * (CLOCK_MONOTONIC), so the marks of every process on the machine line up.
+ * nothing but the wait policy's clock (wpol_now_ns, CLOCK_MONOTONIC), so the marks of every
+ * process on the machine line up.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -11,10 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "hop.h"
+#include "wpol.h"
 
 struct hop_rec {
     uint64_t t;
@@ -57,9 +57,7 @@ void hop_record(const char *what, uint32_t tag)
 {
     uint64_t i = atomic_fetch_add_explicit(&made, 1, memory_order_relaxed);
     struct hop_rec *r = &recs[i % HOP_MAX];
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    r->t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    r->t = wpol_now_ns();
     r->what = what;
     r->tag = tag;
     /* Half the ring not yet written: write it now, before it is overwritten (a long run). */

@@ -15,10 +15,16 @@
  * BAR files, one SQ entry, one CQ entry, 64 data lines and one doorbell line per I/O on either
  * path, and are not counted here.
  *
+ * A line whose only change is a function's reg_waiters (its device model went to sleep or
+ * woke up between two looks) is counted apart, as the model's sleeps: whether the model
+ * sleeps between two I/Os depends on how long the gap was and how busy the machine is, not on
+ * the path an I/O takes, and counted with the path it made the totals a matter of timing.
+ *
  *   ntblend run --host c -- lend_lines --device pci:0000:80:00.0 [-n IOS] [--json]
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,17 +49,45 @@ static struct {
     size_t size;
     char *prev, *cur;
     uint32_t *hits[3]; /* per phase: in how many I/Os each line changed */
+    uint32_t sleeps[3]; /* per phase: I/Os in which only a model's reg_waiters changed */
 } st;
 
 static void snap(char *into) { memcpy(into, st.ctl, st.size); }
 
-/* Count the lines that changed since prev into phase's hits; cur becomes prev. */
+/* Whether the only bytes of line l that differ between a and b are a function's
+ * reg_waiters: a device model going to sleep or waking up, not the I/O's path. */
+static int only_sleepers(size_t l, const char *a, const char *b)
+{
+    const struct fab_ctl *c = st.f->ctl;
+    size_t fs = sizeof(struct fab_function), lo = l * 64, w = offsetof(struct fab_function, reg_waiters);
+    if (lo + 64 <= c->off_funcs || lo >= c->off_funcs + c->nfuncs * fs)
+        return 0;
+    int seen = 0;
+    for (size_t o = lo; o < lo + 64; o++) {
+        if (a[o] == b[o])
+            continue;
+        if (o < c->off_funcs || (o - c->off_funcs) % fs - w >= sizeof(uint32_t))
+            return 0;
+        seen = 1;
+    }
+    return seen;
+}
+
+/* Count the lines that changed since prev into phase's hits (a model's sleep apart, in
+ * sleeps); cur becomes prev. */
 static void diff(int phase)
 {
     snap(st.cur);
-    for (size_t l = 0; l < st.size / 64; l++)
-        if (memcmp(st.cur + l * 64, st.prev + l * 64, 64))
+    int slept = 0;
+    for (size_t l = 0; l < st.size / 64; l++) {
+        if (!memcmp(st.cur + l * 64, st.prev + l * 64, 64))
+            continue;
+        if (only_sleepers(l, st.cur, st.prev))
+            slept = 1;
+        else
             st.hits[phase][l]++;
+    }
+    st.sleeps[phase] += slept;
     char *t = st.prev;
     st.prev = st.cur;
     st.cur = t;
@@ -247,14 +281,18 @@ int main(int argc, char **argv)
             count[p]++;
         }
         if (json)
-            printf("],\"count\":%d}", count[p]);
+            printf("],\"count\":%d,\"model_sleeps\":%u}", count[p], st.sleeps[p]);
         total += count[p];
     }
     if (json)
         printf("],\"total\":%d,\"iommu_lines_shared\":%d}\n", total, shared);
     else
         printf("per I/O: %d lines (map %d, I/O %d, unmap %d); IOMMU slot lines shared with a "
-               "lasting mapping: %d\n", total, count[0], count[1], count[2], shared);
+               "lasting mapping: %d\n"
+               "apart: the device model went to sleep or woke (reg_waiters alone) in %u, %u "
+               "and %u of the %ld maps, I/Os and unmaps\n",
+               total, count[0], count[1], count[2], shared, st.sleeps[0], st.sleeps[1],
+               st.sleeps[2], ios);
     dma_host_free(buf);
     nvme_qpair_delete(qp);
     nvme_close(d);

@@ -31,4 +31,12 @@ for side in local lent; do
     [[ $(jq .iommu_lines_shared "$work/$side.json") == 0 ]] ||
         fail "$side: a per-I/O IOMMU slot shares its line with a lasting mapping: $(cat "$work/$side.json")"
 done
-echo "test_lend_lines: local $local_n lines per I/O, lent $lent_n"
+# The model's sleeps are counted apart (they follow the gaps between I/Os, not the path), and
+# the phases' counts must still be there for the docs' table.
+for side in local lent; do
+    jq -e '[.phases[].model_sleeps | numbers] | length == 3' "$work/$side.json" >/dev/null ||
+        fail "$side: no model_sleeps per phase: $(cat "$work/$side.json")"
+done
+echo "test_lend_lines: local $local_n lines per I/O, lent $lent_n;" \
+    "model sleeps (map, I/O, unmap): local $(jq -c '[.phases[].model_sleeps]' "$work/local.json")," \
+    "lent $(jq -c '[.phases[].model_sleeps]' "$work/lent.json")"

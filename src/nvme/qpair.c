@@ -330,10 +330,12 @@ int nvl_q_wait(struct nvl_queue *q, const bool *done, uint64_t timeout_ns)
     uint64_t start = nvl_now_ns();
     q->next_health = start + 2 * HEALTH_NS;
     bool irq = q->p.irq && q->p.ops->irq_wait;
-    /* Without an interrupt, naps of up to 100 us: the completion comes when the device gets
-     * the CPU, which with many clients on few CPUs is what the naps give it. */
+    /* Without an interrupt, naps (from a quarter of what such waits lately took, up to 1 ms):
+     * the completion comes when the device gets the CPU, which with many clients on few CPUs
+     * is what the naps give it. A cap of 100 us kept 30 clients on 2 CPUs waking 300 000 times
+     * a second, and the device model starved (docs/benchmarks.md, *The wait policy*). */
     struct wpol_how how = { .arg = q, .sleep = irq ? q_irq_sleep : NULL, .idle = q_health,
-                            .deadline_ns = start + timeout_ns, .sleep_ns = irq ? 10000000 : 100000 };
+                            .deadline_ns = start + timeout_ns, .sleep_ns = irq ? 10000000 : 1000000 };
     struct wpol w;
     wpol_begin(&w, &q->wait, &how);
     int n;

@@ -10,9 +10,9 @@
  *          may be the one); yields that come straight back say nobody wanted the CPU, and a
  *          few that ran others without the change coming say it is not the one: the wait
  *          moves on;
- *   sleep  a futex on a word the waker bumps (or the caller's own sleep, or a nap that grows),
- *          counted in a sleepers word so that a waker makes the system call only when someone
- *          sleeps.
+ *   sleep  a futex on a word the waker bumps (or the caller's own sleep, or a nap that grows,
+ *          from a quarter of what such waits at this site lately took), counted in a sleepers
+ *          word so that a waker makes the system call only when someone sleeps.
  *
  * It lives below every layer (a static library of its own: the fabric, libntblend, libshmem,
  * libntbnvme and the agent link it) and knows nothing of them. docs/benchmarks.md, *The wait
@@ -36,6 +36,9 @@ struct wpol_site {
     /* learnt */
     _Atomic uint32_t spin_ns; /* the spin budget now */
     _Atomic uint32_t waits;   /* waits so far (wraps): every 16th spins to the ceiling */
+    _Atomic uint32_t nap_ns;  /* a waker-less wait's first nap: learnt from how long those waits
+                               * lately took (a quarter), so that a crowd of nappers waiting for a
+                               * thread that needs their CPUs does not wake every few µs */
     /* what happened, for tests and NTBLEND_WAIT_DEBUG */
     _Atomic uint64_t n_waits, n_spun, n_yielded, n_slept, n_yields, n_sleeps;
 };
@@ -73,7 +76,7 @@ struct wpol {
     uint64_t t0, now, phase_end, nap_ns, next_idle;
     uint32_t budget, n, fast_yields, slow_yields;
     uint8_t phase;
-    bool spun, yielded, slept, ran_other;
+    bool spun, yielded, slept, ran_other, napped;
 };
 
 /* The clock every layer uses (CLOCK_MONOTONIC, ns). */

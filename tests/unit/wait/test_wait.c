@@ -270,6 +270,30 @@ static void test_nap(void **state)
     assert_true(s.n_sleeps > 0);
 }
 
+/* A site whose waits nap for long starts its next naps later: at a quarter of what they took
+ * (at most the longest nap, 1 ms), smoothed (a quarter of the new figure joins three quarters
+ * of the old), so from nothing a wait of 8 ms or more leaves a first nap of 250 us. Each nap
+ * starting at 2 us instead is what
+ * made thirty NVMe clients on two CPUs wake some 300 000 times a second and starve the device
+ * model they waited for. A wait that ends before any nap teaches the naps nothing. */
+static void test_nap_learns(void **state)
+{
+    (void)state;
+    static struct wpol_site s = WPOL_SITE("test nap learns", 0, 0);
+    struct wpol_how how = { 0 };
+    assert_int_equal(s.nap_ns, 0);
+    assert_int_equal(wait_flag(&s, &how, 8000), 0);
+    uint32_t learnt = s.nap_ns;
+    assert_int_equal(learnt, 1000000 / 4);
+    /* Already set: the wait never pauses, and nothing is learnt. */
+    struct later done = { .after_us = 0 };
+    atomic_store(&done.flag, 1);
+    how.ready = flag_set;
+    how.arg = &done;
+    assert_int_equal(wpol_wait(&s, &how), 0);
+    assert_int_equal(s.nap_ns, learnt);
+}
+
 /* A thread that keeps a CPU busy until told to stop. */
 static _Atomic bool burn_stop;
 static void *burn(void *arg)
@@ -383,6 +407,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_own_sleep),
         cmocka_unit_test(test_needs_cpu),
         cmocka_unit_test(test_nap),
+        cmocka_unit_test(test_nap_learns),
         cmocka_unit_test(test_learns),
         cmocka_unit_test(test_fixed),
         cmocka_unit_test(test_one_cpu),

@@ -39,8 +39,10 @@
  * serving them all); sleeping gives it the CPU. One or two suffice where it is. */
 #define SLOW_YIELDS 4u
 #define SLEEP_DEFAULT_NS 100000000ull
-/* Naps start at NAP_FIRST_NS, or at a quarter of what a site's waits that napped lately took
- * (NAP_LEARN_SHIFT; the start itself at most NAP_MAX_NS), and double up to NAP_MAX_NS. Without
+/* Naps start at NAP_FIRST_NS, or, when others want the CPU (a yield of this wait ran another
+ * thread, or spins lately lost their CPU), at a quarter of what the site's waits that napped
+ * lately took (NAP_LEARN_SHIFT; the start itself at most NAP_MAX_NS), and double up to
+ * NAP_MAX_NS. Without
  * the learnt start, thirty clients polling an emulated NVMe on two CPUs each napped 2, 4, 8 ...
  * µs per completion: some 300 000 wake-ups a second, which took the CPUs from the device model
  * they all waited for, so its completions came later still and the nappers woke more: a
@@ -194,11 +196,14 @@ static uint32_t initial_budget(struct wpol_site *s, const struct wpol_how *how, 
     if (now < atomic_load_explicit(&contended_until, memory_order_relaxed))
         return b / 4;
     /* A probe spins four times the budget (the ceiling at most): long enough to find out
-     * whether waits got shorter, not so long that a probe costs what a sleep would. */
-    if (atomic_fetch_add_explicit(&s->waits, 1, memory_order_relaxed) % PROBE_EVERY == 0 &&
-        b < s->spin_max_ns) {
+     * whether waits got shorter, not so long that a probe costs what a sleep would. Every
+     * fourth probe spins to the ceiling: waits of 7 µs (an NVMe read with the latency model
+     * on) are never caught by a probe of 4 µs, and a budget brought down to its floor by a
+     * busy spell would stay there, each such wait yielding and napping for 30-60 µs. */
+    uint32_t k = atomic_fetch_add_explicit(&s->waits, 1, memory_order_relaxed);
+    if (k % PROBE_EVERY == 0 && b < s->spin_max_ns) {
         uint64_t p = 4ull * (b > SPIN_MIN_NS ? b : SPIN_MIN_NS);
-        b = p < s->spin_max_ns ? (uint32_t)p : s->spin_max_ns;
+        b = p < s->spin_max_ns && k % (4 * PROBE_EVERY) ? (uint32_t)p : s->spin_max_ns;
     }
     return b;
 }
@@ -223,8 +228,7 @@ static void first(struct wpol *w)
     w->t0 = w->now = wpol_now_ns();
     w->budget = initial_budget(w->site, w->how, w->t0);
     w->phase_end = w->t0 + w->budget;
-    uint32_t nap = atomic_load_explicit(&w->site->nap_ns, memory_order_relaxed);
-    w->nap_ns = nap > NAP_FIRST_NS ? nap : NAP_FIRST_NS;
+    w->nap_ns = NAP_FIRST_NS;
     if (!w->budget)
         enter(w, wpol_mode() == WPOL_SLEEP || !w->site->yield_max_ns ? PH_SLEEP : PH_YIELD);
 }
@@ -257,6 +261,13 @@ static int sleep_once(struct wpol *w, uint32_t seen)
         /* Nobody wakes us: a nap that grows. The thread's timer slack (50 us by default)
          * would stretch a 2 us nap to 60-110 us, so a short nap asks for an eighth of its
          * length as slack, and the thread's own comes back after it. */
+        if (!w->napped && (w->ran_other || wpol_contended())) {
+            /* Others want the CPU: start where such waits lately ended (NAP_LEARN_SHIFT).
+             * Alone, short naps cost nobody, and a late first nap would only add latency. */
+            uint32_t learnt = atomic_load_explicit(&w->site->nap_ns, memory_order_relaxed);
+            if (learnt > w->nap_ns)
+                w->nap_ns = learnt;
+        }
         uint64_t ns = w->nap_ns < max ? w->nap_ns : max;
         struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
         int slack = ns < 400000 ? prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) : -1;

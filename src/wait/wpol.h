@@ -11,7 +11,8 @@
  *          few that ran others without the change coming say it is not the one: the wait
  *          moves on;
  *   sleep  a futex on a word the waker bumps (or the caller's own sleep, or a nap that grows,
- *          from a quarter of what such waits at this site lately took), counted in a sleepers
+ *          from a quarter of what such waits at this site lately took when others want the
+ *          CPU), counted in a sleepers
  *          word so that a waker makes the system call only when someone sleeps.
  *
  * It lives below every layer (a static library of its own: the fabric, libntblend, libshmem,
@@ -35,10 +36,12 @@ struct wpol_site {
                             * decides itself whether this site spins (its own measurements) */
     /* learnt */
     _Atomic uint32_t spin_ns; /* the spin budget now */
-    _Atomic uint32_t waits;   /* waits so far (wraps): every 16th spins to the ceiling */
-    _Atomic uint32_t nap_ns;  /* a waker-less wait's first nap: learnt from how long those waits
-                               * lately took (a quarter), so that a crowd of nappers waiting for a
-                               * thread that needs their CPUs does not wake every few µs */
+    _Atomic uint32_t waits;   /* waits so far (wraps): every 16th spins longer, every 64th to
+                               * the ceiling */
+    _Atomic uint32_t nap_ns;  /* a waker-less wait's first nap when others want the CPU: a
+                               * quarter of how long those waits lately took, so that a crowd of
+                               * nappers waiting for a thread that needs their CPUs does not
+                               * wake every few µs */
     /* what happened, for tests and NTBLEND_WAIT_DEBUG */
     _Atomic uint64_t n_waits, n_spun, n_yielded, n_slept, n_yields, n_sleeps;
 };

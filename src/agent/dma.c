@@ -73,6 +73,8 @@ static void *engine_thread(void *arg)
         q.tail = tail;
         wpol_wait(last_len < FAB_DMA_POLL_MAX ? &small : &large, &how);
     }
+    wpol_site_done(&small);
+    wpol_site_done(&large);
     return NULL;
 }
 

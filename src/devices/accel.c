@@ -159,6 +159,8 @@ static void *accel_thread(void *arg)
         how.sleep_ns = raw ? FAB_RAW_TICK_NS : 1000000000;
         wpol_wait(&site, &how);
     }
+    wpol_site_done(&site);
+    wpol_site_done(&waiting);
     return NULL;
 }
 

@@ -164,6 +164,8 @@ static void *run(void *arg)
         how.sleep_ns = raw ? FAB_RAW_TICK_NS : 1000000000;
         wpol_wait(ready ? &polling : &idle, &how);
     }
+    wpol_site_done(&polling);
+    wpol_site_done(&idle);
     return NULL;
 }
 

@@ -71,6 +71,7 @@ int nvl_q_init(struct nvl_queue *q, const struct nvl_queue_params *p)
 
 void nvl_q_fini(struct nvl_queue *q)
 {
+    wpol_site_done(&q->wait);
     free(q->slots);
     q->slots = NULL;
 }

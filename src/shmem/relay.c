@@ -536,6 +536,7 @@ int shmemi_relay_main(void)
                 xp_dmaq_put(&th[i].dq[a]);
         }
     for (int i = 0; i < nthreads; i++) {
+        relay_thread_fini(&th[i]);
         free(th[i].rings);
         free(th[i].owed);
         free(th[i].dq);

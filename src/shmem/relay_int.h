@@ -77,5 +77,7 @@ bool relay_msg_sane(const struct xp_msg *m);
 void relay_thread_init(struct rthread *t);
 void *relay_transfer_thread(void *arg);
 void relay_thread_join(struct rthread *t);
+/* Before its storage is freed: its wait sites' lines for NTBLEND_WAIT_DEBUG. */
+void relay_thread_fini(struct rthread *t);
 
 #endif

@@ -467,6 +467,15 @@ void relay_thread_init(struct rthread *x)
     pthread_mutex_init(&x->mu, NULL);
 }
 
+void relay_thread_fini(struct rthread *x)
+{
+    wpol_site_done(&x->wait);
+    wpol_site_done(&x->dma_wait);
+    wpol_site_done(&x->full_wait);
+    wpol_site_done(&x->cwait);
+    wpol_site_done(&x->fwait);
+}
+
 void relay_thread_join(struct rthread *t)
 {
     if (!t->cstarted)

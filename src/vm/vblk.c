@@ -401,6 +401,7 @@ static void stop(void *arg, struct vq *q)
     nvme_qpair_delete(io->qp);
     close(io->stop_fd);
     b->io[q->index] = NULL;
+    wpol_site_done(&io->idle_wait);
     free(io);
 }
 

@@ -139,23 +139,40 @@ enum wpol_mode wpol_mode(void)
 /* Sites carry no link of their own (WPOL_SITE stays a plain initialiser): a small table. */
 #define REPORT_SITES 64
 static struct wpol_site *_Atomic reported[REPORT_SITES];
+static struct wpol_site done_mark;
+#define DONE (&done_mark) /* a slot whose site was reported and is gone: free for another */
+
+static void report_line(const struct wpol_site *s)
+{
+    char line[256];
+    int n = snprintf(line, sizeof line,
+                     "ntblend[%d] wait %s: %llu waits (%llu in the spin, %llu yielding, "
+                     "%llu asleep), %llu yields, %llu sleeps, spin now %u ns of %u\n",
+                     (int)getpid(), s->name, (unsigned long long)s->n_waits,
+                     (unsigned long long)s->n_spun, (unsigned long long)s->n_yielded,
+                     (unsigned long long)s->n_slept, (unsigned long long)s->n_yields,
+                     (unsigned long long)s->n_sleeps, (unsigned)s->spin_ns, s->spin_max_ns);
+    if (n > 0 && write(STDERR_FILENO, line, (size_t)n) < 0)
+        return; /* stderr is gone: nothing to tell */
+}
 
 static void report(void)
 {
     for (int i = 0; i < REPORT_SITES; i++) {
         struct wpol_site *s = atomic_load(&reported[i]);
-        if (!s)
-            break;
-        char line[256];
-        int n = snprintf(line, sizeof line,
-                         "ntblend[%d] wait %s: %llu waits (%llu in the spin, %llu yielding, "
-                         "%llu asleep), %llu yields, %llu sleeps, spin now %u ns of %u\n",
-                         (int)getpid(), s->name, (unsigned long long)s->n_waits,
-                         (unsigned long long)s->n_spun, (unsigned long long)s->n_yielded,
-                         (unsigned long long)s->n_slept, (unsigned long long)s->n_yields,
-                         (unsigned long long)s->n_sleeps, (unsigned)s->spin_ns, s->spin_max_ns);
-        if (n > 0 && write(STDERR_FILENO, line, (size_t)n) < 0)
-            break;
+        if (s && s != DONE)
+            report_line(s);
+    }
+}
+
+void wpol_site_done(struct wpol_site *s)
+{
+    for (int i = 0; i < REPORT_SITES; i++) {
+        struct wpol_site *cur = s;
+        if (atomic_compare_exchange_strong(&reported[i], &cur, DONE)) {
+            report_line(s);
+            return;
+        }
     }
 }
 
@@ -175,6 +192,8 @@ static void note_site(struct wpol_site *s)
     for (int i = 0; i < REPORT_SITES; i++) {
         struct wpol_site *cur = NULL;
         if (atomic_compare_exchange_strong(&reported[i], &cur, s) || cur == s)
+            return;
+        if (cur == DONE && atomic_compare_exchange_strong(&reported[i], &cur, s))
             return;
     }
 }

@@ -105,6 +105,11 @@ void wpol_begin(struct wpol *w, struct wpol_site *s, const struct wpol_how *how)
 int wpol_pause(struct wpol *w, uint32_t seen);
 void wpol_end(struct wpol *w);
 
+/* A site's storage ends (a thread's stack, a freed queue): with NTBLEND_WAIT_DEBUG its line is
+ * printed now rather than at exit, when it would be read from memory that is gone. A site that
+ * waited in no wait, or with the report off, costs nothing here. */
+void wpol_site_done(struct wpol_site *s);
+
 /* The waker's side: bump *word, and FUTEX_WAKE it when *sleepers says someone sleeps (a NULL
  * sleepers: always). The caller's change comes first, seq_cst. */
 void wpol_wake(_Atomic uint32_t *word, _Atomic uint32_t *sleepers, bool private_futex);

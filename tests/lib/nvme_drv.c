@@ -284,3 +284,39 @@ struct nvme_sqe nvd_rw(uint8_t opc, uint32_t nsid, uint64_t slba, uint32_t nlb)
     s.cdw12 = nlb - 1;
     return s;
 }
+
+int nvd_fx_setup(void **state, struct fx *fx, const char *test, const char *topo, struct nvd *d,
+                 const char *dev)
+{
+    const struct fx_opts o = { .topo = topo, .nvme_dir = true, .attach = fx_attach };
+    if (fx_setup(state, fx, test, &o))
+        return -1;
+    return nvd_open(d, fx->f, dev);
+}
+
+int nvd_io_pair(struct nvd *d, uint32_t entries)
+{
+    int st = nvd_create_cq(d, 1, entries, true, 1);
+    return st ? st : nvd_create_sq(d, 1, entries, 1);
+}
+
+int nvd_features(struct nvd *d, uint8_t opc, uint32_t cdw10, uint32_t cdw11, uint32_t *dw0)
+{
+    struct nvme_sqe s = nvd_sqe(opc, 0);
+    struct nvme_cqe cqe = { 0 };
+    s.cdw10 = cdw10;
+    s.cdw11 = cdw11;
+    int st = nvd_admin(d, &s, &cqe);
+    if (dw0)
+        *dw0 = cqe.dw0;
+    return st;
+}
+
+void nvd_fill(void *p, size_t len, uint32_t seed)
+{
+    uint32_t *w = p;
+    for (size_t i = 0; i < len / 4; i++) {
+        seed = seed * 1103515245u + 12345u;
+        w[i] = seed;
+    }
+}

@@ -3,7 +3,8 @@
  * model directly (BAR0 through fab_bar_mem + fab_fn_notify after each register write, queues
  * and data in the host's RAM through fab_ram at physical addresses the agent does not hand
  * out). Controller reset/enable, admin and I/O queues, submission, completion polling by phase
- * bit, PRP list building.
+ * bit, PRP list building; and what the NVMe model's tests (test_nvme_admin, test_nvme_io) share:
+ * their fixture's set-up, an I/O queue pair, Get/Set Features, a data pattern.
  */
 #ifndef NTBLEND_TEST_NVME_DRV_H
 #define NTBLEND_TEST_NVME_DRV_H
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "fabric.h"
+#include "fixture.h"
 #include "ntblend/nvme_spec.h"
 
 #define NVD_MEM_BASE (300ull << 20) /* host physical memory the tests own: 300..500 MiB */
@@ -109,5 +111,22 @@ int nvd_delete(struct nvd *d, uint8_t opc, uint16_t qid);
 void nvd_prp(struct nvd *d, struct nvme_sqe *s, uint64_t buf, uint64_t len);
 
 struct nvme_sqe nvd_rw(uint8_t opc, uint32_t nsid, uint64_t slba, uint32_t nlb);
+
+/* cmocka set-up of the NVMe model's tests: boot fx for `test` from topology file `topo` with
+ * the NVMe models' images in a directory of the fixture's own and the fabric model attached,
+ * then open function `dev` as d. fx_teardown undoes it. */
+int nvd_fx_setup(void **state, struct fx *fx, const char *test, const char *topo, struct nvd *d,
+                 const char *dev);
+
+/* Create I/O queue pair 1 of `entries` entries (CQ 1 with interrupts on vector 1); 0 or the
+ * status of the create that failed. */
+int nvd_io_pair(struct nvd *d, uint32_t entries);
+
+/* Get or Set Features (opc) with cdw10 and cdw11; the status, and the completion's DW0 in *dw0
+ * (when not NULL). */
+int nvd_features(struct nvd *d, uint8_t opc, uint32_t cdw10, uint32_t cdw11, uint32_t *dw0);
+
+/* A pseudo-random pattern of len bytes (whole 32-bit words) from seed. */
+void nvd_fill(void *p, size_t len, uint32_t seed);
 
 #endif

@@ -2,8 +2,8 @@
  * Segments across the topologies: processes on one host (no NTB in between), hosts behind
  * cascaded switches up to three switches apart and sixty hosts on one segment
  * (examples/topologies/cluster60.ini), and ring neighbours through their left and right
- * adapters (examples/topologies/ring5.ini). Back to back is test_seg's and test_seg_dma's
- * fabric.
+ * adapters (examples/topologies/ring5.ini). Back to back is test_seg's, test_seg_dma's and
+ * test_seg_intr's fabric.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -10,7 +10,9 @@
  * own bar_flag[k] has counted this barrier; ceil(log2 n) rounds, no central counter, and every
  * PE waits on its own page (the wait policy, wait.c: a spin unless the PE that signals it
  * shares its CPU, yields, then FUTEX_WAIT; the waker's FUTEX_WAKE reaches it through the same
- * host RAM page). Waits time out every 100 ms to look for a global exit.
+ * host RAM page). Waits time out every 100 ms to look for a global exit. When the PE that
+ * signals us keeps running on our CPU although we may run on others, we move off it (spread.h):
+ * the two would otherwise hand one CPU over at every barrier.
  * With more PEs than CPUs it is a counter in PE 0's control page instead (counter_barrier),
  * or, when every PE is pinned to one CPU, a count of arrivals per CPU and one of CPUs
  * (cpu_barrier).
@@ -35,6 +37,7 @@
 
 #include "shmem.h"
 #include "shmem_internal.h"
+#include "spread.h"
 
 /* shmem_global_exit is telling the PEs: those that leave meanwhile are no loss. */
 static _Atomic bool exiting;
@@ -199,6 +202,10 @@ static void cpu_barrier(void)
         wait_count(&w, 0, 0); /* the PEs still to come run on other CPUs */
 }
 
+/* Two PEs that signal each other and share a CPU hand it over at every barrier: two context
+ * switches a barrier, a state the scheduler does not end by itself (spread.h). */
+static struct wspread spread;
+
 void shm_barrier(void)
 {
     static uint64_t epoch;
@@ -213,6 +220,13 @@ void shm_barrier(void)
         return;
     }
     struct shm_ctrl *c = shm_ctrl_of(shm.me);
+    /* Of a pair of PEs that keeps sharing a CPU, the higher-numbered one moves off it (were
+     * both to move, they would swap CPUs and share again). */
+    int src = (shm.me + shm.npes - 1) % shm.npes;
+    if (wspread_note(&spread, shm.me > src && shm_pe_here(src)) &&
+        !(spread.moves & (spread.moves - 1)))
+        shm_debug("barrier: PE %d shared our CPU; moved to CPU %d (%" PRIu64 " moves)", src,
+                  sched_getcpu(), spread.moves);
     shm_note_cpu(); /* for the PEs that wait for us, in case we share their CPU */
     for (int k = 0, dist = 1; dist < shm.npes; k++, dist <<= 1) {
         int to = (shm.me + dist) % shm.npes;

@@ -1,11 +1,13 @@
 /*
  * Spreading two threads that wait for each other (spread.h): the count of hand-overs made on
- * one CPU, the backoff between moves, and the move itself (the affinity without this CPU, then
- * the affinity as it was).
+ * one CPU, the backoff between moves, whether a CPU looks idle, and the move itself (the
+ * affinity without this CPU, then the affinity as it was).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include "spread.h"
 
@@ -31,10 +33,30 @@ bool wspread_due(struct wspread *s, bool together)
     return true;
 }
 
+/* Some CPU likely has nothing to run: the threads runnable right now (/proc/loadavg's fourth
+ * field, system-wide, this one and the one sharing its CPU among them) leave one free. When it
+ * cannot be read, assume so. */
+static bool idle_cpu_likely(void)
+{
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    FILE *f = fopen("/proc/loadavg", "re");
+    if (!f)
+        return true;
+    double l1, l5, l15;
+    long running = 0;
+    int n = fscanf(f, "%lf %lf %lf %ld/", &l1, &l5, &l15, &running);
+    fclose(f);
+    return n != 4 || online < 1 || running <= online;
+}
+
 int wspread_note(struct wspread *s, bool together)
 {
     if (!wspread_due(s, together))
         return 0;
+    if (!idle_cpu_likely()) {
+        s->busy++;
+        return 0;
+    }
     int rc = wspread_move(NULL);
     if (rc >= 0) {
         s->moves++;

@@ -7,7 +7,7 @@
  * runnable, each looks half-busy, and the scheduler sees no reason to pull either to another
  * CPU, even an idle one. A 2-PE barrier then costs two context switches (~1.2 µs on a 2-CPU
  * VM) instead of one cache line each way (~0.3-0.4 µs). Moving once breaks the pair up; if the
- * scheduler puts us back (the other CPUs are busy), each further try waits twice as long.
+ * scheduler puts us back, or no CPU is idle to move to, each further try waits twice as long.
  */
 #ifndef NTBLEND_SPREAD_H
 #define NTBLEND_SPREAD_H
@@ -26,7 +26,8 @@ struct wspread {
     uint32_t together; /* hand-overs in a row with the other thread on our CPU */
     uint32_t apart;    /* ... on another CPU */
     uint32_t need;     /* together before the next move (0: WSPREAD_FIRST) */
-    uint64_t moves;    /* moves made (NTBLEND_WAIT_DEBUG) */
+    uint64_t moves;    /* moves made */
+    uint64_t busy;     /* moves due but not made: no CPU looked idle */
     bool off;          /* a move failed for good (the system forbids it): no more tries */
 };
 
@@ -34,7 +35,10 @@ struct wspread {
  * whether it is time to move. Pure bookkeeping: wspread_note moves when this says so. */
 bool wspread_due(struct wspread *s, bool together);
 
-/* wspread_due, and the move when it is due: 1 moved, 0 not (not due, or one CPU allowed). */
+/* wspread_due, and the move when it is due and some CPU looks idle (fewer threads runnable
+ * right now than CPUs online, /proc/loadavg, our pair among them): a move to a CPU that runs
+ * another program would trade the hand-over for that program's time slices. 1 moved, 0 not
+ * (not due, no idle CPU, or one CPU allowed). */
 int wspread_note(struct wspread *s, bool together);
 
 /* Leave this CPU for another one this thread may run on, keeping its affinity as it was: the

@@ -225,8 +225,8 @@ void shm_barrier(void)
     int src = (shm.me + shm.npes - 1) % shm.npes;
     if (wspread_note(&spread, shm.me > src && shm_pe_here(src)) &&
         !(spread.moves & (spread.moves - 1)))
-        shm_debug("barrier: PE %d shared our CPU; moved to CPU %d (%" PRIu64 " moves)", src,
-                  sched_getcpu(), spread.moves);
+        shm_debug("barrier: PE %d shared our CPU; moved to CPU %d (%" PRIu64 " moves, %" PRIu64 " due with no CPU idle)", src,
+                  sched_getcpu(), spread.moves, spread.busy);
     shm_note_cpu(); /* for the PEs that wait for us, in case we share their CPU */
     for (int k = 0, dist = 1; dist < shm.npes; k++, dist <<= 1) {
         int to = (shm.me + dist) % shm.npes;

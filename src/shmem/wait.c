@@ -13,8 +13,13 @@
 #include "shmem_internal.h"
 
 /* The spin's ceiling matches what a cross-CPU hand-over costs on a busy VM (a few us) with
- * room to spare; the site learns the rest. Yields last at most 200 us before a sleep. */
-static struct wpol_site notify_site = WPOL_SITE("shmem notify", 20000, 200000);
+ * room to spare; the site learns the rest. Yields last at most 200 us before a sleep. A PE
+ * waits for another that runs elsewhere (one on our CPU makes its yields slow), so yields that
+ * run nobody go on for 64 (~15 us) before a sleep, not 8: a 2-PE barrier's waits that slept
+ * after 8 cost ~80 us each (the sleeper's wake-up and the waker's FUTEX_WAKE in a VM), 300-600
+ * sleeps in 40 000 barriers took it from ~300 to 650-1800 ns, with 64 it slept 1-3 times. */
+static struct wpol_site notify_site = { .name = "shmem notify", .spin_max_ns = 20000,
+                                        .yield_max_ns = 200000, .fast_yields = 64 };
 static struct wpol_site poll_site = WPOL_SITE("shmem poll", 20000, 200000);
 
 void shm_futex_wait(_Atomic uint32_t *w, uint32_t seen, long ms)

@@ -30,7 +30,8 @@
 #define LOST_CPU_NS 30000u
 #define CONTENDED_NS 50000000u
 /* A sched_yield that returns sooner ran nobody else (a no-op yield costs ~0.3 us in a VM, a
- * switch away and back several); FAST_YIELDS of them in a row end the yield phase. */
+ * switch away and back several); FAST_YIELDS of them in a row end the yield phase, unless the
+ * site asks for more (struct wpol_site fast_yields). */
 #define FAST_YIELD_NS 1500u
 #define FAST_YIELDS 8u
 /* Yields that did run others, this many in one wait without the change coming, end the phase
@@ -344,7 +345,8 @@ int wpol_pause(struct wpol *w, uint32_t seen)
         /* Yields that come straight back ran nobody: what we wait for is not on this CPU's
          * queue, and sleeping frees the CPU (a VM's virtual CPU halts, and the host may run
          * the other one there). */
-        if (w->now >= w->phase_end || w->fast_yields >= FAST_YIELDS || w->slow_yields >= SLOW_YIELDS)
+        uint32_t fast_max = w->site->fast_yields ? w->site->fast_yields : FAST_YIELDS;
+        if (w->now >= w->phase_end || w->fast_yields >= fast_max || w->slow_yields >= SLOW_YIELDS)
             enter(w, PH_SLEEP);
         break;
     }

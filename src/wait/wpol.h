@@ -32,6 +32,10 @@ struct wpol_site {
     const char *name;
     uint32_t spin_max_ns;  /* the spin's ceiling (0: never spin) */
     uint32_t yield_max_ns; /* how long at most to yield before sleeping (0: never yield) */
+    uint32_t fast_yields;  /* yields in a row that ran nobody and end the phase (0: 8); more
+                            * where the thread waited for runs on another CPU and will come
+                            * soon, so that a wait does not sleep (a wake-up costs both sides
+                            * tens of µs in a VM) for want of a few µs */
     bool fixed;            /* spin to the ceiling every time, learn nothing: for a caller that
                             * decides itself whether this site spins (its own measurements) */
     /* learnt */

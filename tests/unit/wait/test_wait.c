@@ -1,9 +1,11 @@
 /*
  * The wait policy (src/wait/wpol.c): no wake-up is lost under either waker protocol, waits end
  * at their deadline or when idle or their own sleep says so, a waiter whose peer needs its CPU
- * does not spin, sites learn from their waits (a fixed one does not), and with one CPU to run on (tests/system/test_wait_pinned.sh
- * runs this under taskset) a waiter never spins, however long its site's ceiling, so the thread
- * it waits for gets the CPU. Behaviour only: no timing is asserted.
+ * does not spin, sites learn from their waits (a fixed one does not), a site's count of yields
+ * that run nobody ends its yield phase, and with one CPU to run on
+ * (tests/system/test_wait_pinned.sh runs this under taskset) a waiter never spins, however long
+ * its site's ceiling, so the thread it waits for gets the CPU. Behaviour only: no timing is
+ * asserted.
  *
  * `test_wait mode` prints wpol_mode() (for NTBLEND_WAIT's check in test_wait_pinned.sh).
  */
@@ -373,6 +375,37 @@ static void test_fixed(void **state)
     assert_int_equal(s.spin_ns, 0);
 }
 
+/* Yields that run nobody end the yield phase after the site's fast_yields in a row (8 when
+ * 0): a wait that reached its first sleep made exactly that many if none of its yields ran
+ * another thread, and at least that many unless 4 of them did (which also ends the phase). */
+static void test_fast_yields(void **state)
+{
+    (void)state;
+    if (wpol_mode() != WPOL_ADAPTIVE)
+        skip();
+    static struct wpol_site def = { .name = "test fast yields 8", .yield_max_ns = 4000000000u };
+    static struct wpol_site many = { .name = "test fast yields 40", .yield_max_ns = 4000000000u,
+                                     .fast_yields = 40 };
+    struct wpol_site *sites[] = { &def, &many };
+    const uint64_t want[] = { 8, 40 };
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < 10; i++) {
+            uint64_t before = sites[k]->n_yields;
+            struct wpol w;
+            wpol_begin(&w, sites[k], NULL);
+            while (!w.slept)
+                assert_int_equal(wpol_pause(&w, 0), 0);
+            wpol_end(&w);
+            uint64_t yields = sites[k]->n_yields - before;
+            assert_false(w.spun); /* no spin budget: straight to the yields */
+            if (!w.ran_other)
+                assert_int_equal(yields, want[k]);
+            else if (w.slow_yields < 4)
+                assert_true(yields >= want[k]);
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- one CPU */
 
 /* Pinned to one CPU (test_wait_pinned.sh): with a ceiling of 50 ms a spinning waiter would hold
@@ -410,6 +443,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_nap_learns),
         cmocka_unit_test(test_learns),
         cmocka_unit_test(test_fixed),
+        cmocka_unit_test(test_fast_yields),
         cmocka_unit_test(test_one_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

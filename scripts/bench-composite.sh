@@ -5,8 +5,8 @@
 # examples/topologies/composite.ini (a chassis in each host, latency model on), always on
 # host b, in the papers' three cases:
 #   local         b's own nvme1, accel3 and accel4, in its chassis
-#   one-lender    nvme0, accel0 and accel1 lent by a to b
-#   two-lenders   nvme0 and accel0 lent by a, accel2 by c
+#   one-lender    nvme0, accel0 and accel1 lent by a to b (over their back-to-back cable)
+#   two-lenders   nvme0 and accel0 lent by a, accel2 by c (over the switch)
 # Every round runs each case once, in a rotating order (interleaved, so that the machine's
 # load falls on all alike); the figures are medians over rounds of each run's median epoch,
 # with the per-stage medians, and the ratios to local. Writes JSON (every run and the medians)

@@ -134,6 +134,10 @@ int sio_get_path(const sio_dev_t *dev);
 /** sio_path_up() - Whether path `path` works now (both hosts up, both ports enabled, every
  * cable on it up). false for no such path. */
 bool sio_path_up(sio_dev_t *dev, int path);
+/** sio_device_cpu() - The CPU the device's model last ran on, for a driver that waits for it
+ * (an emulated device is a thread that needs a CPU; a driver spinning on that CPU holds it
+ * up): -1 when not known, or the device is hardware. Cheap: one load of shared memory. */
+int sio_device_cpu(const sio_dev_t *dev);
 /** sio_bar_failover() - Also map BAR mapping `map` through another path (the first other than
  * its own), so that while its own path is down its addresses reach the device over that one —
  * no all-ones reads, no lost stores — and return when it heals. Costs the other adapter's LUT

@@ -146,6 +146,7 @@ static void *run(void *arg)
     uint64_t swept = 0;
     uint32_t gen = atomic_load(&fx->reset_gen);
     while (!atomic_load(&m->stop)) {
+        fab_fn_note_cpu(fx);
         b.seen = atomic_load(&fx->reg_seq);
         /* A function-level reset cleared the registers, maybe with an enable stored again
          * before this thread looked (CC.EN seen set throughout): the controller's state goes

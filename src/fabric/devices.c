@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -179,4 +181,12 @@ void fab_funcs_reset(struct fab *f, uint32_t host)
         atomic_store(&fn->lend_setup, 0);
         fn_reset(f, fni, true);
     }
+}
+
+void fab_fn_note_cpu(struct fab_function *fx)
+{
+    int cpu = sched_getcpu();
+    uint32_t v = cpu < 0 ? 0 : (uint32_t)cpu + 1;
+    if (atomic_load_explicit(&fx->model_cpu, memory_order_relaxed) != v)
+        atomic_store_explicit(&fx->model_cpu, v, memory_order_relaxed);
 }

@@ -41,6 +41,9 @@ void fab_fn_raw_reap(struct fab *f, int32_t pid);
 /* A model: are there plain-store mappings of fn to watch? Every FAB_RAW_SWEEP_NS (by
  * *swept_ns, the caller's) it also gives back those of processes that died unreaped. */
 bool fab_fn_raw_watch(struct fab *f, uint32_t fn, uint64_t *swept_ns);
+/* A model's thread publishes the CPU it runs on (fab_function.model_cpu), storing only when
+ * it changed: a load of a line the thread already holds, per turn of its loop. */
+void fab_fn_note_cpu(struct fab_function *fx);
 /* A model thread: sleep until a register write of fn changes reg_seq from `seen`, or
  * timeout_ns (< 0: none) passes. As fab_futex_wait. */
 int fab_fn_wait(struct fab *f, uint32_t fn, uint32_t seen, int64_t timeout_ns);

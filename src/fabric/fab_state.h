@@ -18,7 +18,7 @@
 #include "topo.h"
 
 #define FAB_MAGIC 0x4e54424cu /* "NTBL" */
-#define FAB_VERSION 15
+#define FAB_VERSION 16
 #define FAB_CPU_WORDS 16 /* dma_cpus: CPUs 0..1023, as cpu_set_t */
 #define FAB_NAME_MAX 64
 #define FAB_MAX_PROCS 512
@@ -96,6 +96,10 @@ struct fab_function {
     _Atomic uint32_t reg_waiters; /* model threads asleep on reg_seq (fab_fn_wait) */
     _Atomic uint32_t model_up; /* the model is serving this function */
     _Atomic uint32_t reset_gen; /* bumps on a function-level reset: models drop all state */
+    /* The CPU the model's thread last ran on, + 1 (0: not known): emulator state, no register.
+     * Written only when it changes, so an I/O writes no line for it; a driver that finds it
+     * equal to its own CPU yields instead of spinning (the model needs that CPU). */
+    _Atomic uint32_t model_cpu;
     /* SmartIO lending state, written only by the lender's agent. */
     _Atomic uint32_t lend_available;
     _Atomic uint32_t lend_exclusive;      /* the borrower holds it alone */

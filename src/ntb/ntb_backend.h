@@ -229,6 +229,10 @@ struct ntb_backend_ops {
     volatile void *(*bar_mem)(struct rt *rt, uint32_t fn, int bar);
     void (*fn_notify)(struct rt *rt, uint32_t fn);
     int (*fn_raw)(struct rt *rt, uint32_t fn, int delta);
+    /* fn_cpu_word: where fn's model publishes the CPU its thread last ran on, + 1 (0: not
+     * known), for drivers that would otherwise spin on the CPU the model needs. NULL (the op
+     * or its result) where the device is hardware and uses no CPU of ours. */
+    const _Atomic uint32_t *(*fn_cpu_word)(struct rt *rt, uint32_t fn);
     /* tree: the functions lent to `host` and hot-added into its PCIe tree, at most max into
      * out; returns how many there are. tree_word: a word that changes on every hot-add and
      * hot-remove in host's tree (wait on it with wait()). Both may be NULL (no lending). */

@@ -167,6 +167,12 @@ static int sio_irq_wait(void *ctx, uint32_t host_vector, uint32_t *seen, int tim
     return sio_wait_vector(host_vector, seen, timeout_ms);
 }
 
+static int sio_dev_cpu(void *ctx)
+{
+    struct sio_ctx *c = ctx;
+    return sio_device_cpu(c->dev);
+}
+
 static void sio_close(void *ctx)
 {
     struct sio_ctx *c = ctx;
@@ -192,6 +198,7 @@ static const struct nvme_backend_ops sio_ops = {
     .path_up = sio_up,
     .dma_alloc_path = sio_dalloc_path,
     .use_path = sio_use_path,
+    .device_cpu = sio_dev_cpu,
 };
 
 int nvl_sio_lookup(const char *name, uint32_t *id, bool *managed, uint32_t *mgr_node,

@@ -59,6 +59,9 @@ struct nvme_backend_ops {
                           struct nvl_dma *out);
     /* Registers through this path's mapping from now on. */
     void (*use_path)(void *ctx, int path);
+    /* The CPU the device's model thread last ran on (-1: not known); NULL where the device is
+     * hardware and uses no CPU: a completion wait on that CPU yields instead of spinning. */
+    int (*device_cpu)(void *ctx);
 };
 
 /* SmartIO: borrow by name (exclusive: to own it; shared: as a client of its manager) or use

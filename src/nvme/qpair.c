@@ -326,6 +326,14 @@ static int q_irq_sleep(void *arg, uint64_t max_ns)
     return 0;
 }
 
+/* The device's model thread last ran on this CPU: spinning here would hold it up. */
+static bool q_needs_cpu(void *arg)
+{
+    struct nvl_queue *q = arg;
+    int cpu = q->p.ops->device_cpu(q->p.ctx);
+    return cpu >= 0 && cpu == sched_getcpu();
+}
+
 int nvl_q_wait(struct nvl_queue *q, const bool *done, uint64_t timeout_ns)
 {
     uint64_t start = nvl_now_ns();
@@ -336,6 +344,7 @@ int nvl_q_wait(struct nvl_queue *q, const bool *done, uint64_t timeout_ns)
      * is what the naps give it. A cap of 100 us kept 30 clients on 2 CPUs waking 300 000 times
      * a second, and the device model starved (docs/benchmarks.md, *The wait policy*). */
     struct wpol_how how = { .arg = q, .sleep = irq ? q_irq_sleep : NULL, .idle = q_health,
+                            .needs_cpu = q->p.ops->device_cpu ? q_needs_cpu : NULL,
                             .deadline_ns = start + timeout_ns, .sleep_ns = irq ? 10000000 : 1000000 };
     struct wpol w;
     wpol_begin(&w, &q->wait, &how);

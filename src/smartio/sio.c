@@ -238,6 +238,13 @@ static void notify(sio_bar_t *m)
     d->rt->ops->fn_notify(d->rt, d->fn);
 }
 
+int sio_device_cpu(const sio_dev_t *d)
+{
+    const _Atomic uint32_t *w = d && d->rt->ops->fn_cpu_word ? d->rt->ops->fn_cpu_word(d->rt, d->fn)
+                                                            : NULL;
+    return w ? (int)atomic_load_explicit(w, memory_order_relaxed) - 1 : -1;
+}
+
 void sio_write32(sio_bar_t *m, size_t off, uint32_t v)
 {
     *(volatile uint32_t *)(m->ptr + off) = v;

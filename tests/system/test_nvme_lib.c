@@ -4,13 +4,15 @@
  * queue pairs with different queue placement, reads and writes verified byte for byte
  * (single pages, PRP pairs, PRP lists, a buffer starting mid-page), flush, write zeroes,
  * deallocate, many asynchronous commands in flight with callbacks, a full queue, interrupts,
- * every error the library checks for, and a completion arriving after its command timed out.
+ * every error the library checks for, a completion arriving after its command timed out, and
+ * the CPU the model publishes for the completion wait.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fixture.h"
 #include "nvme_tests.h"
@@ -485,6 +487,38 @@ static void test_completion_after_timeout_is_dropped(void **state)
     run_on("b", late_child);
 }
 
+/* The model publishes the CPU its thread runs on (sio_device_cpu), which the completion wait
+ * reads to yield instead of spinning on that CPU: after a register write wakes the model, it
+ * is one of this machine's CPUs. */
+static void cpu_child(void *arg)
+{
+    (void)arg;
+    int id = sio_find("nvme0");
+    CHECK(id >= 0);
+    sio_dev_t *dev;
+    CHECK_EQ(sio_borrow((uint32_t)id, SIO_EXCLUSIVE, &dev), 0);
+    CHECK_EQ(sio_device_cpu(NULL), -1);
+    sio_bar_t *bar;
+    size_t size;
+    CHECK(sio_map_bar(dev, 0, &size, &bar));
+    sio_write32(bar, 0x0c, 0); /* INTMS: writing 0 masks nothing; the model wakes and turns */
+    int cpu = -1;
+    for (int i = 0; i < 5000 && cpu < 0; i++) {
+        cpu = sio_device_cpu(dev);
+        if (cpu < 0)
+            usleep(1000);
+    }
+    CHECK(cpu >= 0 && cpu < sysconf(_SC_NPROCESSORS_CONF));
+    CHECK_EQ(sio_unmap_bar(bar), 0);
+    CHECK_EQ(sio_return(dev), 0);
+}
+
+static void test_model_publishes_its_cpu(void **state)
+{
+    (void)state;
+    run_on("b", cpu_child);
+}
+
 /* The example of docs/nvme-driver.md runs and says what it should. */
 static void test_example(void **state)
 {
@@ -503,6 +537,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_completion_after_timeout_is_dropped),
         cmocka_unit_test(test_example),
+        cmocka_unit_test(test_model_publishes_its_cpu),
     };
     return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

@@ -181,6 +181,13 @@ static _Atomic uint32_t *emu_msi_word(struct rt *rt, uint32_t vector)
 
 /* ---------------------------------------------------------------- device functions */
 
+static const _Atomic uint32_t *emu_fn_cpu_word(struct rt *rt, uint32_t fn)
+{
+    if (fn >= emu_fab(rt)->ctl->nfuncs)
+        return NULL;
+    return &fab_func(emu_fab(rt), fn)->model_cpu;
+}
+
 static int emu_func_info(struct rt *rt, uint32_t fn, struct ntb_func_info *o)
 {
     if (fn >= emu_fab(rt)->ctl->nfuncs)
@@ -345,6 +352,7 @@ const struct ntb_backend_ops ntb_backend_emu = {
     .msi_vectors = FAB_MSI_VECTORS,
     .func_info = emu_func_info,
     .func_by_name = emu_func_by_name,
+    .fn_cpu_word = emu_fn_cpu_word,
     .cfg_read = emu_cfg_read,
     .cfg_write = emu_cfg_write,
     .bar_mem = emu_bar_mem,

@@ -34,6 +34,7 @@ enum kind { K_NONE, K_DESC, K_LSEG, K_RSEG, K_MAP, K_SEQ, K_DMAQ, K_LI, K_RI, K_
 static struct slot {
     enum kind kind;
     void *h;
+    bool readonly; /* a map made with SCI_FLAG_READONLY_MAP: a store through it faults */
 } slot[SLOTS];
 static char fabric[64];
 static bool own;
@@ -110,17 +111,27 @@ static sci_error_t close_slot(struct slot *s)
 
 /* A new handle into slot i, or the first free one: none is ever lost from the pool. A
  * closed slot keeps its handle, so later calls get it as a freed one. */
-static void put(int i, enum kind k, void *h)
+static struct slot *put(int i, enum kind k, void *h)
 {
     struct slot *s = &slot[i % SLOTS];
     for (int j = 0; s->kind != K_NONE && j < SLOTS; j++)
         s = &slot[j];
     if (s->kind != K_NONE) { /* full: this one goes at once */
-        struct slot t = { k, h };
+        struct slot t = { k, h, false };
         close_slot(&t);
-        return;
+        return NULL;
     }
-    *s = (struct slot){ k, h };
+    *s = (struct slot){ k, h, false };
+    return s;
+}
+
+/* A new map: whether a store through it may be tried (not through a read-only one, which
+ * faults by design, as a store to a read-only SISCI map does on the hardware). */
+static void put_map(int i, void *h, unsigned flags)
+{
+    struct slot *s = put(i, K_MAP, h);
+    if (s)
+        s->readonly = flags & SCI_FLAG_READONLY_MAP;
 }
 
 /* Sizes and offsets: mostly small, sometimes at the edges. */
@@ -170,8 +181,8 @@ static void run(const uint8_t *r)
     case 6: SCISetSegmentUnavailable(h1, adapter, fl & 1, &err); break;
     case 7: SCIConnectSegment(h1, (sci_remote_segment_t *)&o, node_of(b), n, adapter, NULL, NULL, b & 3, fl, &err); if (!err) put(r[3], K_RSEG, o); break;
     case 8: SCIDisconnectSegment(h1, fl & 1, &err); if (!err) s1->kind = K_NONE; break;
-    case 9: SCIMapRemoteSegment(h1, (sci_map_t *)&o, size_of(a), size_of(b), NULL, fl, &err); if (!err) put(r[3], K_MAP, o); break;
-    case 10: SCIMapLocalSegment(h1, (sci_map_t *)&o, size_of(a), size_of(b), NULL, fl, &err); if (!err) put(r[3], K_MAP, o); break;
+    case 9: SCIMapRemoteSegment(h1, (sci_map_t *)&o, size_of(a), size_of(b), NULL, fl, &err); if (!err) put_map(r[3], o, fl); break;
+    case 10: SCIMapLocalSegment(h1, (sci_map_t *)&o, size_of(a), size_of(b), NULL, fl, &err); if (!err) put_map(r[3], o, fl); break;
     case 11: SCIUnmapSegment(h1, fl & 1, &err); if (!err) s1->kind = K_NONE; break;
     case 12: SCICreateMapSequence(h1, (sci_sequence_t *)&o, fl & 1, &err); if (!err) put(r[3], K_SEQ, o); break;
     case 13: SCIRemoveSequence(h1, fl & 1, &err); if (!err) s1->kind = K_NONE; break;
@@ -233,7 +244,8 @@ static void run(const uint8_t *r)
         volatile uint8_t *p = SCIGetMapPointer(h1);
         size_t sz = SCIGetMapSize(h1);
         if (p && sz && !(fl & 1)) {
-            p[b % sz] = (uint8_t)a;
+            if (!(s1->kind == K_MAP && s1->readonly))
+                p[b % sz] = (uint8_t)a;
             (void)p[c % sz];
         }
         /* SCIQuery: the data of the command's own type (a caller's to get right), its

@@ -43,12 +43,12 @@
 /* Naps start at NAP_FIRST_NS, or, when others want the CPU (a yield of this wait ran another
  * thread, or spins lately lost their CPU), at a quarter of what the site's waits that napped
  * lately took (NAP_LEARN_SHIFT; the start itself at most NAP_MAX_NS), and double up to
- * NAP_MAX_NS. Without
- * the learnt start, thirty clients polling an emulated NVMe on two CPUs each napped 2, 4, 8 ...
- * µs per completion: some 300 000 wake-ups a second, which took the CPUs from the device model
- * they all waited for, so its completions came later still and the nappers woke more: a
- * collapse to a twentieth of the IOPS that held for whole runs. An eighth kept more wake-ups
- * and fewer IOPS, a half let clients oversleep their completions (slowest/fastest 0.24-0.44). */
+ * NAP_MAX_NS. Without the learnt start, thirty clients polling an emulated NVMe on two CPUs
+ * each napped 2, 4, 8 ... µs per completion: some 300 000 wake-ups a second, which took the
+ * CPUs from the device model they all waited for, so its completions came later still and the
+ * nappers woke more: a collapse to a twentieth of the IOPS that held for whole runs. An eighth
+ * kept more wake-ups and fewer IOPS, a half let clients oversleep their completions
+ * (slowest/fastest 0.24-0.44). */
 #define NAP_FIRST_NS 2000u
 #define NAP_LEARN_SHIFT 2
 #define NAP_MAX_NS 1000000u

@@ -325,13 +325,19 @@ static size_t fo_pool_off(int slot) { return shm_fo_pool_off() + (size_t)slot * 
 
 /* Send (or send again) one request the way that is up now, waiting for room. Data in a pool
  * chunk goes by DMA the first time (dma), as the ordinary transport's staged chunks do: the
- * hop's sender thread publishes it; anything else is copied into the slot here. fo.lock held. */
+ * hop's sender thread publishes it; anything else is copied into the slot here. fo.lock held.
+ *
+ * Room in the hop's ring is waited for here, not in wait_room: room comes only from the node
+ * across the link, and a link that goes down meanwhile never gives it (its tail then reads all
+ * ones), so each look that finds none asks the fabric again (xp_route_refresh) and the request
+ * goes the other way round once the link is found down. Waiting for our own DMA'd chunks is
+ * bounded: a DMA ends whether the link is up or not (-ENOLINK). */
 static void fo_transmit(struct fo_ent *e, bool dma)
 {
     int dh = shm.pes[e->m.dst_pe].host;
     struct wpol w;
     shm_poll_begin(&w);
-    for (;; shm_poll_pause(&w)) {
+    for (;;) {
         xp_route_refresh(false);
         int hop = xp_next_hop(shm.myhost, dh);
         struct xp_prod *p = hop >= 0 ? &prods[hop] : NULL;
@@ -339,34 +345,43 @@ static void fo_transmit(struct fo_ent *e, bool dma)
             shm_fatal("no connection to the node of host node %u", shm.hosts[dh].node);
         struct xp_sender *sd = &senders[hop];
         pthread_mutex_lock(&p->lock);
-        if (dma && e->slot >= 0 && sender_ready(hop)) {
+        bool by_dma = dma && e->slot >= 0 && sender_ready(hop);
+        if (by_dma)
             while (sd->fifo.n == SHM_PUT_STAGES)
                 pthread_cond_wait(&sd->cond, &p->lock);
-            wait_room(hop, false, e->m.len);
-            struct xp_msg m = e->m;
-            uint64_t idx = xp_reserve(p, m.len, &m.lead);
-            int rc = seg_dma_transfer(pe_dmaq[hop].q, shm.local, fo_pool_off(e->slot), p->link->remote,
-                                      xp_slot_off(p->ring, idx + m.lead), m.len, 0);
-            if (rc == -ENOLINK) { /* that ring is not used again: the other way round */
-                pthread_mutex_unlock(&p->lock);
-                xp_route_refresh(true);
-                dma = false;
-                continue;
-            }
-            if (rc)
-                shm_fatal("cannot queue a DMA to the node of host node %u: %s",
-                          shm.hosts[hop].node, seg_strerror(rc));
-            *xp_fifo_add(&sd->fifo) = (struct xp_pend){ .idx = idx, .m = m };
-            pthread_cond_broadcast(&sd->cond);
+        /* A message copied here goes behind our DMA'd chunks, in order. */
+        if (!(by_dma || !sd->fifo.n) || !xp_has_room(p, e->m.len)) {
+            bool ours = sd->fifo.n > 0; /* our chunks will be published, and may free room */
+            if (ours)
+                pthread_cond_wait(&sd->cond, &p->lock);
+            pthread_mutex_unlock(&p->lock);
+            if (!ours)
+                shm_poll_pause(&w);
+            continue;
+        }
+        if (!by_dma) {
+            xp_push(p, &e->m, e->data, xp_data_len(&e->m));
             pthread_mutex_unlock(&p->lock);
             break;
         }
-        bool room = !sd->fifo.n && xp_has_room(p, e->m.len); /* behind our DMA'd chunks */
-        if (room)
-            xp_push(p, &e->m, e->data, xp_data_len(&e->m));
+        struct xp_msg m = e->m;
+        uint64_t idx = xp_reserve(p, m.len, &m.lead);
+        int rc = seg_dma_transfer(pe_dmaq[hop].q, shm.local, fo_pool_off(e->slot), p->link->remote,
+                                  xp_slot_off(p->ring, idx + m.lead), m.len, 0);
+        if (rc == -ENOLINK) { /* that ring is not used again: the other way round */
+            pthread_mutex_unlock(&p->lock);
+            xp_route_refresh(true);
+            dma = false;
+            shm_poll_pause(&w);
+            continue;
+        }
+        if (rc)
+            shm_fatal("cannot queue a DMA to the node of host node %u: %s",
+                      shm.hosts[hop].node, seg_strerror(rc));
+        *xp_fifo_add(&sd->fifo) = (struct xp_pend){ .idx = idx, .m = m };
+        pthread_cond_broadcast(&sd->cond);
         pthread_mutex_unlock(&p->lock);
-        if (room)
-            break;
+        break;
     }
     wpol_end(&w);
 }

@@ -53,6 +53,9 @@
     X(LAUNCHER_PID, "LAUNCHER_PID", SHM_KIND_NUM, "0", 0, 0x7fffffff, SHM_FOR_LAUNCHER,        \
       "oshrun's process: the job ends when it is gone")                                       \
     X(RELAY_SLOW_PE, "RELAY_SLOW_PE", SHM_KIND_NUM, "-1", -1, 4095, SHM_FOR_TEST,              \
-      "the ring's nodes hold every routed put they deliver to this PE for 2 ms")
+      "the ring's nodes hold every routed put they deliver to this PE for 2 ms")             \
+    X(RELAY_HOLD, "RELAY_HOLD", SHM_KIND_TEXT, "", 0, 0, SHM_FOR_TEST,                         \
+      "S:T, with SHMEM_RING_FAILOVER=on: PE T's node leaves PE S's requests from the next "   \
+      "host on unread, from S's first put of a whole chunk on, until that link goes down")
 
 #endif

@@ -15,7 +15,8 @@
  * acks are sent in batches, one message per source. Work that produces a reply first reserves
  * room for it, so an AMO is never done twice; a message whose next ring is full stays where it
  * is and the thread serves its other rings meanwhile. This file: the node's setup, the work
- * each message asks for, failover's bookkeeping; relay_thread.c: the transfer threads.
+ * each message asks for, failover's bookkeeping (and SHMEM_RELAY_HOLD, a test's congested
+ * ring); relay_thread.c: the transfer threads.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -302,6 +303,64 @@ static int fo_perform(const struct xp_msg *m, const void *data)
     return rc;
 }
 
+/* SHMEM_RELAY_HOLD=S:T, for tests (test_shmem_failover.sh): this node (PE T's host) leaves the
+ * ring of PE S's requests that come straight from S's host (a neighbour) unread from S's
+ * first put of a whole chunk on, as a node too busy to take them would, so that S fills the
+ * ring and waits for room; it says so on stderr once the ring is full. The hold ends when the
+ * link between the two hosts is found down: a PE waiting for room across a link that goes
+ * down must then go the other way round. */
+static uint32_t hold_ring = UINT32_MAX;
+static int hold_pe, hold_host;
+static bool hold_on, hold_told, hold_over; /* only the thread that consumes hold_ring */
+
+static void hold_init(void)
+{
+    const char *v = shm_env_text(SHM_ENV_RELAY_HOLD);
+    if (!v)
+        return;
+    int s, t, end = 0;
+    if (sscanf(v, "%d:%d%n", &s, &t, &end) != 2 || v[end] || s < 0 || t < 0 || s >= shm.npes ||
+        t >= shm.npes)
+        shm_fatal("SHMEM_RELAY_HOLD=\"%s\": give S:T, two PEs of the job (0-%d) on neighbouring "
+                  "hosts", v, shm.npes - 1);
+    int hs = shm.pes[s].host, ht = shm.pes[t].host;
+    if (!shm.failover)
+        shm_fatal("SHMEM_RELAY_HOLD needs SHMEM_RING_FAILOVER=on on a ring (only a link going "
+                  "down ends the hold)");
+    if (hs == ht || xp_next_hop(hs, ht) != ht)
+        shm_fatal("SHMEM_RELAY_HOLD=%s: PEs %d and %d are not on neighbouring hosts of the ring",
+                  v, s, t);
+    if (ht != shm.myhost)
+        return;
+    hold_pe = s;
+    hold_host = hs;
+    hold_ring = xp_ring_of((uint32_t)s, hs, ht);
+}
+
+bool relay_held(uint32_t r, const struct xp_msg *m)
+{
+    if (r != hold_ring || hold_over)
+        return false;
+    xp_route_refresh(false);
+    if (xp_link_dead(shm.myhost, hold_host)) {
+        hold_over = true; /* for good: the ring is not written again */
+        return false;
+    }
+    if (!hold_on && m && m->type == XP_PUT && m->len == shm.chunk && relay_msg_sane(m))
+        hold_on = true;
+    struct xp_ring *ring = xp_ring_at(relay_inbox, r);
+    uint64_t used = atomic_load(&ring->head) - atomic_load(&ring->tail);
+    if (hold_on && !hold_told && used + 1 >= XP_SLOTS) { /* no room for a chunk's two slots */
+        char name[64];
+        if (ntb_node_name(shm.hosts[hold_host].node, name, sizeof name))
+            snprintf(name, sizeof name, "node %u", shm.hosts[hold_host].node);
+        fprintf(stderr, "shmem: relay: SHMEM_RELAY_HOLD: the ring of PE %d's requests from host "
+                "%s is full\n", hold_pe, name);
+        hold_told = true;
+    }
+    return hold_on;
+}
+
 int relay_handle(struct rthread *t, const struct xp_msg *m, const void *data, uint32_t ring)
 {
     if (!relay_msg_sane(m))
@@ -464,6 +523,7 @@ int shmemi_relay_main(void)
         if (!fo_applied || !fo_amo_seq || !fo_amo_val || !fo_ackdue)
             shm_fatal("out of memory");
     }
+    hold_init();
 
     /* Transfer threads: per adapter that faces a host of the job, SHMEM_RING_THREADS. */
     sigset_t sigs;

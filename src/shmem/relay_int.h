@@ -71,6 +71,9 @@ bool relay_pay_acks(struct rthread *t);
 struct xp_prod *relay_next_prod(const struct xp_msg *m, uint32_t ring);
 int relay_onward(uint32_t ring);
 bool relay_msg_sane(const struct xp_msg *m);
+/* SHMEM_RELAY_HOLD (for tests): is ring r held at its message m (NULL: at whatever comes
+ * next)? Only the thread that consumes r asks. */
+bool relay_held(uint32_t r, const struct xp_msg *m);
 
 /* relay_thread.c: a transfer thread's wait sites and lock (before it starts); its body; once
  * it has ended, its completer's end. */

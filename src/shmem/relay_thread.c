@@ -323,6 +323,8 @@ static int drain(struct rthread *t, bool *stuck)
         uint64_t head;
         while (pos < (head = atomic_load_explicit(&ring->head, memory_order_acquire))) {
             const struct xp_msg *m = &ring->msg[pos % XP_SLOTS];
+            if (relay_held(r, m))
+                break; /* SHMEM_RELAY_HOLD: until the link goes down */
             uint64_t end = pos + span_at(m, pos, head);
             t->arrived = t->psum && m->type == XP_PUT && relay_msg_sane(m) ? arrive(t, ring, r, pos, &st)
                                                                             : NULL;
@@ -376,7 +378,8 @@ static bool any_new(void *arg)
     bool other, busy = false;
     for (int k = 0; k < t->nrings && !busy; k++)
         busy = next_new(t, t->rings[k], xp_ring_at(relay_inbox, t->rings[k]), &other) <
-               atomic_load(&xp_ring_at(relay_inbox, t->rings[k])->head);
+                   atomic_load(&xp_ring_at(relay_inbox, t->rings[k])->head) &&
+               !relay_held(t->rings[k], NULL);
     return busy;
 }
 

@@ -7,8 +7,13 @@
 # reductions) has a ring link pulled while it runs and must go on: once PE 0 has printed
 # "round 40" on ring5 (5 PEs, the link c-d in the middle of the ring), once right after
 # "round 0", once on ring7 (7 PEs, the link a-b next to PE 0's host) and once at 2 PEs per
-# host on ring5. PE 0 must print at least 20 more rounds after the pull; then the job is told
-# to stop ($work/stop, FAILOVER_STOP) and must exit 0 with "failover: verified R rounds".
+# host on ring5; and once while a PE waits for room in a ring across the link: c's node leaves
+# PE 3's requests from d unread (SHMEM_RELAY_HOLD=3:2, from PE 3's first put of a whole chunk
+# on; 16 KiB chunks, each by DMA) until PE 3 has filled that ring and waits for room in it,
+# and then the link goes down (a ring that never gives room again must not hold PE 3, nor the
+# requests it sends again, forever). PE 0 must print at least 20 more rounds after the pull;
+# then the job is told to stop ($work/stop, FAILOVER_STOP) and must exit 0 with "failover:
+# verified R rounds".
 # A second link down on the other side of the ring (e-a after c-d) cuts the ring in two: the
 # job must end non-zero within 15 s, saying a link is down. After each case the links go up
 # again and the hosts' allocated RAM (the job's segments: heaps, inboxes) and the LUT and
@@ -90,14 +95,33 @@ clean_run() {
     base=$(tables)
 }
 
-# survive LABEL ROUND HOST-A HOST-B OSHRUN-ARGS...: once PE 0 printed ROUND, the link A-B goes
-# down; the job must go on for 20 more rounds of PE 0's, stop when told and exit 0.
+# wait_held SECONDS LABEL: until a node says the ring it holds (SHMEM_RELAY_HOLD) is full; the
+# job must still run.
+wait_held() {
+    local deadline=$(($(now_ms) + $1 * 1000))
+    until grep -q "SHMEM_RELAY_HOLD: the ring of .* is full" "$work/out"; do
+        kill -0 "$job" 2>/dev/null || {
+            wait "$job" && st=0 || st=$?
+            job=""
+            fail "$2: the job ended (status $st) before the held ring was full: $(out)"
+        }
+        (($(now_ms) < deadline)) || fail "$2: the held ring not full after $1 s: $(out)"
+        sleep 0.05
+    done
+}
+# survive LABEL WHEN HOST-A HOST-B OSHRUN-ARGS...: once PE 0 printed round WHEN (or, WHEN
+# "held", once the ring a node holds is full), the link A-B goes down; the job must go on for
+# 20 more rounds of PE 0's, stop when told and exit 0.
 survive() {
     local label=$1 at=$2 a=$3 b=$4
     shift 4
     local np=$2 # OSHRUN-ARGS start with -np N
     start_job "$@"
-    wait_round "$at" 60 "$label"
+    if [[ $at == held ]]; then
+        wait_held 60 "$label"
+    else
+        wait_round "$at" 60 "$label"
+    fi
     n link down "$a" "$b" >/dev/null
     local pulled_ms pulled
     pulled_ms=$(now_ms)
@@ -127,6 +151,9 @@ n up "$src/examples/topologies/ring5.ini" >/dev/null
 clean_run "5 PEs on ring5" -np 5
 survive "ring5, 5 PEs, c-d down after round 40" 40 c d -np 5
 survive "ring5, 5 PEs, c-d down after round 0" 0 c d -np 5
+export SHMEM_RELAY_HOLD=3:2 SHMEM_RING_CHUNK=16k SHMEM_DMA_MIN=16k
+survive "ring5, 5 PEs, c-d down while PE 3 waits for room in c's ring" held c d -np 5
+unset SHMEM_RELAY_HOLD SHMEM_RING_CHUNK SHMEM_DMA_MIN
 # 2 PEs per host: the ring test's heap for that placement (docs/openshmem.md, Limits).
 export SHMEM_SYMMETRIC_SIZE=8M
 clean_run "10 PEs on ring5, 2 per host" -np 10 --ppn 2

@@ -68,18 +68,26 @@ start_job() {
 # last_round: the last "round N" PE 0 printed (-1 before the first). Its lines end with the
 # number; the PEs' error messages have "round N:".
 last_round() { grep -oE 'round [0-9]+$' "$work/out" | awk 'BEGIN { m = -1 } { if ($2 + 0 > m) m = $2 + 0 } END { print m }'; }
-# wait_round N SECONDS LABEL: until PE 0 printed round N or later; the job must still run.
-wait_round() {
+# wait_job CHECK SECONDS LABEL WHAT: until CHECK (eval'd) holds; the job must still run. WHAT
+# names what is awaited in the failure messages.
+wait_job() {
     local deadline=$(($(now_ms) + $2 * 1000))
-    while (($(last_round) < $1)); do
+    until eval "$1"; do
         kill -0 "$job" 2>/dev/null || {
             wait "$job" && st=0 || st=$?
             job=""
-            fail "$3: the job ended (status $st) before PE 0 printed round $1: $(out)"
+            fail "$3: the job ended (status $st) before $4: $(out)"
         }
-        (($(now_ms) < deadline)) || fail "$3: no round $1 from PE 0 after $2 s: $(out)"
+        (($(now_ms) < deadline)) || fail "$3: no $4 after $2 s: $(out)"
         sleep 0.05
     done
+}
+# wait_round N SECONDS LABEL: until PE 0 printed round N or later.
+wait_round() { wait_job "((\$(last_round) >= $1))" "$2" "$3" "round $1 from PE 0"; }
+# wait_held SECONDS LABEL: until a node says the ring it holds (SHMEM_RELAY_HOLD) is full.
+wait_held() {
+    wait_job 'grep -q "SHMEM_RELAY_HOLD: the ring of .* is full" "$work/out"' "$1" "$2" \
+        "full ring held by a node (SHMEM_RELAY_HOLD)"
 }
 # no_leftovers LABEL: no PE process and no relay of this fabric left.
 no_leftovers() { no_job_left "$1" failover; }
@@ -95,20 +103,6 @@ clean_run() {
     base=$(tables)
 }
 
-# wait_held SECONDS LABEL: until a node says the ring it holds (SHMEM_RELAY_HOLD) is full; the
-# job must still run.
-wait_held() {
-    local deadline=$(($(now_ms) + $1 * 1000))
-    until grep -q "SHMEM_RELAY_HOLD: the ring of .* is full" "$work/out"; do
-        kill -0 "$job" 2>/dev/null || {
-            wait "$job" && st=0 || st=$?
-            job=""
-            fail "$2: the job ended (status $st) before the held ring was full: $(out)"
-        }
-        (($(now_ms) < deadline)) || fail "$2: the held ring not full after $1 s: $(out)"
-        sleep 0.05
-    done
-}
 # survive LABEL WHEN HOST-A HOST-B OSHRUN-ARGS...: once PE 0 printed round WHEN (or, WHEN
 # "held", once the ring a node holds is full), the link A-B goes down; the job must go on for
 # 20 more rounds of PE 0's, stop when told and exit 0.

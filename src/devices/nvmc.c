@@ -114,7 +114,9 @@ static int mkdir_p(const char *path)
  * I/O), and catching it awake saves the futex sleep and wake-up on both sides. So the thread
  * waits by the wait policy (src/wait): a spin of up to SPIN_NS (what it learns the gaps are),
  * then yields until poll_us has passed (the driver may need this CPU to ring), then sleeps on
- * reg_seq, which every register write bumps. A disabled controller sleeps at once. */
+ * reg_seq, which every register write bumps. A disabled controller sleeps at once. When the
+ * driver that rang last did so from this thread's CPU (fab_function.driver_cpu), the spin is
+ * skipped: spinning here would only keep that driver from ringing again. */
 #define SPIN_NS 20000u
 
 struct bell_wait {
@@ -132,6 +134,12 @@ static bool rang(void *arg)
            (atomic_load(&b->fx->raw_maps) && nvmc_doorbells_moved(&b->m->c));
 }
 
+static bool driver_here(void *arg)
+{
+    struct bell_wait *b = arg;
+    return fab_fn_driver_here(b->fx);
+}
+
 static void *run(void *arg)
 {
     struct nvmc_model *m = arg;
@@ -142,7 +150,8 @@ static void *run(void *arg)
     struct wpol_site idle = WPOL_SITE("nvme model (disabled)", 0, 0);
     struct bell_wait b = { m, fx, 0 };
     struct wpol_how how = { .ready = rang, .arg = &b, .word = &fx->reg_seq,
-                            .sleepers = &fx->reg_waiters, .sleep_ns = 1000000000 };
+                            .sleepers = &fx->reg_waiters, .needs_cpu = driver_here,
+                            .sleep_ns = 1000000000 };
     uint64_t swept = 0;
     uint32_t gen = atomic_load(&fx->reset_gen);
     while (!atomic_load(&m->stop)) {

@@ -183,10 +183,28 @@ void fab_funcs_reset(struct fab *f, uint32_t host)
     }
 }
 
-void fab_fn_note_cpu(struct fab_function *fx)
+/* Both directions store only on a change: a load of a line the thread holds anyway (the
+ * model's loop reads reg_seq, a driver's notice bumps it), no line written per I/O. */
+static void note_cpu(_Atomic uint32_t *word)
 {
     int cpu = sched_getcpu();
     uint32_t v = cpu < 0 ? 0 : (uint32_t)cpu + 1;
-    if (atomic_load_explicit(&fx->model_cpu, memory_order_relaxed) != v)
-        atomic_store_explicit(&fx->model_cpu, v, memory_order_relaxed);
+    if (atomic_load_explicit(word, memory_order_relaxed) != v)
+        atomic_store_explicit(word, v, memory_order_relaxed);
+}
+
+void fab_fn_note_cpu(struct fab_function *fx)
+{
+    note_cpu(&fx->model_cpu);
+}
+
+void fab_fn_note_driver_cpu(struct fab *f, uint32_t fni)
+{
+    note_cpu(&fab_func(f, fni)->driver_cpu);
+}
+
+bool fab_fn_driver_here(const struct fab_function *fx)
+{
+    uint32_t v = atomic_load_explicit(&fx->driver_cpu, memory_order_relaxed);
+    return v && (int)v - 1 == sched_getcpu();
 }

@@ -44,6 +44,12 @@ bool fab_fn_raw_watch(struct fab *f, uint32_t fn, uint64_t *swept_ns);
 /* A model's thread publishes the CPU it runs on (fab_function.model_cpu), storing only when
  * it changed: a load of a line the thread already holds, per turn of its loop. */
 void fab_fn_note_cpu(struct fab_function *fx);
+/* The other direction, for the emulated backend's register-write notice (fn_notify): the
+ * writing program, fn's driver, publishes its CPU (fab_function.driver_cpu) the same way. A
+ * model's wait asks fab_fn_driver_here whether that is the CPU it runs on: then the driver
+ * needs it to ring again, and the wait yields instead of spinning. */
+void fab_fn_note_driver_cpu(struct fab *f, uint32_t fni);
+bool fab_fn_driver_here(const struct fab_function *fx);
 /* A model thread: sleep until a register write of fn changes reg_seq from `seen`, or
  * timeout_ns (< 0: none) passes. As fab_futex_wait. */
 int fab_fn_wait(struct fab *f, uint32_t fn, uint32_t seen, int64_t timeout_ns);

@@ -18,7 +18,7 @@
 #include "topo.h"
 
 #define FAB_MAGIC 0x4e54424cu /* "NTBL" */
-#define FAB_VERSION 16
+#define FAB_VERSION 17
 #define FAB_CPU_WORDS 16 /* dma_cpus: CPUs 0..1023, as cpu_set_t */
 #define FAB_NAME_MAX 64
 #define FAB_MAX_PROCS 512
@@ -100,6 +100,12 @@ struct fab_function {
      * Written only when it changes, so an I/O writes no line for it; a driver that finds it
      * equal to its own CPU yields instead of spinning (the model needs that CPU). */
     _Atomic uint32_t model_cpu;
+    /* The other direction: the CPU the program that last wrote a register of this function
+     * through the emulated backend (its driver, fab_fn_note_driver_cpu) ran on, + 1 (0: not
+     * known). Also emulator state, on the line reg_seq's bump writes anyway, and written only
+     * when it changes; the model's doorbell wait yields instead of spinning when it finds its
+     * own CPU here (the driver needs that CPU to ring again). */
+    _Atomic uint32_t driver_cpu;
     /* SmartIO lending state, written only by the lender's agent. */
     _Atomic uint32_t lend_available;
     _Atomic uint32_t lend_exclusive;      /* the borrower holds it alone */

@@ -218,7 +218,8 @@ struct ntb_backend_ops {
      * complex does it; cfg_write -EINVAL on a bad offset/length). bar_mem: BAR `bar` of a
      * function in this host, mapped into this process (NULL + EINVAL if none). fn_notify:
      * tell the function's model a register was written (a doorbell write on hardware needs
-     * nothing: the write itself is the notification). fn_raw: a CPU mapping of fn's
+     * nothing: the write itself is the notification), and where the writer runs (the
+     * emulated backend publishes the caller's CPU for the model's doorbell wait). fn_raw: a CPU mapping of fn's
      * registers whose stores come without fn_notify was made (+1) or dropped (-1), so the
      * model must watch them itself (-ENOSPC: too many processes hold such mappings of fn);
      * NULL where a store needs no notification (hardware). */

@@ -3,12 +3,16 @@
  * memory mapped for a device in the three places smartio §4.4 names (the borrower, the
  * lender, another lender's device), MSI-X routed to the borrower, IOMMU isolation on the
  * lender, and mappings at an I/O address the borrower chooses (a VM's IOVA = GPA). Where a test needs the device to act, the parent performs the device's DMA or MSI-X
- * through the fabric model as the device's own requester (what the device models do).
+ * through the fabric model as the device's own requester (what the device models do). Last, the
+ * CPU a driver's register writes publish for the model's doorbell wait.
  */
+#define _GNU_SOURCE
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "fixture.h"
@@ -529,6 +533,54 @@ static void test_map_at_a_chosen_address(void **state)
     fx_down(&fx);
 }
 
+/* ---------------------------------------------------------------- the driver's CPU */
+
+/* A register write tells the model where its driver runs (fab_function.driver_cpu), so that
+ * the model's doorbell wait does not spin on the CPU the driver needs: after the driver moves
+ * (sched_setaffinity), its next write publishes the new CPU. Only CPUs this test may use. */
+static void moving_driver(void *arg)
+{
+    (void)arg;
+    sio_dev_t *acc;
+    CHECK_EQ(sio_borrow((uint32_t)sio_find("accel0"), SIO_EXCLUSIVE, &acc), 0);
+    sio_bar_t *bar;
+    CHECK(sio_map_bar(acc, 2, NULL, &bar));
+    cpu_set_t was, one;
+    CHECK_EQ(sched_getaffinity(0, sizeof was, &was), 0);
+    for (int cpu = 0, moves = 0; cpu < CPU_SETSIZE && moves < 4; cpu++) {
+        if (!CPU_ISSET(cpu, &was))
+            continue;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        CHECK_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+        sio_write32(bar, 0x20, (uint32_t)cpu); /* BAR2 is the accelerator's memory: harmless */
+        h_put((uint64_t)cpu);
+        h_get();
+        moves++;
+    }
+    CHECK_EQ(sched_setaffinity(0, sizeof was, &was), 0);
+    h_put(UINT64_MAX);
+    CHECK_EQ(sio_unmap_bar(bar), 0);
+    CHECK_EQ(sio_return(acc), 0);
+}
+
+static void test_driver_publishes_its_cpu(void **state)
+{
+    (void)state;
+    make_available("a", true);
+    const struct fab_function *fx = fab_func(FX.f, (uint32_t)fab_func_by_name(FX.f, "accel0"));
+    struct h_proc u = h_spawn(FX.name, "b", moving_driver, NULL);
+    int moves = 0;
+    for (uint64_t cpu; (cpu = h_from(&u)) != UINT64_MAX; moves++) {
+        printf("driver on CPU %llu: published %u (CPU + 1)\n", (unsigned long long)cpu,
+               atomic_load(&fx->driver_cpu));
+        assert_int_equal(atomic_load(&fx->driver_cpu), cpu + 1);
+        h_to(&u, 1);
+    }
+    assert_true(moves >= 1);
+    assert_int_equal(h_join(&u), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -539,6 +591,7 @@ int main(void)
         cmocka_unit_test(test_mapping_limits),
         cmocka_unit_test(test_iommu_isolation_on_the_lender),
         cmocka_unit_test(test_map_at_a_chosen_address),
+        cmocka_unit_test(test_driver_publishes_its_cpu),
     };
     return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

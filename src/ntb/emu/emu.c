@@ -279,7 +279,13 @@ static volatile void *emu_bar_mem(struct rt *rt, uint32_t fn, int bar)
     return fab_bar_mem(emu_fab(rt), fn, b->off, b->size);
 }
 
-static void emu_fn_notify(struct rt *rt, uint32_t fn) { fab_fn_notify(emu_fab(rt), fn); }
+/* A program's register write reaches the model: the writer (the function's driver) publishes
+ * its CPU first, so that the model, woken or polling, sees where its next doorbell comes from. */
+static void emu_fn_notify(struct rt *rt, uint32_t fn)
+{
+    fab_fn_note_driver_cpu(emu_fab(rt), fn);
+    fab_fn_notify(emu_fab(rt), fn);
+}
 static int emu_fn_raw(struct rt *rt, uint32_t fn, int delta)
 {
     return fab_fn_raw(emu_fab(rt), fn, delta);

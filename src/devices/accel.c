@@ -113,14 +113,6 @@ static bool rang(void *arg)
            atomic_load(&r->a->stop);
 }
 
-/* The program that rang last did so from this CPU (fab_function.driver_cpu): a spin here
- * would keep it from ringing again, so the idle wait sleeps at once instead. */
-static bool driver_here(void *arg)
-{
-    struct ring_wait *r = arg;
-    return fab_fn_driver_here(r->fx);
-}
-
 static void *accel_thread(void *arg)
 {
     struct accel *a = arg;
@@ -165,9 +157,7 @@ static void *accel_thread(void *arg)
         bool raw = fab_fn_raw_watch(a->f, a->fn, &swept);
         how.deadline_ns = raw ? wpol_now_ns() + FAB_RAW_TICK_NS : 0;
         how.sleep_ns = raw ? FAB_RAW_TICK_NS : 1000000000;
-        how.needs_cpu = driver_here;
         wpol_wait(&site, &how);
-        how.needs_cpu = NULL; /* the waits for a peer's DMA wait for the peer, not the driver */
     }
     wpol_site_done(&site);
     wpol_site_done(&waiting);

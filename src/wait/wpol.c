@@ -201,13 +201,26 @@ static void note_site(struct wpol_site *s)
 
 /* ---------------------------------------------------------------- the policy */
 
-static uint32_t initial_budget(struct wpol_site *s, const struct wpol_how *how, uint64_t now)
+static uint32_t spin_budget(struct wpol_site *s, uint64_t now);
+
+static uint32_t initial_budget(struct wpol *w, uint64_t now)
 {
+    struct wpol_site *s = w->site;
+    const struct wpol_how *how = w->how;
     enum wpol_mode mode = wpol_mode();
     if (mode == WPOL_SLEEP || !s->spin_max_ns || wpol_cpus() < 2)
         return 0; /* one CPU: whatever we wait for needs it */
-    if (how->needs_cpu && how->needs_cpu(how->arg))
+    if (how->needs_cpu && how->needs_cpu(how->arg)) {
+        w->cpu_skip = how->needs_cpu_stale && s->yield_max_ns;
         return 0;
+    }
+    return spin_budget(s, now);
+}
+
+/* What the site's spin is now: learnt, with its probes. */
+static uint32_t spin_budget(struct wpol_site *s, uint64_t now)
+{
+    enum wpol_mode mode = wpol_mode();
     if (mode == WPOL_SPIN || s->fixed)
         return s->spin_max_ns;
     uint32_t b = atomic_load_explicit(&s->spin_ns, memory_order_relaxed);
@@ -246,7 +259,7 @@ static void enter(struct wpol *w, int phase)
 static void first(struct wpol *w)
 {
     w->t0 = w->now = wpol_now_ns();
-    w->budget = initial_budget(w->site, w->how, w->t0);
+    w->budget = initial_budget(w, w->t0);
     w->phase_end = w->t0 + w->budget;
     w->nap_ns = NAP_FIRST_NS;
     if (!w->budget)
@@ -335,7 +348,17 @@ int wpol_pause(struct wpol *w, uint32_t seen)
         uint64_t t = w->now;
         sched_yield();
         w->now = wpol_now_ns();
-        if (w->now - t < FAST_YIELD_NS) {
+        if (w->now - t < FAST_YIELD_NS && w->cpu_skip) {
+            /* needs_cpu was stale: the thread we wait for is not queued here. Spin after all. */
+            w->cpu_skip = false;
+            w->budget = spin_budget(w->site, w->now);
+            if (w->budget) {
+                w->phase = PH_SPIN;
+                w->phase_end = w->now + w->budget;
+                break;
+            }
+            w->fast_yields++;
+        } else if (w->now - t < FAST_YIELD_NS) {
             w->fast_yields++;
         } else {
             w->fast_yields = 0;

@@ -69,6 +69,10 @@ struct wpol_how {
     /* Does the thread we wait for need this CPU to get on (it runs here, or last did)? Then the
      * wait yields at once instead of spinning. */
     bool (*needs_cpu)(void *arg);
+    /* needs_cpu only says where that thread last ran, not that it is waiting to run there now
+     * (a driver that naps between commands is on no run queue): then the yields tell, and
+     * the first that runs nobody sends the wait back to its spin (once per wait). */
+    bool needs_cpu_stale;
     /* Called between sleeps (a health check, a look for an exit); non-zero ends the wait with
      * that value. */
     int (*idle)(void *arg);
@@ -84,6 +88,7 @@ struct wpol {
     uint32_t budget, n, fast_yields, slow_yields;
     uint8_t phase;
     bool spun, yielded, slept, ran_other, napped;
+    bool cpu_skip; /* the spin was skipped for needs_cpu (needs_cpu_stale: not yet tested) */
 };
 
 /* The clock every layer uses (CLOCK_MONOTONIC, ns). */

@@ -262,6 +262,28 @@ static void test_needs_cpu(void **state)
     assert_int_equal(s.n_spun, 0);
 }
 
+/* needs_cpu that may be stale (it says where the peer last ran, a device model's driver): the
+ * first yield tests it, and one that ran nobody (the peer is asleep, on no run queue) sends
+ * the wait back to its spin, which catches the change instead of sleeping until the wake-up.
+ * Without the test every wait here sleeps (its yields end long before the change). Some
+ * waits may still sleep when another program's thread takes the yield: one awake is enough. */
+static void test_needs_cpu_stale(void **state)
+{
+    (void)state;
+    if (wpol_cpus() < 2)
+        skip(); /* one CPU: no spin at all, by design */
+    static struct wpol_site s = WPOL_SITE("test needs cpu stale", 50000000, 200000);
+    _Atomic uint32_t dummy;
+    for (int i = 0; i < 20; i++) {
+        struct wpol_how how = { .word = &dummy, .needs_cpu = always, .needs_cpu_stale = true };
+        assert_int_equal(wait_flag(&s, &how, 300), 0);
+    }
+    printf("stale needs_cpu: %llu of 20 waits slept, %llu yields\n",
+           (unsigned long long)s.n_slept, (unsigned long long)s.n_yields);
+    assert_int_equal(s.n_waits, 20);
+    assert_true(s.n_slept < 20);
+}
+
 /* Nothing to sleep on: naps. */
 static void test_nap(void **state)
 {
@@ -439,6 +461,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_idle_ends),
         cmocka_unit_test(test_own_sleep),
         cmocka_unit_test(test_needs_cpu),
+        cmocka_unit_test(test_needs_cpu_stale),
         cmocka_unit_test(test_nap),
         cmocka_unit_test(test_nap_learns),
         cmocka_unit_test(test_learns),

@@ -254,7 +254,9 @@ static void test_needs_cpu(void **state)
     (void)state;
     static struct wpol_site s = WPOL_SITE("test needs cpu", 50000000, 200000);
     _Atomic uint32_t dummy;
-    for (int i = 0; i < 5; i++) {
+    /* A wait whose flag is already set at its first look (this thread ran late on a busy
+     * machine) returns without waiting and is not counted: go on until five were waits. */
+    for (int i = 0; s.n_waits < 5 && i < 1000; i++) {
         struct wpol_how how = { .word = &dummy, .needs_cpu = always };
         assert_int_equal(wait_flag(&s, &how, 2000), 0);
     }
@@ -274,7 +276,7 @@ static void test_needs_cpu_stale(void **state)
         skip(); /* one CPU: no spin at all, by design */
     static struct wpol_site s = WPOL_SITE("test needs cpu stale", 50000000, 200000);
     _Atomic uint32_t dummy;
-    for (int i = 0; i < 20; i++) {
+    for (int i = 0; s.n_waits < 20 && i < 1000; i++) { /* (uncounted: see test_needs_cpu) */
         struct wpol_how how = { .word = &dummy, .needs_cpu = always, .needs_cpu_stale = true };
         assert_int_equal(wait_flag(&s, &how, 300), 0);
     }
@@ -375,8 +377,9 @@ static void test_learns(void **state)
             assert_int_equal(wpol_pause(&w, 0), 0);
         wpol_end(&w);
     }
-    /* (A wait whose spin lost its CPU to another program yields instead.) */
-    assert_int_equal(q.n_spun + q.n_yielded, 20);
+    /* A wait whose spin lost its CPU to another program yields, or naps once its budget is
+     * gone (a busy machine): every one is counted, and some end in the spin. */
+    assert_int_equal(q.n_waits, 20);
     assert_true(q.n_spun > 0);
     assert_true(q.spin_ns >= 1000);
 }

@@ -404,8 +404,11 @@ fig_smartio-30() {
   spread=$(jq -r '[.runs[] | select(.case == "local") | .median_epoch_us] as $l | .medians[0].epoch_us as $m
     | "\($l | min / $m * 100 | round)-\($l | max / $m * 100 | round) %"' "$j")
   p2p=$(jq -r '.medians | "\(.[1].p2p_us | floor) µs with one lender, \(.[2].p2p_us | floor) µs with two"' "$j")
-  ok 'a <= 1.1 && b >= a' a="$one" b="$two" \
-    && holds "one lender takes what local takes (${one}x) and two lenders a little longer (${two}x): the accelerators' exchange crosses two NTBs and the switch only then" \
+  # Judged on the unrounded ratios: two lenders rounded level with one may still be faster.
+  local one_raw two_raw
+  one_raw=$(jq -r .ratios.one_lender_over_local "$j"); two_raw=$(jq -r .ratios.two_lenders_over_local "$j")
+  ok 'a <= 1.1 && b >= a' a="$one_raw" b="$two_raw" \
+    && holds "one lender takes what local takes (${one}x) and two lenders a little longer (${two}x, $(jq -r '.medians | "\(.[1].epoch_us | floor) against \(.[2].epoch_us | floor) µs"' "$j")): the accelerators' exchange crosses two NTBs and the switch only then" \
     || fails "one lender ${one}x local, two lenders ${two}x (the paper: about 1 and slightly above); the stage that grew most with one lender is $grow, and the exchange the second lender lengthens took $p2p. Single local runs spread over $spread of their median on this shared machine, more than the two NTB hops and the switch the second lender adds to the exchange (a few hundred ns per round trip in the latency model); the paper's difference is small too, and without its GPUs' compute our epoch is all emulated copies, whose time the machine's load sets"
 }
 fig_smartio-34() {

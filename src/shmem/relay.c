@@ -348,13 +348,11 @@ bool relay_held(uint32_t r, const struct xp_msg *m)
     }
     if (!hold_on && m && m->type == XP_PUT && m->len == shm.chunk && relay_msg_sane(m))
         hold_on = true;
-    /* Full: no room for one more whole chunk, with the slots it would skip to stay unwrapped
-     * (as xp_has_room counts), once everything reserved is published. */
+    /* Full: no room for one more whole chunk, as the sender counts it (xp_fits), once
+     * everything reserved is published. */
     struct xp_ring *ring = xp_ring_at(relay_inbox, r);
-    uint64_t head = atomic_load(&ring->head), used = head - atomic_load(&ring->tail);
-    uint64_t n = xp_nslots(shm.chunk, shm.chunk);
-    uint64_t lead = head % XP_SLOTS + n > XP_SLOTS ? XP_SLOTS - head % XP_SLOTS : 0;
-    if (hold_on && !hold_told && used + lead + n > XP_SLOTS) {
+    if (hold_on && !hold_told &&
+        !xp_fits(atomic_load(&ring->head), atomic_load(&ring->tail), shm.chunk)) {
         char name[64];
         if (ntb_node_name(shm.hosts[hold_host].node, name, sizeof name))
             snprintf(name, sizeof name, "node %u", shm.hosts[hold_host].node);

@@ -76,14 +76,19 @@ static uint64_t lead_for(uint64_t at, uint64_t n)
     return at % XP_SLOTS + n > XP_SLOTS ? XP_SLOTS - at % XP_SLOTS : 0;
 }
 
+bool xp_fits(uint64_t head, uint64_t tail, size_t dlen)
+{
+    uint64_t n = xp_nslots(dlen, shm.chunk);
+    return head + lead_for(head, n) + n - tail <= XP_SLOTS;
+}
+
 bool xp_has_room(struct xp_prod *p, size_t dlen)
 {
-    uint64_t n = xp_nslots(dlen, shm.chunk), need = lead_for(p->resv, n) + n;
-    if (p->resv + need - p->tail_seen <= XP_SLOTS)
+    if (xp_fits(p->resv, p->tail_seen, dlen))
         return true;
     /* A read across the link: only when we think the ring is full. */
     p->tail_seen = atomic_load_explicit(&xp_ring_at(p->link->base, p->ring)->tail, memory_order_acquire);
-    return p->resv + need - p->tail_seen <= XP_SLOTS;
+    return xp_fits(p->resv, p->tail_seen, dlen);
 }
 
 uint64_t xp_reserve(struct xp_prod *p, size_t dlen, uint8_t *lead)

@@ -165,6 +165,9 @@ static inline uint64_t xp_bit(uint32_t r, int threads) { return UINT64_C(1) << (
 /* Connect to host h's inbox through the adapter that reaches it (waits for it to appear). */
 int xp_link_open(struct xp_link *l, seg_desc_t *sd, int host);
 void xp_link_close(struct xp_link *l);
+/* Would a message of dlen data bytes fit in a ring written up to head and read up to tail
+ * (with the slots skipped so that its data does not wrap)? */
+bool xp_fits(uint64_t head, uint64_t tail, size_t dlen);
 /* Is there room for a message of dlen data bytes? (reads the consumer's tail through the
  * window only when needed) */
 bool xp_has_room(struct xp_prod *p, size_t dlen);

@@ -37,7 +37,8 @@
 /* Yields that did run others, this many in one wait without the change coming, end the phase
  * too: the thread we wait for is not among those that ran (under CFS a yielding thread keeps
  * its place, so a crowd of yielders starves the busy thread they wait for, a device model
- * serving them all); sleeping gives it the CPU. One or two suffice where it is. */
+ * serving them all); sleeping gives it the CPU. One or two suffice where it is. A site may
+ * ask for more (struct wpol_site slow_yields). */
 #define SLOW_YIELDS 4u
 #define SLEEP_DEFAULT_NS 100000000ull
 /* Naps start at NAP_FIRST_NS, or, when others want the CPU (a yield of this wait ran another
@@ -53,6 +54,12 @@
 #define NAP_LEARN_SHIFT 2
 #define NAP_MAX_NS 1000000u
 #define IDLE_EVERY_NS 1000000u
+/* The first QUICK_LOOKS looks of a wait that may spin are pauses and nothing else: no clock,
+ * no budget, nothing learnt when the change comes within them. Most waits of a barrier or a
+ * doorbell end there, a few hundred ns in, and the clock reads, the site's counters and the
+ * learning around them (~70 ns) were a third of a 2-PE barrier. They are below the least
+ * spin a site keeps (SPIN_MIN_NS), so they change no decision of the policy. */
+#define QUICK_LOOKS 16u
 
 enum { PH_SPIN, PH_YIELD, PH_SLEEP };
 
@@ -110,6 +117,9 @@ int wpol_cpus(void)
     atomic_store_explicit(&ncpus_until, now + 100000000ull, memory_order_relaxed);
     return n > 0 ? n : 1;
 }
+
+/* wpol_cpus as last read, without a look at the clock (0: not read yet). */
+static int cpus_known(void) { return atomic_load_explicit(&ncpus, memory_order_relaxed); }
 
 bool wpol_contended(void)
 {
@@ -317,11 +327,30 @@ static int sleep_once(struct wpol *w, uint32_t seen)
     return rc < 0 ? rc : 0;
 }
 
+/* May this wait start with its quick looks? Not where it would not spin at all. */
+static bool quick_ok(const struct wpol *w)
+{
+    const struct wpol_how *h = w->how;
+    return w->site->spin_max_ns >= SPIN_MIN_NS && cpus_known() >= 2 && wpol_mode() != WPOL_SLEEP &&
+           !(h->needs_cpu && h->needs_cpu(h->arg));
+}
+
 int wpol_pause(struct wpol *w, uint32_t seen)
 {
     const struct wpol_how *h = w->how;
     if (!w->n++)
+        w->quick = quick_ok(w);
+    if (w->quick) {
+        if (w->n <= QUICK_LOOKS) {
+            wpol_relax();
+            return 0;
+        }
+        w->quick = false;
+        w->n = 1;
         first(w);
+    } else if (w->n == 1) {
+        first(w);
+    }
     switch (w->phase) {
     case PH_SPIN: {
         w->spun = true;
@@ -369,7 +398,8 @@ int wpol_pause(struct wpol *w, uint32_t seen)
          * queue, and sleeping frees the CPU (a VM's virtual CPU halts, and the host may run
          * the other one there). */
         uint32_t fast_max = w->site->fast_yields ? w->site->fast_yields : FAST_YIELDS;
-        if (w->now >= w->phase_end || w->fast_yields >= fast_max || w->slow_yields >= SLOW_YIELDS)
+        uint32_t slow_max = w->site->slow_yields ? w->site->slow_yields : SLOW_YIELDS;
+        if (w->now >= w->phase_end || w->fast_yields >= fast_max || w->slow_yields >= slow_max)
             enter(w, PH_SLEEP);
         break;
     }
@@ -396,6 +426,13 @@ void wpol_end(struct wpol *w)
     struct wpol_site *s = w->site;
     if (!w->n)
         return; /* held at the first look: nothing to learn */
+    if (w->quick) {
+        /* Within the quick looks: counted, and nothing to learn that the spin does not hold. */
+        if (atomic_fetch_add_explicit(&s->n_waits, 1, memory_order_relaxed) == 0)
+            note_site(s);
+        atomic_fetch_add_explicit(&s->n_spun, 1, memory_order_relaxed);
+        return;
+    }
     uint64_t d = wpol_now_ns() - w->t0;
     bool first_wait = atomic_fetch_add_explicit(&s->n_waits, 1, memory_order_relaxed) == 0;
     if (w->slept)

@@ -36,6 +36,10 @@ struct wpol_site {
                             * where the thread waited for runs on another CPU and will come
                             * soon, so that a wait does not sleep (a wake-up costs both sides
                             * tens of µs in a VM) for want of a few µs */
+    uint32_t slow_yields;  /* yields in one wait that ran others without the change coming
+                            * and end the phase (0: 4); more where the threads that run are
+                            * the ones waited for, each needing a turn (PEs crowded on a CPU
+                            * at a barrier), so that a wait does not sleep while they take it */
     bool fixed;            /* spin to the ceiling every time, learn nothing: for a caller that
                             * decides itself whether this site spins (its own measurements) */
     /* learnt */
@@ -88,6 +92,7 @@ struct wpol {
     uint32_t budget, n, fast_yields, slow_yields;
     uint8_t phase;
     bool spun, yielded, slept, ran_other, napped;
+    bool quick; /* in the first looks, before the clock starts */
     bool cpu_skip; /* the spin was skipped for needs_cpu (needs_cpu_stale: not yet tested) */
 };
 

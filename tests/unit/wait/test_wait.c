@@ -1,8 +1,9 @@
 /*
  * The wait policy (src/wait/wpol.c): no wake-up is lost under either waker protocol, waits end
  * at their deadline or when idle or their own sleep says so, a waiter whose peer needs its CPU
- * does not spin, sites learn from their waits (a fixed one does not), a site's count of yields
- * that run nobody ends its yield phase, and with one CPU to run on
+ * does not spin, sites learn from their waits (a fixed one does not), a wait's first looks are
+ * pauses alone, a site's counts of yields that run nobody and of yields that run others end its
+ * yield phase, and with one CPU to run on
  * (tests/system/test_wait_pinned.sh runs this under taskset) a waiter never spins, however long
  * its site's ceiling, so the thread it waits for gets the CPU. Behaviour only: no timing is
  * asserted.
@@ -431,6 +432,85 @@ static void test_fast_yields(void **state)
     }
 }
 
+/* The first looks of a wait that may spin are pauses alone: a wait that ends within them reads
+ * no clock, is counted as spun and teaches the site nothing; one that goes past them starts
+ * the policy (and is learnt from), and one that may not spin starts it at once. */
+static void test_quick(void **state)
+{
+    (void)state;
+    if (wpol_mode() != WPOL_ADAPTIVE || wpol_cpus() < 2)
+        skip();
+    static struct wpol_site s = WPOL_SITE("test quick looks", 20000, 0);
+    for (int i = 0; i < 10; i++) {
+        struct wpol w;
+        wpol_begin(&w, &s, NULL);
+        for (int looks = 0; looks < 5; looks++)
+            assert_int_equal(wpol_pause(&w, 0), 0);
+        assert_int_equal(w.t0, 0);
+        wpol_end(&w);
+    }
+    assert_int_equal(s.n_waits, 10);
+    assert_int_equal(s.n_spun, 10);
+    assert_int_equal(s.spin_ns, 0);
+    struct wpol w;
+    wpol_begin(&w, &s, NULL);
+    for (int looks = 0; looks < 40; looks++)
+        assert_int_equal(wpol_pause(&w, 0), 0);
+    assert_true(w.t0 != 0);
+    wpol_end(&w);
+    assert_int_equal(s.n_waits, 11);
+    assert_true(s.spin_ns != 0);
+    static struct wpol_site y = WPOL_SITE("test quick, peer here", 20000, 200000);
+    struct wpol_how how = { .needs_cpu = always };
+    wpol_begin(&w, &y, &how);
+    assert_int_equal(wpol_pause(&w, 0), 0);
+    assert_true(w.t0 != 0);
+    assert_false(w.spun);
+    wpol_end(&w);
+}
+
+/* Yields that run another thread end the yield phase after the site's slow_yields (4 when 0):
+ * with a busy thread on our one CPU every yield runs it, and a wait reaches its first sleep
+ * after exactly that many (unless fast_yields in a row ended the phase first). */
+static void test_slow_yields(void **state)
+{
+    (void)state;
+    if (wpol_mode() != WPOL_ADAPTIVE)
+        skip();
+    cpu_set_t old, one;
+    int cpu = sched_getcpu();
+    if (cpu < 0 || pthread_getaffinity_np(pthread_self(), sizeof old, &old))
+        skip();
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (pthread_setaffinity_np(pthread_self(), sizeof one, &one))
+        skip();
+    atomic_store(&burn_stop, false);
+    pthread_t b;
+    assert_int_equal(pthread_create(&b, NULL, burn, NULL), 0);
+    assert_int_equal(pthread_setaffinity_np(b, sizeof one, &one), 0);
+    static struct wpol_site def = { .name = "test slow yields 4", .yield_max_ns = 4000000000u };
+    static struct wpol_site many = { .name = "test slow yields 16", .yield_max_ns = 4000000000u,
+                                     .slow_yields = 16 };
+    struct wpol_site *sites[] = { &def, &many };
+    const uint32_t want[] = { 4, 16 };
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < 3; i++) {
+            struct wpol w;
+            wpol_begin(&w, sites[k], NULL);
+            while (!w.slept)
+                assert_int_equal(wpol_pause(&w, 0), 0);
+            wpol_end(&w);
+            assert_true(w.ran_other);
+            if (w.fast_yields < 8)
+                assert_int_equal(w.slow_yields, want[k]);
+        }
+    }
+    atomic_store(&burn_stop, true);
+    pthread_join(b, NULL);
+    assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof old, &old), 0);
+}
+
 /* ---------------------------------------------------------------- one CPU */
 
 /* Pinned to one CPU (test_wait_pinned.sh): with a ceiling of 50 ms a spinning waiter would hold
@@ -470,6 +550,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_learns),
         cmocka_unit_test(test_fixed),
         cmocka_unit_test(test_fast_yields),
+        cmocka_unit_test(test_quick),
+        cmocka_unit_test(test_slow_yields),
         cmocka_unit_test(test_one_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -104,9 +104,9 @@ void wpol_wake(_Atomic uint32_t *word, _Atomic uint32_t *sleepers, bool private_
 static _Atomic int ncpus;
 static _Atomic uint64_t ncpus_until, contended_until;
 
-int wpol_cpus(void)
+/* wpol_cpus, given the time (a wait has just read the clock). */
+static int cpus_at(uint64_t now)
 {
-    uint64_t now = wpol_now_ns();
     int n = atomic_load_explicit(&ncpus, memory_order_relaxed);
     if (n && now < atomic_load_explicit(&ncpus_until, memory_order_relaxed))
         return n;
@@ -117,6 +117,8 @@ int wpol_cpus(void)
     atomic_store_explicit(&ncpus_until, now + 100000000ull, memory_order_relaxed);
     return n > 0 ? n : 1;
 }
+
+int wpol_cpus(void) { return cpus_at(wpol_now_ns()); }
 
 /* wpol_cpus as last read, without a look at the clock (0: not read yet). */
 static int cpus_known(void) { return atomic_load_explicit(&ncpus, memory_order_relaxed); }
@@ -218,7 +220,7 @@ static uint32_t initial_budget(struct wpol *w, uint64_t now)
     struct wpol_site *s = w->site;
     const struct wpol_how *how = w->how;
     enum wpol_mode mode = wpol_mode();
-    if (mode == WPOL_SLEEP || !s->spin_max_ns || wpol_cpus() < 2)
+    if (mode == WPOL_SLEEP || !s->spin_max_ns || cpus_at(now) < 2)
         return 0; /* one CPU: whatever we wait for needs it */
     if (how->needs_cpu && how->needs_cpu(how->arg)) {
         w->cpu_skip = how->needs_cpu_stale && s->yield_max_ns;

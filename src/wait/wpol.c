@@ -453,9 +453,8 @@ void wpol_end(struct wpol *w)
         return; /* held at the first look: nothing to learn */
     if (w->quick) {
         /* Within the quick looks: counted, and learnt as a wait the spin caught at once (no
-         * clock: its length is a few hundred ns at most). Not learning these at all left a
-         * site's budget to its longer waits: thirty NVMe clients on 2 CPUs then spun longer
-         * and their slowest/fastest fell from 0.75-0.91 to 0.20-0.79. */
+         * clock: its length is a few hundred ns at most). Learning nothing from them would
+         * leave a site's budget to its longer waits alone. */
         if (atomic_fetch_add_explicit(&s->n_waits, 1, memory_order_relaxed) == 0)
             note_site(s);
         atomic_fetch_add_explicit(&s->n_spun, 1, memory_order_relaxed);

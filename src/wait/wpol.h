@@ -6,6 +6,7 @@
  *   spin   look at the condition with a pause in between, for as long as waits at this site
  *          have recently taken (learnt per site, at most spin_max_ns); none with one CPU to run
  *          on, or when the thread waited for needs this CPU (how->needs_cpu);
+ *          the first few looks are pauses alone, with no clock (most short waits end there);
  *   yield  sched_yield between looks while that lets someone else run (the thread waited for
  *          may be the one); yields that come straight back say nobody wanted the CPU, and a
  *          few that ran others without the change coming say it is not the one: the wait

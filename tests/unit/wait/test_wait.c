@@ -401,6 +401,17 @@ static void test_fixed(void **state)
     assert_int_equal(s.spin_ns, 0);
 }
 
+/* A wait at s on a condition that never holds, ended at its first sleep: what it did. */
+static struct wpol to_first_sleep(struct wpol_site *s)
+{
+    struct wpol w;
+    wpol_begin(&w, s, NULL);
+    while (!w.slept)
+        assert_int_equal(wpol_pause(&w, 0), 0);
+    wpol_end(&w);
+    return w;
+}
+
 /* Yields that run nobody end the yield phase after the site's fast_yields in a row (8 when
  * 0): a wait that reached its first sleep made exactly that many if none of its yields ran
  * another thread, and at least that many unless 4 of them did (which also ends the phase). */
@@ -417,11 +428,7 @@ static void test_fast_yields(void **state)
     for (int k = 0; k < 2; k++) {
         for (int i = 0; i < 10; i++) {
             uint64_t before = sites[k]->n_yields;
-            struct wpol w;
-            wpol_begin(&w, sites[k], NULL);
-            while (!w.slept)
-                assert_int_equal(wpol_pause(&w, 0), 0);
-            wpol_end(&w);
+            struct wpol w = to_first_sleep(sites[k]);
             uint64_t yields = sites[k]->n_yields - before;
             assert_false(w.spun); /* no spin budget: straight to the yields */
             if (!w.ran_other)
@@ -500,11 +507,7 @@ static void test_slow_yields(void **state)
     const uint32_t want[] = { 4, 16 };
     for (int k = 0; k < 2; k++) {
         for (int i = 0; i < 3; i++) {
-            struct wpol w;
-            wpol_begin(&w, sites[k], NULL);
-            while (!w.slept)
-                assert_int_equal(wpol_pause(&w, 0), 0);
-            wpol_end(&w);
+            struct wpol w = to_first_sleep(sites[k]);
             assert_true(w.ran_other);
             if (w.fast_yields < 8)
                 assert_int_equal(w.slow_yields, want[k]);

@@ -127,6 +127,8 @@ static void *accel_thread(void *arg)
     struct wpol_how how = { .ready = rang, .arg = &r, .word = &fx->reg_seq,
                             .sleepers = &fx->reg_waiters, .sleep_ns = 1000000000 };
     uint64_t swept = 0;
+    bool watching = false;
+    fab_fn_watch(a->f, a->fn, ACCEL_BAR_MEM, false); /* a model before us may have left it */
     uint32_t gen = atomic_load(&fx->reset_gen);
     while (!atomic_load(&a->stop)) {
         uint32_t seen = atomic_load(&fx->reg_seq);
@@ -139,8 +141,14 @@ static void *accel_thread(void *arg)
         case ACCEL_STEP_RAN:
             continue;
         case ACCEL_STEP_WAITING:
-            /* A peer's DMA into BAR2 or any register write wakes us; CPU stores into BAR2
-             * are seen at the next recheck. */
+            /* A peer's DMA into BAR2 wakes us once BAR2 is watched (look again first: a
+             * write before the watch was not announced), as does any register write; CPU
+             * stores into BAR2 are seen at the next recheck. */
+            if (!watching) {
+                fab_fn_watch(a->f, a->fn, ACCEL_BAR_MEM, true);
+                watching = true;
+                continue;
+            }
             r.seen = seen;
             r.head = head;
             how.deadline_ns = wpol_now_ns() + ACCEL_WAIT_RECHECK_US * 1000ull;
@@ -149,6 +157,10 @@ static void *accel_thread(void *arg)
             continue;
         case ACCEL_STEP_IDLE:
             break;
+        }
+        if (watching) { /* nothing waits for BAR2: devices' writes into it need not wake us */
+            fab_fn_watch(a->f, a->fn, ACCEL_BAR_MEM, false);
+            watching = false;
         }
         r.seen = seen;
         r.head = head;
@@ -159,6 +171,8 @@ static void *accel_thread(void *arg)
         how.sleep_ns = raw ? FAB_RAW_TICK_NS : 1000000000;
         wpol_wait(&site, &how);
     }
+    if (watching)
+        fab_fn_watch(a->f, a->fn, ACCEL_BAR_MEM, false);
     wpol_site_done(&site);
     wpol_site_done(&waiting);
     return NULL;

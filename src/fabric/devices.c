@@ -123,6 +123,37 @@ void fab_fn_notify(struct fab *f, uint32_t fni)
         fab_futex_wake(&fn->reg_seq, INT_MAX);
 }
 
+/* Plain memory tells nobody it was written, on hardware and here, unless its model asked: an
+ * idle accelerator woken by every NVMe read into its memory would cost the NVMe model a
+ * system call per I/O, and the woken thread a CPU. The write came first and the watch is
+ * read after a full fence; the model sets the watch and fences before it looks at the memory
+ * (fab_fn_watch): one of the two sees the other. */
+void fab_fn_written(struct fab *f, uint32_t fni, uint64_t off)
+{
+    struct fab_function *fn = fab_func(f, fni);
+    for (int b = 0; b < FAB_BARS; b++) {
+        struct fab_bar *bar = &fn->bar[b];
+        if (bar->kind != FAB_BAR_MEM || off < bar->off || off - bar->off >= bar->size)
+            continue;
+        atomic_thread_fence(memory_order_seq_cst);
+        if (!atomic_load(&bar->watched))
+            return;
+        fab_fn_notify(f, fni);
+        return;
+    }
+    /* A register write by a device (an accelerator ringing an NVMe's doorbell): the device's
+     * thread is the driver now, and the model must not take a CPU the last program's write
+     * left behind for the driver's (it would yield to a driver that is elsewhere). */
+    fab_fn_note_driver_cpu(f, fni);
+    fab_fn_notify(f, fni);
+}
+
+void fab_fn_watch(struct fab *f, uint32_t fni, int bar, bool on)
+{
+    atomic_store(&fab_func(f, fni)->bar[bar].watched, on);
+    atomic_thread_fence(memory_order_seq_cst);
+}
+
 int fab_fn_wait(struct fab *f, uint32_t fni, uint32_t seen, int64_t timeout_ns)
 {
     struct fab_function *fn = fab_func(f, fni);

@@ -29,6 +29,14 @@ int fab_fn_msix(struct fab *f, uint32_t fn, uint32_t vector);
 void fab_fn_reset(struct fab *f, uint32_t fn);
 /* Tell a function's model that a register changed (what a write to a register BAR does). */
 void fab_fn_notify(struct fab *f, uint32_t fn);
+/* A device wrote into fn's BAR file at `off` (peer to peer): for a register BAR the writer's
+ * CPU is the driver's (fab_fn_note_driver_cpu) and the model is told (fab_fn_notify); for
+ * a memory BAR the model is told only while it watches it (fab_fn_watch). */
+void fab_fn_written(struct fab *f, uint32_t fn, uint64_t off);
+/* A model starts (on) or stops watching its memory BAR `bar` for devices' writes. After
+ * turning it on, the model looks at the memory once more before it waits: a write that
+ * landed before that look was not announced. */
+void fab_fn_watch(struct fab *f, uint32_t fn, int bar, bool on);
 /* rawmap.c: a CPU mapping of fn's registers that stores without fab_fn_notify was made
  * (delta > 0) or dropped (delta < 0) by this process: models then look at their registers
  * every FAB_RAW_TICK_NS. Counted per process (-ENOSPC: FAB_RAW_OWNERS processes hold such

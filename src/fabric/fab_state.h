@@ -18,7 +18,7 @@
 #include "topo.h"
 
 #define FAB_MAGIC 0x4e54424cu /* "NTBL" */
-#define FAB_VERSION 17
+#define FAB_VERSION 18
 #define FAB_CPU_WORDS 16 /* dma_cpus: CPUs 0..1023, as cpu_set_t */
 #define FAB_NAME_MAX 64
 #define FAB_MAX_PROCS 512
@@ -64,7 +64,9 @@ enum fab_bar_kind { FAB_BAR_NONE = 0, FAB_BAR_MEM, FAB_BAR_REGS };
 
 struct fab_bar {
     uint32_t kind;   /* enum fab_bar_kind: plain memory, or registers a model serves */
-    uint32_t pad;
+    /* A memory BAR: its model is waiting for a device's write into it (an accelerator's WAIT
+     * or NVMe job), so such writes bump reg_seq as register writes do (fab_fn_written). */
+    _Atomic uint32_t watched;
     uint64_t size;   /* power of two >= 4 KiB */
     uint64_t addr;   /* assigned at enumeration, in the host's physical map */
     uint64_t off;    /* where it lives in the function's BAR file */

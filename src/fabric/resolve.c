@@ -599,9 +599,10 @@ static int write_extent(struct fab *f, struct fab_target *t, const void *src)
     if (!dst)
         return -errno;
     memcpy(dst, src, t->len);
-    /* A posted write into a register BAR (a doorbell, peer to peer) reaches its model. */
+    /* A posted write into a register BAR (a doorbell, peer to peer) reaches its model; one
+     * into a memory BAR only a model that watches it. */
     if (t->region == FAB_REGION_DEVICE)
-        fab_fn_notify(f, t->fn);
+        fab_fn_written(f, t->fn, t->addr);
     return 0;
 }
 

@@ -459,7 +459,9 @@ int aseg_connect(int32_t client, uint32_t adapter, uint32_t node, uint32_t id,
             return -ENODEV;
         ai = aseg_self()->adapter_first + adapter;
         int p = fab_peer_on(f, ai, (uint32_t)owner);
-        if (p < 0)
+        /* Our agents may reach each other over another path (two adapters per host): this
+         * adapter's own path must work, or the connection would read all ones from the start. */
+        if (p < 0 || !fab_path_up(f, ai, (uint32_t)p, NULL))
             return -EHOSTUNREACH;
         peer = (uint32_t)p;
         struct seg_req q = { .id = id, .from_adapter = ai, .boot_gen = atomic_load(&aseg_self()->boot_gen) };

@@ -5,8 +5,10 @@
  * mappings exist on the path it chose, a BAR mapping with failover moves to the surviving path
  * and back (one without reads all ones while its path is down), and
  * mappings asked for while a path is down are made on the one that works; every byte written
- * through a BAR while the primary cable is pulled and replugged arrives. Where the device must
- * act, the parent performs its DMA through the fabric model as the device's requester.
+ * through a BAR while the primary cable is pulled and replugged arrives; a segment connection
+ * whose path goes down is told so, and the user connects again through its other adapter.
+ * Where the device must act, the parent performs its DMA through the fabric model as the
+ * device's requester.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +18,7 @@
 
 #include "fixture.h"
 #include "fabric.h"
+#include "ntblend/seg.h"
 #include "ntblend/smartio.h"
 
 static struct fx FX;
@@ -282,6 +285,138 @@ static void test_every_byte_while_the_cable_is_pulled(void **state)
         assert_int_equal(dm[i], passes << 32 | i);
 }
 
+/* ---------------------------------------------------------------- segments */
+
+#define SEG_ID 0x26u
+#define SEG_SIZE (64u << 10)
+#define A_NODE 4u /* two-paths.ini */
+#define B_NODE 8u
+
+static void fill(volatile uint32_t *m, uint32_t pass)
+{
+    for (uint32_t i = 0; i < SEG_SIZE / 4; i++)
+        m[i] = pass << 24 | i;
+}
+
+static bool holds(volatile const uint32_t *m, uint32_t pass)
+{
+    for (uint32_t i = 0; i < SEG_SIZE / 4; i++)
+        if (m[i] != (pass << 24 | i))
+            return false;
+    return true;
+}
+
+/* The next connection event of b's through `adapter` other than a LOST or RESTORED. */
+static void owner_sees_connect(seg_local_t *seg, uint32_t adapter)
+{
+    struct seg_conn_event ev;
+    for (;;) {
+        CHECK(seg_local_wait_event(seg, &ev, 10000) > 0);
+        if (ev.event == SEG_EVENT_LOST || ev.event == SEG_EVENT_RESTORED)
+            continue;
+        CHECK_EQ(ev.event, SEG_EVENT_CONNECT);
+        CHECK_EQ(ev.node_id, B_NODE);
+        CHECK_EQ(ev.adapter, adapter);
+        return;
+    }
+}
+
+static void seg_owner(void *arg)
+{
+    (void)arg;
+    seg_desc_t *sd;
+    seg_local_t *seg;
+    seg_map_t *sm;
+    CHECK_EQ(seg_open(&sd), 0);
+    CHECK_EQ(seg_create(sd, &seg, SEG_ID, SEG_SIZE), 0);
+    CHECK_EQ(seg_local_watch(seg), 0);
+    for (int ad = 0; ad < 2; ad++) {
+        CHECK_EQ(seg_prepare(seg, ad), 0);
+        CHECK_EQ(seg_set_available(seg, ad), 0);
+    }
+    volatile uint32_t *m = seg_map_local(seg, 0, 0, 0, &sm);
+    CHECK(m);
+    h_put(1);
+    h_get(); /* the user wrote pass 1 over path 0 */
+    CHECK(holds(m, 1));
+    owner_sees_connect(seg, 0);
+    h_get(); /* ... and pass 2 over path 1, connected again while path 0 was down */
+    CHECK(holds(m, 2));
+    owner_sees_connect(seg, 1);
+    h_get(); /* ... and pass 3 over path 0 again, once it was back */
+    CHECK(holds(m, 3));
+    h_put(1);
+    h_get(); /* the user is gone */
+    CHECK_EQ(seg_unmap(sm), 0);
+    CHECK_EQ(seg_remove(seg), 0);
+    seg_close(sd);
+}
+
+static void seg_user(void *arg)
+{
+    (void)arg;
+    seg_desc_t *sd;
+    seg_remote_t *r0, *r1, *again;
+    seg_map_t *m0, *m1;
+    CHECK_EQ(seg_open(&sd), 0);
+    CHECK_EQ(seg_connect(sd, &r0, A_NODE, SEG_ID, 0, 10000), 0);
+    volatile uint32_t *p0 = seg_map_remote(r0, 0, 0, 0, &m0);
+    CHECK(p0);
+    fill(p0, 1);
+    CHECK(holds(p0, 1));
+    seg_flush();
+    h_put(1);
+    h_get(); /* a's cable to sw0 is out */
+    CHECK_EQ(seg_wait_event(r0, 10000), SEG_EVENT_LOST);
+    CHECK_EQ(seg_remote_state(r0), SEG_EVENT_LOST);
+    CHECK_EQ(seg_connect(sd, &again, A_NODE, SEG_ID, 0, 0), -EHOSTUNREACH);
+    /* The other adapter's path works: connect again through it. */
+    CHECK_EQ(seg_connect(sd, &r1, A_NODE, SEG_ID, 1, 10000), 0);
+    CHECK_EQ(seg_remote_state(r1), SEG_EVENT_AVAILABLE);
+    volatile uint32_t *p1 = seg_map_remote(r1, 0, 0, 0, &m1);
+    CHECK(p1);
+    CHECK(holds(p1, 1));
+    fill(p1, 2);
+    CHECK(holds(p1, 2));
+    seg_flush();
+    h_put(1);
+    h_get(); /* the cable is back */
+    CHECK_EQ(seg_wait_event(r0, 10000), SEG_EVENT_RESTORED);
+    CHECK_EQ(seg_remote_state(r0), SEG_EVENT_AVAILABLE);
+    CHECK(holds(p0, 2));
+    fill(p0, 3);
+    CHECK(holds(p1, 3));
+    seg_flush();
+    h_put(1);
+    CHECK_EQ(seg_unmap(m0), 0);
+    CHECK_EQ(seg_unmap(m1), 0);
+    CHECK_EQ(seg_disconnect(r0), 0);
+    CHECK_EQ(seg_disconnect(r1), 0);
+    seg_close(sd);
+}
+
+static void test_segment_connects_again_over_the_other_path(void **state)
+{
+    (void)state;
+    struct h_proc o = h_spawn(FX.name, "a", seg_owner, NULL);
+    h_from(&o);
+    struct h_proc u = h_spawn(FX.name, "b", seg_user, NULL);
+    h_from(&u);
+    h_to(&o, 1);
+    cable("a.ntb0", false);
+    h_to(&u, 1);
+    h_from(&u);
+    h_to(&o, 1);
+    cable("a.ntb0", true);
+    h_to(&u, 1);
+    h_from(&u);
+    h_to(&o, 1);
+    h_from(&o);
+    assert_int_equal(h_join(&u), 0);
+    h_to(&o, 1);
+    assert_int_equal(h_join(&o), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +424,7 @@ int main(void)
         cmocka_unit_test(test_mappings_on_both_paths),
         cmocka_unit_test(test_local_device_has_no_paths),
         cmocka_unit_test(test_every_byte_while_the_cable_is_pulled),
+        cmocka_unit_test(test_segment_connects_again_over_the_other_path),
     };
     return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

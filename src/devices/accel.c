@@ -130,11 +130,13 @@ static void *accel_thread(void *arg)
     bool watching = false;
     fab_fn_watch(a->f, a->fn, ACCEL_BAR_MEM, false); /* a model before us may have left it */
     uint32_t gen = atomic_load(&fx->reset_gen);
+    fab_fn_reset_done(fx, gen);
     while (!atomic_load(&a->stop)) {
         uint32_t seen = atomic_load(&fx->reg_seq);
         if (atomic_load(&fx->reset_gen) != gen) { /* an FLR: the registers are cleared */
             gen = atomic_load(&fx->reset_gen);
             accel_core_flr(&a->core);
+            fab_fn_reset_done(fx, gen);
         }
         uint32_t head = accel_core_head(&a->core);
         switch (accel_core_step(&a->core)) {

@@ -157,7 +157,7 @@ static void *run(void *arg)
                             .sleepers = &fx->reg_waiters, .needs_cpu = driver_here,
                             .needs_cpu_stale = true, .sleep_ns = 1000000000 };
     uint64_t swept = 0;
-    uint32_t gen = atomic_load(&fx->reset_gen);
+    uint32_t gen = atomic_load(&fx->reset_gen), done = gen - 1;
     while (!atomic_load(&m->stop)) {
         fab_fn_note_cpu(fx);
         b.seen = atomic_load(&fx->reg_seq);
@@ -169,6 +169,10 @@ static void *run(void *arg)
             nvmc_reset(&m->c);
         }
         bool ready = nvmc_regs_update(&m->c);
+        if (done != gen) { /* the registers are as at power-on again (CAP, VS published) */
+            fab_fn_reset_done(fx, gen);
+            done = gen;
+        }
         if (ready && nvmc_process(&m->c) > 0)
             continue;
         /* With plain stores to watch for, no wait is longer than a tick: any register (an

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fabric.h"
@@ -189,10 +190,32 @@ static void fn_reset(struct fab *f, uint32_t fni, bool all_bars)
     fab_fn_notify(f, fni);
 }
 
+/* A function-level reset completes within 100 ms (PCIe), and software may not use the
+ * function before: the next borrower's first read (an ID register, an NVMe's CAP) must not
+ * find the registers still cleared because the model had no CPU yet. */
+#define FLR_DONE_NS 100000000ull
+
 void fab_fn_reset(struct fab *f, uint32_t fni)
 {
-    if (fni < f->ctl->nfuncs)
-        fn_reset(f, fni, false);
+    if (fni >= f->ctl->nfuncs)
+        return;
+    struct fab_function *fn = fab_func(f, fni);
+    fn_reset(f, fni, false);
+    uint32_t gen = atomic_load(&fn->reset_gen);
+    struct timespec t0, now, nap = { 0, 20000 };
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (atomic_load(&fn->model_up) && (int32_t)(atomic_load(&fn->reset_done) - gen) < 0) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((uint64_t)(now.tv_sec - t0.tv_sec) * 1000000000ull + (uint64_t)now.tv_nsec -
+                (uint64_t)t0.tv_nsec >= FLR_DONE_NS)
+            break; /* a model that does not answer: the caller goes on, as before */
+        nanosleep(&nap, NULL);
+    }
+}
+
+void fab_fn_reset_done(struct fab_function *fx, uint32_t gen)
+{
+    atomic_store(&fx->reset_done, gen);
 }
 
 void fab_funcs_reset(struct fab *f, uint32_t host)

@@ -25,8 +25,11 @@ int fab_fn_dma_write(struct fab *f, uint32_t fn, uint64_t addr, const void *src,
  * -EINVAL no such vector, -ENODEV MSI-X disabled. */
 int fab_fn_msix(struct fab *f, uint32_t fn, uint32_t vector);
 /* Function-level reset: bus mastering and MSI-X off, register BARs cleared, reset_gen bumped
- * so the model drops its state (what a lender does when it reclaims a device). */
+ * so the model drops its state (what a lender does when it reclaims a device). Returns once
+ * the model has set its registers again (fab_fn_reset_done), 100 ms at most. */
 void fab_fn_reset(struct fab *f, uint32_t fn);
+/* A model: its reset for reset_gen `gen` is done (also at start, for the gen it found). */
+void fab_fn_reset_done(struct fab_function *fx, uint32_t gen);
 /* Tell a function's model that a register changed (what a write to a register BAR does). */
 void fab_fn_notify(struct fab *f, uint32_t fn);
 /* A device wrote into fn's BAR file at `off` (peer to peer): for a register BAR the writer's

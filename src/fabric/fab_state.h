@@ -98,6 +98,9 @@ struct fab_function {
     _Atomic uint32_t reg_waiters; /* model threads asleep on reg_seq (fab_fn_wait) */
     _Atomic uint32_t model_up; /* the model is serving this function */
     _Atomic uint32_t reset_gen; /* bumps on a function-level reset: models drop all state */
+    /* The reset_gen the model has finished its reset for (its registers are as at power-on
+     * again): fab_fn_reset returns once it is, as software waits for an FLR to complete. */
+    _Atomic uint32_t reset_done;
     /* The CPU the model's thread last ran on, + 1 (0: not known): emulator state, no register.
      * Written only when it changes, so an I/O writes no line for it; a driver that finds it
      * equal to its own CPU yields instead of spinning (the model needs that CPU). */

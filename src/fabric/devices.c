@@ -202,15 +202,12 @@ void fab_fn_reset(struct fab *f, uint32_t fni)
     struct fab_function *fn = fab_func(f, fni);
     fn_reset(f, fni, false);
     uint32_t gen = atomic_load(&fn->reset_gen);
-    struct timespec t0, now, nap = { 0, 20000 };
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (atomic_load(&fn->model_up) && (int32_t)(atomic_load(&fn->reset_done) - gen) < 0) {
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if ((uint64_t)(now.tv_sec - t0.tv_sec) * 1000000000ull + (uint64_t)now.tv_nsec -
-                (uint64_t)t0.tv_nsec >= FLR_DONE_NS)
-            break; /* a model that does not answer: the caller goes on, as before */
+    uint64_t until = fab_now_ns() + FLR_DONE_NS;
+    const struct timespec nap = { 0, 20000 };
+    /* A model that does not answer within the time: the caller goes on, as before. */
+    while (atomic_load(&fn->model_up) && (int32_t)(atomic_load(&fn->reset_done) - gen) < 0 &&
+           fab_now_ns() < until)
         nanosleep(&nap, NULL);
-    }
 }
 
 void fab_fn_reset_done(struct fab_function *fx, uint32_t gen)

@@ -14,7 +14,11 @@
 #   -r ROUNDS  rounds per benchmark, the order alternating every round (default 3)
 #   -o DIR     where each run's JSON goes (default build/bench/compare)
 # Needs jq. A figure where higher is better shows "hi", lower is better "lo": an after/before
-# ratio below 1 for "hi" (above 1 for "lo") is a slowdown.
+# ratio below 1 for "hi" (above 1 for "lo") is a slowdown. Each row also gives the 95 %
+# interval of that ratio (a bootstrap over the rounds: 4000 resamples of each side's rounds,
+# the ratio of their medians) and a verdict: "worse" or "better" when the whole interval lies
+# on that side of 1, "level" when it holds 1 (the difference is within the rounds' noise).
+# With fewer than 3 rounds a side there is no interval. The verdicts are in DIR/verdicts.tsv.
 set -euo pipefail
 
 me=bench-compare
@@ -78,17 +82,59 @@ fig() {
     esac
   done
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-printf '%-52s %3s %12s %12s %8s\n' figure "" before after after/bef
+# compare hi|lo, then "b VALUE" and "a VALUE" lines: the medians, their ratio after/before,
+# the bootstrap's 95 % interval of that ratio and the verdict, tab-separated. The seed is
+# fixed, so the same rounds give the same interval.
+compare() {
+  awk -v dir="$1" '
+    function med(x, n,   i, j, t, y) {
+      for (i = 1; i <= n; i++) y[i] = x[i]
+      for (i = 2; i <= n; i++) { t = y[i]; for (j = i - 1; j >= 1 && y[j] > t; j--) y[j + 1] = y[j]; y[j + 1] = t }
+      return n % 2 ? y[(n + 1) / 2] : (y[n / 2] + y[n / 2 + 1]) / 2
+    }
+    $1 == "b" && $2 != "" && $2 != "null" { b[++nb] = $2 + 0 }
+    $1 == "a" && $2 != "" && $2 != "null" { a[++na] = $2 + 0 }
+    END {
+      if (!nb || !na) { print "nan\tnan\tnan\tnan\tnan\tno data"; exit }
+      mb = med(b, nb); ma = med(a, na)
+      r = mb > 0 ? ma / mb : 0
+      if (nb < 3 || na < 3 || mb <= 0) { printf "%g\t%g\t%.3f\t\t\t-\n", mb, ma, r; exit }
+      srand(27); k = 0
+      for (i = 1; i <= 4000; i++) {
+        for (j = 1; j <= nb; j++) sb[j] = b[1 + int(rand() * nb)]
+        for (j = 1; j <= na; j++) sa[j] = a[1 + int(rand() * na)]
+        m = med(sb, nb)
+        if (m > 0) q[++k] = med(sa, na) / m
+      }
+      # the 2.5th and 97.5th percentiles of the k ratios
+      n = asort_q(q, k)
+      lo = q[1 + int(0.025 * (k - 1))]; hi = q[1 + int(0.975 * (k - 1))]
+      v = "level"
+      if ((dir == "lo" && lo > 1) || (dir == "hi" && hi < 1)) v = "worse"
+      else if ((dir == "lo" && hi < 1) || (dir == "hi" && lo > 1)) v = "better"
+      printf "%g\t%g\t%.3f\t%.3f\t%.3f\t%s\n", mb, ma, r, lo, hi, v
+    }
+    function asort_q(x, n,   i, j, t, gap) { # shell sort: 4000 values
+      for (gap = int(n / 2); gap > 0; gap = int(gap / 2))
+        for (i = gap + 1; i <= n; i++) {
+          t = x[i]
+          for (j = i; j > gap && x[j - gap] > t; j -= gap) x[j] = x[j - gap]
+          x[j] = t
+        }
+      return n
+    }'
+}
+printf '%-52s %3s %12s %12s %8s  %-13s %s\n' figure "" before after after/bef "95 % interval" verdict
+: >"$out/verdicts.tsv"
 row() { # BENCH LABEL hi|lo JQ
-  local b0 a0
-  b0=$(fig "$1" before "$4" | median)
-  a0=$(fig "$1" after "$4" | median)
+  local res b0 a0 r lo hi v
+  res=$({ fig "$1" before "$4" | sed 's/^/b /'; fig "$1" after "$4" | sed 's/^/a /'; } | compare "$3")
+  IFS=$'\t' read -r b0 a0 r lo hi v <<<"$res"
   # Ratios (values near 1) need more digits than rates and times.
-  local fmt='%-52s %3s %12.1f %12.1f %8.3f\n'
-  awk -v v="$b0" 'BEGIN { exit !(v < 100) }' && fmt='%-52s %3s %12.3f %12.3f %8.3f\n'
-  printf "$fmt" "$2" "$3" "$b0" "$a0" \
-    "$(awk -v a="$a0" -v b="$b0" 'BEGIN { print (b > 0 ? a / b : 0) }')"
+  local fmt='%-52s %3s %12.1f %12.1f %8s  %-13s %s\n'
+  awk -v v="$b0" 'BEGIN { exit !(v < 100) }' && fmt='%-52s %3s %12.3f %12.3f %8s  %-13s %s\n'
+  printf "$fmt" "$2" "$3" "$b0" "$a0" "$r" "${lo:+$lo..$hi}" "$v"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$2" "$3" "$b0" "$a0" "$r" "$lo" "$hi" "$v" >>"$out/verdicts.tsv"
 }
 for b in "${benches[@]}"; do
   case $b in
@@ -117,4 +163,6 @@ for b in "${benches[@]}"; do
   esac
 done
 floor_finish
+worse=$(awk -F'\t' '$8 == "worse"' "$out/verdicts.tsv" | wc -l)
+echo "$me: $worse figure(s) worse beyond the rounds' noise (95 % interval of after/before all on the worse side of 1)"
 echo "JSON and logs: $out"

@@ -52,6 +52,7 @@ done
 mkdir -p "$out"
 # The machine's floor before and after all rounds (each run's own JSON has its own too).
 . "$(dirname "$0")/bench-floor.sh"
+. "$(dirname "$0")/bench-verdict.sh"
 floor_init "$after/build/bin" || exit 1
 floor_start || exit 1
 
@@ -82,53 +83,11 @@ fig() {
     esac
   done
 }
-# compare hi|lo, then "b VALUE" and "a VALUE" lines: the medians, their ratio after/before,
-# the bootstrap's 95 % interval of that ratio and the verdict, tab-separated. The seed is
-# fixed, so the same rounds give the same interval.
-compare() {
-  awk -v dir="$1" '
-    function med(x, n,   i, j, t, y) {
-      for (i = 1; i <= n; i++) y[i] = x[i]
-      for (i = 2; i <= n; i++) { t = y[i]; for (j = i - 1; j >= 1 && y[j] > t; j--) y[j + 1] = y[j]; y[j + 1] = t }
-      return n % 2 ? y[(n + 1) / 2] : (y[n / 2] + y[n / 2 + 1]) / 2
-    }
-    $1 == "b" && $2 != "" && $2 != "null" { b[++nb] = $2 + 0 }
-    $1 == "a" && $2 != "" && $2 != "null" { a[++na] = $2 + 0 }
-    END {
-      if (!nb || !na) { print "nan\tnan\tnan\tnan\tnan\tno data"; exit }
-      mb = med(b, nb); ma = med(a, na)
-      r = mb > 0 ? ma / mb : 0
-      if (nb < 3 || na < 3 || mb <= 0) { printf "%g\t%g\t%.3f\t\t\t-\n", mb, ma, r; exit }
-      srand(27); k = 0
-      for (i = 1; i <= 4000; i++) {
-        for (j = 1; j <= nb; j++) sb[j] = b[1 + int(rand() * nb)]
-        for (j = 1; j <= na; j++) sa[j] = a[1 + int(rand() * na)]
-        m = med(sb, nb)
-        if (m > 0) q[++k] = med(sa, na) / m
-      }
-      # the 2.5th and 97.5th percentiles of the k ratios
-      n = asort_q(q, k)
-      lo = q[1 + int(0.025 * (k - 1))]; hi = q[1 + int(0.975 * (k - 1))]
-      v = "level"
-      if ((dir == "lo" && lo > 1) || (dir == "hi" && hi < 1)) v = "worse"
-      else if ((dir == "lo" && hi < 1) || (dir == "hi" && lo > 1)) v = "better"
-      printf "%g\t%g\t%.3f\t%.3f\t%.3f\t%s\n", mb, ma, r, lo, hi, v
-    }
-    function asort_q(x, n,   i, j, t, gap) { # shell sort: 4000 values
-      for (gap = int(n / 2); gap > 0; gap = int(gap / 2))
-        for (i = gap + 1; i <= n; i++) {
-          t = x[i]
-          for (j = i; j > gap && x[j - gap] > t; j -= gap) x[j] = x[j - gap]
-          x[j] = t
-        }
-      return n
-    }'
-}
 printf '%-52s %3s %12s %12s %8s  %-13s %s\n' figure "" before after after/bef "95 % interval" verdict
 : >"$out/verdicts.tsv"
 row() { # BENCH LABEL hi|lo JQ
   local res b0 a0 r lo hi v
-  res=$({ fig "$1" before "$4" | sed 's/^/b /'; fig "$1" after "$4" | sed 's/^/a /'; } | compare "$3")
+  res=$({ fig "$1" before "$4" | sed 's/^/b /'; fig "$1" after "$4" | sed 's/^/a /'; } | bench_verdict "$3")
   IFS=$'\t' read -r b0 a0 r lo hi v <<<"$res"
   # Ratios (values near 1) need more digits than rates and times.
   local fmt='%-52s %3s %12.1f %12.1f %8s  %-13s %s\n'

@@ -221,13 +221,19 @@ void shm_barrier(void)
     }
     struct shm_ctrl *c = shm_ctrl_of(shm.me);
     /* Of a pair of PEs that keeps sharing a CPU, the higher-numbered one moves off it (were
-     * both to move, they would swap CPUs and share again). */
+     * both to move, they would swap CPUs and share again). Looked at every 16th barrier: the
+     * pairing lasts thousands of barriers when it happens, and every barrier's arrival waits
+     * for what comes before it (the two looks and the CPU note cost the 2-PE barrier 30-40 ns,
+     * a sixth of it, on a 2-CPU VM). A PE that moved is seen here within 16 barriers; a
+     * waiter's stale hint costs it one yield (wpol's needs_cpu). */
     int src = (shm.me + shm.npes - 1) % shm.npes;
-    if (wspread_note(&spread, shm.me > src && shm_pe_here(src)) &&
-        !(spread.moves & (spread.moves - 1)))
-        shm_debug("barrier: PE %d shared our CPU; moved to CPU %d (%" PRIu64 " moves, %" PRIu64 " due with no CPU idle)", src,
-                  sched_getcpu(), spread.moves, spread.busy);
-    shm_note_cpu(); /* for the PEs that wait for us, in case we share their CPU */
+    if (!(epoch & 15)) {
+        if (wspread_note(&spread, shm.me > src && shm_pe_here(src)) &&
+            !(spread.moves & (spread.moves - 1)))
+            shm_debug("barrier: PE %d shared our CPU; moved to CPU %d (%" PRIu64 " moves, %" PRIu64 " due with no CPU idle)", src,
+                      sched_getcpu(), spread.moves, spread.busy);
+        shm_note_cpu(); /* for the PEs that wait for us, in case we share their CPU */
+    }
     for (int k = 0, dist = 1; dist < shm.npes; k++, dist <<= 1) {
         int to = (shm.me + dist) % shm.npes;
         shm_amo(to, offsetof(struct shm_ctrl, bar_flag) + (size_t)k * sizeof(uint64_t),

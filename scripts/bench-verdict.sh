@@ -38,20 +38,19 @@ bench_verdict() {
       }
       if (!k) { printf "%g\t%g\t%.3f\t\t\t-\n", mb, ma, r; exit }
       # the 2.5th and 97.5th percentiles of the k ratios
-      n = asort_q(q, k)
+      sort_q(q, k)
       lo = q[1 + int(0.025 * (k - 1))]; hi = q[1 + int(0.975 * (k - 1))]
       v = "level"
       if ((dir == "lo" && lo > 1) || (dir == "hi" && hi < 1)) v = "worse"
       else if ((dir == "lo" && hi < 1) || (dir == "hi" && lo > 1)) v = "better"
       printf "%g\t%g\t%.3f\t%.3f\t%.3f\t%s\n", mb, ma, r, lo, hi, v
     }
-    function asort_q(x, n,   i, j, t, gap) { # shell sort: 4000 values
+    function sort_q(x, n,   i, j, t, gap) { # shell sort: 4000 values
       for (gap = int(n / 2); gap > 0; gap = int(gap / 2))
         for (i = gap + 1; i <= n; i++) {
           t = x[i]
           for (j = i; j > gap && x[j - gap] > t; j -= gap) x[j] = x[j - gap]
           x[j] = t
         }
-      return n
     }'
 }

@@ -221,13 +221,13 @@ void shm_barrier(void)
     }
     struct shm_ctrl *c = shm_ctrl_of(shm.me);
     /* Of a pair of PEs that keeps sharing a CPU, the higher-numbered one moves off it (were
-     * both to move, they would swap CPUs and share again). Looked at every 16th barrier: the
-     * pairing lasts thousands of barriers when it happens, and every barrier's arrival waits
-     * for what comes before it (the two looks and the CPU note cost the 2-PE barrier 30-40 ns,
-     * a sixth of it, on a 2-CPU VM). A PE that moved is seen here within 16 barriers; a
-     * waiter's stale hint costs it one yield (wpol's needs_cpu). */
+     * both to move, they would swap CPUs and share again). Looked at every 16th barrier,
+     * the first one included: the pairing lasts thousands of barriers when it happens, and
+     * every barrier's arrival waits for what comes before it (the two looks and the CPU note
+     * cost the 2-PE barrier 30-40 ns, a sixth of it, on a 2-CPU VM). A PE that moved is seen
+     * here within 16 barriers; a waiter's stale hint costs it one yield (wpol's needs_cpu). */
     int src = (shm.me + shm.npes - 1) % shm.npes;
-    if (!(epoch & 15)) {
+    if ((epoch & 15) == 1) { /* the first barrier too: until it, no PE's CPU is known */
         if (wspread_note(&spread, shm.me > src && shm_pe_here(src)) &&
             !(spread.moves & (spread.moves - 1)))
             shm_debug("barrier: PE %d shared our CPU; moved to CPU %d (%" PRIu64 " moves, %" PRIu64 " due with no CPU idle)", src,

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -99,6 +100,24 @@ void wpol_wake(_Atomic uint32_t *word, _Atomic uint32_t *sleepers, bool private_
         wpol_futex_wake(word, INT_MAX, private_futex);
 }
 
+bool wpol_asym_init(void)
+{
+    static _Atomic int done = -1;
+    int d = atomic_load(&done);
+    if (d >= 0)
+        return d;
+    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    d = cmds > 0 && (cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
+        syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+    atomic_store(&done, d);
+    return d;
+}
+
+int wpol_asym_fence(void)
+{
+    return syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) ? -errno : 0;
+}
+
 /* ---------------------------------------------------------------- what the policy sees */
 
 static _Atomic int ncpus;
@@ -160,11 +179,12 @@ static void report_line(const struct wpol_site *s)
     char line[256];
     int n = snprintf(line, sizeof line,
                      "ntblend[%d] wait %s: %llu waits (%llu in the spin, %llu yielding, "
-                     "%llu asleep), %llu yields, %llu sleeps, spin now %u ns of %u\n",
+                     "%llu asleep), %llu yields, %llu sleeps (%llu ran out), spin now %u ns of %u\n",
                      (int)getpid(), s->name, (unsigned long long)s->n_waits,
                      (unsigned long long)s->n_spun, (unsigned long long)s->n_yielded,
                      (unsigned long long)s->n_slept, (unsigned long long)s->n_yields,
-                     (unsigned long long)s->n_sleeps, (unsigned)s->spin_ns, s->spin_max_ns);
+                     (unsigned long long)s->n_sleeps, (unsigned long long)s->n_timed_out,
+                     (unsigned)s->spin_ns, s->spin_max_ns);
     if (n > 0 && write(STDERR_FILENO, line, (size_t)n) < 0)
         return; /* stderr is gone: nothing to tell */
 }
@@ -295,9 +315,13 @@ static int sleep_once(struct wpol *w, uint32_t seen)
         if (h->sleepers)
             atomic_fetch_add(h->sleepers, 1);
         /* Counted first, looked at second: a waker that bumps only for sleepers either sees
-         * us here or changed the condition before this look. */
-        if (!(h->sleepers && h->ready && h->ready(h->arg)))
-            wpol_futex_wait(h->word, seen, (int64_t)max, h->private_futex);
+         * us here or changed the condition before this look. A waker with no fence of its own
+         * gets one here (wpol_asym_fence); should that fail, the sleep is a short poll. */
+        if (h->asym && h->sleepers && wpol_asym_fence() && max > 1000000)
+            max = 1000000;
+        if (!(h->sleepers && h->ready && h->ready(h->arg)) &&
+            wpol_futex_wait(h->word, seen, (int64_t)max, h->private_futex) == -ETIMEDOUT)
+            atomic_fetch_add_explicit(&w->site->n_timed_out, 1, memory_order_relaxed);
         if (h->sleepers)
             atomic_fetch_sub(h->sleepers, 1);
     } else if (h->sleep) {

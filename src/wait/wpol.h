@@ -53,6 +53,7 @@ struct wpol_site {
                                * wake every few µs */
     /* what happened, for tests and NTBLEND_WAIT_DEBUG */
     _Atomic uint64_t n_waits, n_spun, n_yielded, n_slept, n_yields, n_sleeps;
+    _Atomic uint64_t n_timed_out; /* futex sleeps that ran their full length: nobody woke them */
 };
 #define WPOL_SITE(nm, spin_max, yield_max) { .name = (nm), .spin_max_ns = (spin_max), .yield_max_ns = (yield_max) }
 #define WPOL_SITE_FIXED(nm, spin, yield_max) { .name = (nm), .spin_max_ns = (spin), .yield_max_ns = (yield_max), .fixed = true }
@@ -81,6 +82,10 @@ struct wpol_how {
     /* Called between sleeps (a health check, a look for an exit); non-zero ends the wait with
      * that value. */
     int (*idle)(void *arg);
+    /* Some wakers publish the change and look at *sleepers with no store-load fence between
+     * (wpol_asym_init): after counting itself a sleeper, the waiter fences every CPU that runs
+     * one of them (wpol_asym_fence) before its last look. */
+    bool asym;
     uint64_t deadline_ns; /* absolute (wpol_now_ns); 0: none. Past it: -ETIMEDOUT */
     uint64_t sleep_ns;    /* longest single sleep (0: 100 ms), so that idle and the deadline are seen */
 };
@@ -128,6 +133,22 @@ void wpol_site_done(struct wpol_site *s);
 /* The waker's side: bump *word, and FUTEX_WAKE it when *sleepers says someone sleeps (a NULL
  * sleepers: always). The caller's change comes first, seq_cst. */
 void wpol_wake(_Atomic uint32_t *word, _Atomic uint32_t *sleepers, bool private_futex);
+
+/* Asymmetric fences, for a waker on a hot path. A waker publishes its change and then looks
+ * at the sleepers word; between the two, a store-load fence (a locked instruction) stalls it
+ * until the line it stored to is its own, a cache-line transfer (~70 ns of a 2-PE barrier of
+ * ~260 on a 2-CPU VM). A waker may leave that fence out, with no more than a compiler barrier
+ * between the store and the look, if its process called wpol_asym_init (true: registered) and
+ * every sleeper it may have to wake waits with how->asym: a sleeper that counted itself then
+ * runs wpol_asym_fence, a full barrier on every CPU that runs a registered thread (Linux's
+ * membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED; a thread that is not running passed one when
+ * it was switched out). Either the waker's store came before that barrier, and the sleeper's
+ * last look sees it, or its look at the sleepers word came after, and sees the sleeper.
+ * wpol_asym_init is false where the kernel lacks the command (Linux < 4.16, or a seccomp
+ * filter): wakers keep their fence then. wpol_asym_fence returns 0 or -errno; a sleeper whose
+ * fence failed sleeps at most 1 ms at a time. */
+bool wpol_asym_init(void);
+int wpol_asym_fence(void);
 
 /* Futexes on shared (or private) memory: waits return 0 (woken, or the word was not `expected`),
  * -ETIMEDOUT or -EINTR; timeout_ns < 0 waits for ever. */

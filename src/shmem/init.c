@@ -185,6 +185,7 @@ void shmem_init(void)
     atomic_store(&shm_ctrl_of(shm.me)->magic, SHM_MAGIC);
     shm_ctrl_of(shm.me)->pin_cpu = pinned_cpu();
     atomic_store(&shm_ctrl_of(shm.me)->bar_cpu, -1); /* not known until the first barrier */
+    shm.asym = wpol_asym_init(); /* before any PE can signal us: everyone registers first */
     shm_globals_init();
     int nad = ntb_adapter_count();
     for (int a = 0; a < nad; a++) {

@@ -30,12 +30,12 @@
 struct shm_ctrl {
     _Atomic uint32_t magic;
     _Atomic uint32_t notify;    /* futex word: bumped by every wake-up sent to this PE asleep */
-    _Atomic uint32_t sleeping;  /* someone sleeps on notify: senders must FUTEX_WAKE */
     _Atomic int32_t exit_code;  /* set by shmem_global_exit: status + 1 */
     _Atomic uint32_t finished;  /* shmem_finalize passed its barrier: the heap goes away */
     _Atomic uint32_t lost;      /* health.c: this PE stopped because it lost PE (lost - 1) */
     _Atomic uint32_t lost_why;  /* ... whose process ended (1) or whose path went down (2) */
-    _Atomic uint64_t bar_flag[SHM_BAR_ROUNDS]; /* dissemination barrier: arrivals per round */
+    _Atomic uint64_t bar_flag[SHM_BAR_ROUNDS]; /* dissemination barrier: round k's last barrier,
+                                                * stored by PE (me - 2^k) mod n only */
     _Atomic uint64_t bar_count;   /* PE 0's: arrivals at the counter barrier, all barriers */
     _Atomic uint64_t bar_release; /* the last counter barrier that released us */
     /* Replies of the routed transport (xport.c), written by the node next to this PE. */
@@ -53,6 +53,10 @@ struct shm_ctrl {
      * each CPU, arrivals of that CPU's PEs; in PE 0, CPUs all of whose PEs have arrived. */
     _Alignas(64) _Atomic uint64_t bar_local;
     _Alignas(64) _Atomic uint64_t bar_cpus;
+    /* Someone sleeps on notify: senders must FUTEX_WAKE. Own cache line, which changes only
+     * when a thread of ours goes to sleep: every sender looks at it right after its store to
+     * the line above (a barrier's arrival), and there it would wait for that line. */
+    _Alignas(64) _Atomic uint32_t sleeping;
     /* SHMEM_PROFILE (prof.c): our routed puts' stage times, added by the node next to us. */
     _Alignas(64) struct shm_prof_area prof;
 };
@@ -93,6 +97,7 @@ struct shm_state {
     bool chunk_given; /* SHMEM_RING_CHUNK was set */
     int timeout_ms;   /* SHMEM_BOOTSTRAP_TIMEOUT */
     bool crowded;     /* more PEs than CPUs on this machine: yield at once, count at PE 0 */
+    bool asym;        /* wpol_asym_init: a barrier's arrival needs no fence of its own (sync.c) */
     int copy_helper;  /* SHMEM_COPY_HELPER: large copies to mapped PEs by two threads (copy.c) */
     int profile;      /* SHMEM_PROFILE: 0 off, 1 a table at finalize, 2 JSON (prof.c) */
 };
@@ -221,10 +226,11 @@ void shm_poll_begin(struct wpol *w);
 void shm_poll_pause(struct wpol *w);
 /* After the first barrier (every PE has published its pin_cpu): choose how later ones count. */
 void shm_barrier_setup(void);
-/* The same until *word >= want (counters and sequence numbers written by other PEs); _from:
- * PE pe writes it. */
+/* The same until *word >= want (counters and sequence numbers written by other PEs);
+ * shm_wait_signal: for a barrier flag that PE pe stores with no fence (sync.c's
+ * signal_store), so the sleep fences for it (wpol_asym_fence) when shm.asym holds. */
 void shm_wait_u64(_Atomic uint64_t *word, uint64_t want);
-void shm_wait_u64_from(_Atomic uint64_t *word, uint64_t want, int pe);
+void shm_wait_signal(_Atomic uint64_t *word, uint64_t want, int pe);
 /* Staging chunks per side for routed puts by DMA (a ring host has two); at most XP_SLOTS. */
 #define SHM_PUT_STAGES 8u
 void shm_futex_wake(_Atomic uint32_t *w);

@@ -5,12 +5,14 @@
  * is a store fence; routed puts (xport.c) are complete when their acknowledgements are back.
  * fence is a store fence: routed messages to one PE travel in order in one ring anyway.
  *
- * The barrier is a dissemination barrier over the control pages: in round k each PE adds 1 to
- * bar_flag[k] of PE (me + 2^k) mod n with a remote atomic that wakes it, and waits until its
- * own bar_flag[k] has counted this barrier; ceil(log2 n) rounds, no central counter, and every
- * PE waits on its own page (the wait policy, wait.c: a spin unless the PE that signals it
- * shares its CPU, yields, then FUTEX_WAIT; the waker's FUTEX_WAKE reaches it through the same
- * host RAM page). Waits time out every 100 ms to look for a global exit. When the PE that
+ * The barrier is a dissemination barrier over the control pages: in round k each PE stores the
+ * barrier's number in bar_flag[k] of PE (me + 2^k) mod n, the word's only writer, and waits
+ * until its own bar_flag[k] holds this barrier; ceil(log2 n) rounds, no central counter, and
+ * every PE waits on its own page (the wait policy, wait.c: a spin unless the PE that signals
+ * it shares its CPU, yields, then FUTEX_WAIT; the waker's FUTEX_WAKE reaches it through the
+ * same host RAM page). The store needs no fence before the look at whether its target sleeps
+ * (signal_store): a sleeper fences for it (wpol_asym_fence), so a 2-PE barrier costs about
+ * one cache-line transfer each way, the two in flight at once. Waits time out every 100 ms to look for a global exit. When the PE that
  * signals us keeps running on our CPU although we may run on others, we move off it (spread.h):
  * the two would otherwise hand one CPU over at every barrier.
  * With more PEs than CPUs it is a counter in PE 0's control page instead (counter_barrier),
@@ -202,6 +204,27 @@ static void cpu_barrier(void)
         wait_count(&w, 0, 0); /* the PEs still to come run on other CPUs */
 }
 
+/* A barrier's arrival: store v at off in PE pe's control page, where only this PE writes, and
+ * wake pe if it sleeps. With no fence where pe is mapped and shm.asym holds: a compiler
+ * barrier keeps the store and the look at `sleeping` in program order, the CPU may still let
+ * the look pass the store, and a sleeper's wpol_asym_fence covers that (wpol.h). Else an AMO
+ * that wakes. */
+static void signal_store(int pe, size_t off, uint64_t v)
+{
+    _Atomic uint64_t *p = shm_direct(pe, off);
+    if (!p || !shm.asym || (shm.sw_atomics && shm.pes[pe].host != shm.myhost)) {
+        shm_amo(pe, off, SHM_AMO_SET | SHM_AMO_WAKE, 8, v, 0);
+        return;
+    }
+    atomic_store_explicit(p, v, memory_order_release);
+    atomic_signal_fence(memory_order_seq_cst);
+    struct shm_ctrl *c = shm_ctrl_of(pe);
+    if (atomic_load_explicit(&c->sleeping, memory_order_relaxed)) {
+        atomic_fetch_add(&c->notify, 1);
+        shm_futex_wake(&c->notify);
+    }
+}
+
 /* Two PEs that signal each other and share a CPU hand it over at every barrier: two context
  * switches a barrier, a state the scheduler does not end by itself (spread.h). */
 static struct wspread spread;
@@ -236,10 +259,9 @@ void shm_barrier(void)
     }
     for (int k = 0, dist = 1; dist < shm.npes; k++, dist <<= 1) {
         int to = (shm.me + dist) % shm.npes;
-        shm_amo(to, offsetof(struct shm_ctrl, bar_flag) + (size_t)k * sizeof(uint64_t),
-                SHM_AMO_ADD | SHM_AMO_WAKE, 8, 1, 0);
+        signal_store(to, offsetof(struct shm_ctrl, bar_flag) + (size_t)k * sizeof(uint64_t), epoch);
         /* PE me - 2^k arrives here: a spin is no use while it waits for our CPU. */
-        shm_wait_u64_from(&c->bar_flag[k], epoch, (shm.me - dist % shm.npes + shm.npes) % shm.npes);
+        shm_wait_signal(&c->bar_flag[k], epoch, (shm.me - dist % shm.npes + shm.npes) % shm.npes);
     }
     shm_check_paths();
 }

@@ -76,17 +76,22 @@ static bool nw_needs_cpu(void *a)
     return shm.crowded || shm_pe_here(n->pe);
 }
 
-void shm_wait_for(bool (*pred)(void *), void *arg, bool (*needs_cpu)(void *), int pe)
+static void wait_for(bool (*pred)(void *), void *arg, bool (*needs_cpu)(void *), int pe, bool asym)
 {
     struct shm_ctrl *c = shm_ctrl_of(shm.me);
     struct notify_wait n = { pred, needs_cpu, arg, pe };
     struct wpol_how how = { .ready = nw_ready, .arg = &n, .word = &c->notify,
                             .sleepers = &c->sleeping, .needs_cpu = nw_needs_cpu,
-                            .idle = look_for_exit, .sleep_ns = 100000000 };
+                            .idle = look_for_exit, .asym = asym, .sleep_ns = 100000000 };
     wpol_wait(shm.crowded ? &crowded_site : &notify_site, &how);
 }
 
-void shm_wait_notify(bool (*pred)(void *), void *arg) { shm_wait_for(pred, arg, NULL, -1); }
+void shm_wait_for(bool (*pred)(void *), void *arg, bool (*needs_cpu)(void *), int pe)
+{
+    wait_for(pred, arg, needs_cpu, pe, false);
+}
+
+void shm_wait_notify(bool (*pred)(void *), void *arg) { wait_for(pred, arg, NULL, -1, false); }
 
 bool shm_u64_reached(void *arg)
 {
@@ -94,13 +99,17 @@ bool shm_u64_reached(void *arg)
     return atomic_load_explicit(w->word, memory_order_acquire) >= w->want;
 }
 
-void shm_wait_u64_from(_Atomic uint64_t *word, uint64_t want, int pe)
+void shm_wait_signal(_Atomic uint64_t *word, uint64_t want, int pe)
 {
     struct shm_u64_wait w = { word, want };
-    shm_wait_for(shm_u64_reached, &w, NULL, pe);
+    wait_for(shm_u64_reached, &w, NULL, pe, shm.asym);
 }
 
-void shm_wait_u64(_Atomic uint64_t *word, uint64_t want) { shm_wait_u64_from(word, want, -1); }
+void shm_wait_u64(_Atomic uint64_t *word, uint64_t want)
+{
+    struct shm_u64_wait w = { word, want };
+    wait_for(shm_u64_reached, &w, NULL, -1, false);
+}
 
 /* Publish the CPU we run on, for PEs that wait for us (only when it changed: the line stays
  * shared in their caches otherwise). */

@@ -12,9 +12,10 @@
  * it shares its CPU, yields, then FUTEX_WAIT; the waker's FUTEX_WAKE reaches it through the
  * same host RAM page). The store needs no fence before the look at whether its target sleeps
  * (signal_store): a sleeper fences for it (wpol_asym_fence), so a 2-PE barrier costs about
- * one cache-line transfer each way, the two in flight at once. Waits time out every 100 ms to look for a global exit. When the PE that
- * signals us keeps running on our CPU although we may run on others, we move off it (spread.h):
- * the two would otherwise hand one CPU over at every barrier.
+ * one cache-line transfer each way, the two in flight at once. Waits time out every 100 ms to
+ * look for a global exit. When the PE that signals us keeps running on our CPU although we may
+ * run on others, we move off it (spread.h): the two would otherwise hand one CPU over at every
+ * barrier.
  * With more PEs than CPUs it is a counter in PE 0's control page instead (counter_barrier),
  * or, when every PE is pinned to one CPU, a count of arrivals per CPU and one of CPUs
  * (cpu_barrier).

@@ -179,7 +179,8 @@ static void report_line(const struct wpol_site *s)
     char line[256];
     int n = snprintf(line, sizeof line,
                      "ntblend[%d] wait %s: %llu waits (%llu in the spin, %llu yielding, "
-                     "%llu asleep), %llu yields, %llu sleeps (%llu ran out), spin now %u ns of %u\n",
+                     "%llu asleep), %llu yields, %llu sleeps (%llu ran out), "
+                     "spin now %u ns of %u\n",
                      (int)getpid(), s->name, (unsigned long long)s->n_waits,
                      (unsigned long long)s->n_spun, (unsigned long long)s->n_yielded,
                      (unsigned long long)s->n_slept, (unsigned long long)s->n_yields,

@@ -225,9 +225,9 @@ static void test_no_fence_race(void **state)
     const char *e = getenv("RACE_FENCE");
     static struct wpol_site s = WPOL_SITE("test no fence race", 0, 0);
     static struct race r;
-    struct wpol_how how = { .ready = race_ready, .arg = &r, .word = &r.word, .sleepers = &r.sleepers,
-                            .private_futex = true, .asym = !(e && !strcmp(e, "0")),
-                            .sleep_ns = 1000000000ull };
+    struct wpol_how how = { .ready = race_ready, .arg = &r, .word = &r.word,
+                            .sleepers = &r.sleepers, .private_futex = true,
+                            .asym = !(e && !strcmp(e, "0")), .sleep_ns = 1000000000ull };
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, race_waker, &r), 0);
     for (uint64_t i = 1; i <= RACE_ROUNDS; i++) {

@@ -219,11 +219,7 @@ static void signal_store(int pe, size_t off, uint64_t v)
     }
     atomic_store_explicit(p, v, memory_order_release);
     atomic_signal_fence(memory_order_seq_cst);
-    struct shm_ctrl *c = shm_ctrl_of(pe);
-    if (atomic_load_explicit(&c->sleeping, memory_order_relaxed)) {
-        atomic_fetch_add(&c->notify, 1);
-        shm_futex_wake(&c->notify);
-    }
+    shm_poke_direct(pe);
 }
 
 /* Two PEs that signal each other and share a CPU hand it over at every barrier: two context

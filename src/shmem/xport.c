@@ -732,8 +732,9 @@ uint64_t shm_amo_at(void *p, unsigned op, unsigned size, uint64_t v, uint64_t co
 
 /* Only a sleeper needs notify bumped: a waiter counts itself in `sleeping` before its last
  * look at what it waits for, and we changed that (seq_cst) before looking at `sleeping`, so
- * either it sees our change or we see it and bump the word it is about to sleep on. A PE that
- * spins finds the line it waits on changed once, not twice. */
+ * either it sees our change or we see it and bump the word it is about to sleep on. (A
+ * barrier's arrival changes it with a plain store, and its waiter fences for it: sync.c's
+ * signal_store.) A PE that spins finds the line it waits on changed once, not twice. */
 void shm_poke_direct(int pe)
 {
     struct shm_ctrl *c = shm_ctrl_of(pe);

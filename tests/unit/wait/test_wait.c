@@ -161,14 +161,20 @@ static void test_bump_always_protocol(void **state)
     assert_int_equal(s.n_timed_out, 0);
 }
 
-/* Wakers with no fence of their own (wpol_asym_init), whose waiters all sleep at once. */
-static void test_no_fence_protocol(void **state)
+/* The fence-less wakers' tests skip where the kernel cannot fence for them. */
+static void need_asym(void)
 {
-    (void)state;
     if (!wpol_asym_init()) {
         print_message("membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) is not available here\n");
         skip();
     }
+}
+
+/* Wakers with no fence of their own (wpol_asym_init), whose waiters all sleep at once. */
+static void test_no_fence_protocol(void **state)
+{
+    (void)state;
+    need_asym();
     static struct wpol_site s = WPOL_SITE("test no fence", 0, 0);
     ping_pong(&s, NO_FENCE);
     assert_true(s.n_sleeps > 0);
@@ -218,10 +224,7 @@ static void *race_waker(void *arg)
 static void test_no_fence_race(void **state)
 {
     (void)state;
-    if (!wpol_asym_init()) {
-        print_message("membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) is not available here\n");
-        skip();
-    }
+    need_asym();
     const char *e = getenv("RACE_FENCE");
     static struct wpol_site s = WPOL_SITE("test no fence race", 0, 0);
     static struct race r;

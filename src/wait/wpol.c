@@ -55,8 +55,8 @@
 #define NAP_LEARN_SHIFT 2
 #define NAP_MAX_NS 1000000u
 #define IDLE_EVERY_NS 1000000u
-/* The first QUICK_LOOKS looks of a wait that may spin are pauses and nothing else: no clock
- * and no budget. Most waits of a barrier or a doorbell end there, a few hundred ns in, and the
+/* The first QUICK_LOOKS pauses of a wait that may spin (a look after each, or after every
+ * how->look_pauses) are pauses and looks and nothing else: no clock and no budget. Most waits of a barrier or a doorbell end there, a few hundred ns in, and the
  * clock reads around them made a 2-PE barrier a third slower; such a wait is learnt as one of
  * no length (wpol_end). They are below the least spin a site keeps (SPIN_MIN_NS), so they
  * change no decision of the policy. */
@@ -278,6 +278,16 @@ void wpol_begin(struct wpol *w, struct wpol_site *s, const struct wpol_how *how)
 {
     static const struct wpol_how none;
     *w = (struct wpol){ .site = s, .how = how ? how : &none };
+    uint32_t lp = w->how->look_pauses;
+    w->look_pauses = lp < 1 ? 1 : lp > 16 ? 16 : lp;
+    w->clock_looks = 16 / w->look_pauses;
+}
+
+/* The pauses between two looks. */
+static void relax_look(const struct wpol *w)
+{
+    for (uint32_t i = 0; i < w->look_pauses; i++)
+        wpol_relax();
 }
 
 static void enter(struct wpol *w, int phase)
@@ -368,8 +378,8 @@ int wpol_pause(struct wpol *w, uint32_t seen)
     if (!w->n++)
         w->quick = quick_ok(w);
     if (w->quick) {
-        if (w->n <= QUICK_LOOKS) {
-            wpol_relax();
+        if (w->n * w->look_pauses <= QUICK_LOOKS) {
+            relax_look(w);
             return 0;
         }
         w->quick = false;
@@ -382,10 +392,12 @@ int wpol_pause(struct wpol *w, uint32_t seen)
     case PH_SPIN: {
         w->spun = true;
         /* A few pauses per look at the clock (~30 ns) keep the look cheap. */
-        if (w->n & 15) {
-            wpol_relax();
+        if (w->n % w->clock_looks) {
+            relax_look(w);
             return 0;
         }
+        if (w->look_pauses > 1)
+            relax_look(w);
         uint64_t prev = w->now;
         w->now = wpol_now_ns();
         if (w->now - prev > LOST_CPU_NS) {

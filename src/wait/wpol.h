@@ -86,6 +86,11 @@ struct wpol_how {
      * (wpol_asym_init): after counting itself a sleeper, the waiter fences every CPU that runs
      * one of them (wpol_asym_fence) before its last look. */
     bool asym;
+    /* Pauses between two looks in the spin (0: 1, at most 16). A look at a line that another
+     * CPU keeps writing takes it back from the writer, which pays a transfer for its next
+     * write: where several writes are coming (an NVMe CQ at queue depth 32, four entries a
+     * line), looking at every pause made the device model's writes that much slower. */
+    uint8_t look_pauses;
     uint64_t deadline_ns; /* absolute (wpol_now_ns); 0: none. Past it: -ETIMEDOUT */
     uint64_t sleep_ns;    /* longest single sleep (0: 100 ms), so that idle and the deadline are seen */
 };
@@ -96,6 +101,7 @@ struct wpol {
     const struct wpol_how *how;
     uint64_t t0, now, phase_end, nap_ns, next_idle;
     uint32_t budget, n, fast_yields, slow_yields;
+    uint32_t look_pauses, clock_looks; /* how->look_pauses (1..16); looks per clock read */
     uint8_t phase;
     bool spun, yielded, slept, ran_other, napped;
     bool quick; /* in the first looks, before the clock starts */

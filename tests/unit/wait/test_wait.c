@@ -3,7 +3,7 @@
  * sleepers only, a bump always, and a waker with no fence whose sleepers fence for it), waits end
  * at their deadline or when idle or their own sleep says so, a waiter whose peer needs its CPU
  * does not spin, sites learn from their waits (a fixed one does not), a wait's first looks are
- * pauses alone, a site's counts of yields that run nobody and of yields that run others end its
+ * pauses alone (spaced as the caller asks), a site's counts of yields that run nobody and of yields that run others end its
  * yield phase, and with one CPU to run on
  * (tests/system/test_wait_pinned.sh runs this under taskset) a waiter never spins, however long
  * its site's ceiling, so the thread it waits for gets the CPU. Behaviour only: no timing is
@@ -583,6 +583,34 @@ static void test_quick(void **state)
     wpol_end(&w);
 }
 
+/* how->look_pauses spaces the looks: the quick looks are 16 pauses in all (16 looks of one
+ * pause, 4 of four, one of 16), then the clock starts; 0 means 1 and more than 16 means 16. */
+static void test_look_pauses(void **state)
+{
+    (void)state;
+    if (wpol_mode() != WPOL_ADAPTIVE || wpol_cpus() < 2)
+        skip();
+    static struct wpol_site s = WPOL_SITE("test look pauses", 20000, 0);
+    const uint8_t lp[] = { 0, 1, 4, 16, 200 };
+    const uint32_t spacing[] = { 1, 1, 4, 16, 16 }, quick[] = { 16, 16, 4, 1, 1 };
+    for (size_t i = 0; i < sizeof lp; i++) {
+        struct wpol_how how = { .look_pauses = lp[i] };
+        struct wpol w;
+        wpol_begin(&w, &s, &how);
+        assert_int_equal(w.look_pauses, spacing[i]);
+        for (uint32_t looks = 0; looks < quick[i]; looks++) {
+            assert_int_equal(wpol_pause(&w, 0), 0);
+            assert_int_equal(w.t0, 0);
+        }
+        assert_int_equal(wpol_pause(&w, 0), 0);
+        assert_true(w.t0 != 0);
+        for (int looks = 0; looks < 40; looks++)
+            assert_int_equal(wpol_pause(&w, 0), 0);
+        wpol_end(&w);
+    }
+    assert_int_equal(s.n_waits, sizeof lp);
+}
+
 /* Yields that run another thread end the yield phase after the site's slow_yields (4 when 0):
  * with a busy thread on our one CPU every yield runs it, and a wait reaches its first sleep
  * after exactly that many (unless fast_yields in a row ended the phase first). */
@@ -663,6 +691,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_fixed),
         cmocka_unit_test(test_fast_yields),
         cmocka_unit_test(test_quick),
+        cmocka_unit_test(test_look_pauses),
         cmocka_unit_test(test_slow_yields),
         cmocka_unit_test(test_one_cpu),
     };

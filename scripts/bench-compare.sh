@@ -109,6 +109,9 @@ for b in "${benches[@]}"; do
     nvme)
       row nvme "NVMe borrowed QD1 median ns" lo '.model_off.borrowed_qd1.lat_median_ns'
       row nvme "NVMe local QD1 median ns" lo '.model_off.local_qd1.lat_median_ns'
+      # The median hides waits that slept (a few % of them, tens of µs each): p99 shows them.
+      row nvme "NVMe borrowed QD1 p99 ns" lo '.model_off.borrowed_qd1.lat_p99_ns'
+      row nvme "NVMe local QD1 p99 ns" lo '.model_off.local_qd1.lat_p99_ns'
       row nvme "NVMe borrowed QD32 IOPS" hi '.model_off.borrowed_qd32.iops'
       row nvme "NVMe local QD32 IOPS" hi '.model_off.local_qd32.iops'
       row nvme "NVMe model on, SQ in borrower, QD1 median ns" lo '.model_on.sq_borrower.lat_median_ns'

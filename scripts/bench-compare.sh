@@ -7,7 +7,8 @@
 #   BEFORE_TREE, AFTER_TREE  source trees, each built in its build/ (scripts/build.sh); each
 #                            tree's own scripts/bench-*.sh runs against its own build/bin
 #   seg     scripts/bench-seg.sh -q: remote store/load, interrupt round trip, segment DMA
-#   nvme    scripts/bench-nvme.sh -r 1 -s 1: borrowed/local NVMe QD1 latency and QD32 IOPS
+#   nvme    scripts/bench-nvme.sh -r 1 -s 1: borrowed/local NVMe QD1 latency (median, p99) and
+#           QD32 IOPS
 #   shmem   scripts/bench-shmem-oshmem.sh -r 1: putmem, p/g, barrier, fetch-add, each as the
 #           ratio to Open MPI's OSHMEM in the same run (needs openmpi-bin, libopenmpi-dev)
 #   (default: all three)

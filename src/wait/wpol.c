@@ -280,7 +280,10 @@ void wpol_begin(struct wpol *w, struct wpol_site *s, const struct wpol_how *how)
     *w = (struct wpol){ .site = s, .how = how ? how : &none };
     uint32_t lp = w->how->look_pauses;
     w->look_pauses = lp < 1 ? 1 : lp > 16 ? 16 : lp;
-    w->clock_looks = 16 / w->look_pauses;
+    uint32_t looks = 16 / w->look_pauses; /* a clock read every ~16 pauses: a power of two */
+    while (looks & (looks - 1))
+        looks &= looks - 1;
+    w->clock_mask = looks - 1;
 }
 
 /* The pauses between two looks. */
@@ -392,7 +395,7 @@ int wpol_pause(struct wpol *w, uint32_t seen)
     case PH_SPIN: {
         w->spun = true;
         /* A few pauses per look at the clock (~30 ns) keep the look cheap. */
-        if (w->n % w->clock_looks) {
+        if (w->n & w->clock_mask) {
             relax_look(w);
             return 0;
         }

@@ -101,7 +101,8 @@ struct wpol {
     const struct wpol_how *how;
     uint64_t t0, now, phase_end, nap_ns, next_idle;
     uint32_t budget, n, fast_yields, slow_yields;
-    uint32_t look_pauses, clock_looks; /* how->look_pauses (1..16); looks per clock read */
+    uint32_t look_pauses, clock_mask; /* how->look_pauses (1..16); a clock read when
+                                       * (n & clock_mask) == 0 */
     uint8_t phase;
     bool spun, yielded, slept, ran_other, napped;
     bool quick; /* in the first looks, before the clock starts */

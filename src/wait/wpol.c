@@ -56,10 +56,11 @@
 #define NAP_MAX_NS 1000000u
 #define IDLE_EVERY_NS 1000000u
 /* The first QUICK_LOOKS pauses of a wait that may spin (a look after each, or after every
- * how->look_pauses) are pauses and looks and nothing else: no clock and no budget. Most waits of a barrier or a doorbell end there, a few hundred ns in, and the
- * clock reads around them made a 2-PE barrier a third slower; such a wait is learnt as one of
- * no length (wpol_end). They are below the least spin a site keeps (SPIN_MIN_NS), so they
- * change no decision of the policy. */
+ * how->look_pauses) are pauses and looks and nothing else: no clock and no budget. Most waits
+ * of a barrier or a doorbell end there, a few hundred ns in, and the clock reads around them
+ * made a 2-PE barrier a third slower; such a wait is learnt as one of no length (wpol_end).
+ * They are below the least spin a site keeps (SPIN_MIN_NS), so they change no decision of the
+ * policy. */
 #define QUICK_LOOKS 16u
 
 enum { PH_SPIN, PH_YIELD, PH_SLEEP };

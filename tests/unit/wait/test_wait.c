@@ -3,8 +3,8 @@
  * sleepers only, a bump always, and a waker with no fence whose sleepers fence for it), waits end
  * at their deadline or when idle or their own sleep says so, a waiter whose peer needs its CPU
  * does not spin, sites learn from their waits (a fixed one does not), a wait's first looks are
- * pauses alone (spaced as the caller asks), a site's counts of yields that run nobody and of yields that run others end its
- * yield phase, and with one CPU to run on
+ * pauses alone (spaced as the caller asks), a site's counts of yields that run nobody and of
+ * yields that run others end its yield phase, and with one CPU to run on
  * (tests/system/test_wait_pinned.sh runs this under taskset) a waiter never spins, however long
  * its site's ceiling, so the thread it waits for gets the CPU. Behaviour only: no timing is
  * asserted.

@@ -371,8 +371,10 @@ static void test_needs_cpu(void **state)
 /* needs_cpu that may be stale (it says where the peer last ran, a device model's driver): the
  * first yield tests it, and one that ran nobody (the peer is asleep, on no run queue) sends
  * the wait back to its spin, which catches the change instead of sleeping until the wake-up.
- * Without the test every wait here sleeps (its yields end long before the change). Some
- * waits may still sleep when another program's thread takes the yield: one awake is enough. */
+ * Without the test every wait here sleeps (its yields end long before the change). Waits
+ * still sleep, rightly, while other programs' threads take every yield (a machine running 30
+ * NVMe clients slept all of 20 in a row): so the waits go on until one stayed awake, which
+ * on a machine that is ever idle comes soon, and never without the test. */
 static void test_needs_cpu_stale(void **state)
 {
     (void)state;
@@ -380,14 +382,17 @@ static void test_needs_cpu_stale(void **state)
         skip(); /* one CPU: no spin at all, by design */
     static struct wpol_site s = WPOL_SITE("test needs cpu stale", 50000000, 200000);
     _Atomic uint32_t dummy;
-    for (int i = 0; s.n_waits < 20 && i < 1000; i++) { /* (uncounted: see test_needs_cpu) */
+    /* (A wait whose flag was set before its first look is not counted: see test_needs_cpu.) */
+    for (int i = 0; (s.n_waits < 20 || s.n_slept == s.n_waits) && s.n_waits < 2000 && i < 4000;
+         i++) {
         struct wpol_how how = { .word = &dummy, .needs_cpu = always, .needs_cpu_stale = true };
         assert_int_equal(wait_flag(&s, &how, 300), 0);
     }
-    printf("stale needs_cpu: %llu of 20 waits slept, %llu yields\n",
-           (unsigned long long)s.n_slept, (unsigned long long)s.n_yields);
-    assert_int_equal(s.n_waits, 20);
-    assert_true(s.n_slept < 20);
+    printf("stale needs_cpu: %llu of %llu waits slept, %llu yields\n",
+           (unsigned long long)s.n_slept, (unsigned long long)s.n_waits,
+           (unsigned long long)s.n_yields);
+    assert_true(s.n_waits >= 20);
+    assert_true(s.n_slept < s.n_waits);
 }
 
 /* Nothing to sleep on: naps. */

@@ -113,9 +113,9 @@ static int mkdir_p(const char *path)
  * it sees its completion, a few microseconds later, more with a DMA map and unmap around each
  * I/O), and catching it awake saves the futex sleep and wake-up on both sides. So the thread
  * waits by the wait policy (src/wait): a spin of up to SPIN_NS (what it learns the gaps are),
- * then yields until poll_us has passed (the driver may need this CPU to ring; 256 in a row that
- * run nobody end them too, as in the driver's completion wait), then sleeps on reg_seq,
- * which every register write bumps. A disabled controller sleeps at once. When the
+ * then yields until poll_us has passed (the driver may need this CPU to ring; WPOL_PEER_YIELDS
+ * in a row that run nobody end them too, as in the driver's completion wait), then sleeps on
+ * reg_seq, which every register write bumps. A disabled controller sleeps at once. When the
  * driver that rang last did so from this thread's CPU (fab_function.driver_cpu), the wait yields
  * first: spinning here would keep that driver from ringing again. That is where it rang, not
  * where it is: a driver that naps between commands is on no run queue, so a yield that runs
@@ -152,7 +152,7 @@ static void *run(void *arg)
     struct wpol_site polling = WPOL_SITE("nvme model doorbells",
                                          m->poll_ns < SPIN_NS ? (uint32_t)m->poll_ns : SPIN_NS,
                                          (uint32_t)m->poll_ns);
-    polling.fast_yields = 256;
+    polling.fast_yields = WPOL_PEER_YIELDS;
     struct wpol_site idle = WPOL_SITE("nvme model (disabled)", 0, 0);
     struct bell_wait b = { m, fx, 0 };
     struct wpol_how how = { .ready = rang, .arg = &b, .word = &fx->reg_seq,

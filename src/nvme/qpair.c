@@ -44,15 +44,16 @@ int nvl_q_init(struct nvl_queue *q, const struct nvl_queue_params *p)
     q->nslots = p->depth - 1; /* a full SQ has one entry empty */
     /* Completions come within the spin (spin_us) at QD 1; without an interrupt to sleep in, a
      * waiter yields for up to 2 ms (the device model may need this CPU) before it naps. Yields
-     * that run nobody go on for 256 (60-100 us), not the policy's 8 (~2 us): the device model
-     * runs on another CPU and its completion comes soon, where a sleep costs a wake-up here and,
-     * since the next command is late, one of the model's as well, tens of us each. At QD 1 with
-     * 8, 2-3 % of the waits slept (p99 27 us instead of 2, a third of the IOPS gone); with 64
-     * (~15 us), 0.3 % still did, after the hiccups of a shared VM, and cost 10-20 %. */
+     * that run nobody go on for WPOL_PEER_YIELDS (60-100 us), not the policy's 8 (~2 us): the
+     * device model runs on another CPU and its completion comes soon, where a sleep costs a
+     * wake-up here and, since the next command is late, one of the model's as well, tens of us
+     * each. At QD 1 with 8, 2-3 % of the waits slept (p99 27 us instead of 2, a third of the
+     * IOPS gone); with 64 (~15 us), 0.3 % still did, after the hiccups of a shared VM, and
+     * cost 10-20 %. */
     q->wait = (struct wpol_site)WPOL_SITE("nvme completion",
                                           p->spin_ns < UINT32_MAX ? (uint32_t)p->spin_ns : UINT32_MAX,
                                           p->irq && p->ops->irq_wait ? 0 : 2000000);
-    q->wait.fast_yields = 256;
+    q->wait.fast_yields = WPOL_PEER_YIELDS;
     while ((1u << q->slot_bits) < q->nslots)
         q->slot_bits++;
     q->slots = calloc(q->nslots, sizeof *q->slots);

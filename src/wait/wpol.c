@@ -279,12 +279,12 @@ void wpol_begin(struct wpol *w, struct wpol_site *s, const struct wpol_how *how)
 {
     static const struct wpol_how none;
     *w = (struct wpol){ .site = s, .how = how ? how : &none };
+    /* 0 or 1 (most waits): a look at every pause and the clock every 16th. Otherwise a power
+     * of two up to 16 (rounded down), the clock read every 16 / look_pauses looks. */
     uint32_t lp = w->how->look_pauses;
-    w->look_pauses = lp < 1 ? 1 : lp > 16 ? 16 : lp;
-    uint32_t looks = 16 / w->look_pauses; /* a clock read every ~16 pauses: a power of two */
-    while (looks & (looks - 1))
-        looks &= looks - 1;
-    w->clock_mask = looks - 1;
+    uint32_t log = lp < 2 ? 0 : lp >= 16 ? 4 : 31 - (uint32_t)__builtin_clz(lp);
+    w->look_pauses = 1u << log;
+    w->clock_mask = 15u >> log;
 }
 
 /* The pauses between two looks. */
@@ -400,7 +400,7 @@ int wpol_pause(struct wpol *w, uint32_t seen)
             relax_look(w);
             return 0;
         }
-        if (w->look_pauses > 1)
+        if (w->look_pauses > 1) /* (one pause: the clock read stands in for it, as before) */
             relax_look(w);
         uint64_t prev = w->now;
         w->now = wpol_now_ns();

@@ -55,6 +55,11 @@ struct wpol_site {
     _Atomic uint64_t n_waits, n_spun, n_yielded, n_slept, n_yields, n_sleeps;
     _Atomic uint64_t n_timed_out; /* futex sleeps that ran their full length: nobody woke them */
 };
+/* fast_yields for a wait whose peer runs on another CPU and answers within µs, and which
+ * would make that peer sleep too by sleeping (an NVMe driver and its device model: the next
+ * command comes late): 256 yields that run nobody, 60-100 µs on a 2-CPU VM, about what a
+ * sleep costs the two of them together. */
+#define WPOL_PEER_YIELDS 256u
 #define WPOL_SITE(nm, spin_max, yield_max) { .name = (nm), .spin_max_ns = (spin_max), .yield_max_ns = (yield_max) }
 #define WPOL_SITE_FIXED(nm, spin, yield_max) { .name = (nm), .spin_max_ns = (spin), .yield_max_ns = (yield_max), .fixed = true }
 
@@ -86,7 +91,8 @@ struct wpol_how {
      * (wpol_asym_init): after counting itself a sleeper, the waiter fences every CPU that runs
      * one of them (wpol_asym_fence) before its last look. */
     bool asym;
-    /* Pauses between two looks in the spin (0: 1, at most 16). A look at a line that another
+    /* Pauses between two looks in the spin (0: 1; a power of two up to 16, others rounded
+     * down). A look at a line that another
      * CPU keeps writing takes it back from the writer, which pays a transfer for its next
      * write: where several writes are coming (an NVMe CQ at queue depth 32, four entries a
      * line), looking at every pause made the device model's writes that much slower. */

@@ -589,15 +589,16 @@ static void test_quick(void **state)
 }
 
 /* how->look_pauses spaces the looks: the quick looks are 16 pauses in all (16 looks of one
- * pause, 4 of four, one of 16), then the clock starts; 0 means 1 and more than 16 means 16. */
+ * pause, 4 of four, one of 16), then the clock starts; 0 means 1, more than 16 means 16, and
+ * others are rounded down to a power of two. */
 static void test_look_pauses(void **state)
 {
     (void)state;
     if (wpol_mode() != WPOL_ADAPTIVE || wpol_cpus() < 2)
         skip();
     static struct wpol_site s = WPOL_SITE("test look pauses", 20000, 0);
-    const uint8_t lp[] = { 0, 1, 4, 16, 200 };
-    const uint32_t spacing[] = { 1, 1, 4, 16, 16 }, quick[] = { 16, 16, 4, 1, 1 };
+    const uint8_t lp[] = { 0, 1, 4, 5, 16, 200 };
+    const uint32_t spacing[] = { 1, 1, 4, 4, 16, 16 }, quick[] = { 16, 16, 4, 4, 1, 1 };
     for (size_t i = 0; i < sizeof lp; i++) {
         struct wpol_how how = { .look_pauses = lp[i] };
         struct wpol w;

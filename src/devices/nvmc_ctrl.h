@@ -22,7 +22,9 @@
 #define NVMC_ERR_LOG 64u        /* error log entries kept */
 #define NVMC_DEFAULT_QUEUES 32u /* I/O queue pairs unless the device sets queues= */
 
-/* How the core reaches the outside world: DMA as the function's own requester, and MSI-X. */
+/* How the core reaches the outside world: DMA as the function's own requester, and MSI-X.
+ * A dma_write of up to 16 bytes, 4-byte aligned, must land with its last dword last, as a TLP
+ * does (completions are posted that way). */
 struct nvmc_backend {
     void *ctx;
     int (*dma_read)(void *ctx, uint64_t addr, void *buf, uint64_t len);

@@ -226,11 +226,10 @@ bool nvmc_post_cqe(struct nvmc_ctrl *c, uint16_t cqid, struct nvme_cqe *cqe)
     uint16_t st = cqe->status;
     cqe->status = (uint16_t)((st << 1) | (dnr_for(st & 0x7ff) ? NVME_DNR : 0) | q->phase);
     uint64_t at = q->base + (uint64_t)q->tail * 16;
-    /* Everything but the dword holding the phase tag first: the driver polls that one. These
-     * are posted writes: one that finds no memory (its host gone, its window torn down) is
-     * lost on the way, and the controller, which cannot know, goes on. */
-    if (!c->be.dma_write(c->be.ctx, at, cqe, 12))
-        c->be.dma_write(c->be.ctx, at + 12, (const char *)cqe + 12, 4);
+    /* One posted write, whose last dword (the phase tag the driver polls) lands last
+     * (struct nvmc_backend). One that finds no memory (its host gone, its window torn down)
+     * is lost on the way, and the controller, which cannot know, goes on. */
+    (void)c->be.dma_write(c->be.ctx, at, cqe, sizeof *cqe);
     if (++q->tail == q->size) {
         q->tail = 0;
         q->phase ^= 1;

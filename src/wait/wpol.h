@@ -92,10 +92,10 @@ struct wpol_how {
      * one of them (wpol_asym_fence) before its last look. */
     bool asym;
     /* Pauses between two looks in the spin (0: 1; a power of two up to 16, others rounded
-     * down). A look at a line that another
-     * CPU keeps writing takes it back from the writer, which pays a transfer for its next
-     * write: where several writes are coming (an NVMe CQ at queue depth 32, four entries a
-     * line), looking at every pause made the device model's writes that much slower. */
+     * down). A look at a line that another CPU keeps writing takes it back from the writer,
+     * which pays a transfer for its next write: where several writes are coming (an NVMe CQ at
+     * queue depth 32, four entries a line), looking at every pause made the device model's
+     * writes that much slower. */
     uint8_t look_pauses;
     uint64_t deadline_ns; /* absolute (wpol_now_ns); 0: none. Past it: -ETIMEDOUT */
     uint64_t sleep_ns;    /* longest single sleep (0: 100 ms), so that idle and the deadline are seen */

@@ -97,13 +97,13 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Submit one admin command, let the controller take it, and return the completion's slot
- * after checking that it came as one 16-byte write there. */
+/* Submit one admin command, let the controller take it, check that its completion came as one
+ * 16-byte write into the next CQ slot, and return that completion. */
 static struct nvme_cqe submit(struct rig *r, const struct nvme_sqe *sqe)
 {
     memcpy(at(&r->h, ASQ + r->sq_tail * 64ull, 64), sqe, 64);
     r->sq_tail = (r->sq_tail + 1) % 4;
-    reg32(r, 0x1000, r->sq_tail); /* SQ 0 tail doorbell (stride 4) */
+    reg32(r, NVME_REG_DBS, r->sq_tail); /* SQ 0 tail doorbell (stride 4) */
     r->h.nw = 0;
     assert_true(nvmc_regs_update(&r->c));
     assert_int_equal(nvmc_process(&r->c), 1);
@@ -119,7 +119,7 @@ static struct nvme_cqe submit(struct rig *r, const struct nvme_sqe *sqe)
     struct nvme_cqe cqe;
     memcpy(&cqe, at(&r->h, slot, 16), 16);
     r->cq_head = (r->cq_head + 1) % ACQ_ENTRIES;
-    reg32(r, 0x1004, r->cq_head); /* CQ 0 head doorbell: the entry is taken */
+    reg32(r, NVME_REG_DBS + 4, r->cq_head); /* CQ 0 head doorbell: the entry is taken */
     return cqe;
 }
 

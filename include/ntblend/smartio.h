@@ -138,6 +138,11 @@ bool sio_path_up(sio_dev_t *dev, int path);
  * (an emulated device is a thread that needs a CPU; a driver spinning on that CPU holds it
  * up): -1 when not known, or the device is hardware. Cheap: one load of shared memory. */
 int sio_device_cpu(const sio_dev_t *dev);
+/** sio_driver_asleep() - The calling thread, which drives the device, goes to sleep (true) or
+ * woke (false). An emulated device's model gives its CPU up to a driver that rang from that
+ * CPU and is waiting to run there; while the driver sleeps it should not. Nothing where the
+ * device is hardware. Cheap: a store to shared memory when the state changes. */
+void sio_driver_asleep(sio_dev_t *dev, bool asleep);
 /** sio_bar_failover() - Also map BAR mapping `map` through another path (the first other than
  * its own), so that while its own path is down its addresses reach the device over that one —
  * no all-ones reads, no lost stores — and return when it heals. Costs the other adapter's LUT

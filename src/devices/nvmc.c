@@ -116,12 +116,13 @@ static int mkdir_p(const char *path)
  * then yields until poll_us has passed (the driver may need this CPU to ring; WPOL_PEER_YIELDS
  * in a row that run nobody end them too, as in the driver's completion wait), then sleeps on
  * reg_seq, which every register write bumps. A disabled controller sleeps at once. When the
- * driver that rang last did so from this thread's CPU (fab_function.driver_cpu), the wait yields
- * first: spinning here would keep that driver from ringing again. That is where it rang, not
- * where it is: a driver that naps between commands is on no run queue, so a yield that runs
- * nobody sends the wait back to its spin (needs_cpu_stale; skipping the spin outright put
- * the model to sleep after every command of fio's lent QD 1 reads with the latency model on,
- * 7 us -> 18 us). */
+ * driver that rang last did so from this thread's CPU (fab_function.driver_cpu) and is not
+ * asleep (a driver withdraws its CPU while it sleeps: sio_driver_asleep), it waits for this
+ * CPU, and the wait yields at once: spinning would keep it from seeing its completion. If
+ * the yield runs nobody, the scheduler passed the driver over (EEVDF picks only threads that
+ * have not had more than their share, and a driver that polled for its completion here has),
+ * and the wait sleeps (needs_cpu_sleep): a vhost-user back end on the model's CPU saw its
+ * completion 40-55 us after it was posted while the model yielded, 1-4 us with the sleep. */
 #define SPIN_NS 20000u
 
 struct bell_wait {
@@ -157,7 +158,7 @@ static void *run(void *arg)
     struct bell_wait b = { m, fx, 0 };
     struct wpol_how how = { .ready = rang, .arg = &b, .word = &fx->reg_seq,
                             .sleepers = &fx->reg_waiters, .needs_cpu = driver_here,
-                            .needs_cpu_stale = true, .sleep_ns = 1000000000 };
+                            .needs_cpu_sleep = true, .sleep_ns = 1000000000 };
     uint64_t swept = 0;
     uint32_t gen = atomic_load(&fx->reset_gen), done = gen - 1;
     while (!atomic_load(&m->stop)) {

@@ -254,6 +254,15 @@ void fab_fn_note_driver_cpu(struct fab *f, uint32_t fni)
     note_cpu(&fab_func(f, fni)->driver_cpu);
 }
 
+void fab_fn_driver_asleep(struct fab *f, uint32_t fni, bool asleep)
+{
+    _Atomic uint32_t *w = &fab_func(f, fni)->driver_cpu;
+    if (!asleep)
+        note_cpu(w);
+    else if (atomic_load_explicit(w, memory_order_relaxed))
+        atomic_store_explicit(w, 0, memory_order_relaxed);
+}
+
 bool fab_fn_driver_here(const struct fab_function *fx)
 {
     uint32_t v = atomic_load_explicit(&fx->driver_cpu, memory_order_relaxed);

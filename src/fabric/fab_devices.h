@@ -61,6 +61,9 @@ void fab_fn_note_cpu(struct fab_function *fx);
  * needs it to ring again, and the wait yields instead of spinning. */
 void fab_fn_note_driver_cpu(struct fab *f, uint32_t fni);
 bool fab_fn_driver_here(const struct fab_function *fx);
+/* fn's driver goes to sleep (its CPU withdrawn: fab_fn_driver_here is false) or woke (its
+ * CPU published again), each a store only on a change. */
+void fab_fn_driver_asleep(struct fab *f, uint32_t fni, bool asleep);
 /* A model thread: sleep until a register write of fn changes reg_seq from `seen`, or
  * timeout_ns (< 0: none) passes. As fab_futex_wait. */
 int fab_fn_wait(struct fab *f, uint32_t fn, uint32_t seen, int64_t timeout_ns);

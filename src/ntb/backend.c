@@ -53,7 +53,8 @@ static const struct {
     { "multicast groups", mcast_group, sizeof mcast_group / sizeof mcast_group[0] },
 };
 /* Optional one by one (documented in ntb_backend.h as "may be NULL"): host_name,
- * latency_model, ram_size, path_word, fn_raw, window_cpu_failover. */
+ * latency_model, ram_size, path_word, fn_raw, window_cpu_failover, fn_cpu_word,
+ * fn_driver_asleep. */
 
 static bool has(const struct ntb_backend_ops *ops, const struct op *o)
 {

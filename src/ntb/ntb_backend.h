@@ -234,6 +234,11 @@ struct ntb_backend_ops {
      * known), for drivers that would otherwise spin on the CPU the model needs. NULL (the op
      * or its result) where the device is hardware and uses no CPU of ours. */
     const _Atomic uint32_t *(*fn_cpu_word)(struct rt *rt, uint32_t fn);
+    /* fn_driver_asleep: the calling thread, fn's driver, goes to sleep (true) or woke (false):
+     * the CPU fn_notify published for it is withdrawn while it sleeps, and published again
+     * when it wakes, so that fn's model does not give up its CPU to a driver that is on no
+     * run queue. NULL where the device is hardware. */
+    void (*fn_driver_asleep)(struct rt *rt, uint32_t fn, bool asleep);
     /* tree: the functions lent to `host` and hot-added into its PCIe tree, at most max into
      * out; returns how many there are. tree_word: a word that changes on every hot-add and
      * hot-remove in host's tree (wait on it with wait()). Both may be NULL (no lending). */

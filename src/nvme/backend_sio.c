@@ -24,6 +24,8 @@ struct sio_ctx {
     sio_dev_t *dev;
     sio_bar_t *bar;    /* registers go through this one: bars[0] or bars[1] */
     sio_bar_t *bars[2]; /* BAR0 over path 0 and path 1 (two paths), else bars[0] only */
+    volatile uint8_t *regp;    /* the mapping of bar */
+    volatile uint8_t *regps[2]; /* of bars[0] and bars[1] */
     bool owned; /* borrowed by the library: returned on close */
     bool mp;    /* two paths, BAR0 on both */
     pthread_mutex_t path_lock; /* sio_set_path around one allocation */
@@ -44,11 +46,22 @@ static uint32_t sio_rd32(void *ctx, uint32_t off) { return sio_read32(regs(ctx),
 
 static void sio_wr32(void *ctx, uint32_t off, uint32_t val) { sio_write32(regs(ctx), off, val); }
 
+/* A plain store through the mapping: the model reads it when it next looks (sio_write32 also
+ * tells it the register was written). */
+static void sio_wr32_lazy(void *ctx, uint32_t off, uint32_t val)
+{
+    struct sio_ctx *c = ctx;
+    volatile uint8_t *p = __atomic_load_n(&c->regp, __ATOMIC_RELAXED);
+    *(volatile uint32_t *)(p + off) = val;
+}
+
 static void sio_use_path(void *ctx, int path)
 {
     struct sio_ctx *c = ctx;
-    if (c->mp && path >= 0 && path < 2)
+    if (c->mp && path >= 0 && path < 2) {
+        __atomic_store_n(&c->regp, c->regps[path], __ATOMIC_RELAXED);
         __atomic_store_n(&c->bar, c->bars[path], __ATOMIC_RELAXED);
+    }
 }
 
 static void buf_free(struct sio_buf *b)
@@ -173,6 +186,12 @@ static int sio_dev_cpu(void *ctx)
     return sio_device_cpu(c->dev);
 }
 
+static void sio_drv_asleep(void *ctx, bool asleep)
+{
+    struct sio_ctx *c = ctx;
+    sio_driver_asleep(c->dev, asleep);
+}
+
 static void sio_close(void *ctx)
 {
     struct sio_ctx *c = ctx;
@@ -189,6 +208,7 @@ static const struct nvme_backend_ops sio_ops = {
     .name = "smartio",
     .read32 = sio_rd32,
     .write32 = sio_wr32,
+    .write32_lazy = sio_wr32_lazy,
     .dma_alloc = sio_dalloc,
     .dma_free = sio_dfree,
     .irq_enable = sio_irq_on,
@@ -199,6 +219,7 @@ static const struct nvme_backend_ops sio_ops = {
     .dma_alloc_path = sio_dalloc_path,
     .use_path = sio_use_path,
     .device_cpu = sio_dev_cpu,
+    .driver_asleep = sio_drv_asleep,
 };
 
 int nvl_sio_lookup(const char *name, uint32_t *id, bool *managed, uint32_t *mgr_node,
@@ -286,7 +307,7 @@ int nvl_sio_backend(const char *name, struct sio_dev *dev, bool shared, bool one
     /* Failover needs both paths working now: the BAR over path 0, and over path 1. */
     bool mp = !one_path && sio_paths(c->dev) >= 2 && sio_path_up(c->dev, 0) &&
               sio_path_up(c->dev, 1) && sio_set_path(c->dev, 0) == 0;
-    if (!sio_map_bar(c->dev, 0, &size, &c->bars[0])) {
+    if (!(c->regps[0] = sio_map_bar(c->dev, 0, &size, &c->bars[0]))) {
         int rc = -errno;
         sio_close(c);
         return nvl_fail(rc ? rc : -EIO, "cannot map BAR0 of the NVMe: %s",
@@ -297,8 +318,9 @@ int nvl_sio_backend(const char *name, struct sio_dev *dev, bool shared, bool one
         return nvl_fail(-ENODEV, "BAR0 of the device is %zu bytes: too small for an NVMe", size);
     }
     c->bar = c->bars[0];
+    c->regp = c->regps[0];
     if (mp && sio_set_path(c->dev, 1) == 0) {
-        c->mp = sio_map_bar(c->dev, 0, NULL, &c->bars[1]) != NULL; /* else one path */
+        c->mp = (c->regps[1] = sio_map_bar(c->dev, 0, NULL, &c->bars[1])) != NULL; /* else one path */
         sio_set_path(c->dev, 0);
     }
     *ops = &sio_ops;

@@ -40,6 +40,10 @@ struct nvme_backend_ops {
     const char *name;
     uint32_t (*read32)(void *ctx, uint32_t off);
     void (*write32)(void *ctx, uint32_t off, uint32_t val);
+    /* A register store the device need not act on at once: it sees the value when it next
+     * reads the register, as hardware does, and is not woken for it (an emulated device's
+     * model otherwise is, for every register write). NULL: write32. */
+    void (*write32_lazy)(void *ctx, uint32_t off, uint32_t val);
     int (*dma_alloc)(void *ctx, size_t size, enum nvme_place where, struct nvl_dma *out);
     void (*dma_free)(void *ctx, struct nvl_dma *dma);
     /* Route device MSI-X vector dev_vector to host vector host_vector; may be NULL. */
@@ -62,6 +66,9 @@ struct nvme_backend_ops {
     /* The CPU the device's model thread last ran on (-1: not known); NULL where the device is
      * hardware and uses no CPU: a completion wait on that CPU yields instead of spinning. */
     int (*device_cpu)(void *ctx);
+    /* The calling thread, which waits for the device, goes to sleep (true) or woke (false):
+     * for the model's doorbell wait (sio_driver_asleep); may be NULL. */
+    void (*driver_asleep)(void *ctx, bool asleep);
 };
 
 /* SmartIO: borrow by name (exclusive: to own it; shared: as a client of its manager) or use

@@ -254,9 +254,18 @@ int nvl_q_reap(struct nvl_queue *q, unsigned max)
         if (cb)
             cb(arg, &cpl);
     }
-    if (consumed)
-        q->p.ops->write32(q->p.ctx, q->cq_db, q->cq_head);
-    else
+    if (consumed) {
+        /* The device waits for room in this CQ only while it holds more completions than the
+         * CQ has room for: more than depth - 1 entries not yet released or not yet posted,
+         * which only callbacks that submitted during this batch can bring about (consumed +
+         * busy >= depth). Short of that the head goes in without waking the device's model
+         * (write32_lazy): a QD 1 driver woke it after every completion, and on a CPU the two
+         * shared the model then held the CPU the driver needed for tens of microseconds. */
+        if (q->p.ops->write32_lazy && consumed + q->busy < q->p.depth)
+            q->p.ops->write32_lazy(q->p.ctx, q->cq_db, q->cq_head);
+        else
+            q->p.ops->write32(q->p.ctx, q->cq_db, q->cq_head);
+    } else
         q->st.empty_polls++;
     if (q->p.watch) {
         /* Multipath: the path's state, the other path's queue (it may swap q's contents). */
@@ -341,6 +350,13 @@ static bool q_needs_cpu(void *arg)
     return cpu >= 0 && cpu == sched_getcpu();
 }
 
+/* While this thread sleeps the model must not give its CPU up for it. */
+static void q_asleep(void *arg, bool asleep)
+{
+    struct nvl_queue *q = arg;
+    q->p.ops->driver_asleep(q->p.ctx, asleep);
+}
+
 int nvl_q_wait(struct nvl_queue *q, const bool *done, uint64_t timeout_ns)
 {
     uint64_t start = nvl_now_ns();
@@ -352,6 +368,7 @@ int nvl_q_wait(struct nvl_queue *q, const bool *done, uint64_t timeout_ns)
      * a second, and the device model starved (docs/benchmarks.md, *The wait policy*). */
     struct wpol_how how = { .arg = q, .sleep = irq ? q_irq_sleep : NULL, .idle = q_health,
                             .needs_cpu = q->p.ops->device_cpu ? q_needs_cpu : NULL,
+                            .asleep = q->p.ops->driver_asleep ? q_asleep : NULL,
                             .deadline_ns = start + timeout_ns, .sleep_ns = irq ? 10000000 : 1000000,
                             /* Several completions coming: fewer looks at the CQ's line, which
                              * the device writes an entry at a time (a look at every pause,

@@ -245,6 +245,12 @@ int sio_device_cpu(const sio_dev_t *d)
     return w ? (int)atomic_load_explicit(w, memory_order_relaxed) - 1 : -1;
 }
 
+void sio_driver_asleep(sio_dev_t *d, bool asleep)
+{
+    if (d && d->rt->ops->fn_driver_asleep)
+        d->rt->ops->fn_driver_asleep(d->rt, d->fn, asleep);
+}
+
 void sio_write32(sio_bar_t *m, size_t off, uint32_t v)
 {
     *(volatile uint32_t *)(m->ptr + off) = v;

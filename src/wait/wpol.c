@@ -242,12 +242,10 @@ static uint32_t initial_budget(struct wpol *w, uint64_t now)
     struct wpol_site *s = w->site;
     const struct wpol_how *how = w->how;
     enum wpol_mode mode = wpol_mode();
-    if (mode == WPOL_SLEEP || !s->spin_max_ns || cpus_at(now) < 2)
-        return 0; /* one CPU: whatever we wait for needs it */
-    if (how->needs_cpu && how->needs_cpu(how->arg)) {
-        w->cpu_skip = how->needs_cpu_stale && s->yield_max_ns;
-        return 0;
-    }
+    bool here = how->needs_cpu && how->needs_cpu(how->arg);
+    w->cpu_skip = here && how->needs_cpu_sleep && s->yield_max_ns;
+    if (mode == WPOL_SLEEP || !s->spin_max_ns || cpus_at(now) < 2 || here)
+        return 0; /* one CPU (whatever we wait for needs it), or what we wait for needs this one */
     return spin_budget(s, now);
 }
 
@@ -326,6 +324,8 @@ static int sleep_once(struct wpol *w, uint32_t seen)
     int rc = 0;
     w->slept = true;
     atomic_fetch_add_explicit(&w->site->n_sleeps, 1, memory_order_relaxed);
+    if (h->asleep)
+        h->asleep(h->arg, true);
     if (h->word) {
         if (h->sleepers)
             atomic_fetch_add(h->sleepers, 1);
@@ -364,6 +364,8 @@ static int sleep_once(struct wpol *w, uint32_t seen)
         if (w->nap_ns < NAP_MAX_NS)
             w->nap_ns *= 2;
     }
+    if (h->asleep)
+        h->asleep(h->arg, false);
     w->now = wpol_now_ns();
     return rc < 0 ? rc : 0;
 }
@@ -421,15 +423,11 @@ int wpol_pause(struct wpol *w, uint32_t seen)
         sched_yield();
         w->now = wpol_now_ns();
         if (w->now - t < FAST_YIELD_NS && w->cpu_skip) {
-            /* needs_cpu was stale: the thread we wait for is not queued here. Spin after all. */
+            /* The thread we wait for is queued here and the scheduler passed it over: only a
+             * sleep gives it the CPU (needs_cpu_sleep). */
             w->cpu_skip = false;
-            w->budget = spin_budget(w->site, w->now);
-            if (w->budget) {
-                w->phase = PH_SPIN;
-                w->phase_end = w->now + w->budget;
-                break;
-            }
-            w->fast_yields++;
+            enter(w, PH_SLEEP);
+            break;
         } else if (w->now - t < FAST_YIELD_NS) {
             w->fast_yields++;
         } else {

@@ -80,10 +80,15 @@ struct wpol_how {
     /* Does the thread we wait for need this CPU to get on (it runs here, or last did)? Then the
      * wait yields at once instead of spinning. */
     bool (*needs_cpu)(void *arg);
-    /* needs_cpu only says where that thread last ran, not that it is waiting to run there now
-     * (a driver that naps between commands is on no run queue): then the yields tell, and
-     * the first that runs nobody sends the wait back to its spin (once per wait). */
-    bool needs_cpu_stale;
+    /* needs_cpu says more: that thread is on this CPU's run queue now (its hint is withdrawn
+     * while it sleeps: how->asleep on its side). Then a yield that runs nobody means the
+     * scheduler will not pick it while this thread is runnable (EEVDF runs only threads that
+     * have not had more than their share, and one that spun waiting for this CPU has), and
+     * the wait sleeps, which leaves it the CPU at once. */
+    bool needs_cpu_sleep;
+    /* Told just before each sleep of the sleep phase (true) and just after it (false): for a
+     * waiter whose own hint others read (a driver's CPU, which its device model yields to). */
+    void (*asleep)(void *arg, bool asleep);
     /* Called between sleeps (a health check, a look for an exit); non-zero ends the wait with
      * that value. */
     int (*idle)(void *arg);
@@ -112,7 +117,7 @@ struct wpol {
     uint8_t phase;
     bool spun, yielded, slept, ran_other, napped;
     bool quick; /* in the first looks, before the clock starts */
-    bool cpu_skip; /* the spin was skipped for needs_cpu (needs_cpu_stale: not yet tested) */
+    bool cpu_skip; /* the spin was skipped for needs_cpu, with needs_cpu_sleep */
 };
 
 /* The clock every layer uses (CLOCK_MONOTONIC, ns). */

@@ -537,7 +537,11 @@ static void test_map_at_a_chosen_address(void **state)
 
 /* A register write tells the model where its driver runs (fab_function.driver_cpu), so that
  * the model's doorbell wait does not spin on the CPU the driver needs: after the driver moves
- * (sched_setaffinity), its next write publishes the new CPU. Only CPUs this test may use. */
+ * (sched_setaffinity), its next write publishes the new CPU. A driver that goes to sleep
+ * withdraws it (sio_driver_asleep), so that the model does not give its CPU up for a thread on
+ * no run queue, and publishes it again when it wakes. Only CPUs this test may use. Each
+ * message is the step (DRV_*) << 32 | the CPU. */
+enum { DRV_WROTE, DRV_ASLEEP, DRV_AWAKE };
 static void moving_driver(void *arg)
 {
     (void)arg;
@@ -554,7 +558,13 @@ static void moving_driver(void *arg)
         CPU_SET(cpu, &one);
         CHECK_EQ(sched_setaffinity(0, sizeof one, &one), 0);
         sio_write32(bar, 0x20, (uint32_t)cpu); /* BAR2 is the accelerator's memory: harmless */
-        h_put((uint64_t)cpu);
+        h_put((uint64_t)DRV_WROTE << 32 | (uint64_t)cpu);
+        h_get();
+        sio_driver_asleep(acc, true);
+        h_put((uint64_t)DRV_ASLEEP << 32 | (uint64_t)cpu);
+        h_get();
+        sio_driver_asleep(acc, false);
+        h_put((uint64_t)DRV_AWAKE << 32 | (uint64_t)cpu);
         h_get();
         moves++;
     }
@@ -570,14 +580,16 @@ static void test_driver_publishes_its_cpu(void **state)
     make_available("a", true);
     const struct fab_function *fx = fab_func(FX.f, (uint32_t)fab_func_by_name(FX.f, "accel0"));
     struct h_proc u = h_spawn(FX.name, "b", moving_driver, NULL);
-    int moves = 0;
-    for (uint64_t cpu; (cpu = h_from(&u)) != UINT64_MAX; moves++) {
-        printf("driver on CPU %llu: published %u (CPU + 1)\n", (unsigned long long)cpu,
-               atomic_load(&fx->driver_cpu));
-        assert_int_equal(atomic_load(&fx->driver_cpu), cpu + 1);
+    int steps = 0;
+    for (uint64_t m; (m = h_from(&u)) != UINT64_MAX; steps++) {
+        uint64_t step = m >> 32, cpu = m & UINT32_MAX;
+        printf("driver on CPU %llu, step %llu: published %u (CPU + 1; 0 asleep)\n",
+               (unsigned long long)cpu, (unsigned long long)step, atomic_load(&fx->driver_cpu));
+        assert_int_equal(atomic_load(&fx->driver_cpu), step == DRV_ASLEEP ? 0 : cpu + 1);
         h_to(&u, 1);
     }
-    assert_true(moves >= 1);
+    sio_driver_asleep(NULL, true); /* no device: nothing */
+    assert_true(steps >= 3);
     assert_int_equal(h_join(&u), 0);
 }
 

@@ -286,6 +286,11 @@ static void emu_fn_notify(struct rt *rt, uint32_t fn)
     fab_fn_note_driver_cpu(emu_fab(rt), fn);
     fab_fn_notify(emu_fab(rt), fn);
 }
+static void emu_fn_driver_asleep(struct rt *rt, uint32_t fn, bool asleep)
+{
+    if (fn < emu_fab(rt)->ctl->nfuncs)
+        fab_fn_driver_asleep(emu_fab(rt), fn, asleep);
+}
 static int emu_fn_raw(struct rt *rt, uint32_t fn, int delta)
 {
     return fab_fn_raw(emu_fab(rt), fn, delta);
@@ -359,6 +364,7 @@ const struct ntb_backend_ops ntb_backend_emu = {
     .func_info = emu_func_info,
     .func_by_name = emu_func_by_name,
     .fn_cpu_word = emu_fn_cpu_word,
+    .fn_driver_asleep = emu_fn_driver_asleep,
     .cfg_read = emu_cfg_read,
     .cfg_write = emu_cfg_write,
     .bar_mem = emu_bar_mem,

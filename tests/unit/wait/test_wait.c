@@ -368,31 +368,54 @@ static void test_needs_cpu(void **state)
     assert_int_equal(s.n_spun, 0);
 }
 
-/* needs_cpu that may be stale (it says where the peer last ran, a device model's driver): the
- * first yield tests it, and one that ran nobody (the peer is asleep, on no run queue) sends
- * the wait back to its spin, which catches the change instead of sleeping until the wake-up.
- * Without the test every wait here sleeps (its yields end long before the change). Waits
- * still sleep, rightly, while other programs' threads take every yield (a machine running 30
- * NVMe clients slept all of 20 in a row): so the waits go on until one stayed awake, which
- * on a machine that is ever idle comes soon, and never without the test. */
-static void test_needs_cpu_stale(void **state)
+/* needs_cpu_sleep: needs_cpu says the peer is queued on this CPU (a device model's driver,
+ * which withdraws the hint while it sleeps), so a yield that runs nobody means the scheduler
+ * passed the peer over, and the wait sleeps at once rather than yield on (here up to 256
+ * yields that run nobody, the site's fast_yields, where nothing else wants the CPU). A yield
+ * that runs others is not that, and the wait goes on yielding (at most the policy's 4 of those
+ * before it sleeps anyway): so at most 5 yields per wait, where without the flag a quiet
+ * machine makes hundreds. The asleep hook is told of every sleep, before and after. */
+struct asleep_count {
+    int in, out;
+    bool now;
+};
+
+static struct asleep_count sleeps_told; /* how->arg is wait_flag's */
+
+static void count_asleep(void *arg, bool asleep)
+{
+    (void)arg;
+    struct asleep_count *c = &sleeps_told;
+    assert_true(c->now != asleep); /* in pairs: true, then false */
+    c->now = asleep;
+    *(asleep ? &c->in : &c->out) += 1;
+}
+
+
+static void test_needs_cpu_sleep(void **state)
 {
     (void)state;
-    if (wpol_cpus() < 2)
-        skip(); /* one CPU: no spin at all, by design */
-    static struct wpol_site s = WPOL_SITE("test needs cpu stale", 50000000, 200000);
+    static struct wpol_site s = WPOL_SITE("test needs cpu sleep", 50000000, 20000000);
+    s.fast_yields = WPOL_PEER_YIELDS;
     _Atomic uint32_t dummy;
+    struct asleep_count *c = &sleeps_told;
     /* (A wait whose flag was set before its first look is not counted: see test_needs_cpu.) */
-    for (int i = 0; (s.n_waits < 20 || s.n_slept == s.n_waits) && s.n_waits < 2000 && i < 4000;
-         i++) {
-        struct wpol_how how = { .word = &dummy, .needs_cpu = always, .needs_cpu_stale = true };
-        assert_int_equal(wait_flag(&s, &how, 300), 0);
+    for (int i = 0; s.n_waits < 5 && i < 1000; i++) {
+        struct wpol_how how = { .word = &dummy, .needs_cpu = always, .needs_cpu_sleep = true,
+                                .asleep = count_asleep };
+        assert_int_equal(wait_flag(&s, &how, 2000), 0);
     }
-    printf("stale needs_cpu: %llu of %llu waits slept, %llu yields\n",
-           (unsigned long long)s.n_slept, (unsigned long long)s.n_waits,
-           (unsigned long long)s.n_yields);
-    assert_true(s.n_waits >= 20);
-    assert_true(s.n_slept < s.n_waits);
+    printf("needs_cpu_sleep: %llu waits, %llu yields, %llu sleeps\n",
+           (unsigned long long)s.n_waits, (unsigned long long)s.n_yields,
+           (unsigned long long)s.n_sleeps);
+    assert_int_equal(s.n_waits, 5);
+    assert_int_equal(s.n_spun, 0);
+    assert_true(s.n_yields <= 5 * s.n_waits);
+    /* (Not every wait sleeps: on a busy machine a yield that runs others may outlast the
+     * 2 ms, and the wait ends awake.) */
+    assert_int_equal(c->in, (int)s.n_sleeps);
+    assert_int_equal(c->out, c->in);
+    assert_false(c->now);
 }
 
 /* Nothing to sleep on: naps. */
@@ -690,7 +713,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_idle_ends),
         cmocka_unit_test(test_own_sleep),
         cmocka_unit_test(test_needs_cpu),
-        cmocka_unit_test(test_needs_cpu_stale),
+        cmocka_unit_test(test_needs_cpu_sleep),
         cmocka_unit_test(test_nap),
         cmocka_unit_test(test_nap_learns),
         cmocka_unit_test(test_learns),

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@ struct hop_rec {
     uint64_t t;
     const char *what;
     uint32_t tag;
+    int cpu; /* where the mark was made (sched_getcpu; -1: unknown) */
 };
 
 _Atomic int hop_state = -1;
@@ -60,6 +62,7 @@ void hop_record(const char *what, uint32_t tag)
     r->t = wpol_now_ns();
     r->what = what;
     r->tag = tag;
+    r->cpu = sched_getcpu();
     /* Half the ring not yet written: write it now, before it is overwritten (a long run). */
     if (i + 1 - atomic_load_explicit(&flushed, memory_order_relaxed) == HOP_MAX / 2)
         hop_flush();
@@ -92,7 +95,7 @@ void hop_flush(void)
     fprintf(f, "# %s %d\n", program_invocation_short_name, (int)getpid());
     for (uint64_t i = from; i < n; i++) {
         const struct hop_rec *r = &recs[i % HOP_MAX];
-        fprintf(f, "%llu %s %u\n", (unsigned long long)r->t, r->what, r->tag);
+        fprintf(f, "%llu %s %u %d\n", (unsigned long long)r->t, r->what, r->tag, r->cpu);
     }
     fclose(f);
 out:

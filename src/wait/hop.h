@@ -4,7 +4,8 @@
  * command, the completion seen, the guest's interrupt signalled. Off unless the environment
  * names a directory in NTBLEND_HOP_TRACE; then every process that marks hops keeps its last
  * HOP_MAX marks in memory and appends them to DIR/hop.<program>.<pid> (when half the ring is
- * new, at hop_flush, and at exit),
+ * new, at hop_flush, and at exit), a line per mark: time (ns), what, tag, and the CPU it was
+ * made on (-1: not known), which tells where two threads shared a CPU;
  * and scripts/hop-report.sh lines the processes' files up (one CLOCK_MONOTONIC for all) and
  * gives the median of each hop. Off, a mark costs one load and a branch the CPU predicts.
  */

@@ -122,7 +122,8 @@ static int mkdir_p(const char *path)
  * the yield runs nobody, the scheduler passed the driver over (EEVDF picks only threads that
  * have not had more than their share, and a driver that polled for its completion here has),
  * and the wait sleeps (needs_cpu_sleep): a vhost-user back end on the model's CPU saw its
- * completion 40-55 us after it was posted while the model yielded, 1-4 us with the sleep. */
+ * completion 28-55 us after it was posted while the model yielded, 2 us (median) with the
+ * sleep. */
 #define SPIN_NS 20000u
 
 struct bell_wait {

@@ -320,7 +320,8 @@ int nvl_sio_backend(const char *name, struct sio_dev *dev, bool shared, bool one
     c->bar = c->bars[0];
     c->regp = c->regps[0];
     if (mp && sio_set_path(c->dev, 1) == 0) {
-        c->mp = (c->regps[1] = sio_map_bar(c->dev, 0, NULL, &c->bars[1])) != NULL; /* else one path */
+        c->regps[1] = sio_map_bar(c->dev, 0, NULL, &c->bars[1]);
+        c->mp = c->regps[1] != NULL; /* else one path */
         sio_set_path(c->dev, 0);
     }
     *ops = &sio_ops;

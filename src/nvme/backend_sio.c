@@ -22,10 +22,13 @@
 
 struct sio_ctx {
     sio_dev_t *dev;
-    sio_bar_t *bar;    /* registers go through this one: bars[0] or bars[1] */
-    sio_bar_t *bars[2]; /* BAR0 over path 0 and path 1 (two paths), else bars[0] only */
-    volatile uint8_t *regp;    /* the mapping of bar */
-    volatile uint8_t *regps[2]; /* of bars[0] and bars[1] */
+    /* BAR0 over path 0 and path 1 (two paths), else bar[0] only: the mapping and where this
+     * process sees it */
+    struct sio_regs {
+        sio_bar_t *map;
+        volatile uint8_t *cpu;
+    } bar[2];
+    struct sio_regs *cur; /* registers go through this one: bar[0] or bar[1] */
     bool owned; /* borrowed by the library: returned on close */
     bool mp;    /* two paths, BAR0 on both */
     pthread_mutex_t path_lock; /* sio_set_path around one allocation */
@@ -40,7 +43,8 @@ struct sio_buf {
     sio_dma_t *dma[2];
 };
 
-static sio_bar_t *regs(struct sio_ctx *c) { return __atomic_load_n(&c->bar, __ATOMIC_RELAXED); }
+static struct sio_regs *cur(struct sio_ctx *c) { return __atomic_load_n(&c->cur, __ATOMIC_RELAXED); }
+static sio_bar_t *regs(struct sio_ctx *c) { return cur(c)->map; }
 
 static uint32_t sio_rd32(void *ctx, uint32_t off) { return sio_read32(regs(ctx), off); }
 
@@ -50,18 +54,14 @@ static void sio_wr32(void *ctx, uint32_t off, uint32_t val) { sio_write32(regs(c
  * tells it the register was written). */
 static void sio_wr32_lazy(void *ctx, uint32_t off, uint32_t val)
 {
-    struct sio_ctx *c = ctx;
-    volatile uint8_t *p = __atomic_load_n(&c->regp, __ATOMIC_RELAXED);
-    *(volatile uint32_t *)(p + off) = val;
+    *(volatile uint32_t *)(cur(ctx)->cpu + off) = val;
 }
 
 static void sio_use_path(void *ctx, int path)
 {
     struct sio_ctx *c = ctx;
-    if (c->mp && path >= 0 && path < 2) {
-        __atomic_store_n(&c->regp, c->regps[path], __ATOMIC_RELAXED);
-        __atomic_store_n(&c->bar, c->bars[path], __ATOMIC_RELAXED);
-    }
+    if (c->mp && path >= 0 && path < 2)
+        __atomic_store_n(&c->cur, &c->bar[path], __ATOMIC_RELAXED);
 }
 
 static void buf_free(struct sio_buf *b)
@@ -196,8 +196,8 @@ static void sio_close(void *ctx)
 {
     struct sio_ctx *c = ctx;
     for (int p = 0; p < 2; p++)
-        if (c->bars[p])
-            sio_unmap_bar(c->bars[p]);
+        if (c->bar[p].map)
+            sio_unmap_bar(c->bar[p].map);
     if (c->owned)
         sio_return(c->dev);
     pthread_mutex_destroy(&c->path_lock);
@@ -307,7 +307,7 @@ int nvl_sio_backend(const char *name, struct sio_dev *dev, bool shared, bool one
     /* Failover needs both paths working now: the BAR over path 0, and over path 1. */
     bool mp = !one_path && sio_paths(c->dev) >= 2 && sio_path_up(c->dev, 0) &&
               sio_path_up(c->dev, 1) && sio_set_path(c->dev, 0) == 0;
-    if (!(c->regps[0] = sio_map_bar(c->dev, 0, &size, &c->bars[0]))) {
+    if (!(c->bar[0].cpu = sio_map_bar(c->dev, 0, &size, &c->bar[0].map))) {
         int rc = -errno;
         sio_close(c);
         return nvl_fail(rc ? rc : -EIO, "cannot map BAR0 of the NVMe: %s",
@@ -317,11 +317,10 @@ int nvl_sio_backend(const char *name, struct sio_dev *dev, bool shared, bool one
         sio_close(c);
         return nvl_fail(-ENODEV, "BAR0 of the device is %zu bytes: too small for an NVMe", size);
     }
-    c->bar = c->bars[0];
-    c->regp = c->regps[0];
+    c->cur = &c->bar[0];
     if (mp && sio_set_path(c->dev, 1) == 0) {
-        c->regps[1] = sio_map_bar(c->dev, 0, NULL, &c->bars[1]);
-        c->mp = c->regps[1] != NULL; /* else one path */
+        c->bar[1].cpu = sio_map_bar(c->dev, 0, NULL, &c->bar[1].map);
+        c->mp = c->bar[1].cpu != NULL; /* else one path */
         sio_set_path(c->dev, 0);
     }
     *ops = &sio_ops;

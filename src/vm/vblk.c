@@ -17,6 +17,7 @@
 
 #include "hop.h"
 #include "vblk.h"
+#include "vqcoal.h"
 #include "wpol.h"
 
 #define VIRTIO_BLK_F_SIZE_MAX 1
@@ -68,8 +69,9 @@ struct vqio {
     pthread_t thread;
     int stop_fd;
     _Atomic bool stop;
-    bool notify;
+    struct vq_coal coal;        /* when to call the guest for completions on the used ring */
     struct wpol_site idle_wait; /* the next request after the last is answered */
+    struct wpol_site hold_wait; /* the next request while completions are held */
     struct vreq req[VQ_MAX_SIZE];
     struct vq_elem e;
 };
@@ -123,7 +125,7 @@ static void finish(struct vreq *r)
     struct vqio *io = r->io;
     *r->status_at = r->status;
     vq_push(io->q, r->head, r->written);
-    io->notify = true;
+    vq_coal_completion(&io->coal, now_ns());
     atomic_fetch_add(r->status ? &io->b->failed : &io->b->done, 1);
 }
 
@@ -227,7 +229,7 @@ static void handle(struct vqio *io, const struct vq_elem *e)
         fprintf(stderr, "vblk: queue %u: request %u without header or status byte\n",
                 io->q->index, e->head);
         vq_push(io->q, e->head, 0);
-        io->notify = true;
+        vq_coal_completion(&io->coal, now_ns());
         atomic_fetch_add(&io->b->failed, 1);
         return;
     }
@@ -275,12 +277,14 @@ static void handle(struct vqio *io, const struct vq_elem *e)
     put_req(r);
 }
 
-static void notify(struct vqio *io)
+/* Call the guest for the completions on the used ring: when the coalescing says so, or now
+ * (force). */
+static void notify(struct vqio *io, bool force)
 {
-    if (io->notify) {
-        io->notify = false;
+    if (io->coal.waiting && (force || vq_coal_due(&io->coal, now_ns()))) {
         hop_mark("call", 0);
         vq_notify(io->q);
+        vq_coal_called(&io->coal);
     }
 }
 
@@ -293,8 +297,10 @@ static int kick_sleep(void *arg, uint64_t max_ns)
     vq_kick_enable(q, true);
     if (q->broken || !vq_pending(q)) {
         struct pollfd p[2] = { { q->kick_fd, POLLIN, 0 }, { io->stop_fd, POLLIN, 0 } };
-        int ms = max_ns >= (uint64_t)INT_MAX * 1000000ull ? -1 : (int)(max_ns / 1000000u) + 1;
-        if (poll(p, 2, ms) > 0 && (p[0].revents & POLLIN)) {
+        struct timespec ts = { .tv_sec = (time_t)(max_ns / 1000000000u),
+                               .tv_nsec = (long)(max_ns % 1000000000u) };
+        bool forever = max_ns >= (uint64_t)INT_MAX * 1000000000ull;
+        if (ppoll(p, 2, forever ? NULL : &ts, NULL) > 0 && (p[0].revents & POLLIN)) {
             uint64_t v;
             ssize_t r = read(q->kick_fd, &v, sizeof v);
             (void)r;
@@ -320,6 +326,15 @@ static void wait_request(struct vqio *io)
     wpol_wait(&io->idle_wait, &how);
 }
 
+/* Completions are held and nothing else is to be done: watch for the guest's next request
+ * until the hold ends. */
+static void wait_hold(struct vqio *io)
+{
+    struct wpol_how how = { .ready = request_ready, .arg = io, .sleep = kick_sleep,
+                            .deadline_ns = io->coal.until };
+    wpol_wait(&io->hold_wait, &how);
+}
+
 static void *io_thread(void *arg)
 {
     struct vqio *io = arg;
@@ -329,6 +344,7 @@ static void *io_thread(void *arg)
         int got = 0, rc;
         while ((rc = vq_pop(q, &io->e)) > 0) {
             hop_mark("pop", io->e.head);
+            vq_coal_request(&io->coal, now_ns());
             handle(io, &io->e);
             got++;
         }
@@ -337,15 +353,19 @@ static void *io_thread(void *arg)
                             "served no more\n", q->index);
         if (nvme_qpair_outstanding(io->qp)) {
             int n = nvme_qpair_poll(io->qp, 0);
-            notify(io);
+            notify(io, rc < 0);
             uint64_t now = now_ns();
             if (n > 0 || got || !spin_from)
                 spin_from = now;
-            else if (now - spin_from > SPIN_NS)
+            else if (now - spin_from > SPIN_NS && !io->coal.waiting)
                 nvme_qpair_wait(io->qp, 1); /* spins, yields, then sleeps */
             continue;
         }
-        notify(io);
+        if (rc >= 0 && io->coal.waiting && !vq_coal_due(&io->coal, now_ns())) {
+            wait_hold(io);
+            continue;
+        }
+        notify(io, true);
         spin_from = 0;
         if (rc < 0)
             kick_sleep(io, UINT64_MAX); /* served no more: only a stop ends this */
@@ -355,7 +375,7 @@ static void *io_thread(void *arg)
     /* Answer every request taken before the queue stops (GET_VRING_BASE waits for this). */
     while (nvme_qpair_outstanding(io->qp) && nvme_qpair_wait(io->qp, -1) >= 0)
         ;
-    notify(io);
+    notify(io, true);
     return NULL;
 }
 
@@ -372,6 +392,9 @@ static int start(void *arg, struct vq *q, const struct vq_mem *mem)
     io->idle_wait = (struct wpol_site)WPOL_SITE("vhost-user-blk next request", AVAIL_SPIN_NS,
                                                 AVAIL_YIELD_NS);
     io->idle_wait.fast_yields = UINT32_MAX; /* only AVAIL_YIELD_NS ends the yields */
+    io->hold_wait = (struct wpol_site)WPOL_SITE("vhost-user-blk completions held", AVAIL_SPIN_NS,
+                                                AVAIL_YIELD_NS);
+    io->hold_wait.fast_yields = UINT32_MAX;
     io->stop_fd = eventfd(0, EFD_CLOEXEC);
     io->mem = mem;
     struct nvme_qpair_opts o = { .depth = q->num < b->ctrl.max_depth ? q->num : b->ctrl.max_depth,
@@ -404,11 +427,17 @@ static void stop(void *arg, struct vq *q)
     ssize_t w = write(io->stop_fd, &one, sizeof one);
     (void)w;
     pthread_join(io->thread, NULL);
+    if (getenv("NTBLEND_WAIT_DEBUG"))
+        fprintf(stderr, "vblk: queue %u: %llu completions, %llu interrupts asked for, %llu batches "
+                        "held (%llu probes)\n", q->index,
+                (unsigned long long)io->coal.n_completions, (unsigned long long)io->coal.n_calls,
+                (unsigned long long)io->coal.n_held, (unsigned long long)io->coal.n_probes);
     hop_flush();
     nvme_qpair_delete(io->qp);
     close(io->stop_fd);
     b->io[q->index] = NULL;
     wpol_site_done(&io->idle_wait);
+    wpol_site_done(&io->hold_wait);
     free(io);
 }
 

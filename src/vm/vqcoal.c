@@ -1,0 +1,63 @@
+/*
+ * Interrupt coalescing for a virtqueue's completions (vqcoal.h).
+ */
+#include "vqcoal.h"
+
+void vq_coal_request(struct vq_coal *c, uint64_t now)
+{
+    if (c->last_request && now > c->last_request) {
+        uint64_t gap = now - c->last_request;
+        c->gap_ns = c->gap_ns ? c->gap_ns - c->gap_ns / 8 + gap / 8 : gap;
+    }
+    c->last_request = now;
+    if (c->waiting && c->until)
+        c->arrived = true;
+}
+
+void vq_coal_completion(struct vq_coal *c, uint64_t now)
+{
+    c->n_completions++;
+    if (c->waiting++)
+        return;
+    /* The first of a batch: hold it (deep, or a probe) or not. */
+    c->until = 0;
+    c->arrived = false;
+    bool probe = !c->deep && ++c->probe >= VQ_COAL_PROBE;
+    if (!c->deep && !probe)
+        return;
+    uint64_t hold = c->gap_ns * VQ_COAL_WINDOW;
+    if (hold > VQ_COAL_HOLD_MAX_NS)
+        hold = VQ_COAL_HOLD_MAX_NS;
+    if (!hold)
+        return; /* no pace known yet */
+    if (probe) {
+        c->probe = 0;
+        c->n_probes++;
+    }
+    c->until = now + hold;
+    c->n_held++;
+}
+
+bool vq_coal_due(const struct vq_coal *c, uint64_t now)
+{
+    return c->waiting && (!c->until || c->waiting >= VQ_COAL_MAX || now >= c->until);
+}
+
+void vq_coal_called(struct vq_coal *c)
+{
+    if (!c->waiting)
+        return;
+    if (c->until) {
+        if (c->arrived || c->waiting >= VQ_COAL_MAX) { /* the guest had work without these */
+            c->deep = true;
+            c->misses = 0;
+        } else if (!c->deep || ++c->misses >= VQ_COAL_MISSES) { /* it waited for them */
+            c->deep = false;
+            c->misses = 0;
+        }
+    }
+    c->waiting = 0;
+    c->until = 0;
+    c->arrived = false;
+    c->n_calls++;
+}

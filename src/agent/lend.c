@@ -45,8 +45,8 @@ static void drop_lmap(struct lmap *m)
 {
     struct fab *f = agent.f;
     bool shared = false;
-    for (const struct lmap *o = lending.lmaps; o && m->aperture && !shared; o = o->next)
-        shared = o->aperture && o->win.count && o->win.adapter == m->win.adapter &&
+    for (const struct lmap *o = lending.lmaps; o && (m->aperture || m->at) && !shared; o = o->next)
+        shared = (o->aperture || o->at) && o->win.count && o->win.adapter == m->win.adapter &&
                  o->win.first == m->win.first;
     if (m->win.count) {
         if (!shared)
@@ -192,17 +192,24 @@ static int lend_map(uint32_t fn, uint32_t host, uint32_t target, uint64_t addr, 
     struct lmap *m = calloc(1, sizeof *m);
     if (!m)
         return -ENOMEM;
-    *m = (struct lmap){ .id = ++lending.next_id, .fn = fn, .host = host, .aperture = aperture };
+    *m = (struct lmap){ .id = ++lending.next_id, .fn = fn, .host = host, .aperture = aperture,
+                        .at = at };
     int rc = 0;
     const struct fab_host *self = fab_host(f, agent.host);
     if (at && (!self->iommu || aperture || (iova & 4095) != (addr & 4095))) {
         free(m);
         return !self->iommu ? -EOPNOTSUPP : -EINVAL; /* no IOMMU: addresses are the window's */
     }
-    const struct lmap *same = NULL; /* the aperture's window, if another device has it */
-    for (const struct lmap *o = lending.lmaps; o && aperture && !same; o = o->next)
-        if (o->aperture && o->host == host && o->win.count && o->win.peer_host == target &&
-            o->win.peer_addr == addr && o->win.len == size)
+    /* The aperture's window, if another device has it; a VM's RAM (at), if another device
+     * of ours maps it for the same borrower through the same adapter: one window per lender
+     * for all of a guest's devices (device-lending-kvm-multidevice-2019 §5), each device's
+     * own IOMMU domain mapping it. */
+    const struct lmap *same = NULL;
+    int toward = at && !mcast && target != agent.host ? via_or_toward(via, target) : -1;
+    for (const struct lmap *o = lending.lmaps; o && (aperture || at) && !same; o = o->next)
+        if (o->aperture == aperture && o->at == at && o->host == host && o->win.count &&
+            o->win.peer_host == target && o->win.peer_addr == addr && o->win.len == size &&
+            (aperture || (int)o->win.adapter == toward))
             same = o;
     if (target == agent.host && aperture) {
         rc = -EINVAL; /* an aperture is in the borrower's domain */

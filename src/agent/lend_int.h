@@ -55,6 +55,9 @@ struct lmap {
     bool rid_held;           /* relies on fn's requester-ID entry on win.adapter (shared) */
     bool aperture;           /* a borrower's DMA aperture: the window is shared by every
                               * device it borrows from us, and goes with the last of them */
+    bool at;                 /* at an I/O address the borrower chose (a VM's RAM at IOVA =
+                              * GPA): the window is shared by every device of ours that maps
+                              * the same range for that borrower, and goes with the last */
 };
 
 /* Borrower side: a DMA aperture (smartio §4.3 "DMA Window"): a window of the lender's adapter

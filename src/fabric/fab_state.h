@@ -171,7 +171,8 @@ struct fab_vm_dev {
     uint16_t flags;           /* FAB_VMDEV_IOVA_GPA: ram_io is 0, I/O address = guest-physical */
     uint64_t guest_bar[FAB_BARS]; /* its BARs at guest-physical addresses, 0: none */
     uint64_t ram_io;          /* the device's I/O address of guest-physical address 0 */
-    uint32_t luts;            /* LUT entries that mapping took on the lender's adapter */
+    uint32_t luts;            /* LUT entries of the window that maps it on the lender's
+                               * adapter (one window per lender: its devices share it) */
     uint32_t pad2;
 };
 struct fab_vm {

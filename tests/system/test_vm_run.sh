@@ -61,11 +61,19 @@ json=$(n vm list --json)
   fail "devices not held at IOVA = GPA (ram_io 0): $json"
 [ "$(jq -r '[.[0].devices[].lut_entries] | unique | join(",")' <<<"$json")" = 16 ] ||
   fail "64 MiB of guest RAM should take 16 LUT entries of 4 MiB: $json"
+# LUT entries host a's adapters hold for others than their agent.
+lut_a() { n status --json | jq '[.adapters[] | select(.host == "a") | .lut.used - .lut_agent] | add'; }
 [ "$(n status --json | jq '[.hosts[].iommu_faults] | add')" = 0 ] || fail "IOMMU faults: $(n status)"
 
 # ---- hot-add under a running driver: accel1 leaves, accel_drv --stay starts on the other two,
 # accel1 comes back and the running driver probes it; then nvme_drv on a hot-added NVMe
+luts=$(lut_a)
 n vm detach e1 accel1 >/dev/null
+# One window of a's for the guest's RAM, shared by its devices from a (2019 §5), and one for
+# each peer BAR they map: accel1 leaving frees nothing accel0 still uses (without the sharing
+# it freed its own RAM window of 16 entries and its own windows to accel2's BARs).
+[ "$luts" -ge 16 ] && [ $((luts - $(lut_a))) -lt 16 ] ||
+  fail "a's LUT entries went from $luts to $(lut_a) when accel1 left e1: the windows to its RAM and peers were not shared"
 n vm run e1 -- accel_drv --size 4k --iters 1 --stay >"$work/stay" 2>&1 &
 stay=$!
 wait_for "grep -q '^bound 2' '$work/stay'" "accel_drv --stay did not start: $(cat "$work/stay")"

@@ -5,8 +5,9 @@
 # and the data is on the namespace; the NVMe is hot-removed from and hot-added into the running
 # guest; its lender dies and the guest sees I/O errors, not a hang, while the VM runs on; an
 # emulated guest's address map is there for others to read, its devices at I/O address =
-# guest-physical once held; a VM killed, or its host, returns everything it held (no LUT,
-# requester-ID or IOMMU entry left). IOMMUs on.
+# guest-physical once held; a VM killed (an emulated one, a QEMU guest's VM process, its
+# QEMU), or its host, returns everything it held (no LUT, requester-ID or IOMMU entry left).
+# IOMMUs on.
 set -euo pipefail
 fabric="t-vm-$$"
 vm_name=g1
@@ -131,7 +132,9 @@ wait_for 'grep -q "hot-added, data there" "$log"' '"the guest did not see the ho
 # The lender dies: the guest's reads fail (not hang), and the VM runs on.
 n host kill a >/dev/null
 wait_for 'grep -q "guest still running" "$log"' '"the guest hung when the lender died"' 1200
-grep -q "reads end: [0-9]" "$log" || fail "no read ended"
+# The guest's reads fail once the lender is gone (its loop would run 900 reads otherwise).
+ended=$(sed -n 's/^reads end: \([0-9]*\).*/\1/p' "$log" | tr -d '\r')
+[ -n "$ended" ] && [ "$ended" -lt 900 ] || fail "the guest's reads did not fail when the lender died (reads end: ${ended:-none})"
 wait_for '[ "$(n vm list --json | jq length)" = 0 ]' '"g1 did not end after its guest powered off"' 300
 n host start a >/dev/null
 n device add nvme0 >/dev/null
@@ -186,4 +189,21 @@ n vm start e3 --host c --mem 64M --guest emulated --device accel0 >/dev/null || 
 n vm cfg e3 accel0 4 2 6 || fail "accel0 not free again"
 n vm stop e3 >/dev/null || fail "vm stop e3"
 [ "$(held)" = "$base" ] || fail "a stopped VM left: $(held), was $base"
+
+# A QEMU guest killed: its VM process (QEMU goes with it), then QEMU itself (the VM process
+# sees it go and ends): everything either held is returned, no process is left.
+printf 'echo idle\nwhile :; do sleep 1; done\n' >"$work/idle.sh"
+for victim in pid qemu_pid; do
+  out=$(n vm start g2 --host b --mem 128M --device nvme0 --run "$work/idle.sh") || fail "vm start g2: $out"
+  wait_for 'grep -qs "^idle" "$dir/vm.g2.console.log"' '"g2 did not boot"' 1200
+  j=$(n vm list --json)
+  [ "$(held)" != "$base" ] || fail "g2 holds nothing: $j"
+  vmpid=$(jq -r '.[0].pid' <<<"$j"); qpid=$(jq -r '.[0].qemu_pid' <<<"$j")
+  kill -9 "$(jq -r ".[0].$victim" <<<"$j")"
+  wait_for '[ "$(n vm list --json | jq length)" = 0 ]' '"g2 is still listed after its $victim was killed"' 300
+  wait_for '! kill -0 $vmpid 2>/dev/null && ! kill -0 $qpid 2>/dev/null' \
+    '"a process of g2 outlived its $victim being killed"' 300
+  wait_for '[ "$(held)" = "$base" ]' '"g2 killed ($victim) left: $(held), was $base"' 300
+  rm -f "$dir/vm.g2.console.log"
+done
 echo "test_vm: all passed"

@@ -19,8 +19,9 @@ image=$(bash "$NTBLEND_SRC/scripts/vm-guest.sh") || fail "scripts/vm-guest.sh co
 export NTBLEND_VM_IMAGE=$image
 
 # smartio3 with IOMMUs on, 48 LUT entries of 4 MiB per adapter (192 MiB of window), and the
-# NVMe's namespace in $work so the test can read what the guest wrote.
-sed -e "s|^type = nvme$|type = nvme\nbacking = $work|" -e 's/^lut_entries = .*/lut_entries = 48/' \
+# NVMe's namespace in $work so the test can read what the guest wrote; the NVMe has two
+# virtual functions (an SR-IOV capability its guests must not see).
+sed -e "s|^type = nvme$|type = nvme\nbacking = $work\nvfs = 2|" -e 's/^lut_entries = .*/lut_entries = 48/' \
     -e 's/^\[defaults\]$/[defaults]\niommu = on/' \
     "$NTBLEND_SRC/examples/topologies/smartio3.ini" >"$work/topo.ini"
 n up "$work/topo.ini" >/dev/null
@@ -161,6 +162,9 @@ n device list | grep -q "accel0 .* yes  *- (vm e1)$" || fail "device list: $(n d
 [ "$(n vm cfg e1 accel0 0x3d 1)" = 0 ] || fail "interrupt pin offered"
 [ "$(n vm cfg e1 accel0 0 2)" = 0x10de ] || fail "vendor: $(n vm cfg e1 accel0 0 2)"
 expect_err "cannot read 4 bytes at 0x3" n vm cfg e1 accel0 3 4
+# SR-IOV is hidden: the NVMe has the capability at 0x100, the guest reads nothing there.
+n lspci --host a -s nvme0 -vv | grep -q "SR-IOV" || fail "nvme0 has no SR-IOV capability: $(n lspci --host a -s nvme0 -vv)"
+[ "$(n vm cfg e1 nvme0 0x100 4)" = 0 ] || fail "the guest sees nvme0's SR-IOV: $(n vm cfg e1 nvme0 0x100 4)"
 n vm cfg e1 accel0 4 2 6 || fail "Bus Master"
 j=$(n vm list --json)
 [ "$(jq -r '.[0].devices[0].state, .[0].devices[0].lut_entries, .[0].devices[0].ram_io' <<<"$j" | tr '\n' ' ')" = "held 16 0 " ] \
@@ -171,6 +175,11 @@ n vm reset e1 accel0 || fail "reset"
 [ "$(n vm list --json | jq -r '.[0].devices[0].state')" = offered ] || fail "a reset kept accel0"
 wait_for '[ "$(held)" = "$base" ]' '"a reset device left: $(held), was $base"' 100
 n vm cfg e1 accel0 4 2 6 >/dev/null && n vm cfg e1 nvme0 4 4 6 >/dev/null || fail "Bus Master again"
+# A function-level reset from the guest (Device Control's FLR bit) gives the device back too.
+n vm cfg e1 accel0 0x58 2 0x8000 || fail "FLR"
+[ "$(n vm list --json | jq -r '.[0].devices[0].state')" = offered ] || fail "an FLR kept accel0"
+[ "$(n vm cfg e1 accel0 4 2)" = 0 ] || fail "command after FLR: $(n vm cfg e1 accel0 4 2)"
+n vm cfg e1 accel0 4 2 6 >/dev/null || fail "Bus Master after FLR"
 [ "$(held)" != "$base" ] || fail "the emulated VM holds nothing"
 # Killed: its agent returns everything.
 kill -9 "$(jq -r '.[0].pid' <<<"$j")"

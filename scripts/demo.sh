@@ -2,7 +2,7 @@
 # The demo: installs what is missing, builds, boots a two-host fabric, shows it, measures an
 # NTB window and the doorbell round trip between the hosts, lends an accelerator and an NVMe
 # into another host's PCIe tree (the same driver binary before and after), has hosts share an
-# NVMe through its manager, gives that NVMe to a Linux guest in a VM, runs an OpenSHMEM
+# NVMe through its manager, lends that NVMe to a Linux guest in a VM, runs an OpenSHMEM
 # program across a five-host switchless ring, and shuts it all down.
 # Usage: scripts/demo.sh [--keep]   (--keep leaves the fabric up for you to explore)
 # In a source tree it installs what is missing and builds first. Installed (as
@@ -160,7 +160,8 @@ ntblend --fabric "$name-dev" nvme status
 wait
 cat "$tmp_b" "$tmp_c"; rm -f "$tmp_b" "$tmp_c"
 
-step "A virtual machine on b: a Linux guest (QEMU) whose virtio-blk disk is nvme0, through its manager; the NVMe moves the data straight into guest RAM"
+step "A virtual machine on b: a Linux guest (QEMU) whose virtio-blk disk is nvme0, lent by a (its manager stopped first); the NVMe moves the data straight into guest RAM"
+ntblend --fabric "$name-dev" nvme stop nvme0
 if command -v qemu-system-x86_64 >/dev/null; then
   image=$($vm_guest)   # Debian's kernel and busybox, downloaded once
   tmp_g=$(mktemp)
@@ -171,6 +172,7 @@ echo "read back: $(dd if=/dev/vda bs=512 skip=65536 count=1 iflag=direct 2>/dev/
 EOF
   ntblend --fabric "$name-dev" vm start "$name-vm" --host b --mem 128M --device nvme0 --image "$image" --run "$tmp_g"
   ntblend --fabric "$name-dev" vm list
+  ntblend --fabric "$name-dev" device list | grep nvme0
   for _ in $(seq 300); do ntblend --fabric "$name-dev" vm list --json | grep -q "\"$name-vm\"" || break; sleep 0.1; done
   ntblend --fabric "$name-dev" vm console "$name-vm" --log | grep -E "^(guest|read back):"
   rm -f "$tmp_g"

@@ -2,12 +2,12 @@
 # Virtual machines (docs/vm.md; the driver model's guests: test_vm_run): bad input is refused
 # with messages that say what to do; a real Linux guest under QEMU (TCG) reads and writes a
 # lent NVMe through its unmodified virtio-blk driver (also eight writers and readers at once),
-# and the data is on the namespace; the NVMe is hot-removed from and hot-added into the running
-# guest; its lender dies and the guest sees I/O errors, not a hang, while the VM runs on; an
-# emulated guest's address map is there for others to read, its devices at I/O address =
-# guest-physical once held; a VM killed (an emulated one, a QEMU guest's VM process, its
-# QEMU), or its host, returns everything it held (no LUT, requester-ID or IOMMU entry left).
-# IOMMUs on.
+# and the data is on the namespace; a guest's console answers what is typed into it; the NVMe
+# is hot-removed from and hot-added into the running guest; its lender dies and the guest sees
+# I/O errors, not a hang, while the VM runs on; an emulated guest's address map is there for
+# others to read, its devices at I/O address = guest-physical once held; a VM killed (an
+# emulated one, a QEMU guest's VM process, its QEMU), or its host, returns everything it held
+# (no LUT, requester-ID or IOMMU entry left). IOMMUs on.
 set -euo pipefail
 fabric="t-vm-$$"
 vm_name=g1
@@ -215,4 +215,18 @@ for victim in pid qemu_pid; do
   wait_for '[ "$(held)" = "$base" ]' '"g2 killed ($victim) left: $(held), was $base"' 300
   rm -f "$dir/vm.g2.console.log"
 done
+
+# The console, typed into and read live (stdin is no terminal here: its end leaves the console).
+n vm start g4 --host b --mem 128M >/dev/null || fail "vm start g4"
+wait_for 'grep -qs "ntblend-guest: up" "$dir/vm.g4.console.log"' '"g4 did not boot"' 1200
+mkfifo "$work/con.in"
+n vm console g4 <"$work/con.in" >"$work/con.out" 2>&1 &
+con=$!
+exec 7>"$work/con.in"
+echo 'echo console-$((6 * 7))' >&7
+wait_for 'grep -q "console-42" "$work/con.out"' '"the console did not answer: $(cat "$work/con.out")"' 1200
+exec 7>&-
+wait "$con" || fail "vm console ended with an error: $(cat "$work/con.out")"
+n vm stop g4 >/dev/null || fail "vm stop g4"
+[ "$(held)" = "$base" ] || fail "g4 left: $(held), was $base"
 echo "test_vm: all passed"

@@ -14,8 +14,10 @@
  *             which is held for one hold window;
  *   deep      every batch is held for a window, or until VQ_COAL_MAX completions wait;
  *
- * and each held batch decides: deep when the guest sent a request while it waited, not deep
- * when it did not. The window is VQ_COAL_WINDOW times the mean gap between the guest's
+ * and each held batch decides: deep when the guest sent a request while it waited (or
+ * VQ_COAL_MAX completions waited); not deep when it did not, once VQ_COAL_MISSES held batches
+ * in a row had no request (a guest at queue depth 32 under TCG does wait for one now and
+ * then, and leaving at the first made it batch one time in eight). The window is VQ_COAL_WINDOW times the mean gap between the guest's
  * requests (the guest's own pace: tens of µs under TCG, microseconds under KVM), at most
  * VQ_COAL_HOLD_MAX_NS. At queue depth 1 a probe costs one request one window in
  * VQ_COAL_PROBE, below the 99th percentile.

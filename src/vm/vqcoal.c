@@ -10,8 +10,14 @@ void vq_coal_request(struct vq_coal *c, uint64_t now)
         c->gap_ns = c->gap_ns ? c->gap_ns - c->gap_ns / 8 + gap / 8 : gap;
     }
     c->last_request = now;
-    if (c->waiting && c->until)
+    if (c->waiting && c->until) {
+        if (c->arrived && now > c->last_held_request) { /* the guest's pace while it is busy */
+            uint64_t gap = now - c->last_held_request;
+            c->busy_gap_ns = c->busy_gap_ns ? c->busy_gap_ns - c->busy_gap_ns / 8 + gap / 8 : gap;
+        }
         c->arrived = true;
+        c->last_held_request = now;
+    }
 }
 
 void vq_coal_completion(struct vq_coal *c, uint64_t now)
@@ -40,7 +46,13 @@ void vq_coal_completion(struct vq_coal *c, uint64_t now)
 
 bool vq_coal_due(const struct vq_coal *c, uint64_t now)
 {
-    return c->waiting && (!c->until || c->waiting >= VQ_COAL_MAX || now >= c->until);
+    if (!c->waiting)
+        return false;
+    if (!c->until || c->waiting >= VQ_COAL_MAX || now >= c->until)
+        return true;
+    /* The guest sent requests during the hold and then stopped for longer than it takes
+     * between two when busy: it waits for these now. */
+    return c->arrived && c->busy_gap_ns && now - c->last_held_request > VQ_COAL_IDLE * c->busy_gap_ns;
 }
 
 void vq_coal_called(struct vq_coal *c)

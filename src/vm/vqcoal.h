@@ -12,7 +12,10 @@
  *
  *   not deep  every completion is signalled at once, except every VQ_COAL_PROBE-th batch,
  *             which is held for one hold window;
- *   deep      every batch is held for a window, or until VQ_COAL_MAX completions wait;
+ *   deep      every batch is held for a window, or until VQ_COAL_MAX completions wait, or
+ *             until the guest, having sent requests during the hold, sends none for
+ *             VQ_COAL_IDLE of the gaps between those (its busy pace): then it is waiting for
+ *             these completions (several processes at queue depth 1 each, all now blocked);
  *
  * and each held batch decides: deep when the guest sent a request while it waited (or
  * VQ_COAL_MAX completions waited); not deep when it did not, once VQ_COAL_MISSES held batches
@@ -36,11 +39,15 @@
 #define VQ_COAL_MISSES 4u              /* deep until this many held batches in a row had no request */
 #define VQ_COAL_WINDOW 2u              /* a hold: this many mean request gaps */
 #define VQ_COAL_HOLD_MAX_NS 300000ull  /* and at most this long */
+#define VQ_COAL_IDLE 2u                /* a hold ends when no request came for this many of
+                                        * the gaps between requests that come during holds */
 
 struct vq_coal {
     uint64_t gap_ns;       /* the mean gap between the guest's requests (1/8 of each new) */
     uint64_t last_request; /* when the last came (0: none yet) */
     uint64_t until;        /* the waiting batch is held until then (0: not held) */
+    uint64_t busy_gap_ns;  /* the mean gap between requests that come during one hold */
+    uint64_t last_held_request; /* when the last request came during this hold */
     uint32_t waiting;      /* completions on the used ring the guest has not been called for */
     uint32_t probe;        /* batches since the last probe */
     uint32_t misses;       /* held batches in a row that the guest waited for, while deep */

@@ -5,7 +5,8 @@
  * a guest that keeps sending requests whatever the calls (deep) gets several completions per
  * call, never more than VQ_COAL_MAX, never held longer than the window; a deep guest that
  * goes back to waiting for each completion is called at once again after VQ_COAL_MISSES held
- * batches; nothing is held before the guest's pace is known. Behaviour only: no timing.
+ * batches; a hold ends once the guest stops sending for VQ_COAL_IDLE of its busy gaps, and
+ * not while it keeps sending; nothing is held before the guest's pace is known. Behaviour only: no timing.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -149,12 +150,46 @@ static void test_no_pace(void **state)
     assert_int_equal(c.until, 10005 * US + VQ_COAL_HOLD_MAX_NS);
 }
 
+/* A held batch ends early once the guest, having sent requests during the hold, stops for
+ * longer than VQ_COAL_IDLE of its busy gaps (several QD1 streams: all now wait for the call). */
+static void test_idle(void **state)
+{
+    (void)state;
+    struct vq_coal c = { .deep = true };
+    uint64_t t = 1000 * US;
+    for (int i = 0; i < 64; i++) /* the guest's pace: a request every 100 us */
+        vq_coal_request(&c, t += 100 * US);
+    vq_coal_completion(&c, t += 5 * US);
+    assert_true(c.until >= t + 150 * US); /* a window of about two gaps */
+    uint64_t t0 = t;
+    for (int i = 1; i <= 3; i++) /* three requests 10 us apart, during the hold */
+        vq_coal_request(&c, t0 + (uint64_t)i * 10 * US);
+    uint64_t last = t0 + 30 * US;
+    assert_int_equal(c.busy_gap_ns, 10 * US);
+    assert_false(vq_coal_due(&c, last + VQ_COAL_IDLE * 10 * US));
+    assert_true(vq_coal_due(&c, last + VQ_COAL_IDLE * 10 * US + 1));
+    assert_true(last + VQ_COAL_IDLE * 10 * US + 1 < c.until);
+    vq_coal_called(&c);
+    assert_true(c.deep); /* it sent requests while they waited */
+
+    /* A guest that keeps sending at that pace is held to the window's end. */
+    vq_coal_completion(&c, t = last + 100 * US);
+    uint64_t until = c.until;
+    for (t += 10 * US; t < until; t += 10 * US) {
+        vq_coal_request(&c, t);
+        assert_false(vq_coal_due(&c, t));
+    }
+    assert_true(vq_coal_due(&c, until));
+    vq_coal_called(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qd1),
         cmocka_unit_test(test_deep),
         cmocka_unit_test(test_no_pace),
+        cmocka_unit_test(test_idle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

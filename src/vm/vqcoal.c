@@ -3,18 +3,20 @@
  */
 #include "vqcoal.h"
 
+/* A running mean that takes 1/8 of each new gap (the first gap as it is). */
+static void mean_gap(uint64_t *mean, uint64_t from, uint64_t now)
+{
+    if (from && now > from)
+        *mean = *mean ? *mean - *mean / 8 + (now - from) / 8 : now - from;
+}
+
 void vq_coal_request(struct vq_coal *c, uint64_t now)
 {
-    if (c->last_request && now > c->last_request) {
-        uint64_t gap = now - c->last_request;
-        c->gap_ns = c->gap_ns ? c->gap_ns - c->gap_ns / 8 + gap / 8 : gap;
-    }
+    mean_gap(&c->gap_ns, c->last_request, now);
     c->last_request = now;
     if (c->waiting && c->until) {
-        if (c->arrived && now > c->last_held_request) { /* the guest's pace while it is busy */
-            uint64_t gap = now - c->last_held_request;
-            c->busy_gap_ns = c->busy_gap_ns ? c->busy_gap_ns - c->busy_gap_ns / 8 + gap / 8 : gap;
-        }
+        if (c->arrived) /* the guest's pace while it is busy */
+            mean_gap(&c->busy_gap_ns, c->last_held_request, now);
         c->arrived = true;
         c->last_held_request = now;
     }
